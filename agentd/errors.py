@@ -1,0 +1,67 @@
+"""The errors of agentd, and the one place each maps to a gRPC status.
+
+    AgentdError                 something a client asked for cannot be done
+    ├── InvalidRequest          malformed RPC fields          -> INVALID_ARGUMENT
+    ├── NotFound                unknown session, task, request -> NOT_FOUND
+    │   └── SessionNotFound
+    ├── SessionClosed           the session is closed          -> FAILED_PRECONDITION
+    └── Unavailable             the daemon is shutting down    -> UNAVAILABLE
+
+    ToolError                   a tool call failed; the model sees the message
+    └── InputError              the input was invalid; shown in <tool_use_error>
+        └── PathOutsideWorkspace  a path resolves outside the session's roots
+
+AgentdError ends an RPC with a status. ToolError never does: it becomes an
+`is_error` tool_result the model can act on, because a failed tool call is an
+answer, not a broken request.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+
+class AgentdError(Exception):
+    status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+
+class InvalidRequest(AgentdError):
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(AgentdError):
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class SessionNotFound(NotFound):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"no session with id {session_id!r}; list sessions with `agentctl session ls`"
+        )
+
+
+class SessionClosed(AgentdError):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} is closed; create a new one")
+
+
+class Unavailable(AgentdError):
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+class ToolError(Exception):
+    """A tool call failed; `str(error)` is the text the model reads."""
+
+
+class InputError(ToolError):
+    """The call's input was invalid; the text is wrapped in <tool_use_error>."""
+
+
+class PathOutsideWorkspace(InputError):
+    def __init__(self, path: str, roots: list[str]) -> None:
+        super().__init__(
+            f"Path {path} is outside the session's workspace ({', '.join(roots)}). "
+            "Only files inside the workspace can be accessed; use a path inside it."
+        )

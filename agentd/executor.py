@@ -1,0 +1,245 @@
+"""One tool call's lifecycle, and batches of calls.
+
+resolve name -> parse, coerce, validate -> tool.validate_input -> permission ->
+call (progress events) -> size budget -> journal and CallFinished.
+Every failure on the way becomes an `is_error` result; nothing escapes as an
+exception, because a failed call is an answer the model must see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agentd import results, validation
+from agentd.config import Config
+from agentd.errors import InputError, ToolError
+from agentd.sessions import Session, SessionManager
+from agentd.tools import Registry
+from agentd.tools.base import ImageBlock, TextBlock, Tool, ToolContext, ToolResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    tool_use_id: str
+    name: str
+    input_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A permission decision: who or what decided, and why."""
+
+    behavior: str  # "allow" or "deny"
+    reason: str = ""
+    decided_by: str = ""
+    # Input to run instead (a hook may rewrite it).
+    updated_input: dict[str, Any] | None = None
+
+
+class PermissionChecker(Protocol):
+    async def decide(
+        self, session: Session, tool: Tool, args: dict[str, Any], ctx: ToolContext
+    ) -> Decision: ...
+
+    async def after_call(
+        self,
+        session: Session,
+        tool: Tool,
+        args: dict[str, Any],
+        result: ToolResult,
+        ctx: ToolContext,
+    ) -> None: ...
+
+
+# Receives ("progress", payload) or ("result", payload) updates for the caller.
+UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
+    """A result as JSON-able data, the shape events and the journal carry."""
+    content: list[dict[str, Any]] = []
+    for block in result.content:
+        if isinstance(block, TextBlock):
+            content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            content.append(
+                {"type": "image", "media_type": block.media_type, "data": block.data.hex()}
+            )
+    return {
+        "tool_use_id": tool_use_id,
+        "content": content,
+        "is_error": result.is_error,
+        "data_json": "" if result.data is None else json.dumps(result.data),
+    }
+
+
+@dataclass
+class _Running:
+    task: asyncio.Task[ToolResult]
+    ctx: ToolContext
+
+
+@dataclass
+class Executor:
+    registry: Registry
+    sessions: SessionManager
+    config: Config
+    permissions: PermissionChecker | None = None
+    services: dict[str, Any] = field(default_factory=dict)
+    _running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+
+    @property
+    def running_count(self) -> int:
+        return len(self._running)
+
+    async def run_batch(
+        self, session: Session, calls: list[ToolUse], sink: UpdateSink
+    ) -> list[ToolResult]:
+        """Consecutive concurrency-safe calls run together; any other call runs alone."""
+        results_in_order: list[ToolResult] = []
+        group: list[ToolUse] = []
+
+        async def flush() -> None:
+            if group:
+                done = await asyncio.gather(*(self._run_silent(session, c, sink) for c in group))
+                for call, result in zip(group, done, strict=True):
+                    await sink("result", result_payload(call.tool_use_id, result))
+                results_in_order.extend(done)
+                group.clear()
+
+        for call in calls:
+            if self._concurrency_safe(call):
+                group.append(call)
+                continue
+            await flush()
+            result = await self._run_silent(session, call, sink)
+            await sink("result", result_payload(call.tool_use_id, result))
+            results_in_order.append(result)
+        await flush()
+        return results_in_order
+
+    async def run_one(self, session: Session, call: ToolUse, sink: UpdateSink) -> ToolResult:
+        result = await self._run_silent(session, call, sink)
+        await sink("result", result_payload(call.tool_use_id, result))
+        return result
+
+    def cancel(self, session_id: str, tool_use_id: str) -> bool:
+        running = self._running.get((session_id, tool_use_id))
+        if running is None:
+            return False
+        running.ctx.cancelled.set()
+        # A tool that watches ctx.cancelled ends itself and keeps its partial output;
+        # one that does not is cancelled outright after a grace period.
+        asyncio.get_running_loop().call_later(1.0, running.task.cancel)
+        return True
+
+    def _concurrency_safe(self, call: ToolUse) -> bool:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return True  # fails at once, touching nothing
+        try:
+            args = validation.coerce(
+                validation.parse_input(tool.name, call.input_json), tool.input_schema
+            )
+            return bool(tool.is_concurrency_safe(args))
+        except Exception:
+            return False
+
+    async def _run_silent(self, session: Session, call: ToolUse, sink: UpdateSink) -> ToolResult:
+        """Run a call; the result is journaled and returned, not yet sent to the caller."""
+        log_ = self.sessions.log(session.id)
+        started = time.monotonic()
+        log_.emit(
+            "call_started", tool_use_id=call.tool_use_id, name=call.name, input_json=call.input_json
+        )
+
+        async def progress(output: str = "", message: str = "") -> None:
+            payload = {
+                "tool_use_id": call.tool_use_id,
+                "elapsed_ms": int((time.monotonic() - started) * 1000),
+                "output": output,
+                "message": message,
+            }
+            log_.emit("progress", **payload)
+            await sink("progress", payload)
+
+        ctx = ToolContext(
+            session=session,
+            tool_use_id=call.tool_use_id,
+            state_dir=str(self.config.session_dir(session.id)),
+            progress=progress,
+            services=self.services,
+        )
+        key = (session.id, call.tool_use_id)
+        task = asyncio.ensure_future(self._execute(session, call, ctx))
+        self._running[key] = _Running(task, ctx)
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                # Our caller went away: the call goes on and lands in the journal.
+                result = await task
+            else:
+                result = ToolResult.text(
+                    "The call was cancelled before it finished.", is_error=True
+                )
+        finally:
+            self._running.pop(key, None)
+        self.sessions.save(session)
+        log_.emit(
+            "call_finished",
+            name=call.name,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            result=result_payload(call.tool_use_id, result),
+        )
+        return result
+
+    async def _execute(self, session: Session, call: ToolUse, ctx: ToolContext) -> ToolResult:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return ToolResult.error(f"Error: No such tool available: {call.name}", input_error=True)
+        try:
+            args = validation.parse_input(tool.name, call.input_json)
+            args = validation.coerce(args, tool.input_schema)
+            validation.validate(tool.name, args, tool.input_schema)
+            await tool.validate_input(args, ctx)
+            if self.permissions is not None:
+                decision = await self.permissions.decide(session, tool, args, ctx)
+                if decision.behavior != "allow":
+                    return ToolResult.error(decision.reason or "Permission denied.")
+                if decision.updated_input is not None:
+                    args = decision.updated_input
+            result = await tool.call(args, ctx)
+        except InputError as exc:
+            return ToolResult.error(str(exc), input_error=True)
+        except ToolError as exc:
+            return ToolResult.error(str(exc))
+        except asyncio.CancelledError:
+            return ToolResult.text("The call was cancelled.", is_error=True)
+        except Exception as exc:
+            log.exception("tool %s crashed on call %s", call.name, call.tool_use_id)
+            return ToolResult.error(
+                f"The {tool.name} tool failed unexpectedly: {type(exc).__name__}: {exc}. "
+                "This is a bug in agentd; try another way."
+            )
+        if self.permissions is not None:
+            try:
+                await self.permissions.after_call(session, tool, args, result, ctx)
+            except Exception:
+                log.exception("PostToolUse handling failed for %s", call.tool_use_id)
+        return results.persist_if_large(
+            result, tool.max_result_chars, f"{ctx.state_dir}/tool-results", call.tool_use_id
+        )
+
+
+def new_tool_use_id() -> str:
+    return f"toolu_{uuid.uuid4().hex[:24]}"

@@ -1,0 +1,231 @@
+"""Paths as a session sees them, opened so that no symlink carries them outside its roots.
+
+A string check on a path cannot stop `ws/link -> /etc`: the kernel must resolve it.
+Every open goes through openat2(2) with RESOLVE_BENEATH from a descriptor of the
+workspace root, so `..` and symlinks (at any depth) that leave the root fail with
+EXDEV, whatever the path looks like.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+import struct
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from agentd.errors import PathOutsideWorkspace
+
+_SYS_OPENAT2 = 437  # the same number on every architecture since 5.6
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_BENEATH = 0x08
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+def expand(raw: str, cwd: str, home: str) -> str:
+    """The absolute, lexically normalised path of `raw` as the session means it."""
+    if raw == "~" or raw.startswith("~/"):
+        raw = home + raw[1:]
+    path = raw if os.path.isabs(raw) else os.path.join(cwd, raw)
+    return os.path.normpath(path)
+
+
+def display_path(path: str, cwd: str) -> str:
+    """`path` relative to the cwd when it lies under it, as listings show paths."""
+    rel = os.path.relpath(path, cwd)
+    return path if rel.startswith("..") else rel
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """An absolute path and the root it lies in, split for openat2."""
+
+    path: str
+    root: str
+    rel: str  # "." for the root itself
+
+
+def locate(path: str, roots: Iterable[str]) -> Located:
+    """The root that lexically holds `path`; raises PathOutsideWorkspace when none does."""
+    roots = list(roots)
+    best: str | None = None
+    for root in roots:
+        root = os.path.normpath(root)
+        if (path == root or path.startswith(root.rstrip("/") + "/")) and (
+            best is None or len(root) > len(best)
+        ):
+            best = root
+    if best is None:
+        raise PathOutsideWorkspace(path, roots)
+    rel = os.path.relpath(path, best)
+    return Located(path, best, rel)
+
+
+def _openat2(dir_fd: int, rel: str, flags: int, mode: int = 0o666) -> int:
+    # openat2 rejects a mode unless the call may create the file.
+    mode = mode if flags & os.O_CREAT else 0
+    how = struct.pack("QQQ", flags | os.O_CLOEXEC, mode, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
+    buf = ctypes.create_string_buffer(how, len(how))
+    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), buf, len(how))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), rel)
+    return fd
+
+
+def open_beneath(loc: Located, flags: int, mode: int = 0o666) -> int:
+    """Open `loc` with `flags`, refusing any resolution that leaves its root."""
+    root_fd = os.open(loc.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return _openat2(root_fd, loc.rel, flags, mode)
+    except OSError as exc:
+        if exc.errno == errno.EXDEV:
+            raise PathOutsideWorkspace(loc.path, [loc.root]) from None
+        raise
+    finally:
+        os.close(root_fd)
+
+
+def check_inside(loc: Located) -> None:
+    """Raise PathOutsideWorkspace if the existing part of `loc` resolves outside its root."""
+    probe = loc
+    while True:
+        try:
+            os.close(open_beneath(probe, os.O_PATH))
+            return
+        except FileNotFoundError:
+            parent = os.path.dirname(probe.rel)
+            if probe.rel in (".", "") or not parent:
+                return
+            probe = Located(os.path.dirname(probe.path), probe.root, parent)
+        except NotADirectoryError:
+            return
+
+
+def stat_beneath(loc: Located) -> os.stat_result:
+    fd = open_beneath(loc, os.O_PATH)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def read_bytes(loc: Located, limit: int | None = None) -> bytes:
+    """The file's bytes, at most `limit`; refuses anything that is not a regular file."""
+    fd = open_beneath(loc, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", loc.path)
+        chunks: list[bytes] = []
+        remaining = limit if limit is not None else -1
+        while remaining != 0:
+            chunk = os.read(fd, 1 << 20 if remaining < 0 else min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if remaining > 0:
+                remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _parent_dir_fd(loc: Located, create: bool) -> Iterator[int]:
+    """A descriptor of the directory holding `loc`, made (mode 0777 & umask) when `create`."""
+    root_fd = os.open(loc.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = root_fd
+    try:
+        parts = [p for p in os.path.dirname(loc.rel).split("/") if p and p != "."]
+        for part in parts:
+            try:
+                nfd = _openat2(fd, part, os.O_PATH | os.O_DIRECTORY)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nfd = _openat2(fd, part, os.O_PATH | os.O_DIRECTORY)
+            except OSError as exc:
+                if exc.errno == errno.EXDEV:
+                    raise PathOutsideWorkspace(loc.path, [loc.root]) from None
+                raise
+            if fd != root_fd:
+                os.close(fd)
+            fd = nfd
+        yield fd
+    finally:
+        if fd != root_fd:
+            os.close(fd)
+        os.close(root_fd)
+
+
+def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> None:
+    """Replace the file at `loc` with `data`: a crash leaves the old content or the new, never half.
+
+    Temp file in the same directory, fsync, rename over the target, fsync the
+    directory. An existing file keeps its mode (and owner, when we may set it).
+    """
+    name = os.path.basename(loc.rel)
+    if not name or name in (".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
+    with _parent_dir_fd(loc, create_parents) as dir_fd:
+        try:
+            old = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            old = None
+        if old is not None and stat.S_ISLNK(old.st_mode):
+            # Write through a symlink only while its target stays inside the root.
+            target = open_beneath(loc, os.O_PATH)
+            try:
+                real = os.readlink(f"/proc/self/fd/{target}")
+            finally:
+                os.close(target)
+            write_atomic(locate(real, [loc.root]), data, create_parents=False)
+            return
+        if old is not None and stat.S_ISDIR(old.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
+        tmp = f".{name}.agentd-{os.getpid()}-{os.urandom(4).hex()}.tmp"
+        mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, mode)
+                if old is not None and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+                    try:
+                        os.fchown(fd, old.st_uid, old.st_gid)
+                    except PermissionError:
+                        pass
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except FileNotFoundError:
+                pass
+            raise
+        dfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,142 @@
+"""The grpc.aio server: listeners, health checking and reflection.
+
+The unix socket lives in a 0700 directory and is itself 0600, so only its owner
+(and root) can connect. TCP is off unless configured, and then requires TLS and
+a bearer token on every call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import os
+import stat
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from agentd.config import Config
+from agentd.errors import InvalidRequest
+from agentd.service import Servicer
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAME = agentd_pb2.DESCRIPTOR.services_by_name["Agentd"].full_name
+
+
+class TokenAuth(grpc.aio.ServerInterceptor):
+    """Refuses calls without `authorization: Bearer <token>` (TCP listener only)."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        for key, value in details.invocation_metadata or ():
+            if key == "authorization":
+                got = value.encode() if isinstance(value, str) else value
+                if hmac.compare_digest(got, self._expected):
+                    return await continuation(details)
+
+        async def deny(request: Any, context: grpc.aio.ServicerContext) -> None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+        return grpc.unary_unary_rpc_method_handler(deny)
+
+
+def prepare_socket(path: str) -> None:
+    """Make the socket's directory (0700) and clear a stale socket; refuse a live one."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.stat(directory)
+    if st.st_uid != os.getuid():
+        raise InvalidRequest(f"socket directory {directory} belongs to another user")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(directory, 0o700)
+    if os.path.exists(path):
+        import socket
+
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(path)
+        except OSError:
+            os.unlink(path)  # stale: nobody listens
+        else:
+            raise InvalidRequest(f"another agentd is already listening on {path}")
+        finally:
+            probe.close()
+
+
+def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.HealthServicer:
+    agentd_pb2_grpc.add_AgentdServicer_to_server(servicer, server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (
+            SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        server,
+    )
+    return health_servicer
+
+
+class Server:
+    def __init__(self, config: Config, servicer: Servicer) -> None:
+        self.config = config
+        options = [
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", 64 * 1024 * 1024),
+            ("grpc.so_reuseport", 0),
+        ]
+        self._servers: list[grpc.aio.Server] = []
+        self._health: list[health.aio.HealthServicer] = []
+        unix = grpc.aio.server(options=options)
+        self._health.append(_add_services(unix, servicer))
+        prepare_socket(config.socket_path)
+        old_umask = os.umask(0o177)
+        try:
+            unix.add_insecure_port(f"unix:{config.socket_path}")
+        finally:
+            os.umask(old_umask)
+        self._servers.append(unix)
+        if config.tcp_listen:
+            if not (config.tls_cert and config.tls_key and config.token):
+                raise InvalidRequest("tcp_listen needs tls_cert, tls_key and token")
+            tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(config.token)])
+            self._health.append(_add_services(tcp, servicer))
+            with open(config.tls_key, "rb") as k, open(config.tls_cert, "rb") as c:
+                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+            tcp.add_secure_port(config.tcp_listen, creds)
+            self._servers.append(tcp)
+
+    async def start(self) -> None:
+        for server in self._servers:
+            await server.start()
+        # The socket exists only once bound; tighten it in case the umask was ignored.
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(self.config.socket_path, 0o600)
+        for h in self._health:
+            await h.set("", health_pb2.HealthCheckResponse.SERVING)
+            await h.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+        log.info("agentd listening on unix:%s", self.config.socket_path)
+
+    async def stop(self, grace: float = 5.0) -> None:
+        for h in self._health:
+            await h.enter_graceful_shutdown()
+        for server in self._servers:
+            await server.stop(grace)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.config.socket_path)
+
+    async def wait(self) -> None:
+        await self._servers[0].wait_for_termination()

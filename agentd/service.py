@@ -1,0 +1,373 @@
+"""The gRPC servicer: proto <-> domain objects, nothing else.
+
+Each RPC validates what it is sent, calls the domain, and maps the answer back.
+AgentdError ends the RPC with its status (errors.py); anything else is a bug,
+logged, and answered INTERNAL, so one bad request never takes the daemon down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from agentd_client.v1 import agentd_pb2 as pb
+from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
+
+from agentd import __version__
+from agentd.errors import AgentdError, InvalidRequest, NotFound
+from agentd.events import Event
+from agentd.executor import Executor, ToolUse, new_tool_use_id
+from agentd.sessions import PERMISSION_MODES, Session, SessionManager
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 64
+# Progress updates a slow caller may have queued before newer ones are dropped.
+MAX_QUEUED_PROGRESS = 256
+
+
+def _unary(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def wrapper(self: Servicer, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request, context)
+        except AgentdError as exc:
+            await context.abort(exc.status, str(exc))
+        except asyncio.CancelledError:
+            raise
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the daemon's log")
+
+    return wrapper
+
+
+def _stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    @functools.wraps(method)
+    async def wrapper(
+        self: Servicer, request: Any, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Any]:
+        try:
+            async for item in method(self, request, context):
+                yield item
+        except AgentdError as exc:
+            await context.abort(exc.status, str(exc))
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the daemon's log")
+
+    return wrapper
+
+
+def _require(value: str, what: str) -> str:
+    if not value:
+        raise InvalidRequest(f"{what} is required")
+    return value
+
+
+def session_to_pb(s: Session) -> pb.Session:
+    return pb.Session(
+        id=s.id,
+        name=s.name,
+        labels=s.labels,
+        workspace_roots=s.workspace_roots,
+        cwd=s.cwd,
+        env=s.env,
+        owner_uid=s.owner_uid,
+        created_ms=s.created_ms,
+        closed=s.closed,
+        permission_mode=s.permission_mode,
+        allow_rules=s.allow_rules,
+        deny_rules=s.deny_rules,
+        ask_rules=s.ask_rules,
+        allow_network=s.allow_network,
+        allow_unsandboxed=s.allow_unsandboxed,
+    )
+
+
+def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
+    blocks = []
+    for block in payload["content"]:
+        if block["type"] == "text":
+            blocks.append(pb.ContentBlock(text=pb.TextBlock(text=block["text"])))
+        else:
+            blocks.append(
+                pb.ContentBlock(
+                    image=pb.ImageBlock(
+                        media_type=block["media_type"], data=bytes.fromhex(block["data"])
+                    )
+                )
+            )
+    return pb.ToolResult(
+        tool_use_id=payload["tool_use_id"],
+        content=blocks,
+        is_error=payload["is_error"],
+        data_json=payload["data_json"],
+    )
+
+
+def task_to_pb(task: dict[str, Any]) -> pb.Task:
+    exit_code = task.get("exit_code")
+    return pb.Task(
+        id=task["id"],
+        session_id=task["session_id"],
+        command=task.get("command", ""),
+        description=task.get("description", ""),
+        status=task.get("status", ""),
+        exit_code=exit_code or 0,
+        has_exit_code=exit_code is not None,
+        output_path=task.get("output_path", ""),
+        started_ms=task.get("started_ms", 0),
+        ended_ms=task.get("ended_ms", 0),
+        tool_use_id=task.get("tool_use_id", ""),
+    )
+
+
+def event_to_pb(event: Event) -> pb.Event:
+    p = event.payload
+    out = pb.Event(seq=event.seq, session_id=event.session_id, time_ms=event.time_ms)
+    match event.kind:
+        case "call_started":
+            out.call_started.CopyFrom(pb.CallStarted(**p))
+        case "progress":
+            out.progress.CopyFrom(pb.Progress(**p))
+        case "call_finished":
+            out.call_finished.CopyFrom(
+                pb.CallFinished(
+                    name=p["name"], duration_ms=p["duration_ms"], result=result_to_pb(p["result"])
+                )
+            )
+        case "todos_changed":
+            out.todos_changed.CopyFrom(pb.TodosChanged(todos_json=json.dumps(p["todos"])))
+        case "task_started":
+            out.task_started.CopyFrom(pb.TaskStarted(task=task_to_pb(p["task"])))
+        case "task_finished":
+            out.task_finished.CopyFrom(pb.TaskFinished(task=task_to_pb(p["task"])))
+        case "permission_requested":
+            out.permission_requested.CopyFrom(pb.PermissionRequested(**p))
+        case "permission_resolved":
+            out.permission_resolved.CopyFrom(pb.PermissionResolved(**p))
+        case "cwd_changed":
+            out.cwd_changed.CopyFrom(pb.CwdChanged(**p))
+        case "session_closed":
+            out.session_closed.SetInParent()
+        case "gap":
+            out.gap.CopyFrom(pb.Gap(**p))
+        case _:
+            log.warning("event kind %s has no proto form", event.kind)
+    return out
+
+
+def _update_to_pb(kind: str, payload: dict[str, Any]) -> pb.ToolCallUpdate:
+    if kind == "progress":
+        return pb.ToolCallUpdate(progress=pb.Progress(**payload))
+    return pb.ToolCallUpdate(result=result_to_pb(payload))
+
+
+class Servicer(pb_grpc.AgentdServicer):
+    def __init__(
+        self,
+        sessions: SessionManager,
+        executor: Executor,
+        *,
+        socket_path: str,
+        state_dir: str,
+        services: dict[str, Any],
+    ) -> None:
+        self.sessions = sessions
+        self.executor = executor
+        self.socket_path = socket_path
+        self.state_dir = state_dir
+        self.services = services
+        self.started = time.monotonic()
+
+    @_unary
+    async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.Status:
+        tasks = self.services.get("tasks")
+        sandbox = self.services.get("sandbox_report", {})
+        return pb.Status(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_seconds=time.monotonic() - self.started,
+            open_sessions=len(self.sessions.list()),
+            running_calls=self.executor.running_count,
+            running_tasks=tasks.running_count() if tasks else 0,
+            socket_path=self.socket_path,
+            state_dir=self.state_dir,
+            sandbox_json=json.dumps(sandbox),
+        )
+
+    @_unary
+    async def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> pb.Session:
+        session = self.sessions.create(
+            list(request.workspace_roots),
+            cwd=request.cwd,
+            env=dict(request.env),
+            name=request.name,
+            labels=dict(request.labels),
+            permission_mode=request.permission_mode,
+            allow_network=request.allow_network,
+            allow_unsandboxed=request.allow_unsandboxed,
+        )
+        return session_to_pb(session)
+
+    @_unary
+    async def GetSession(self, request: pb.GetSessionRequest, context: Any) -> pb.Session:
+        return session_to_pb(self.sessions.get(_require(request.session_id, "session_id")))
+
+    @_unary
+    async def ListSessions(
+        self, request: pb.ListSessionsRequest, context: Any
+    ) -> pb.ListSessionsResponse:
+        sessions = self.sessions.list(include_closed=request.include_closed)
+        return pb.ListSessionsResponse(sessions=[session_to_pb(s) for s in sessions])
+
+    @_unary
+    async def CloseSession(self, request: pb.CloseSessionRequest, context: Any) -> pb.Session:
+        return session_to_pb(await self.sessions.close(_require(request.session_id, "session_id")))
+
+    @_unary
+    async def UpdatePermissions(
+        self, request: pb.UpdatePermissionsRequest, context: Any
+    ) -> pb.Session:
+        session = self.sessions.get(_require(request.session_id, "session_id"), open_only=True)
+        if request.permission_mode and request.permission_mode not in PERMISSION_MODES:
+            raise InvalidRequest(
+                f"unknown permission mode {request.permission_mode!r}; "
+                f"use one of {', '.join(PERMISSION_MODES)}"
+            )
+        rules = [*request.add_allow, *request.add_deny, *request.add_ask]
+        if parse := self.services.get("parse_rule"):
+            for rule in rules:
+                parse(rule)  # raises InvalidRequest with what is wrong
+        if request.permission_mode:
+            session.permission_mode = request.permission_mode
+        session.allow_rules.extend(r for r in request.add_allow if r not in session.allow_rules)
+        session.deny_rules.extend(r for r in request.add_deny if r not in session.deny_rules)
+        session.ask_rules.extend(r for r in request.add_ask if r not in session.ask_rules)
+        self.sessions.save(session)
+        return session_to_pb(session)
+
+    @_unary
+    async def ListTools(self, request: pb.ListToolsRequest, context: Any) -> pb.ListToolsResponse:
+        return pb.ListToolsResponse(
+            tools=[
+                pb.ToolSpec(
+                    name=t.name,
+                    description=t.description,
+                    input_schema_json=json.dumps(t.input_schema),
+                )
+                for t in self.executor.registry.tools
+            ]
+        )
+
+    def _tool_use(self, call: pb.ToolUse) -> ToolUse:
+        name = _require(call.name, "call.name")
+        return ToolUse(call.tool_use_id or new_tool_use_id(), name, call.input_json)
+
+    async def _stream_calls(self, run: Callable[..., Any]) -> AsyncIterator[pb.ToolCallUpdate]:
+        queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+
+        async def sink(kind: str, payload: dict[str, Any]) -> None:
+            if kind == "progress" and queue.qsize() > MAX_QUEUED_PROGRESS:
+                return  # a slow caller loses progress, never a result
+            queue.put_nowait((kind, payload))
+
+        task = asyncio.ensure_future(run(sink))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        while (item := await queue.get()) is not None:
+            yield _update_to_pb(*item)
+        task.result()
+
+    @_stream
+    async def RunTool(
+        self, request: pb.RunToolRequest, context: Any
+    ) -> AsyncIterator[pb.ToolCallUpdate]:
+        session = self.sessions.get(_require(request.session_id, "session_id"), open_only=True)
+        call = self._tool_use(request.call)
+        async for update in self._stream_calls(
+            lambda sink: self.executor.run_one(session, call, sink)
+        ):
+            yield update
+
+    @_stream
+    async def RunTools(
+        self, request: pb.RunToolsRequest, context: Any
+    ) -> AsyncIterator[pb.ToolCallUpdate]:
+        session = self.sessions.get(_require(request.session_id, "session_id"), open_only=True)
+        if not request.calls:
+            raise InvalidRequest("calls is empty: send at least one tool_use")
+        if len(request.calls) > MAX_BATCH:
+            raise InvalidRequest(f"at most {MAX_BATCH} calls in one batch")
+        calls = [self._tool_use(c) for c in request.calls]
+        ids = [c.tool_use_id for c in calls]
+        if len(set(ids)) != len(ids):
+            raise InvalidRequest("tool_use_id values in a batch must be distinct")
+        async for update in self._stream_calls(
+            lambda sink: self.executor.run_batch(session, calls, sink)
+        ):
+            yield update
+
+    @_unary
+    async def CancelCall(
+        self, request: pb.CancelCallRequest, context: Any
+    ) -> pb.CancelCallResponse:
+        self.sessions.get(_require(request.session_id, "session_id"))
+        cancelled = self.executor.cancel(
+            request.session_id, _require(request.tool_use_id, "tool_use_id")
+        )
+        return pb.CancelCallResponse(cancelled=cancelled)
+
+    @_stream
+    async def Attach(self, request: pb.AttachRequest, context: Any) -> AsyncIterator[pb.Event]:
+        log_ = self.sessions.log(_require(request.session_id, "session_id"))
+        async for event in log_.subscribe(request.after_seq):
+            yield event_to_pb(event)
+
+    @_unary
+    async def ResolvePermission(
+        self, request: pb.ResolvePermissionRequest, context: Any
+    ) -> pb.ResolvePermissionResponse:
+        self.sessions.get(_require(request.session_id, "session_id"))
+        _require(request.request_id, "request_id")
+        if request.decision not in ("allow", "deny"):
+            raise InvalidRequest("decision must be 'allow' or 'deny'")
+        scope = request.scope or "once"
+        if scope not in ("once", "always"):
+            raise InvalidRequest("scope must be 'once' or 'always'")
+        asker = self.services.get("asker")
+        if asker is None:
+            raise NotFound(f"no pending permission request {request.request_id}")
+        accepted, message = asker.resolve(
+            request.session_id,
+            request.request_id,
+            request.decision,
+            scope,
+            decided_by=f"person via {context.peer()}",
+        )
+        return pb.ResolvePermissionResponse(accepted=accepted, message=message)
+
+    @_unary
+    async def ListTasks(self, request: pb.ListTasksRequest, context: Any) -> pb.ListTasksResponse:
+        self.sessions.get(_require(request.session_id, "session_id"))
+        tasks = self.services.get("tasks")
+        found = tasks.list(request.session_id, request.include_finished) if tasks else []
+        return pb.ListTasksResponse(tasks=[task_to_pb(t) for t in found])
+
+    @_unary
+    async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:
+        from agentd.bashsec import classify
+
+        command = request.command
+        return pb.ClassifyResponse(classification_json=json.dumps(classify(command).to_dict()))

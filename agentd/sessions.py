@@ -1,0 +1,186 @@
+"""Session, and the SessionManager that owns every session of the daemon."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from agentd.config import Config
+from agentd.errors import InvalidRequest, SessionNotFound
+from agentd.errors import SessionClosed as SessionClosedError
+from agentd.events import EventLog
+from agentd.store import Store
+
+
+@dataclass(slots=True)
+class FileState:
+    """A file as the session last read or wrote it: the base of the modified-since checks."""
+
+    content_hash: str
+    mtime_ns: int
+    size: int
+    # A Read with offset/limit saw only part of the file.
+    partial: bool = False
+
+
+@dataclass
+class Session:
+    id: str
+    workspace_roots: list[str]
+    cwd: str
+    owner_uid: int = field(default_factory=os.getuid)
+    home: str = field(default_factory=lambda: os.path.expanduser("~"))
+    env: dict[str, str] = field(default_factory=dict)
+    name: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    closed: bool = False
+    permission_mode: str = "default"
+    allow_rules: list[str] = field(default_factory=list)
+    deny_rules: list[str] = field(default_factory=list)
+    ask_rules: list[str] = field(default_factory=list)
+    allow_network: bool = False
+    allow_unsandboxed: bool = False
+    # path -> state at the last Read (or write by a tool) in this session
+    read_state: dict[str, FileState] = field(default_factory=dict)
+    todos: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _session_to_dict(session: Session) -> dict[str, Any]:
+    body = asdict(session)
+    body["read_state"] = {path: asdict(state) for path, state in session.read_state.items()}
+    return body
+
+
+def _session_from_dict(body: dict[str, Any]) -> Session:
+    body = dict(body)
+    read_state = {p: FileState(**s) for p, s in body.pop("read_state", {}).items()}
+    known = {f.name for f in fields(Session)}
+    session = Session(**{k: v for k, v in body.items() if k in known})
+    session.read_state = read_state
+    return session
+
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+
+
+class SessionManager:
+    """Owns every session: creates, finds, persists and closes them."""
+
+    def __init__(self, store: Store, config: Config) -> None:
+        self._store = store
+        self._config = config
+        self._sessions: dict[str, Session] = {}
+        self._logs: dict[str, EventLog] = {}
+        # Called with the session when it closes (stops its tasks, ...).
+        self.on_close: list[Callable[[Session], Awaitable[None]]] = []
+        for body in store.load_sessions():
+            session = _session_from_dict(body)
+            self._sessions[session.id] = session
+
+    def create(
+        self,
+        workspace_roots: list[str],
+        *,
+        cwd: str = "",
+        env: dict[str, str] | None = None,
+        name: str = "",
+        labels: dict[str, str] | None = None,
+        permission_mode: str = "",
+        allow_network: bool = False,
+        allow_unsandboxed: bool = False,
+        owner_uid: int | None = None,
+    ) -> Session:
+        if not workspace_roots:
+            raise InvalidRequest("a session needs at least one workspace root (--workspace DIR)")
+        roots: list[str] = []
+        for raw in workspace_roots:
+            if not raw or "\0" in raw or not os.path.isabs(raw):
+                raise InvalidRequest(f"workspace root {raw!r} must be an absolute path")
+            real = os.path.realpath(raw)
+            if not os.path.isdir(real):
+                raise InvalidRequest(f"workspace root {raw} is not an existing directory")
+            roots.append(real)
+        if cwd:
+            if "\0" in cwd or not os.path.isabs(cwd):
+                raise InvalidRequest(f"cwd {cwd!r} must be an absolute path")
+            cwd = os.path.realpath(cwd)
+            if not any(cwd == r or cwd.startswith(r.rstrip("/") + "/") for r in roots):
+                raise InvalidRequest(f"cwd {cwd} is not inside a workspace root")
+            if not os.path.isdir(cwd):
+                raise InvalidRequest(f"cwd {cwd} is not an existing directory")
+        mode = permission_mode or self._config.default_permission_mode
+        if mode not in PERMISSION_MODES:
+            raise InvalidRequest(
+                f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}"
+            )
+        for key in env or {}:
+            if not key or "=" in key or "\0" in key:
+                raise InvalidRequest(f"invalid environment variable name {key!r}")
+        uid = os.getuid() if owner_uid is None else owner_uid
+        session = Session(
+            id=uuid.uuid4().hex,
+            workspace_roots=roots,
+            cwd=cwd or roots[0],
+            owner_uid=uid,
+            home=_home_of(uid),
+            env=dict(env or {}),
+            name=name,
+            labels=dict(labels or {}),
+            permission_mode=mode,
+            allow_network=allow_network,
+            allow_unsandboxed=allow_unsandboxed,
+        )
+        self._sessions[session.id] = session
+        self.save(session)
+        return session
+
+    def get(self, session_id: str, *, open_only: bool = False) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(session_id)
+        if open_only and session.closed:
+            raise SessionClosedError(session_id)
+        return session
+
+    def list(self, include_closed: bool = False) -> list[Session]:
+        return [s for s in self._sessions.values() if include_closed or not s.closed]
+
+    def log(self, session_id: str) -> EventLog:
+        log = self._logs.get(session_id)
+        if log is None:
+            self.get(session_id)
+            log = self._logs[session_id] = EventLog(session_id, self._store)
+            if self._sessions[session_id].closed:
+                log.close()
+        return log
+
+    def save(self, session: Session) -> None:
+        self._store.save_session(session.id, session.created_ms, _session_to_dict(session))
+
+    async def close(self, session_id: str) -> Session:
+        session = self.get(session_id)
+        if session.closed:
+            return session
+        for hook in self.on_close:
+            await hook(session)
+        session.closed = True
+        self.save(session)
+        log = self.log(session_id)
+        log.emit("session_closed")
+        log.close()
+        return session
+
+
+def _home_of(uid: int) -> str:
+    if uid == os.getuid():
+        return os.path.expanduser("~")
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return "/"

@@ -1,0 +1,129 @@
+"""SQLite persistence: sessions, their event journal, and background tasks.
+
+One connection, owned by the event loop's thread. Commits are grouped: a write
+marks the store dirty and a commit follows within `flush_delay` seconds (or at
+once on `flush()`), so a tool call does not pay for an fsync per event. A crash
+loses at most that window of journal, never a file a tool wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+"""
+
+
+class Store:
+    def __init__(self, path: str, flush_delay: float = 0.05) -> None:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._db.execute("BEGIN")
+        self._flush_delay = flush_delay
+        self._flush_handle: asyncio.TimerHandle | None = None
+
+    def _dirty(self) -> None:
+        if self._flush_handle is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._flush_handle = loop.call_later(self._flush_delay, self.flush)
+
+    def flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if self._db.in_transaction:
+            self._db.execute("COMMIT")
+        self._db.execute("BEGIN")
+
+    def close(self) -> None:
+        self.flush()
+        self._db.execute("COMMIT")
+        self._db.close()
+
+    # sessions
+    def save_session(self, session_id: str, created_ms: int, body: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT INTO sessions (id, created_ms, body) VALUES (?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
+            (session_id, created_ms, json.dumps(body)),
+        )
+        self._dirty()
+
+    def load_sessions(self) -> Iterator[dict[str, Any]]:
+        for (body,) in self._db.execute("SELECT body FROM sessions ORDER BY created_ms"):
+            yield json.loads(body)
+
+    # events
+    def append_event(
+        self, session_id: str, seq: int, time_ms: int, kind: str, payload: dict[str, Any]
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO events (session_id, seq, time_ms, kind, payload) VALUES (?, ?, ?, ?, ?)",
+            (session_id, seq, time_ms, kind, json.dumps(payload)),
+        )
+        self._dirty()
+
+    def events_after(
+        self, session_id: str, after_seq: int, up_to: int | None = None
+    ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
+        query = "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? AND seq > ?"
+        params: list[Any] = [session_id, after_seq]
+        if up_to is not None:
+            query += " AND seq <= ?"
+            params.append(up_to)
+        for seq, time_ms, kind, payload in self._db.execute(query + " ORDER BY seq", params):
+            yield seq, time_ms, kind, json.loads(payload)
+
+    def last_seq(self, session_id: str) -> int:
+        row = self._db.execute(
+            "SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return row[0] or 0
+
+    # tasks
+    def save_task(self, task_id: str, session_id: str, body: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
+            (task_id, session_id, json.dumps(body)),
+        )
+        self._dirty()
+
+    def load_tasks(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
+        if session_id is None:
+            rows = self._db.execute("SELECT body FROM tasks")
+        else:
+            rows = self._db.execute("SELECT body FROM tasks WHERE session_id = ?", (session_id,))
+        for (body,) in rows:
+            yield json.loads(body)

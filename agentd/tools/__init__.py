@@ -1,0 +1,46 @@
+"""The tool registry: one line per tool module, each module exporting `TOOL`."""
+
+from __future__ import annotations
+
+import importlib
+
+from agentd.tools.base import Tool
+
+TOOL_MODULES: tuple[str, ...] = (
+    "read",
+    "write",
+    "edit",
+    "multiedit",
+    "notebook_edit",
+    "glob",
+    "grep",
+    "ls",
+    "todo_write",
+)
+
+
+class Registry:
+    """Tools by name and alias."""
+
+    def __init__(self, tools: list[Tool]) -> None:
+        self.tools = tools
+        self._by_name: dict[str, Tool] = {}
+        for tool in tools:
+            for name in (tool.name, *tool.aliases):
+                self._by_name[name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._by_name.get(name)
+
+
+def default_registry() -> Registry:
+    tools: list[Tool] = []
+    for name in TOOL_MODULES:
+        try:
+            module = importlib.import_module(f"agentd.tools.{name}")
+        except ModuleNotFoundError as exc:  # TODO(spine): drop once every module exists
+            if exc.name == f"agentd.tools.{name}":
+                continue
+            raise
+        tools.append(module.TOOL())
+    return Registry(tools)

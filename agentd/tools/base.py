@@ -1,0 +1,132 @@
+"""The Tool contract, and defaults that fail closed.
+
+A tool is one module: its schema, the text the model reads, its validation, its
+permission hints and its call. The executor does the rest (name lookup, input
+coercion and schema validation, permissions, events, size budget).
+
+A tool is not read-only and not concurrency-safe unless it says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from agentd.errors import InputError, ToolError
+
+if TYPE_CHECKING:
+    from agentd.sessions import Session
+
+__all__ = [
+    "ContentBlock",
+    "FileAccess",
+    "ImageBlock",
+    "InputError",
+    "TextBlock",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    media_type: str
+    data: bytes
+
+
+ContentBlock = TextBlock | ImageBlock
+
+
+@dataclass(slots=True)
+class ToolResult:
+    content: list[ContentBlock]
+    is_error: bool = False
+    # Structured data for programs (JSON-serialisable), like the reference's tool_use_result.
+    data: Any = None
+
+    @classmethod
+    def text(cls, text: str, data: Any = None, *, is_error: bool = False) -> ToolResult:
+        return cls([TextBlock(text)], is_error=is_error, data=data)
+
+    @classmethod
+    def error(cls, message: str, *, input_error: bool = False) -> ToolResult:
+        text = f"<tool_use_error>{message}</tool_use_error>" if input_error else message
+        data = (
+            message
+            if message.startswith(("Error", "InputValidationError"))
+            else f"Error: {message}"
+        )
+        return cls([TextBlock(text)], is_error=True, data=data)
+
+    def text_content(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+@dataclass(frozen=True, slots=True)
+class FileAccess:
+    """The path a call reads or writes, as given, for permission rules."""
+
+    mode: Literal["read", "write"]
+    path: str
+
+
+ProgressFn = Callable[..., Awaitable[None]]
+
+
+@dataclass
+class ToolContext:
+    """What a running call may see and do besides its input."""
+
+    session: Session
+    tool_use_id: str
+    state_dir: str
+    # await ctx.progress(output="chunk", message="...") streams to the caller and attached clients.
+    progress: ProgressFn
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    # The daemon's services a tool may use (task manager, sandbox settings...), by name.
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+class Tool:
+    """Subclass, fill in the class attributes, implement `call`; register in tools/__init__."""
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    # Our own words, for the model.
+    description: ClassVar[str]
+    input_schema: ClassVar[dict[str, Any]]
+    # A result whose text is longer goes to a file, replaced by a preview and the path.
+    max_result_chars: ClassVar[int] = 100_000
+
+    def is_read_only(self, args: dict[str, Any]) -> bool:
+        return False
+
+    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+        return False
+
+    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+        """The file this call touches, for path permission rules; None if none."""
+        return None
+
+    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+        """Raise InputError when the input cannot be run; runs before permissions."""
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+    def spec(self) -> dict[str, Any]:
+        """The Anthropic tool format."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }

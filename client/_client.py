@@ -1,0 +1,392 @@
+"""Client and AsyncClient: the daemon's nouns over gRPC, for scripts and agentctl.
+
+Needs grpcio and protobuf only; imports nothing of the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from agentd_client.v1 import agentd_pb2 as pb
+from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
+
+Session = pb.Session
+Event = pb.Event
+Task = pb.Task
+Progress = pb.Progress
+
+
+def default_socket_path() -> str:
+    """The daemon's default socket, found the same way the daemon chooses it."""
+    if path := os.environ.get("AGENTD_SOCKET"):
+        return path
+    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
+        return os.path.join(runtime, "agentd", "agentd.sock")
+    return os.path.join(os.path.expanduser("~"), ".agentd", "agentd.sock")
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    media_type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    tool_use_id: str
+    content: list[TextBlock | ImageBlock]
+    is_error: bool
+    data: Any
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @classmethod
+    def from_pb(cls, r: pb.ToolResult) -> ToolResult:
+        blocks: list[TextBlock | ImageBlock] = []
+        for b in r.content:
+            if b.HasField("text"):
+                blocks.append(TextBlock(b.text.text))
+            else:
+                blocks.append(ImageBlock(b.image.media_type, b.image.data))
+        data = json.loads(r.data_json) if r.data_json else None
+        return cls(r.tool_use_id, blocks, r.is_error, data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The tool_result as plain data: content blocks in the Anthropic format."""
+        content: list[dict[str, Any]] = []
+        for b in self.content:
+            if isinstance(b, TextBlock):
+                content.append({"type": "text", "text": b.text})
+            else:
+                import base64
+
+                content.append(
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": b.media_type,
+                            "data": base64.b64encode(b.data).decode(),
+                        },
+                    }
+                )
+        return {"content": content, "is_error": self.is_error, "data": self.data}
+
+
+def _tool_use(name: str, input: Mapping[str, Any] | str, tool_use_id: str | None) -> pb.ToolUse:
+    text = input if isinstance(input, str) else json.dumps(input)
+    return pb.ToolUse(
+        tool_use_id=tool_use_id or f"toolu_{uuid.uuid4().hex[:24]}", name=name, input_json=text
+    )
+
+
+def _create_request(
+    workspace: str | Sequence[str],
+    cwd: str,
+    env: Mapping[str, str] | None,
+    name: str,
+    labels: Mapping[str, str] | None,
+    permission_mode: str,
+    allow_network: bool,
+) -> pb.CreateSessionRequest:
+    roots = [workspace] if isinstance(workspace, str) else list(workspace)
+    return pb.CreateSessionRequest(
+        workspace_roots=[os.path.abspath(r) for r in roots],
+        cwd=cwd,
+        env=dict(env or {}),
+        name=name,
+        labels=dict(labels or {}),
+        permission_mode=permission_mode,
+        allow_network=allow_network,
+    )
+
+
+def _target(socket: str | None) -> str:
+    return f"unix:{socket or default_socket_path()}"
+
+
+_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+]
+
+
+class Client:
+    """Blocking client. `with Client() as c:` closes the channel at the end."""
+
+    def __init__(self, socket: str | None = None, *, timeout: float | None = None) -> None:
+        self.channel = grpc.insecure_channel(_target(socket), options=_OPTIONS)
+        self.stub = pb_grpc.AgentdStub(self.channel)
+        self.timeout = timeout
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def status(self) -> pb.Status:
+        return self.stub.GetStatus(pb.GetStatusRequest(), timeout=self.timeout)
+
+    def create_session(
+        self,
+        workspace: str | Sequence[str],
+        *,
+        cwd: str = "",
+        env: Mapping[str, str] | None = None,
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        permission_mode: str = "",
+        allow_network: bool = False,
+    ) -> Session:
+        request = _create_request(workspace, cwd, env, name, labels, permission_mode, allow_network)
+        return self.stub.CreateSession(request, timeout=self.timeout)
+
+    def get_session(self, session_id: str) -> Session:
+        return self.stub.GetSession(
+            pb.GetSessionRequest(session_id=session_id), timeout=self.timeout
+        )
+
+    def list_sessions(self, include_closed: bool = False) -> list[Session]:
+        reply = self.stub.ListSessions(
+            pb.ListSessionsRequest(include_closed=include_closed), timeout=self.timeout
+        )
+        return list(reply.sessions)
+
+    def close_session(self, session_id: str) -> Session:
+        return self.stub.CloseSession(
+            pb.CloseSessionRequest(session_id=session_id), timeout=self.timeout
+        )
+
+    def update_permissions(
+        self,
+        session_id: str,
+        *,
+        mode: str = "",
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
+    ) -> Session:
+        return self.stub.UpdatePermissions(
+            pb.UpdatePermissionsRequest(
+                session_id=session_id,
+                permission_mode=mode,
+                add_allow=list(allow),
+                add_deny=list(deny),
+                add_ask=list(ask),
+            ),
+            timeout=self.timeout,
+        )
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        reply = self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout)
+        return [
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": json.loads(t.input_schema_json),
+            }
+            for t in reply.tools
+        ]
+
+    def stream_tool(
+        self,
+        session_id: str,
+        name: str,
+        input: Mapping[str, Any] | str,
+        tool_use_id: str | None = None,
+    ) -> Iterator[pb.ToolCallUpdate]:
+        """Progress updates, then the result, as the daemon sends them."""
+        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
+        yield from self.stub.RunTool(request)
+
+    def run_tool(
+        self,
+        session_id: str,
+        name: str,
+        input: Mapping[str, Any] | str,
+        tool_use_id: str | None = None,
+    ) -> ToolResult:
+        for update in self.stream_tool(session_id, name, input, tool_use_id):
+            if update.HasField("result"):
+                return ToolResult.from_pb(update.result)
+        raise RuntimeError("the daemon ended the call without a result")
+
+    def run_tools(
+        self,
+        session_id: str,
+        calls: Sequence[tuple[str, Mapping[str, Any] | str]] | Sequence[dict[str, Any]],
+    ) -> list[ToolResult]:
+        """The tool_use blocks of one assistant message; results in call order."""
+        uses = []
+        for call in calls:
+            if isinstance(call, dict):
+                uses.append(_tool_use(call["name"], call.get("input", {}), call.get("id")))
+            else:
+                uses.append(_tool_use(call[0], call[1], None))
+        request = pb.RunToolsRequest(session_id=session_id, calls=uses)
+        return [
+            ToolResult.from_pb(u.result)
+            for u in self.stub.RunTools(request)
+            if u.HasField("result")
+        ]
+
+    def cancel(self, session_id: str, tool_use_id: str) -> bool:
+        reply = self.stub.CancelCall(
+            pb.CancelCallRequest(session_id=session_id, tool_use_id=tool_use_id),
+            timeout=self.timeout,
+        )
+        return reply.cancelled
+
+    def attach(self, session_id: str, after_seq: int = 0) -> Iterator[Event]:
+        """The session's events after `after_seq`, then live ones; cancel() the iterator to stop."""
+        return self.stub.Attach(pb.AttachRequest(session_id=session_id, after_seq=after_seq))
+
+    def resolve_permission(
+        self, session_id: str, request_id: str, decision: str, scope: str = "once"
+    ) -> pb.ResolvePermissionResponse:
+        return self.stub.ResolvePermission(
+            pb.ResolvePermissionRequest(
+                session_id=session_id, request_id=request_id, decision=decision, scope=scope
+            ),
+            timeout=self.timeout,
+        )
+
+    def list_tasks(self, session_id: str, include_finished: bool = True) -> list[Task]:
+        reply = self.stub.ListTasks(
+            pb.ListTasksRequest(session_id=session_id, include_finished=include_finished),
+            timeout=self.timeout,
+        )
+        return list(reply.tasks)
+
+    def classify(self, command: str) -> dict[str, Any]:
+        reply = self.stub.Classify(pb.ClassifyRequest(command=command), timeout=self.timeout)
+        return json.loads(reply.classification_json)
+
+
+class AsyncClient:
+    """The same calls on asyncio. `async with AsyncClient() as c:`."""
+
+    def __init__(self, socket: str | None = None, *, timeout: float | None = None) -> None:
+        self.channel = grpc.aio.insecure_channel(_target(socket), options=_OPTIONS)
+        self.stub = pb_grpc.AgentdStub(self.channel)
+        self.timeout = timeout
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def status(self) -> pb.Status:
+        return await self.stub.GetStatus(pb.GetStatusRequest(), timeout=self.timeout)
+
+    async def create_session(
+        self,
+        workspace: str | Sequence[str],
+        *,
+        cwd: str = "",
+        env: Mapping[str, str] | None = None,
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        permission_mode: str = "",
+        allow_network: bool = False,
+    ) -> Session:
+        request = _create_request(workspace, cwd, env, name, labels, permission_mode, allow_network)
+        return await self.stub.CreateSession(request, timeout=self.timeout)
+
+    async def get_session(self, session_id: str) -> Session:
+        return await self.stub.GetSession(
+            pb.GetSessionRequest(session_id=session_id), timeout=self.timeout
+        )
+
+    async def close_session(self, session_id: str) -> Session:
+        return await self.stub.CloseSession(
+            pb.CloseSessionRequest(session_id=session_id), timeout=self.timeout
+        )
+
+    async def stream_tool(
+        self,
+        session_id: str,
+        name: str,
+        input: Mapping[str, Any] | str,
+        tool_use_id: str | None = None,
+    ) -> AsyncIterator[pb.ToolCallUpdate]:
+        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
+        async for update in self.stub.RunTool(request):
+            yield update
+
+    async def run_tool(
+        self,
+        session_id: str,
+        name: str,
+        input: Mapping[str, Any] | str,
+        tool_use_id: str | None = None,
+    ) -> ToolResult:
+        async for update in self.stream_tool(session_id, name, input, tool_use_id):
+            if update.HasField("result"):
+                return ToolResult.from_pb(update.result)
+        raise RuntimeError("the daemon ended the call without a result")
+
+    async def run_tools(
+        self,
+        session_id: str,
+        calls: Sequence[tuple[str, Mapping[str, Any] | str]],
+    ) -> list[ToolResult]:
+        request = pb.RunToolsRequest(
+            session_id=session_id, calls=[_tool_use(n, i, None) for n, i in calls]
+        )
+        return [
+            ToolResult.from_pb(u.result)
+            async for u in self.stub.RunTools(request)
+            if u.HasField("result")
+        ]
+
+    async def cancel(self, session_id: str, tool_use_id: str) -> bool:
+        reply = await self.stub.CancelCall(
+            pb.CancelCallRequest(session_id=session_id, tool_use_id=tool_use_id),
+            timeout=self.timeout,
+        )
+        return reply.cancelled
+
+    async def attach(self, session_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
+        async for event in self.stub.Attach(
+            pb.AttachRequest(session_id=session_id, after_seq=after_seq)
+        ):
+            yield event
+
+    async def resolve_permission(
+        self, session_id: str, request_id: str, decision: str, scope: str = "once"
+    ) -> pb.ResolvePermissionResponse:
+        return await self.stub.ResolvePermission(
+            pb.ResolvePermissionRequest(
+                session_id=session_id, request_id=request_id, decision=decision, scope=scope
+            ),
+            timeout=self.timeout,
+        )
+
+    async def list_tasks(self, session_id: str, include_finished: bool = True) -> list[Task]:
+        reply = await self.stub.ListTasks(
+            pb.ListTasksRequest(session_id=session_id, include_finished=include_finished),
+            timeout=self.timeout,
+        )
+        return list(reply.tasks)

@@ -1,0 +1,1 @@
+"""Code generated from protos/agentd/v1 by `make proto`; do not edit."""

@@ -1,0 +1,467 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GetStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Status(_message.Message):
+    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox_json")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    OPEN_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_CALLS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_TASKS_FIELD_NUMBER: _ClassVar[int]
+    SOCKET_PATH_FIELD_NUMBER: _ClassVar[int]
+    STATE_DIR_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_JSON_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    pid: int
+    uptime_seconds: float
+    open_sessions: int
+    running_calls: int
+    running_tasks: int
+    socket_path: str
+    state_dir: str
+    sandbox_json: str
+    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox_json: _Optional[str] = ...) -> None: ...
+
+class Session(_message.Message):
+    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    OWNER_UID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_MODE_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_RULES_FIELD_NUMBER: _ClassVar[int]
+    DENY_RULES_FIELD_NUMBER: _ClassVar[int]
+    ASK_RULES_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_NETWORK_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_UNSANDBOXED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    workspace_roots: _containers.RepeatedScalarFieldContainer[str]
+    cwd: str
+    env: _containers.ScalarMap[str, str]
+    owner_uid: int
+    created_ms: int
+    closed: bool
+    permission_mode: str
+    allow_rules: _containers.RepeatedScalarFieldContainer[str]
+    deny_rules: _containers.RepeatedScalarFieldContainer[str]
+    ask_rules: _containers.RepeatedScalarFieldContainer[str]
+    allow_network: bool
+    allow_unsandboxed: bool
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ...) -> None: ...
+
+class CreateSessionRequest(_message.Message):
+    __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    WORKSPACE_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_MODE_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_NETWORK_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_UNSANDBOXED_FIELD_NUMBER: _ClassVar[int]
+    workspace_roots: _containers.RepeatedScalarFieldContainer[str]
+    cwd: str
+    env: _containers.ScalarMap[str, str]
+    name: str
+    labels: _containers.ScalarMap[str, str]
+    permission_mode: str
+    allow_network: bool
+    allow_unsandboxed: bool
+    def __init__(self, workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., permission_mode: _Optional[str] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ...) -> None: ...
+
+class GetSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class ListSessionsRequest(_message.Message):
+    __slots__ = ("include_closed",)
+    INCLUDE_CLOSED_FIELD_NUMBER: _ClassVar[int]
+    include_closed: bool
+    def __init__(self, include_closed: _Optional[bool] = ...) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ("sessions",)
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[Session]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[Session, _Mapping]]] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class UpdatePermissionsRequest(_message.Message):
+    __slots__ = ("session_id", "permission_mode", "add_allow", "add_deny", "add_ask")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_MODE_FIELD_NUMBER: _ClassVar[int]
+    ADD_ALLOW_FIELD_NUMBER: _ClassVar[int]
+    ADD_DENY_FIELD_NUMBER: _ClassVar[int]
+    ADD_ASK_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    permission_mode: str
+    add_allow: _containers.RepeatedScalarFieldContainer[str]
+    add_deny: _containers.RepeatedScalarFieldContainer[str]
+    add_ask: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_id: _Optional[str] = ..., permission_mode: _Optional[str] = ..., add_allow: _Optional[_Iterable[str]] = ..., add_deny: _Optional[_Iterable[str]] = ..., add_ask: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ToolSpec(_message.Message):
+    __slots__ = ("name", "description", "input_schema_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    input_schema_json: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ...) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ...) -> None: ...
+
+class ToolUse(_message.Message):
+    __slots__ = ("tool_use_id", "name", "input_json")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    name: str
+    input_json: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., name: _Optional[str] = ..., input_json: _Optional[str] = ...) -> None: ...
+
+class RunToolRequest(_message.Message):
+    __slots__ = ("session_id", "call")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    call: ToolUse
+    def __init__(self, session_id: _Optional[str] = ..., call: _Optional[_Union[ToolUse, _Mapping]] = ...) -> None: ...
+
+class RunToolsRequest(_message.Message):
+    __slots__ = ("session_id", "calls")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    calls: _containers.RepeatedCompositeFieldContainer[ToolUse]
+    def __init__(self, session_id: _Optional[str] = ..., calls: _Optional[_Iterable[_Union[ToolUse, _Mapping]]] = ...) -> None: ...
+
+class TextBlock(_message.Message):
+    __slots__ = ("text",)
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    def __init__(self, text: _Optional[str] = ...) -> None: ...
+
+class ImageBlock(_message.Message):
+    __slots__ = ("media_type", "data")
+    MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    media_type: str
+    data: bytes
+    def __init__(self, media_type: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class ContentBlock(_message.Message):
+    __slots__ = ("text", "image")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    text: TextBlock
+    image: ImageBlock
+    def __init__(self, text: _Optional[_Union[TextBlock, _Mapping]] = ..., image: _Optional[_Union[ImageBlock, _Mapping]] = ...) -> None: ...
+
+class ToolResult(_message.Message):
+    __slots__ = ("tool_use_id", "content", "is_error", "data_json")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    content: _containers.RepeatedCompositeFieldContainer[ContentBlock]
+    is_error: bool
+    data_json: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., is_error: _Optional[bool] = ..., data_json: _Optional[str] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    elapsed_ms: int
+    output: str
+    message: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ToolCallUpdate(_message.Message):
+    __slots__ = ("progress", "result")
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    progress: Progress
+    result: ToolResult
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ...) -> None: ...
+
+class CancelCallRequest(_message.Message):
+    __slots__ = ("session_id", "tool_use_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    tool_use_id: str
+    def __init__(self, session_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ...) -> None: ...
+
+class CancelCallResponse(_message.Message):
+    __slots__ = ("cancelled",)
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    cancelled: bool
+    def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
+
+class AttachRequest(_message.Message):
+    __slots__ = ("session_id", "after_seq")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    after_seq: int
+    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+
+class CallStarted(_message.Message):
+    __slots__ = ("tool_use_id", "name", "input_json")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    name: str
+    input_json: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., name: _Optional[str] = ..., input_json: _Optional[str] = ...) -> None: ...
+
+class CallFinished(_message.Message):
+    __slots__ = ("name", "result", "duration_ms")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    result: ToolResult
+    duration_ms: int
+    def __init__(self, name: _Optional[str] = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class TodosChanged(_message.Message):
+    __slots__ = ("todos_json",)
+    TODOS_JSON_FIELD_NUMBER: _ClassVar[int]
+    todos_json: str
+    def __init__(self, todos_json: _Optional[str] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ("id", "session_id", "command", "description", "status", "exit_code", "has_exit_code", "output_path", "started_ms", "ended_ms", "tool_use_id")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    HAS_EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_PATH_FIELD_NUMBER: _ClassVar[int]
+    STARTED_MS_FIELD_NUMBER: _ClassVar[int]
+    ENDED_MS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    session_id: str
+    command: str
+    description: str
+    status: str
+    exit_code: int
+    has_exit_code: bool
+    output_path: str
+    started_ms: int
+    ended_ms: int
+    tool_use_id: str
+    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., command: _Optional[str] = ..., description: _Optional[str] = ..., status: _Optional[str] = ..., exit_code: _Optional[int] = ..., has_exit_code: _Optional[bool] = ..., output_path: _Optional[str] = ..., started_ms: _Optional[int] = ..., ended_ms: _Optional[int] = ..., tool_use_id: _Optional[str] = ...) -> None: ...
+
+class TaskStarted(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class TaskFinished(_message.Message):
+    __slots__ = ("task",)
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class PermissionRequested(_message.Message):
+    __slots__ = ("request_id", "tool_use_id", "tool_name", "input_json", "reasons", "suggested_rule", "expires_ms")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    SUGGESTED_RULE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tool_use_id: str
+    tool_name: str
+    input_json: str
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    suggested_rule: str
+    expires_ms: int
+    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., input_json: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., suggested_rule: _Optional[str] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+
+class PermissionResolved(_message.Message):
+    __slots__ = ("request_id", "decision", "scope", "decided_by")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    decision: str
+    scope: str
+    decided_by: str
+    def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., decided_by: _Optional[str] = ...) -> None: ...
+
+class CwdChanged(_message.Message):
+    __slots__ = ("cwd", "previous")
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    cwd: str
+    previous: str
+    def __init__(self, cwd: _Optional[str] = ..., previous: _Optional[str] = ...) -> None: ...
+
+class SessionClosed(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Gap(_message.Message):
+    __slots__ = ("from_seq", "to_seq")
+    FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    TO_SEQ_FIELD_NUMBER: _ClassVar[int]
+    from_seq: int
+    to_seq: int
+    def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    CALL_STARTED_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    CALL_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    TODOS_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    TASK_STARTED_FIELD_NUMBER: _ClassVar[int]
+    TASK_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_RESOLVED_FIELD_NUMBER: _ClassVar[int]
+    CWD_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_CLOSED_FIELD_NUMBER: _ClassVar[int]
+    GAP_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    session_id: str
+    time_ms: int
+    call_started: CallStarted
+    progress: Progress
+    call_finished: CallFinished
+    todos_changed: TodosChanged
+    task_started: TaskStarted
+    task_finished: TaskFinished
+    permission_requested: PermissionRequested
+    permission_resolved: PermissionResolved
+    cwd_changed: CwdChanged
+    session_closed: SessionClosed
+    gap: Gap
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ...) -> None: ...
+
+class ResolvePermissionRequest(_message.Message):
+    __slots__ = ("session_id", "request_id", "decision", "scope")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    request_id: str
+    decision: str
+    scope: str
+    def __init__(self, session_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ...) -> None: ...
+
+class ResolvePermissionResponse(_message.Message):
+    __slots__ = ("accepted", "message")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    message: str
+    def __init__(self, accepted: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ListTasksRequest(_message.Message):
+    __slots__ = ("session_id", "include_finished")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_FINISHED_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    include_finished: bool
+    def __init__(self, session_id: _Optional[str] = ..., include_finished: _Optional[bool] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ...) -> None: ...
+
+class ClassifyRequest(_message.Message):
+    __slots__ = ("command",)
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    command: str
+    def __init__(self, command: _Optional[str] = ...) -> None: ...
+
+class ClassifyResponse(_message.Message):
+    __slots__ = ("classification_json",)
+    CLASSIFICATION_JSON_FIELD_NUMBER: _ClassVar[int]
+    classification_json: str
+    def __init__(self, classification_json: _Optional[str] = ...) -> None: ...
