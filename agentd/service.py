@@ -158,6 +158,8 @@ def event_to_pb(event: Event) -> pb.Event:
             out.permission_requested.CopyFrom(pb.PermissionRequested(**p))
         case "permission_resolved":
             out.permission_resolved.CopyFrom(pb.PermissionResolved(**p))
+        case "permission_decided":
+            out.permission_decided.CopyFrom(pb.PermissionDecided(**p))
         case "cwd_changed":
             out.cwd_changed.CopyFrom(pb.CwdChanged(**p))
         case "session_closed":

@@ -46,6 +46,8 @@ class Session:
     ask_rules: list[str] = field(default_factory=list)
     allow_network: bool = False
     allow_unsandboxed: bool = False
+    # Directories outside the workspace roots that tools may use (additionalDirectories).
+    additional_dirs: list[str] = field(default_factory=list)
     # path -> state at the last Read (or write by a tool) in this session
     read_state: dict[str, FileState] = field(default_factory=dict)
     todos: list[dict[str, Any]] = field(default_factory=list)

@@ -205,6 +205,12 @@ def describe_event(e: pb.Event) -> str:
         case "permission_resolved":
             x = e.permission_resolved
             return f"{head} permission {x.request_id}: {x.decision} ({x.scope}) by {x.decided_by}"
+        case "permission_decided":
+            x = e.permission_decided
+            return (
+                f"{head} {x.behavior} {x.tool_name} by {x.decided_by}"
+                f"{': ' + x.reason if x.reason else ''}"
+            )
         case "cwd_changed":
             return f"{head} cwd {e.cwd_changed.previous} -> {e.cwd_changed.cwd}"
         case "session_closed":

@@ -94,6 +94,16 @@ class ToolContext:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     # The daemon's services a tool may use (task manager, sandbox settings...), by name.
     services: dict[str, Any] = field(default_factory=dict)
+    # Paths outside the workspace that a permission decision granted to this call.
+    granted_paths: list[str] = field(default_factory=list)
+
+    def roots(self, mode: Literal["read", "write"] = "read") -> list[str]:
+        """Where this call may touch files: the workspace, granted paths, and for reads the
+        session's own state (task output files, saved large results)."""
+        roots = [*self.session.workspace_roots, *self.session.additional_dirs, *self.granted_paths]
+        if mode == "read":
+            roots.append(self.state_dir)
+        return roots
 
 
 class Tool:

@@ -368,6 +368,20 @@ class PermissionResolved(_message.Message):
     decided_by: str
     def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., decided_by: _Optional[str] = ...) -> None: ...
 
+class PermissionDecided(_message.Message):
+    __slots__ = ("tool_use_id", "tool_name", "behavior", "decided_by", "reason")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    BEHAVIOR_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    tool_name: str
+    behavior: str
+    decided_by: str
+    reason: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., behavior: _Optional[str] = ..., decided_by: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class CwdChanged(_message.Message):
     __slots__ = ("cwd", "previous")
     CWD_FIELD_NUMBER: _ClassVar[int]
@@ -389,7 +403,7 @@ class Gap(_message.Message):
     def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap")
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -404,6 +418,7 @@ class Event(_message.Message):
     CWD_CHANGED_FIELD_NUMBER: _ClassVar[int]
     SESSION_CLOSED_FIELD_NUMBER: _ClassVar[int]
     GAP_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_DECIDED_FIELD_NUMBER: _ClassVar[int]
     seq: int
     session_id: str
     time_ms: int
@@ -418,7 +433,8 @@ class Event(_message.Message):
     cwd_changed: CwdChanged
     session_closed: SessionClosed
     gap: Gap
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ...) -> None: ...
+    permission_decided: PermissionDecided
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ...) -> None: ...
 
 class ResolvePermissionRequest(_message.Message):
     __slots__ = ("session_id", "request_id", "decision", "scope")
