@@ -37,7 +37,7 @@ def expand(raw: str, cwd: str, home: str) -> str:
 def display_path(path: str, cwd: str) -> str:
     """`path` relative to the cwd when it lies under it, as listings show paths."""
     rel = os.path.relpath(path, cwd)
-    return path if rel.startswith("..") else rel
+    return path if rel == ".." or rel.startswith("../") else rel
 
 
 @dataclass(frozen=True, slots=True)

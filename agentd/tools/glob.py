@@ -1,0 +1,108 @@
+"""Glob: the files under a directory whose paths match a glob pattern, oldest first."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, ClassVar
+
+from agentd.tools import ripgrep
+from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
+
+MAX_RESULTS = 100
+
+DESCRIPTION = """\
+Find files by name with a glob pattern, in a directory and everything below it.
+
+- `pattern`: a glob such as `**/*.py`, `src/**/*.{ts,tsx}` or `*.md`. A pattern without
+  a slash matches file names at any depth; one with a slash matches paths relative to
+  the searched directory.
+- `path`: the directory to search (absolute, or relative to the working directory).
+  Omit it to search the working directory.
+
+Hidden files and files listed in .gitignore are included; symlinks are not followed.
+Paths come back relative to the working directory, least recently modified first,
+at most 100 of them. To search file contents, use Grep."""
+
+
+class Glob(Tool):
+    name: ClassVar[str] = "Glob"
+    description: ClassVar[str] = DESCRIPTION
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string"},
+            "path": {"type": "string"},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+
+    def is_read_only(self, args: dict[str, Any]) -> bool:
+        return True
+
+    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+        return True
+
+    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+        return FileAccess("read", args.get("path") or ".")
+
+    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+        if not args.get("pattern"):
+            raise InputError("pattern must not be empty.")
+        root = ripgrep.search_root(args.get("path"), ctx.session)
+        if not root.is_dir:
+            raise InputError(f"Path {root.path} is not a directory; Glob searches directories.")
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        started = time.monotonic()
+        await self.validate_input(args, ctx)
+        root = ripgrep.search_root(args.get("path"), ctx.session)
+        # Glob looks at every file, ignored or not, as the reference does.
+        out = await ripgrep.run_rg(
+            ["--files", "--no-ignore", "--null", "--glob", args["pattern"]],
+            root.path,
+            ctx.cancelled,
+        )
+        ripgrep.check_rg_failed(out)
+
+        found: list[tuple[int, str]] = []
+        for rel in out.stdout.decode(errors="surrogateescape").split("\0"):
+            if not rel:
+                continue
+            full = os.path.normpath(os.path.join(root.path, rel))
+            try:
+                mtime_ns = os.lstat(full).st_mtime_ns
+            except OSError:
+                continue  # gone since rg listed it
+            found.append((mtime_ns, ripgrep.display(rel, root.path, ctx.session.cwd)))
+        found.sort()
+        total = len(found)
+        filenames = [
+            name.encode(errors="surrogateescape").decode(errors="replace")
+            for _, name in found[:MAX_RESULTS]
+        ]
+        truncated = total > MAX_RESULTS or out.truncated
+
+        if not filenames:
+            text = "No files found"
+        else:
+            text = "\n".join(filenames)
+            if truncated:
+                more = f"{total - len(filenames)} more" if not out.truncated else "more"
+                text += (
+                    f"\n(Only the {len(filenames)} oldest of the matching files are listed; "
+                    f"{more} not shown. Use a more specific path or pattern.)"
+                )
+        data = {
+            "filenames": filenames,
+            "durationMs": int((time.monotonic() - started) * 1000),
+            "numFiles": len(filenames),
+            "truncated": truncated,
+            "totalMatches": total,
+            "countIsComplete": not out.truncated,
+        }
+        return ToolResult.text(text, data)
+
+
+TOOL = Glob

@@ -1,0 +1,146 @@
+"""LS: a directory and what lies below it, as an indented tree.
+
+What is left out, and why:
+- hidden entries (names starting with '.'): tool and VCS state, rarely what is asked for;
+- `__pycache__`: build output;
+- the inside of `node_modules`: it is listed (so its existence shows) but not descended
+  into, since it would fill the whole listing;
+- symlinks: listed by name, never followed.
+Shallow entries come first under the cap: the tree is walked breadth-first.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections import deque
+from typing import Any, ClassVar
+
+from agentd import fsaccess
+from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
+
+MAX_ENTRIES = 1000
+SKIPPED_NAMES = frozenset({"__pycache__"})
+NOT_DESCENDED = frozenset({"node_modules"})
+
+DESCRIPTION = """\
+List a directory as a tree: its files and subdirectories, recursively (directories end
+with '/').
+
+- `path`: the directory (absolute, or relative to the working directory); the working
+  directory when omitted.
+- `ignore`: glob patterns of entries to leave out, matched against names and against
+  paths relative to the listed directory (e.g. `["*.log", "build"]`).
+
+Hidden files, `__pycache__` and the contents of `node_modules` are left out, and at most
+1000 entries are shown. To find files by name prefer Glob; to search contents, Grep."""
+
+
+class LS(Tool):
+    name: ClassVar[str] = "LS"
+    description: ClassVar[str] = DESCRIPTION
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "ignore": {"type": "array", "items": {"type": "string"}},
+        },
+        "additionalProperties": False,
+    }
+
+    def is_read_only(self, args: dict[str, Any]) -> bool:
+        return True
+
+    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+        return True
+
+    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+        return FileAccess("read", args.get("path") or ".")
+
+    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+        ignore = args.get("ignore", [])
+        if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
+            raise InputError("ignore must be a list of glob patterns (strings).")
+        _directory(args.get("path"), ctx)
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        await self.validate_input(args, ctx)
+        root = _directory(args.get("path"), ctx)
+        ignore = list(args.get("ignore") or [])
+        entries, truncated = _walk(root, ignore)
+
+        lines = [f"- {root.rstrip('/')}/"]
+        for rel, is_dir in sorted(entries, key=lambda e: e[0].split("/")):
+            depth = rel.count("/")
+            name = rel.rsplit("/", 1)[-1]
+            lines.append("  " * (depth + 1) + f"- {name}{'/' if is_dir else ''}")
+        text = "\n".join(lines)
+        if truncated:
+            text = (
+                f"The listing stops at {MAX_ENTRIES} entries; there are more below "
+                f"{root}. List a subdirectory, or use Glob or Grep to find specific files.\n\n"
+                + text
+            )
+        data = {
+            "path": root,
+            "entries": [rel + ("/" if is_dir else "") for rel, is_dir in entries],
+            "numEntries": len(entries),
+            "truncated": truncated,
+        }
+        return ToolResult.text(text, data)
+
+
+def _directory(raw: str | None, ctx: ToolContext) -> str:
+    session = ctx.session
+    path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
+    loc = fsaccess.locate(path, session.workspace_roots)
+    fsaccess.check_inside(loc)
+    if not os.path.exists(path):
+        raise InputError(
+            f"Path {path} does not exist. The current working directory is {session.cwd}."
+        )
+    if not os.path.isdir(path):
+        raise InputError(f"Path {path} is not a directory; use Read for files.")
+    return path
+
+
+def _ignored(name: str, rel: str, patterns: list[str]) -> bool:
+    for pattern in patterns:
+        bare = pattern.rstrip("/")
+        if fnmatch.fnmatchcase(name, bare) or fnmatch.fnmatchcase(rel, bare):
+            return True
+        if bare.startswith("**/") and fnmatch.fnmatchcase(name, bare[3:]):
+            return True
+    return False
+
+
+def _walk(root: str, ignore: list[str]) -> tuple[list[tuple[str, bool]], bool]:
+    """Entries below `root` as (path relative to root, is_dir), breadth-first, capped."""
+    entries: list[tuple[str, bool]] = []
+    queue: deque[str] = deque([""])
+    while queue:
+        rel_dir = queue.popleft()
+        try:
+            with os.scandir(os.path.join(root, rel_dir)) as it:
+                children = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue  # unreadable, or gone since it was listed
+        for child in children:
+            if child.name.startswith(".") or child.name in SKIPPED_NAMES:
+                continue
+            rel = f"{rel_dir}/{child.name}" if rel_dir else child.name
+            if _ignored(child.name, rel, ignore):
+                continue
+            try:
+                is_dir = child.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if len(entries) == MAX_ENTRIES:
+                return entries, True
+            entries.append((rel, is_dir))
+            if is_dir and child.name not in NOT_DESCENDED:
+                queue.append(rel)
+    return entries, False
+
+
+TOOL = LS

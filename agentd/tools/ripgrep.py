@@ -1,0 +1,149 @@
+"""ripgrep for Glob and Grep: the search root a session names, and rg run with a bound.
+
+rg runs as a child process (never through a shell) in the directory searched, so the
+globs a model writes match paths relative to that directory, as the reference does.
+Its stdout is read up to a bound, then rg is killed; a cancelled call kills it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+
+from agentd import fsaccess
+from agentd.errors import InputError, ToolError
+from agentd.sessions import Session
+
+RG_BIN = shutil.which("rg") or "/usr/bin/rg"
+# Enough for any listing a model can use; keeps the daemon's memory flat whatever rg finds.
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+# Version-control metadata is never worth a search result.
+VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+COMMON_ARGS = ("--no-config", "--color", "never", "--hidden") + tuple(
+    arg for name in VCS_DIRS for arg in ("--glob", f"!{name}")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRoot:
+    path: str  # absolute, lexical (as the session names it)
+    is_dir: bool
+
+
+def search_root(raw: str | None, session: Session) -> SearchRoot:
+    """The existing file or directory `raw` names, checked to lie inside the workspace."""
+    path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
+    loc = fsaccess.locate(path, session.workspace_roots)
+    fsaccess.check_inside(loc)  # a symlink leaving the workspace is refused here
+    try:
+        st = fsaccess.stat_beneath(loc)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InputError(
+            f"Path {path} does not exist. The current working directory is {session.cwd}."
+        ) from None
+    return SearchRoot(path, stat.S_ISDIR(st.st_mode))
+
+
+@dataclass(frozen=True, slots=True)
+class RgOutput:
+    stdout: bytes
+    stderr: str
+    returncode: int
+    # stdout went over the bound and rg was stopped: the results are incomplete.
+    truncated: bool
+
+
+async def run_rg(
+    args: list[str],
+    cwd: str,
+    cancelled: asyncio.Event,
+    max_bytes: int = MAX_OUTPUT_BYTES,
+) -> RgOutput:
+    """Run `rg COMMON_ARGS args` in `cwd`; kill it on cancellation or past `max_bytes`."""
+    proc = await asyncio.create_subprocess_exec(
+        RG_BIN,
+        *COMMON_ARGS,
+        *args,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("RIPGREP_")},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    chunks: list[bytes] = []
+    size = 0
+    truncated = False
+
+    async def read_stdout() -> None:
+        nonlocal size, truncated
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(1 << 16):
+            take = chunk[: max_bytes - size]
+            chunks.append(take)
+            size += len(take)
+            if size >= max_bytes:
+                truncated = True
+                _kill(proc)
+                return
+
+    async def read_stderr() -> bytes:
+        assert proc.stderr is not None
+        data = await proc.stderr.read(64 * 1024)
+        while await proc.stderr.read(1 << 16):  # drain so rg never blocks on a full pipe
+            pass
+        return data
+
+    work = asyncio.gather(read_stdout(), read_stderr(), proc.wait())
+    stop = asyncio.ensure_future(cancelled.wait())
+    try:
+        done, _ = await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if work not in done:
+            _kill(proc)
+            with contextlib.suppress(Exception):
+                await work
+            raise ToolError("The search was cancelled.")
+    except BaseException:
+        _kill(proc)
+        work.cancel()
+        with contextlib.suppress(BaseException):
+            await proc.wait()
+        raise
+    finally:
+        stop.cancel()
+    _, err, returncode = work.result()
+    if truncated:
+        # rg was killed on purpose; whatever it had printed is a valid prefix.
+        returncode = 0
+        # Drop the last, possibly partial, record.
+        data = b"".join(chunks)
+        cut = max(data.rfind(b"\n"), data.rfind(b"\0"))
+        return RgOutput(data[: cut + 1], err.decode(errors="replace"), returncode, True)
+    return RgOutput(b"".join(chunks), err.decode(errors="replace"), returncode, False)
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+
+
+def check_rg_failed(out: RgOutput) -> None:
+    """rg exits 2 both for a bad pattern/glob/type (nothing searched) and for unreadable
+    files among results; only the first, with nothing found, is a failed call."""
+    if out.returncode == 2 and out.stderr.startswith("No files were searched"):
+        return  # every file was filtered out (glob, type): an empty result, not a failure
+    if out.returncode == 2 and not out.stdout:
+        message = out.stderr.strip() or "rg exited with status 2"
+        raise ToolError(f"ripgrep refused the search and searched nothing:\n{message}")
+    if out.returncode not in (0, 1, 2):
+        raise ToolError(f"ripgrep failed (exit status {out.returncode}): {out.stderr.strip()}")
+
+
+def display(path_in_root: str, root_dir: str, cwd: str) -> str:
+    """A path rg printed (relative to the dir it ran in) as the session's listings show it."""
+    return fsaccess.display_path(os.path.normpath(os.path.join(root_dir, path_in_root)), cwd)
