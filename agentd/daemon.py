@@ -7,15 +7,27 @@ import logging
 import os
 from typing import Any
 
+import agentd_sandbox
+
 from agentd.config import Config
 from agentd.executor import Executor
 from agentd.server import Server
 from agentd.service import Servicer
 from agentd.sessions import Session, SessionManager
 from agentd.store import Store
+from agentd.tasks import TaskManager
 from agentd.tools import default_registry
 
 log = logging.getLogger(__name__)
+
+
+def _sandbox_report() -> dict[str, Any]:
+    """What the sandbox can enforce here, for `agentctl status`; never fatal."""
+    try:
+        return agentd_sandbox.check()
+    except Exception as exc:  # a broken probe must not stop the daemon
+        log.warning("sandbox check failed: %s", exc)
+        return {"error": str(exc)}
 
 
 class Daemon:
@@ -25,7 +37,15 @@ class Daemon:
         os.chmod(config.state_dir, 0o700)
         self.store = Store(config.db_path)
         self.sessions = SessionManager(self.store, config)
-        self.services: dict[str, Any] = {"on_todos_changed": self._todos_changed}
+        self.tasks = TaskManager(self.store, self._emit, config.task_max_seconds)
+        self.services: dict[str, Any] = {
+            "config": config,
+            "tasks": self.tasks,
+            "on_todos_changed": self._todos_changed,
+            "on_cwd_changed": self._cwd_changed,
+            "sandbox_report": _sandbox_report(),
+        }
+        self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
         self.executor = Executor(default_registry(), self.sessions, config, services=self.services)
         self.servicer = Servicer(
             self.sessions,
@@ -40,6 +60,12 @@ class Daemon:
     async def _todos_changed(self, session: Session, todos: list[dict[str, Any]]) -> None:
         self.sessions.log(session.id).emit("todos_changed", todos=todos)
 
+    def _emit(self, session_id: str, kind: str, payload: dict[str, Any]) -> None:
+        self.sessions.log(session_id).emit(kind, **payload)
+
+    def _cwd_changed(self, session: Session, cwd: str, previous: str) -> None:
+        self.sessions.log(session.id).emit("cwd_changed", cwd=cwd, previous=previous)
+
     async def start(self) -> None:
         self.server = Server(self.config, self.servicer)
         await self.server.start()
@@ -50,6 +76,7 @@ class Daemon:
         log.info("agentd shutting down")
         if self.server is not None:
             await self.server.stop()
+        await self.tasks.stop_all()
         self.store.close()
         self._stopped.set()
 

@@ -194,6 +194,9 @@ class Executor:
                 )
         finally:
             self._running.pop(key, None)
+        if (tasks := self.services.get("tasks")) and (notices := tasks.take_notices(session.id)):
+            # The model hears of finished background tasks with its next result.
+            result.content.append(TextBlock("\n".join(notices)))
         self.sessions.save(session)
         log_.emit(
             "call_finished",

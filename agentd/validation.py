@@ -94,6 +94,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "type":
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
+        expected = "number" if expected == "integer" else expected  # as models know it
         got = _JSON_TYPES.get(type(error.instance), "value")
         return f"The parameter `{where}` type is expected as `{expected}` but provided as `{got}`"
     if error.validator == "additionalProperties":

@@ -16,6 +16,9 @@ TOOL_MODULES: tuple[str, ...] = (
     "grep",
     "ls",
     "todo_write",
+    "bash",
+    "bash_output",
+    "task_stop",
 )
 
 

@@ -1,0 +1,315 @@
+"""Runs of sandboxed commands, their bounded output, and the background tasks among them.
+
+Every Bash call is a Run: a sandboxed process whose merged stdout/stderr a reader
+thread copies to an output file. The file keeps the head of the output up to a
+bound, then a marker, then the tail (a small ring kept in memory); so a command
+may print gigabytes and neither the daemon's memory nor the disk grows with it.
+A foreground call waits for its Run; a background task, or a foreground call that
+reached its timeout, is the same Run registered with the TaskManager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+import os
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentd.store import Store
+
+log = logging.getLogger(__name__)
+
+_F_SETPIPE_SZ = 1031
+_READ_SIZE = 1 << 20
+# Live output sent as progress is sampled: at most this much per update.
+PROGRESS_CHUNK = 8192
+PROGRESS_INTERVAL = 0.1
+
+
+class OutputFile:
+    """The head of a stream up to `limit` bytes, then a marker and the last `tail` bytes.
+
+    Written by one reader thread; read by anyone through the file. Memory use is
+    the tail ring and the head text kept for the result (`keep_head` chars).
+    """
+
+    def __init__(self, path: str, limit: int, tail: int = 65536, keep_head: int = 65536) -> None:
+        self.path = path
+        self.limit = max(limit, 2 * tail)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        self._written = 0  # bytes in the file's head part
+        self.total = 0  # bytes the command printed
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
+        self._tail_cap = tail
+        self.head = bytearray()
+        self._keep_head = keep_head
+        self._pending = bytearray()  # not yet sent as progress
+        self._pending_dropped = 0
+        self._lock = threading.Lock()
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self._written
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.limit - self._tail_cap - self._written
+        if room > 0:
+            part = data[:room]
+            os.write(self._fd, part)
+            self._written += len(part)
+        if len(self.head) < self._keep_head:
+            self.head += data[: self._keep_head - len(self.head)]
+        if self.total > self.limit - self._tail_cap:
+            self._tail.append(data)
+            self._tail_size += len(data)
+            while self._tail_size - len(self._tail[0]) >= self._tail_cap:
+                self._tail_size -= len(self._tail.popleft())
+        with self._lock:
+            space = PROGRESS_CHUNK - len(self._pending)
+            if space > 0:
+                self._pending += data[:space]
+            self._pending_dropped += max(0, len(data) - max(space, 0))
+
+    def take_progress(self) -> str:
+        with self._lock:
+            chunk, dropped = bytes(self._pending), self._pending_dropped
+            self._pending.clear()
+            self._pending_dropped = 0
+        text = chunk.decode(errors="replace")
+        if dropped:
+            text += f"\n[… {dropped} more bytes of output …]\n"
+        return text
+
+    def tail_bytes(self) -> bytes:
+        data = b"".join(self._tail)
+        return data[-self._tail_cap :]
+
+    def finish(self, exit_code: int | None) -> None:
+        """Close the file: the marker and tail when the head bound was passed, then the code."""
+        parts: list[bytes] = []
+        if self.truncated:
+            tail = self.tail_bytes()
+            dropped = self.total - self._written - len(tail)
+            if dropped > 0:
+                parts.append(f"\n[… {dropped} bytes of output dropped …]\n".encode())
+            parts.append(tail)
+        if exit_code is not None:
+            parts.append(f"\n[exited with code {exit_code}]\n".encode())
+        for part in parts:
+            os.write(self._fd, part)
+        os.close(self._fd)
+
+
+def head_and_tail(out: OutputFile, max_chars: int) -> tuple[str, bool]:
+    """The output for a result: all of it when it fits, else its head and tail around a note."""
+    if out.total <= max_chars:
+        return bytes(out.head).decode(errors="replace"), False
+    half = max_chars // 2
+    head = bytes(out.head[:half]).decode(errors="ignore")
+    if out.total <= len(out.head):
+        tail_src = bytes(out.head)
+    else:
+        tail_src = out.tail_bytes() or bytes(out.head)
+    tail = tail_src[-half:].decode(errors="ignore")
+    cut = out.total - len(head.encode()) - len(tail.encode())
+    return f"{head}\n\n... [{cut} bytes truncated] ...\n\n{tail}", True
+
+
+@dataclass
+class Task:
+    id: str
+    session_id: str
+    command: str
+    description: str
+    output_path: str
+    tool_use_id: str
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    status: str = "running"  # running, completed, failed, killed
+    exit_code: int | None = None
+    ended_ms: int = 0
+    # where BashOutput's next read starts
+    read_offset: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "command": self.command,
+            "description": self.description,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "output_path": self.output_path,
+            "started_ms": self.started_ms,
+            "ended_ms": self.ended_ms,
+            "tool_use_id": self.tool_use_id,
+        }
+
+
+class Run:
+    """One sandboxed process and the thread copying its output to an OutputFile."""
+
+    def __init__(self, process: Any, read_fd: int, output: OutputFile) -> None:
+        self.process = process
+        self.output = output
+        self.exit_code: int | None = None
+        self.killed = False
+        loop = asyncio.get_running_loop()
+        self._reader_done = loop.create_future()
+        with _suppress_oserror():
+            fcntl.fcntl(read_fd, _F_SETPIPE_SZ, _READ_SIZE)
+        threading.Thread(
+            target=self._read, args=(read_fd, loop), daemon=True, name=f"run-{process.pid}"
+        ).start()
+        self.done = asyncio.ensure_future(self._wait())
+
+    def _read(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            while chunk := os.read(fd, _READ_SIZE):
+                self.output.write(chunk)
+        except OSError:
+            log.exception("reading command output failed")
+        finally:
+            os.close(fd)
+            loop.call_soon_threadsafe(self._reader_done.set_result, None)
+
+    async def _wait(self) -> int:
+        code = await self.process.wait()
+        # Everything the command printed is read before the run counts as finished;
+        # the pipe closes when the last process holding it ends (the whole sandbox).
+        await self._reader_done
+        self.exit_code = code
+        return code
+
+    def kill(self) -> None:
+        self.killed = True
+        self.process.kill()
+
+
+class _suppress_oserror:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        return isinstance(exc, OSError)
+
+
+def new_task_id() -> str:
+    return "b" + secrets.token_hex(4)
+
+
+class TaskManager:
+    """Background tasks of every session: start, list, stop, and their end as events."""
+
+    def __init__(
+        self, store: Store, emit: Callable[[str, str, dict[str, Any]], None], max_seconds: float
+    ) -> None:
+        self._store = store
+        self._emit = emit
+        self._max_seconds = max_seconds
+        self._tasks: dict[str, Task] = {}
+        self._runs: dict[str, Run] = {}
+        self._finished: dict[str, asyncio.Event] = {}
+        # session id -> notifications for the model, added to the session's next result
+        self._notices: dict[str, list[str]] = {}
+        for body in store.load_tasks():
+            body.pop("session_id_", None)
+            task = Task(**{k: v for k, v in body.items() if k in Task.__dataclass_fields__})
+            if task.status == "running":
+                # The daemon went down with it; its sandbox died with the daemon.
+                task.status, task.ended_ms = "killed", int(time.time() * 1000)
+                store.save_task(task.id, task.session_id, task.to_dict())
+            self._tasks[task.id] = task
+
+    def running_count(self) -> int:
+        return len(self._runs)
+
+    def adopt(self, task: Task, run: Run) -> None:
+        """Make `run` a background task: tracked, evented, stopped with its session."""
+        self._tasks[task.id] = task
+        self._runs[task.id] = run
+        self._finished[task.id] = asyncio.Event()
+        self._save(task)
+        self._emit(task.session_id, "task_started", {"task": task.to_dict()})
+        asyncio.ensure_future(self._watch(task, run))
+
+    async def _watch(self, task: Task, run: Run) -> None:
+        try:
+            code = await asyncio.wait_for(asyncio.shield(run.done), self._max_seconds)
+        except TimeoutError:
+            run.kill()
+            code = await run.done
+            task.status = "killed"
+        run.output.finish(code)
+        task.exit_code = code
+        if task.status == "running":
+            task.status = "killed" if run.killed else ("completed" if code == 0 else "failed")
+        task.ended_ms = int(time.time() * 1000)
+        self._runs.pop(task.id, None)
+        self._save(task)
+        self._emit(task.session_id, "task_finished", {"task": task.to_dict()})
+        self._finished.pop(task.id).set()
+        if task.status != "killed":
+            self._notices.setdefault(task.session_id, []).append(_notification(task))
+
+    def _save(self, task: Task) -> None:
+        self._store.save_task(task.id, task.session_id, task.to_dict())
+
+    def get(self, session_id: str, task_id: str) -> Task | None:
+        task = self._tasks.get(task_id)
+        return task if task is not None and task.session_id == session_id else None
+
+    def is_running(self, task_id: str) -> bool:
+        return task_id in self._runs
+
+    def list(self, session_id: str, include_finished: bool = True) -> list[dict[str, Any]]:
+        return [
+            t.to_dict()
+            for t in self._tasks.values()
+            if t.session_id == session_id and (include_finished or t.id in self._runs)
+        ]
+
+    async def stop(self, task: Task) -> None:
+        run = self._runs.get(task.id)
+        if run is None:
+            return
+        finished = self._finished[task.id]
+        task.status = "killed"
+        run.kill()
+        await finished.wait()  # _watch has recorded the end
+
+    async def stop_session(self, session_id: str) -> None:
+        await asyncio.gather(
+            *(
+                self.stop(t)
+                for t in list(self._tasks.values())
+                if t.session_id == session_id and t.id in self._runs
+            )
+        )
+
+    async def stop_all(self) -> None:
+        await asyncio.gather(*(self.stop(self._tasks[tid]) for tid in list(self._runs)))
+
+    def take_notices(self, session_id: str) -> list[str]:
+        return self._notices.pop(session_id, [])
+
+
+def _notification(task: Task) -> str:
+    what = task.description or task.command
+    verb = "completed" if task.status == "completed" else f"failed with exit code {task.exit_code}"
+    return (
+        "<task-notification>\n"
+        f"<task-id>{task.id}</task-id>\n"
+        f"<output-file>{task.output_path}</output-file>\n"
+        f"<status>{task.status}</status>\n"
+        f'<summary>Background command "{what}" {verb}</summary>\n'
+        "</task-notification>"
+    )

@@ -1,0 +1,339 @@
+"""Bash: one command in the session's sandbox, output live, cwd carried between calls."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import time
+from typing import Any, ClassVar
+
+from agentd_sandbox import SandboxUnavailable, spawn
+
+from agentd import sandboxing
+from agentd.errors import InputError, ToolError
+from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
+from agentd.tools.base import Tool, ToolContext, ToolResult
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_CHARS = 30_000
+
+DESCRIPTION = """\
+Runs a bash command in the session's sandbox and returns its output (stdout and \
+stderr interleaved as written).
+
+- The working directory carries over between calls while it stays inside the \
+workspace; a cd outside is undone. Shell variables and exports do not carry over.
+- Only the workspace and a per-session temp dir ($TMPDIR) are writable; the \
+network is off unless the session allows it.
+- timeout is in milliseconds (default 120000, at most 600000). A command still \
+running at its timeout moves to the background: read its output file with Read, \
+stop it with TaskStop.
+- run_in_background: true returns at once with a task id and an output file; you \
+are told when it ends.
+- Output over 30000 characters is cut to its head and tail; the full output is \
+saved to a file you can Read.
+- Prefer the Read, Edit, Write, Glob and Grep tools to cat, sed, echo > and find \
+for files: they are faster and keep edits safe."""
+
+# Programs whose exit status 1 means an answer, not a failure.
+_SOFT_FAILURES: dict[str, str] = {
+    "grep": "No matches found",
+    "egrep": "No matches found",
+    "fgrep": "No matches found",
+    "rg": "No matches found",
+    "ag": "No matches found",
+    "diff": "Files differ",
+    "cmp": "Files differ",
+    "test": "Condition is false",
+    "[": "Condition is false",
+    "[[": "Condition is false",
+    "find": "Some paths could not be read",
+}
+_SEPARATORS = re.compile(r"\|\||&&|[|;&\n]")
+_BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
+
+# Sourced by bash before the command (BASH_ENV): records the final cwd on exit, and
+# removes itself from the environment so nested shells do not run it.
+_BASH_ENV = "unset BASH_ENV\ntrap 'builtin pwd -P >| {cwd_file} 2>/dev/null' EXIT\n"
+
+
+def _last_program(command: str) -> str:
+    segments = [s for s in _SEPARATORS.split(command) if s.strip()]
+    if not segments:
+        return ""
+    try:
+        words = shlex.split(segments[-1])
+    except ValueError:
+        return ""
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words.pop(0)
+    return os.path.basename(words[0]) if words else ""
+
+
+def interpret_exit(command: str, code: int) -> tuple[bool, str | None]:
+    """(is_error, note): grep finding nothing is an answer, not an error."""
+    if code == 0:
+        return False, None
+    if code == 1 and (note := _SOFT_FAILURES.get(_last_program(command))):
+        return False, note
+    return True, None
+
+
+class BashTool(Tool):
+    name = "Bash"
+    description = DESCRIPTION
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "timeout": {"type": "number"},
+            "description": {"type": "string"},
+            "run_in_background": {"type": "boolean"},
+            "dangerouslyDisableSandbox": {"type": "boolean"},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    # Bash cuts its own output to head and tail, with the full text in a file.
+    max_result_chars = 10 * MAX_OUTPUT_CHARS
+
+    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+        if not args["command"].strip():
+            raise InputError("The command is empty.")
+        if "\0" in args["command"]:
+            raise InputError("The command contains a NUL byte.")
+        timeout = args.get("timeout")
+        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_MS:
+            raise InputError(f"timeout must be between 1 and {MAX_TIMEOUT_MS} milliseconds.")
+        if args.get("dangerouslyDisableSandbox") and not ctx.session.allow_unsandboxed:
+            raise InputError(
+                "This session does not allow commands outside the sandbox; run the command "
+                "sandboxed (drop dangerouslyDisableSandbox), or create a session whose policy "
+                "allows unsandboxed commands."
+            )
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        tasks = ctx.services["tasks"]
+        config = ctx.services["config"]
+        session = ctx.session
+        command: str = args["command"]
+        tmp_dir = sandboxing.session_tmp_dir(session, config)
+        tasks_dir = os.path.join(ctx.state_dir, "tasks")
+        os.makedirs(tasks_dir, mode=0o700, exist_ok=True)
+        task_id = new_task_id()
+        output = OutputFile(os.path.join(tasks_dir, f"{task_id}.output"), config.task_output_bytes)
+        cwd_file = os.path.join(tmp_dir, f".agentd-cwd-{task_id}")
+        env_file = os.path.join(tmp_dir, f".agentd-env-{task_id}")
+        with open(env_file, "w") as f:
+            f.write(_BASH_ENV.format(cwd_file=shlex.quote(cwd_file)))
+        policy = sandboxing.policy_for(session, config, tmp_dir)
+        policy.env = {**policy.env, "BASH_ENV": env_file}
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        try:
+            process = await spawn(
+                policy, ["/bin/bash", "-c", command], stdout=write_fd, stderr=write_fd
+            )
+        except SandboxUnavailable as exc:
+            os.close(read_fd)
+            output.finish(None)
+            os.unlink(output.path)
+            raise ToolError(
+                f"The sandbox could not start, so the command did not run: {exc}"
+            ) from None
+        finally:
+            os.close(write_fd)
+        run = Run(process, read_fd, output)
+        before = _read_files_state(session)
+
+        def cleanup() -> None:
+            for path in (env_file, cwd_file):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+
+        def as_task() -> Task:
+            return Task(
+                id=task_id,
+                session_id=session.id,
+                command=command,
+                description=args.get("description", ""),
+                output_path=output.path,
+                tool_use_id=ctx.tool_use_id,
+            )
+
+        if args.get("run_in_background"):
+            tasks.adopt(as_task(), run)
+            asyncio.ensure_future(_after(run, cleanup))
+            return ToolResult.text(
+                f"Command running in background with ID: {task_id}. Output is being written "
+                f"to: {output.path}. You will be told when it finishes. Read that file to see "
+                "its output so far; stop it with TaskStop.",
+                data={
+                    "stdout": "",
+                    "stderr": "",
+                    "interrupted": False,
+                    "backgroundTaskId": task_id,
+                },
+            )
+
+        timeout_ms = args.get("timeout") or DEFAULT_TIMEOUT_MS
+        outcome = await _follow(run, ctx, timeout_ms / 1000)
+        if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
+            tasks.adopt(as_task(), run)
+            asyncio.ensure_future(_after(run, cleanup))
+            shown, _ = head_and_tail(output, MAX_OUTPUT_CHARS)
+            seconds = f"{timeout_ms / 1000:g}s"
+            text = (f"{shown.rstrip(chr(10))}\n" if shown.strip() else "") + (
+                f"Command did not finish within its {seconds} timeout and was moved to the "
+                f"background (ID: {task_id}). Output is being written to: {output.path}. "
+                "You will be told when it finishes. It is still running: do not start it "
+                "again. Stop it with TaskStop if it is no longer needed; Read that file to "
+                "see its output so far."
+            )
+            return ToolResult.text(
+                text,
+                data={
+                    "stdout": shown,
+                    "stderr": "",
+                    "interrupted": False,
+                    "backgroundTaskId": task_id,
+                    "timedOutAfterMs": timeout_ms,
+                },
+            )
+
+        if outcome != "done":
+            run.kill()
+        code = await run.done
+        output.finish(None)
+        cleanup_cwd = _new_cwd(cwd_file)
+        cleanup()
+        notices: list[str] = []
+        if cleanup_cwd is not None:
+            notices += _apply_cwd(ctx, cleanup_cwd)
+        changed = _changed_files(session, before)
+        if changed:
+            notices.append(
+                "This command changed files you have read: "
+                + ", ".join(changed)
+                + ". Read them again before editing them."
+            )
+        shown, cut = head_and_tail(output, MAX_OUTPUT_CHARS)
+        if cut:
+            notices.append(
+                f"The output was {output.total} bytes; only its head and tail are "
+                f"shown. The full output is in {output.path} (Read it with offset "
+                "and limit)."
+            )
+        else:
+            os.unlink(output.path)
+        body = shown.rstrip("\n")
+        if outcome == "cancelled":
+            notices.append("The command was interrupted; the output above is what it printed.")
+        elif outcome == "timeout":
+            notices.append(f"Command timed out after {timeout_ms / 1000:g}s and was stopped.")
+        is_error, note = interpret_exit(command, code)
+        if outcome != "done":
+            is_error = True
+        if is_error and outcome == "done":
+            body = f"Exit code {code}\n{body}" if body else f"Exit code {code}"
+        if not body and not notices and note is None:
+            body = "(Bash completed with no output)"
+        text = "\n".join(x for x in [body, *([note] if note and not body else []), *notices] if x)
+        data = {
+            "stdout": shown.rstrip("\n"),
+            "stderr": "",
+            "exitCode": code,
+            "interrupted": outcome != "done",
+            "truncated": cut,
+        }
+        if note:
+            data["returnCodeInterpretation"] = note
+        return ToolResult.text(text, data=data, is_error=is_error)
+
+
+async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
+    """Stream progress until the run ends ("done"), times out, or is cancelled."""
+    deadline = time.monotonic() + timeout
+    cancelled = asyncio.ensure_future(ctx.cancelled.wait())
+    started = time.monotonic()
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout"
+            done, _ = await asyncio.wait(
+                {run.done, cancelled},
+                timeout=min(PROGRESS_INTERVAL * 5, remaining),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            chunk = run.output.take_progress()
+            if run.done in done:
+                if chunk:
+                    await ctx.progress(output=chunk)
+                return "done"
+            if cancelled in done:
+                return "cancelled"
+            elapsed = time.monotonic() - started
+            await ctx.progress(output=chunk, message=f"running {elapsed:.0f}s")
+    finally:
+        cancelled.cancel()
+
+
+async def _after(run: Run, cleanup: Any) -> None:
+    await run.done
+    cleanup()
+
+
+def _new_cwd(cwd_file: str) -> str | None:
+    try:
+        with open(cwd_file) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
+    session = ctx.session
+    if new_cwd == session.cwd:
+        return []
+    inside = any(
+        new_cwd == r or new_cwd.startswith(r.rstrip("/") + "/") for r in session.workspace_roots
+    )
+    previous = session.cwd
+    emit = ctx.services.get("on_cwd_changed")
+    if inside and os.path.isdir(new_cwd):
+        session.cwd = new_cwd
+        notices: list[str] = []
+    else:
+        session.cwd = session.workspace_roots[0]
+        notices = [f"Shell cwd was reset to {session.cwd}"]
+    if emit is not None and session.cwd != previous:
+        emit(session, session.cwd, previous)
+    return notices
+
+
+def _read_files_state(session: Any) -> dict[str, tuple[int, int]]:
+    state: dict[str, tuple[int, int]] = {}
+    for path in list(session.read_state)[:500]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            state[path] = (-1, -1)
+            continue
+        state[path] = (st.st_mtime_ns, st.st_size)
+    return state
+
+
+def _changed_files(session: Any, before: dict[str, tuple[int, int]]) -> list[str]:
+    after = _read_files_state(session)
+    return sorted(
+        os.path.relpath(p, session.cwd) if p.startswith(session.cwd + "/") else p
+        for p, v in after.items()
+        if before.get(p, v) != v
+    )
+
+
+TOOL = BashTool
