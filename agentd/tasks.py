@@ -68,11 +68,11 @@ class OutputFile:
             self._written += len(part)
         if len(self.head) < self._keep_head:
             self.head += data[: self._keep_head - len(self.head)]
-        if self.total > self.limit - self._tail_cap:
-            self._tail.append(data)
-            self._tail_size += len(data)
-            while self._tail_size - len(self._tail[0]) >= self._tail_cap:
-                self._tail_size -= len(self._tail.popleft())
+        # The last `tail` bytes, always: the end of the output is what a result shows.
+        self._tail.append(data)
+        self._tail_size += len(data)
+        while self._tail_size - len(self._tail[0]) >= self._tail_cap:
+            self._tail_size -= len(self._tail.popleft())
         with self._lock:
             space = PROGRESS_CHUNK - len(self._pending)
             if space > 0:
@@ -97,9 +97,10 @@ class OutputFile:
         """Close the file: the marker and tail when the head bound was passed, then the code."""
         parts: list[bytes] = []
         if self.truncated:
-            tail = self.tail_bytes()
-            dropped = self.total - self._written - len(tail)
-            if dropped > 0:
+            missing = self.total - self._written
+            tail = self.tail_bytes()[-missing:]
+            if missing > len(tail):
+                dropped = missing - len(tail)
                 parts.append(f"\n[… {dropped} bytes of output dropped …]\n".encode())
             parts.append(tail)
         if exit_code is not None:
@@ -115,11 +116,7 @@ def head_and_tail(out: OutputFile, max_chars: int) -> tuple[str, bool]:
         return bytes(out.head).decode(errors="replace"), False
     half = max_chars // 2
     head = bytes(out.head[:half]).decode(errors="ignore")
-    if out.total <= len(out.head):
-        tail_src = bytes(out.head)
-    else:
-        tail_src = out.tail_bytes() or bytes(out.head)
-    tail = tail_src[-half:].decode(errors="ignore")
+    tail = out.tail_bytes()[-half:].decode(errors="ignore")
     cut = out.total - len(head.encode()) - len(tail.encode())
     return f"{head}\n\n... [{cut} bytes truncated] ...\n\n{tail}", True
 

@@ -1,0 +1,17 @@
+"""agentd_sandbox: bubblewrap + seccomp + limits, usable alone (imports nothing of agentd)."""
+
+from .check import check
+from .errors import SandboxError, SandboxUnavailable
+from .policy import Limits, SandboxPolicy
+from .runner import SandboxProcess, run, spawn
+
+__all__ = [
+    "Limits",
+    "SandboxError",
+    "SandboxPolicy",
+    "SandboxProcess",
+    "SandboxUnavailable",
+    "check",
+    "run",
+    "spawn",
+]

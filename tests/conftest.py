@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +12,9 @@ import pytest
 from agentd_client import Client
 
 from tests.daemon import DaemonProcess, start_daemon
+
+# The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
+SANDBOX_UID = 65534
 
 
 @pytest.fixture(scope="session")
@@ -27,10 +33,18 @@ def client(daemon: DaemonProcess) -> Iterator[Client]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "workspace"
-    root.mkdir()
-    return root
+def workspace() -> Iterator[Path]:
+    """A workspace the sandbox user can reach: under /tmp, 0755, owned by that user.
+
+    pytest's own tmp_path sits in a 0700 directory of root's, which the unprivileged
+    uid a root daemon runs commands as could not enter.
+    """
+    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
+    root.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,0 +1,711 @@
+"""Walk a tree-sitter-bash syntax tree and classify every simple command in it.
+
+Two layers: the tree walk (lists, pipelines, compound statements, redirections,
+substitutions, words and their quoting) turns each simple command into an argv of
+static strings and `Dyn` run-time words; `_run` then reads that argv against the
+program table (table.py, data in programs.toml), strips wrappers, descends into
+subcommands and applies option and operand rules. Anything unknown fails closed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import threading
+from fnmatch import fnmatchcase
+from functools import lru_cache
+
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+from agentd.bashsec import checks
+from agentd.bashsec.model import Classification, SimpleCommand
+from agentd.bashsec.table import Spec, load
+
+_LANGUAGE = Language(tree_sitter_bash.language())
+_local = threading.local()
+SETTINGS, PROGRAMS = load()
+
+_WRITE_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "<>"})
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+# Leaves that hold nothing that can run.
+_LEAVES = frozenset(
+    {
+        "word", "raw_string", "number", "variable_name", "string_content", "heredoc_content",
+        "comment", "file_descriptor", "special_variable_name", "regex", "extglob_pattern",
+        "heredoc_start", "heredoc_end", "ansi_c_string", "test_operator",
+    }
+)  # fmt: skip
+_GLOB_IN_NAME = re.compile(r"[*?{]|\[.")
+
+
+def _parser() -> Parser:
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        parser = _local.parser = Parser(_LANGUAGE)
+    return parser
+
+
+class Dyn:
+    """A word only known at run time. `optlike`: it could expand to an option (-x)."""
+
+    __slots__ = ("text", "optlike")
+
+    def __init__(self, text: str, optlike: bool = True) -> None:
+        self.text = text
+        self.optlike = optlike
+
+    def __repr__(self) -> str:
+        return f"Dyn({self.text!r})"
+
+
+Word = str | Dyn
+
+
+class Ctx:
+    """What the walk has found so far."""
+
+    __slots__ = (
+        "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe", "defined",
+        "depth", "src",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.cats: set[str] = set()
+        self.reasons: list[str] = []
+        self.writes: list[str] = []
+        self.cds: list[str] = []
+        self.commands: list[SimpleCommand] = []
+        self.parse_ok = True
+        self.unsafe = False
+        self.defined: set[str] = set()
+        self.depth = 0
+        self.src = b""
+
+    def add(self, cats: frozenset[str] | set[str], reason: str) -> None:
+        if cats:
+            self.cats |= cats
+        else:
+            self.unsafe = True
+        self.reasons.append(reason)
+
+    def opaque(self, reason: str) -> None:
+        self.cats.add("opaque")
+        self.reasons.append(reason)
+
+    def write(self, path: str, reason: str, destructive: bool = False) -> None:
+        self.cats.add("write")
+        if destructive:
+            self.cats.add("destructive")
+        self.writes.append(path)
+        self.reasons.append(reason)
+
+
+# ------------------------------------------------------------------ public entry points
+
+
+# The cache holds at most _CACHE_SIZE commands of at most _CACHE_MAX_CHARS each.
+_CACHE_SIZE = 4096
+_CACHE_MAX_CHARS = 2048
+
+
+def classify(command: str) -> Classification:
+    """Classify a bash command. Pure and thread-safe; cached on the whole command text."""
+    if len(command) > _CACHE_MAX_CHARS:
+        return classify_uncached(command)
+    return _classify_cached(command)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _classify_cached(command: str) -> Classification:
+    return classify_uncached(command)
+
+
+def classify_uncached(command: str) -> Classification:
+    """classify() without the cache (for benchmarks and memory-sensitive callers)."""
+    ctx = Ctx()
+    if "\x00" in command:
+        ctx.parse_ok = False
+        ctx.opaque("command contains a NUL byte")
+    elif len(command) > SETTINGS.max_length:
+        ctx.parse_ok = False
+        ctx.opaque(f"command is longer than {SETTINGS.max_length} characters")
+    else:
+        try:
+            _parse_into(ctx, command)
+        except Exception as exc:  # noqa: BLE001
+            # Fail closed on anything the walk did not expect (e.g. absurd nesting).
+            ctx.parse_ok = False
+            ctx.opaque(f"the classifier could not read the command ({type(exc).__name__})")
+        for cmd in ctx.commands:
+            if cmd.program in ctx.defined:
+                ctx.opaque(f"calls {cmd.program}, a function or alias defined in the command")
+    read_only = ctx.parse_ok and not ctx.cats and not ctx.unsafe
+    return Classification(
+        read_only=read_only,
+        categories=frozenset(ctx.cats),
+        commands=tuple(ctx.commands),
+        writes=tuple(dict.fromkeys(ctx.writes)),
+        cd_targets=tuple(ctx.cds),
+        reasons=tuple(dict.fromkeys(ctx.reasons)),
+        parse_ok=ctx.parse_ok,
+    )
+
+
+def _parse_into(ctx: Ctx, command: str) -> None:
+    src = command.encode("utf-8", "surrogatepass")
+    root = _parser().parse(src).root_node
+    saved = ctx.src
+    ctx.src = src
+    if root.has_error:
+        ctx.parse_ok = False
+        ctx.opaque("the command does not parse (syntax error)")
+    _walk(root, ctx)
+    ctx.src = saved
+
+
+def run_shell_literal(ctx: Ctx, script: str) -> None:
+    """Classify the text given to `sh -c` as if it were a command of its own."""
+    if ctx.depth >= SETTINGS.max_depth:
+        ctx.opaque("shell commands nested too deeply")
+        return
+    ctx.depth += 1
+    _parse_into(ctx, script)
+    ctx.depth -= 1
+
+
+# ------------------------------------------------------------------ the tree walk
+
+
+def _walk(node: Node, ctx: Ctx) -> None:
+    t = node.type
+    if t == "command":
+        _command(node, ctx, [])
+    elif t == "redirected_statement":
+        _redirected(node, ctx)
+    elif t in _REDIRECTS:
+        _redirect(node, ctx)
+    elif t == "variable_assignment":
+        _assignment(node, ctx)
+    elif t == "function_definition":
+        name = node.child_by_field_name("name")
+        if name is not None:
+            ctx.defined.add(name.text.decode("utf-8", "replace"))
+        for child in node.named_children:
+            _walk(child, ctx)
+    elif t not in _LEAVES:
+        for child in node.named_children:
+            _walk(child, ctx)
+
+
+def _redirected(node: Node, ctx: Ctx) -> None:
+    extra: list[Node] = []
+    body = None
+    for child in node.named_children:
+        if child.type in _REDIRECTS:
+            extra.extend(_redirect(child, ctx))
+        elif body is None:
+            body = child
+        else:
+            _walk(child, ctx)
+    if body is not None:
+        if body.type == "command":
+            _command(body, ctx, extra)
+        else:
+            _walk(body, ctx)
+            for word in extra:
+                _word(word, ctx)
+
+
+def _redirect(node: Node, ctx: Ctx) -> list[Node]:
+    """Record what a redirection writes; return words the grammar put in it by mistake."""
+    if node.type != "file_redirect":
+        for child in node.named_children:
+            _walk(child, ctx)
+        return []
+    op = ""
+    dest = None
+    extra: list[Node] = []
+    for child in node.children:
+        if not child.is_named:
+            op = child.type
+        elif child.type == "file_descriptor":
+            continue
+        elif dest is None:
+            dest = child
+        else:
+            extra.append(child)
+    if dest is None:
+        return extra
+    target = _word(dest, ctx)
+    is_write = op in _WRITE_REDIRECTS or (
+        op == ">&" and not (isinstance(target, str) and (target.isdigit() or target == "-"))
+    )
+    if is_write:
+        if isinstance(target, Dyn):
+            ctx.write(target.text, f"redirects output to {target.text}, known only at run time")
+        elif target not in SETTINGS.harmless_targets:
+            ctx.write(target, f"redirects output to {target}")
+    return extra
+
+
+def _assignment(node: Node, ctx: Ctx) -> None:
+    name_node = node.child_by_field_name("name")
+    if name_node is not None:
+        if name_node.type == "subscript":
+            name_node = name_node.named_children[0]
+        _check_env(name_node.text.decode("utf-8", "replace"), ctx)
+    value = node.child_by_field_name("value")
+    if value is not None:
+        _walk(value, ctx)
+
+
+def _check_env(name: str, ctx: Ctx) -> None:
+    if name in SETTINGS.unsafe_env or name.startswith(SETTINGS.unsafe_env_prefixes):
+        ctx.opaque(f"sets {name}, which changes what programs run")
+
+
+def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
+    argv: list[Word] = []
+    starts: list[int] = []
+    name_node = None
+    for child in node.named_children:
+        t = child.type
+        if t == "variable_assignment":
+            _assignment(child, ctx)
+        elif t in _REDIRECTS:
+            extra.extend(_redirect(child, ctx))
+        elif t == "command_name":
+            name_node = child.named_children[0] if child.named_child_count else child
+            argv.append(_word(name_node, ctx))
+            starts.append(child.start_byte)
+        else:
+            argv.append(_word(child, ctx))
+            starts.append(child.start_byte)
+    end = node.end_byte
+    for word in extra:
+        argv.append(_word(word, ctx))
+        starts.append(word.start_byte)
+        end = max(end, word.end_byte)
+    if not argv:
+        return
+    if name_node is not None and name_node.type in ("word", "concatenation"):
+        name = argv[0]
+        if isinstance(name, str) and name not in ("[", "[[") and _GLOB_IN_NAME.search(name):
+            argv[0] = Dyn(name)
+    run(ctx, argv, starts, end, ())
+
+
+# ------------------------------------------------------------------ words
+
+
+def _word(node: Node, ctx: Ctx) -> Word:
+    """The static value of a word, or Dyn; walks any substitution inside it."""
+    t = node.type
+    if t == "word":
+        text = node.text.decode("utf-8", "replace")
+        if "\\" in text:
+            text = _unescape(text)
+        if "{" in text and ("," in text or ".." in text):
+            return Dyn(text)
+        return text
+    if t == "raw_string":
+        return node.text.decode("utf-8", "replace")[1:-1]
+    if t == "number":
+        return node.text.decode()
+    if t == "string":
+        return _string(node, ctx)
+    if t == "ansi_c_string":
+        decoded = _ansi_c(node.text.decode("utf-8", "replace")[2:-1])
+        return decoded if decoded is not None else Dyn(node.text.decode("utf-8", "replace"))
+    if t == "concatenation":
+        return _concatenation(node, ctx)
+    if t in ("simple_expansion", "expansion"):
+        _walk(node, ctx)
+        return Dyn(node.text.decode("utf-8", "replace"), not _is_path_var(node))
+    _walk(node, ctx)
+    return Dyn(node.text.decode("utf-8", "replace"))
+
+
+def _is_path_var(node: Node) -> bool:
+    for child in node.named_children:
+        if child.type == "variable_name":
+            return child.text.decode() in SETTINGS.path_vars and node.named_child_count == 1
+    return False
+
+
+def _string(node: Node, ctx: Ctx) -> Word:
+    parts: list[str] = []
+    dyn = False
+    optlike = True
+    for child in node.named_children:
+        if child.type == "string_content":
+            if not dyn:
+                text = child.text.decode("utf-8", "replace")
+                parts.append(_unescape_dq(text) if "\\" in text else text)
+        else:
+            _walk(child, ctx)
+            if not dyn:
+                dyn = True
+                prefix = "".join(parts)
+                optlike = (
+                    prefix.startswith("-")
+                    if prefix
+                    else not (
+                        child.type in ("simple_expansion", "expansion") and _is_path_var(child)
+                    )
+                )
+    text = "".join(parts)
+    if dyn:
+        return Dyn(node.text.decode("utf-8", "replace"), optlike)
+    return text
+
+
+def _concatenation(node: Node, ctx: Ctx) -> Word:
+    parts: list[str] = []
+    first_dyn: Dyn | None = None
+    brace = False
+    for child in node.named_children:
+        value = _word(child, ctx)
+        if isinstance(value, Dyn):
+            if first_dyn is None:
+                first_dyn = value
+                prefix = "".join(parts)
+                if prefix:
+                    value.optlike = prefix.startswith("-")
+        elif first_dyn is None:
+            if child.type == "word" and ("{" in value or "}" in value):
+                brace = True
+            parts.append(value)
+    raw = node.text.decode("utf-8", "replace")
+    if first_dyn is not None:
+        return Dyn(raw, first_dyn.optlike)
+    joined = "".join(parts)
+    if brace and ("," in raw or ".." in raw):
+        return Dyn(raw)
+    return joined
+
+
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_DQ_ESCAPE = re.compile(r"\\([\\$`\"\n])")
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+def _unescape_dq(text: str) -> str:
+    return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+_ANSI = re.compile(
+    r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)", re.S
+)
+_ANSI_SIMPLE = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+
+def _ansi_c(body: str) -> str | None:
+    """Decode the inside of $'...'; None if it holds an escape we do not decode."""
+    failed = False
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal failed
+        esc = m.group(1)
+        head = esc[0]
+        if head in "xuU":
+            code = int(esc[1:] or "-1", 16)
+            if not 0 <= code <= 0x10FFFF:
+                failed = True
+                return ""
+            return chr(code)
+        if head in "01234567":
+            return chr(int(esc, 8) & 0xFF)
+        if head == "c":
+            return chr(ord(esc[1]) & 0x1F)
+        if head in _ANSI_SIMPLE:
+            return _ANSI_SIMPLE[head]
+        failed = True
+        return ""
+
+    decoded = _ANSI.sub(one, body) if "\\" in body else body
+    return None if failed or "\x00" in decoded else decoded
+
+
+# ------------------------------------------------------------------ argv against the table
+
+
+@lru_cache(maxsize=1024)
+def resolve(name: str) -> str | None:
+    """The program a command word names: a bare name, or a file in a system directory."""
+    if "/" not in name:
+        return name
+    path = posixpath.normpath(name)
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    head, tail = posixpath.split(path)
+    if head in SETTINGS.system_dirs and tail:
+        return tail
+    return None
+
+
+def _shown(word: Word) -> str:
+    return word if isinstance(word, str) else word.text
+
+
+def _text(ctx: Ctx, argv: list[Word], starts: list[int] | None, end: int) -> str:
+    if starts:
+        return ctx.src[starts[0] : end].decode("utf-8", "replace").strip()
+    return " ".join(a if isinstance(a, str) else a.text for a in argv)
+
+
+def _record(
+    ctx: Ctx,
+    argv: list[Word],
+    starts: list[int] | None,
+    end: int,
+    program: str | None,
+    prefix: str,
+    wrappers: tuple[str, ...],
+) -> None:
+    ctx.commands.append(
+        SimpleCommand(
+            argv=tuple(a if isinstance(a, str) else None for a in argv),
+            program=program,
+            prefix=prefix,
+            text=_text(ctx, argv, starts, end),
+            wrappers=wrappers,
+        )
+    )
+
+
+def run(
+    ctx: Ctx,
+    argv: list[Word],
+    starts: list[int] | None,
+    end: int,
+    wrappers: tuple[str, ...],
+) -> None:
+    """Classify one simple command given as words (the tree walk, find -exec, xargs…)."""
+    name = argv[0]
+    if isinstance(name, Dyn):
+        ctx.opaque(f"the command name {name.text} is built at run time")
+        _record(ctx, argv, starts, end, None, name.text, wrappers)
+        return
+    program = resolve(name)
+    spec = PROGRAMS.get(program) if program is not None else None
+    if spec is None:
+        ctx.add(set(), f"unknown program {name}")
+        _record(ctx, argv, starts, end, program or name, program or name, wrappers)
+        return
+    if spec.wrapper is not None:
+        _wrapper(ctx, spec, argv, starts, end, wrappers)
+        return
+    # Keep source order: this command before those its arguments run (sh -c, find -exec).
+    slot = len(ctx.commands)
+    prefix = _apply(ctx, spec, argv, 1, program)
+    _record(ctx, argv, starts, end, program, prefix, wrappers)
+    if slot != len(ctx.commands) - 1:
+        ctx.commands.insert(slot, ctx.commands.pop())
+
+
+def _apply(ctx: Ctx, spec: Spec, argv: list[Word], i: int, prefix: str) -> str:
+    """Apply spec to argv[i:]; descend into subcommands; return the rule prefix."""
+    if spec.categories:
+        ctx.add(spec.categories, f"{spec.name}: {', '.join(sorted(spec.categories))}")
+    if spec.ask:
+        ctx.add(set(), spec.ask)
+    if spec.sub is not None:
+        j = _options(ctx, spec, argv, i, stop_at_operand=True)
+        if j >= len(argv):
+            if spec.nosub is None:
+                ctx.add(set(), f"{spec.name} without a subcommand")
+            elif spec.nosub:
+                ctx.add(spec.nosub, f"{spec.name}: {', '.join(sorted(spec.nosub))}")
+            return prefix
+        word = argv[j]
+        if isinstance(word, Dyn):
+            ctx.opaque(f"{spec.name}: the subcommand {word.text} is built at run time")
+            return prefix
+        sub = spec.sub.get(word)
+        if sub is None:
+            ctx.add(set(), f"unknown subcommand {spec.name} {word}")
+            return f"{prefix} {word}"
+        return _apply(ctx, sub, argv, j + 1, f"{prefix} {word}")
+    operands: list[Word] = []
+    _options(ctx, spec, argv, i, operands=operands)
+    for k in range(min(spec.prefix_words, len(operands))):
+        if isinstance(operands[k], str):
+            prefix = f"{prefix} {operands[k]}"
+    if spec.writes and operands:
+        if spec.writes == "all":
+            targets = operands
+        elif spec.writes == "last":
+            targets = operands[-1:] if len(operands) > 1 or spec.name == "tee" else []
+        else:
+            targets = operands[1:]
+        for target in targets:
+            ctx.writes.append(target if isinstance(target, str) else target.text)
+        if targets and "write" not in spec.categories:
+            ctx.add({"write"}, f"{spec.name} writes {_shown(targets[-1])}")
+    if spec.operands and operands and not _has_option(argv, i, spec.list_opts):
+        ctx.add(spec.operands, f"{spec.name} with an operand: {', '.join(sorted(spec.operands))}")
+    for pattern, cats in spec.operand_patterns:
+        for operand in operands:
+            if isinstance(operand, str) and fnmatchcase(operand, pattern):
+                ctx.add(cats, f"{spec.name} {operand}: {', '.join(sorted(cats))}")
+    if spec.check:
+        checks.CHECKS[spec.check](ctx, spec, argv[i:], operands)
+    return prefix
+
+
+def _has_option(argv: list[Word], i: int, names: frozenset[str]) -> bool:
+    return any(isinstance(a, str) and a.partition("=")[0] in names for a in argv[i:])
+
+
+def _options(
+    ctx: Ctx,
+    spec: Spec,
+    argv: list[Word],
+    i: int,
+    stop_at_operand: bool = False,
+    operands: list[Word] | None = None,
+) -> int:
+    """Scan options from argv[i]; apply their categories; collect operands.
+
+    With stop_at_operand, return the index of the first operand (the subcommand).
+    """
+    n = len(argv)
+    end_of_options = False
+    while i < n:
+        arg = argv[i]
+        if isinstance(arg, Dyn):
+            if spec.risky and arg.optlike and not end_of_options:
+                ctx.opaque(f"{spec.name}: the argument {arg.text} is known only at run time")
+            if stop_at_operand:
+                return i
+            if operands is not None:
+                operands.append(arg)
+            i += 1
+            continue
+        if end_of_options or not arg.startswith("-") or arg == "-":
+            if stop_at_operand:
+                return i
+            if operands is not None:
+                operands.append(arg)
+            i += 1
+            continue
+        if arg == "--":
+            end_of_options = True
+            cats = spec.options.get("--")
+            if cats:
+                ctx.add(cats, f"{spec.name} --")
+            i += 1
+            continue
+        i = _option(ctx, spec, argv, i)
+    return i
+
+
+def _option(ctx: Ctx, spec: Spec, argv: list[Word], i: int) -> int:
+    """Apply one option word at argv[i]; return the index after it and its value."""
+    arg = argv[i]
+    assert isinstance(arg, str)
+    nxt = argv[i + 1] if i + 1 < len(argv) else None
+    if spec.single_dash or arg.startswith("--"):
+        name, eq, value = arg.partition("=")
+        cats = spec.options.get(name)
+        matched = name
+        if cats is None and not spec.single_dash and len(name) > 3:
+            for long_name, long_cats in spec.long_options:
+                if long_name.startswith(name):
+                    cats, matched = long_cats, long_name
+                    break
+        takes_value = not eq and (
+            name in spec.value_opts
+            or (not spec.single_dash and any(o.startswith(name) for o in spec.long_value_opts))
+        )
+        if takes_value and nxt is not None:
+            value = nxt if isinstance(nxt, str) else nxt.text
+        if cats:
+            _option_effect(ctx, spec, matched, cats, value)
+        return i + 2 if takes_value else i + 1
+    # A cluster of short options: -abc, -ovalue, -o value.
+    for k in range(1, len(arg)):
+        opt = "-" + arg[k]
+        cats = spec.options.get(opt)
+        takes_value = opt in spec.value_opts
+        value = ""
+        if takes_value:
+            value = arg[k + 1 :]
+            if not value and nxt is not None:
+                value = nxt if isinstance(nxt, str) else nxt.text
+        if cats:
+            _option_effect(ctx, spec, opt, cats, value)
+        if takes_value:
+            return i + 2 if k + 1 == len(arg) else i + 1
+    return i + 1
+
+
+def _option_effect(ctx: Ctx, spec: Spec, opt: str, cats: frozenset[str], value: str) -> None:
+    if opt in spec.write_value and value:
+        if value in SETTINGS.harmless_targets or value == "-":
+            return
+        ctx.writes.append(value)
+    ctx.add(cats, f"{spec.name} {opt}: {', '.join(sorted(cats))}")
+
+
+def _wrapper(
+    ctx: Ctx,
+    spec: Spec,
+    argv: list[Word],
+    starts: list[int] | None,
+    end: int,
+    wrappers: tuple[str, ...],
+) -> None:
+    wrapper = spec.wrapper
+    assert wrapper is not None
+    if spec.categories:
+        ctx.add(spec.categories, f"{spec.name}: {', '.join(sorted(spec.categories))}")
+    i = 1
+    n = len(argv)
+    lookup_only = False
+    while i < n:
+        arg = argv[i]
+        if isinstance(arg, Dyn):
+            if arg.optlike:
+                ctx.opaque(f"{spec.name}: the argument {arg.text} is known only at run time")
+            break
+        if arg == "--":
+            i += 1
+            break
+        if spec.name == "env" and "=" in arg and not arg.startswith("-"):
+            _check_env(arg.partition("=")[0], ctx)
+            i += 1
+            continue
+        if not arg.startswith("-") or arg == "-" and spec.name != "env":
+            break
+        if spec.name == "command" and arg in ("-v", "-V"):
+            lookup_only = True
+        if spec.name == "nice" and arg[1:].isdigit():
+            i += 1
+            continue
+        i = _option(ctx, spec, argv, i)
+    i = min(i + wrapper.skip, n)
+    inner = argv[i:]
+    inner_starts = starts[i:] if starts else None
+    if lookup_only or not inner:
+        if not inner and wrapper.default:
+            inner = [wrapper.default]
+            inner_starts = None
+        else:
+            _record(ctx, argv, starts, end, spec.name, spec.name, wrappers)
+            return
+    if wrapper.stdin_args:
+        inner = [*inner, Dyn("<words from stdin>")]
+        inner_starts = None
+    head = inner[0]
+    if spec.name == "exec" and (isinstance(head, Dyn) or PROGRAMS.get(resolve(head) or "") is None):
+        ctx.opaque("exec of a program it cannot see")
+    run(ctx, inner, inner_starts, end, (*wrappers, spec.name))

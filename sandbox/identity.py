@@ -1,0 +1,97 @@
+"""Who the sandbox runs as: a root daemon drops to an unprivileged uid before bwrap.
+
+bwrap started by root keeps host uid 0 and every capability, so the drop must happen
+before bwrap runs; subprocess does it between fork and exec (setgroups, setgid, setuid).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import stat
+from dataclasses import dataclass
+
+from .errors import SandboxUnavailable
+from .policy import SandboxPolicy
+
+# The uid a root daemon uses when the policy names none (nobody).
+DEFAULT_UID = 65534
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The uid/gid the sandbox runs as, and whether we must switch to it."""
+
+    uid: int
+    gid: int
+    switch: bool
+
+
+def resolve(policy: SandboxPolicy) -> Identity:
+    """Pick the identity for `policy`; refuse uid 0 and impossible switches."""
+    euid = os.geteuid()
+    if euid != 0:
+        if policy.uid not in (None, euid) or policy.gid not in (None, os.getegid()):
+            raise SandboxUnavailable(
+                f"cannot run the sandbox as uid {policy.uid}: only root can switch users; "
+                "run the daemon as root or leave the policy's uid unset"
+            )
+        return Identity(euid, os.getegid(), switch=False)
+    uid = DEFAULT_UID if policy.uid is None else policy.uid
+    if uid == 0:
+        raise SandboxUnavailable(
+            "refusing to run a sandbox as uid 0; give the policy a non-root uid"
+        )
+    gid = policy.gid if policy.gid is not None else _primary_gid(uid)
+    if gid == 0:
+        raise SandboxUnavailable("refusing to run a sandbox as gid 0; give the policy a gid")
+    return Identity(uid, gid, switch=True)
+
+
+def popen_kwargs(identity: Identity) -> dict[str, object]:
+    """subprocess arguments that drop to `identity` in the child, before exec."""
+    if not identity.switch:
+        return {}
+    return {"user": identity.uid, "group": identity.gid, "extra_groups": []}
+
+
+def home_of(uid: int) -> str | None:
+    """The passwd home of `uid`, if it has one."""
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return None
+
+
+def can_reach(path: str, identity: Identity) -> bool:
+    """Whether `identity` could look `path` up (search permission on every ancestor).
+
+    bwrap runs as `identity`, so it can only mount over paths that identity can reach;
+    a path it cannot reach is already closed to the sandbox by the host's permissions.
+    """
+    if not identity.switch:
+        return os.path.lexists(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    while True:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            return False
+        if st.st_uid == identity.uid:
+            bit = stat.S_IXUSR
+        elif st.st_gid == identity.gid:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not st.st_mode & bit:
+            return False
+        if parent == "/":
+            return os.path.lexists(path)
+        parent = os.path.dirname(parent)
+
+
+def _primary_gid(uid: int) -> int:
+    try:
+        return pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return uid

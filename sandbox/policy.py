@@ -1,0 +1,37 @@
+"""What a sandboxed command may see and do, as plain data the daemon fills in per session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Limits:
+    """Resource ceilings; None means no limit of that kind (core dumps are always off).
+
+    With rlimits (the fallback when no delegated cgroup v2 exists) `memory_bytes` bounds
+    each process's data segment and `processes` counts every process of the sandbox uid
+    on the host, so give each session a uid of its own when the bound matters.
+    """
+
+    wall_seconds: float | None = None
+    memory_bytes: int | None = None
+    processes: int | None = None
+    file_size_bytes: int | None = None
+    open_files: int | None = 1024
+    cpu_seconds: int | None = None
+
+
+@dataclass
+class SandboxPolicy:
+    """One session's sandbox: writable roots, hidden paths, network, identity, limits."""
+
+    writable: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    network: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    uid: int | None = None
+    gid: int | None = None
+    limits: Limits = field(default_factory=Limits)
+    home: str | None = None

@@ -1,0 +1,224 @@
+"""Tests for agentd/bashsec: the corpus in corpus.toml plus properties and the API."""
+
+from __future__ import annotations
+
+import json
+import threading
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from agentd.bashsec import Classification, SimpleCommand, classify, classify_uncached
+from agentd.bashsec.table import CATEGORIES, load
+
+CORPUS_PATH = Path(__file__).with_name("corpus.toml")
+DANGEROUS = frozenset({"write", "destructive", "network", "privileged", "opaque"})
+
+
+def _load_corpus() -> list[dict]:
+    cases = tomllib.loads(CORPUS_PATH.read_text("utf-8"))["case"]
+    for case in cases:
+        if "command_repeat" in case:
+            rep = case.pop("command_repeat")
+            case["command"] = rep["prefix"] + rep["char"] * rep["count"]
+    return cases
+
+
+CORPUS = _load_corpus()
+
+
+def _id(case: dict) -> str:
+    return case["command"][:60].replace("\n", "\\n")
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(CORPUS) >= 300
+    assert len({c["command"] for c in CORPUS}) == len(CORPUS)
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=_id)
+def test_corpus(case: dict) -> None:
+    result = classify_uncached(case["command"])
+    why = f"{case['command']!r}: {result.to_dict()}"
+    assert result.read_only is case["read_only"], why
+    assert set(case.get("categories", ())) <= result.categories, why
+    if "parse_ok" in case:
+        assert result.parse_ok is case["parse_ok"], why
+    if "prefixes" in case:
+        assert [c.prefix for c in result.commands] == case["prefixes"], why
+    if "writes" in case:
+        assert list(result.writes) == case["writes"], why
+    if "cd_targets" in case:
+        assert list(result.cd_targets) == case["cd_targets"], why
+    if "texts" in case:
+        assert [c.text for c in result.commands] == case["texts"], why
+    if "wrappers" in case:
+        assert [list(c.wrappers) for c in result.commands] == [case["wrappers"]], why
+
+
+# ------------------------------------------------------------------ properties
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=_id)
+def test_property_read_only_means_harmless(case: dict) -> None:
+    """Nothing that writes, deletes, reaches the network or runs unseen code is read-only."""
+    result = classify_uncached(case["command"])
+    if result.read_only:
+        assert not result.categories
+        assert not result.writes
+        assert result.parse_ok
+        assert all(c.program is not None for c in result.commands)
+    if result.categories & DANGEROUS or result.writes or not result.parse_ok:
+        assert not result.read_only
+    assert result.categories <= CATEGORIES
+    if result.read_only:
+        assert not (set(case.get("categories", ())) & DANGEROUS)
+
+
+@pytest.mark.parametrize("case", [c for c in CORPUS if not c["read_only"]], ids=_id)
+def test_property_stays_unsafe_inside_any_context(case: dict) -> None:
+    """An unsafe command stays unsafe wherever it is put: after ls, in a subshell, in $()."""
+    command = case["command"]
+    if "\n" in command or "\x00" in command or len(command) > 1000 or not case.get("categories"):
+        pytest.skip("needs a one-line command with an expected category")
+    for wrapped in (
+        f"ls; {command}",
+        f"( {command} )",
+        f"true && {command}",
+        f"echo $( {command} )",
+    ):
+        result = classify_uncached(wrapped)
+        assert not result.read_only, wrapped
+        assert set(case["categories"]) <= result.categories, wrapped
+
+
+def test_to_dict_is_json_and_stable() -> None:
+    for case in CORPUS:
+        first = classify_uncached(case["command"]).to_dict()
+        text = json.dumps(first, sort_keys=True)
+        again = json.dumps(classify_uncached(case["command"]).to_dict(), sort_keys=True)
+        assert text == again
+        assert first["categories"] == sorted(first["categories"])
+        assert isinstance(first["commands"], list)
+
+
+def test_to_dict_shape() -> None:
+    d = classify("sudo rm -rf build > log.txt").to_dict()
+    assert d == {
+        "read_only": False,
+        "categories": ["destructive", "privileged", "write"],
+        "commands": [
+            {
+                "argv": ["rm", "-rf", "build"],
+                "program": "rm",
+                "prefix": "rm",
+                "text": "rm -rf build",
+                "wrappers": ["sudo"],
+            }
+        ],
+        "writes": ["log.txt", "build"],
+        "cd_targets": [],
+        "reasons": d["reasons"],
+        "parse_ok": True,
+    }
+    assert d["reasons"] and all("\n" not in r for r in d["reasons"])
+
+
+# ------------------------------------------------------------------ API details
+
+
+def test_classification_is_frozen_and_cached() -> None:
+    result = classify("ls -la")
+    assert isinstance(result, Classification)
+    assert classify("ls -la") is result
+    with pytest.raises(AttributeError):
+        result.read_only = False  # type: ignore[misc]
+    assert isinstance(result.commands[0], SimpleCommand)
+    assert result.commands[0].argv == ("ls", "-la")
+    assert classify_uncached("ls -la") == result
+
+
+def test_runtime_words_are_none() -> None:
+    result = classify('cat "$HOME/x" $FILE plain')
+    assert result.read_only
+    assert result.commands[0].argv == ("cat", None, None, "plain")
+    assert classify("$CMD x").commands[0].program is None
+
+
+def test_argv_of_quoted_words() -> None:
+    result = classify("""grep -e 'a b' "c\\"d" e\\ f $'g\\th'""")
+    assert result.commands[0].argv == ("grep", "-e", "a b", 'c"d', "e f", "g\th")
+
+
+def test_reasons_name_unknown_programs() -> None:
+    result = classify("frobnicate --all")
+    assert not result.read_only
+    assert not result.categories
+    assert any("frobnicate" in r for r in result.reasons)
+
+
+def test_thread_safety() -> None:
+    commands = [c["command"] for c in CORPUS[:80]]
+    expected = [classify_uncached(c) for c in commands]
+    errors: list[str] = []
+
+    def worker() -> None:
+        for _ in range(5):
+            for command, want in zip(commands, expected, strict=True):
+                if classify_uncached(command) != want:
+                    errors.append(command)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_table_is_consistent() -> None:
+    settings, programs = load()
+    assert settings.max_length == 10_000
+    for name in ("cat", "ls", "git", "rm", "curl", "sudo", "eval", "sed", "awk", "find"):
+        assert name in programs
+    assert programs["rm"].categories >= {"destructive"}
+    assert not programs["cat"].categories
+
+
+def test_nested_shell_depth_is_bounded() -> None:
+    command = "ls"
+    for _ in range(12):
+        command = "sh -c " + json.dumps(command)
+    result = classify_uncached(command)
+    assert not result.read_only
+    assert "opaque" in result.categories
+
+
+def test_fuzzed_input_fails_closed_without_internal_errors() -> None:
+    """Mutated corpus commands and random shell soup never crash the walk."""
+    import random
+
+    alphabet = list("abrm -;|&<>()[]{}$'\"\\`=*?~!#\n\t0129/.,:") + [
+        "$(", "<<", "<<<", ">&", "${", "EOF", "\\\n", "sh -c ", " -exec ", "sed ", "awk ",
+        "tar ", "$'\\x", "xargs ", "sudo ", "git ", "''", " -- ",
+    ]  # fmt: skip
+    rnd = random.Random(7)
+    commands = [c["command"] for c in CORPUS if len(c["command"]) < 1000]
+    for i in range(4000):
+        if i % 2:
+            command = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 40)))
+        else:
+            base = rnd.choice(commands)
+            k = rnd.randint(0, len(base))
+            command = base[:k] + rnd.choice(alphabet) + base[k:]
+        result = classify_uncached(command)
+        assert not any("could not read" in r for r in result.reasons), command
+        if result.read_only:
+            assert result.parse_ok and not result.categories
+
+
+def test_absurd_nesting_fails_closed() -> None:
+    result = classify_uncached("echo " + "$(echo " * 600 + ")" * 600)
+    assert not result.read_only
+    assert "opaque" in result.categories

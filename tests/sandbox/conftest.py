@@ -1,0 +1,129 @@
+"""Fixtures for the sandbox suite: workspaces the sandbox uid can use, the compiled
+attack program, the guard every attack runs through, and a helper to run and capture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from agentd_sandbox import Limits, SandboxPolicy, spawn
+from agentd_sandbox.identity import DEFAULT_UID
+
+HERE = Path(__file__).resolve().parent
+GUARD = str(HERE / "guard.py")
+NOT_SANDBOXED = 99
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+
+
+def sandbox_dir(prefix: str) -> str:
+    """A host dir the sandbox uid owns, outside /tmp (which the sandbox replaces)."""
+    path = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    os.chmod(path, 0o755)
+    if os.geteuid() == 0:
+        os.chown(path, DEFAULT_UID, DEFAULT_UID)
+    return path
+
+
+@pytest.fixture
+def ws() -> Iterator[str]:
+    path = sandbox_dir("agentd-sbx-ws-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def host_pidns() -> str:
+    return str(os.stat("/proc/self/ns/pid").st_ino)
+
+
+@pytest.fixture(scope="session")
+def attacks_bin() -> Iterator[str]:
+    """attacks.c compiled on the host (compiling is harmless; running happens inside)."""
+    out = sandbox_dir("agentd-sbx-bin-")
+    binary = os.path.join(out, "attacks")
+    subprocess.run(["gcc", "-O1", "-o", binary, str(HERE / "attacks.c")], check=True)
+    os.chmod(binary, 0o755)
+    yield binary
+    shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture
+def guarded(host_pidns: str):
+    """argv prefix that refuses (exit 99) unless it runs inside the sandbox."""
+
+    def wrap(*argv: str) -> list[str]:
+        return [SYSTEM_PYTHON, GUARD, host_pidns, "--", *argv]
+
+    return wrap
+
+
+@pytest.fixture
+def guarded_py(guarded):
+    """Run Python code inside the sandbox, behind the guard."""
+
+    def wrap(code: str, *args: str) -> list[str]:
+        return guarded(SYSTEM_PYTHON, "-c", code, *args)
+
+    return wrap
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str
+    err: str
+    timed_out: bool
+
+
+async def run_capture(policy: SandboxPolicy, argv: list[str]) -> Result:
+    proc = await spawn(policy, argv)
+    out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
+    rc = await proc.wait()
+    return Result(rc, out.decode(errors="replace"), err.decode(errors="replace"), proc.timed_out)
+
+
+def policy(ws: str | None = None, **kwargs) -> SandboxPolicy:
+    """A policy with `ws` writable and a safety wall limit."""
+    limits = kwargs.pop("limits", None) or Limits(wall_seconds=20)
+    return SandboxPolicy(writable=[ws] if ws else [], cwd=ws, limits=limits, **kwargs)
+
+
+def host_pids_with(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (other than this test process)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def wait_until(predicate, timeout: float = 5.0) -> bool:
+    """Poll `predicate` until true or `timeout`; for states no event announces."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+__all__ = ["GUARD", "NOT_SANDBOXED", "SYSTEM_PYTHON", "sys"]

@@ -1,0 +1,114 @@
+"""Exit codes, kill, no orphans, die-with-parent, refusals, and the CLI."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from agentd_sandbox import SandboxPolicy, SandboxUnavailable, run, spawn
+
+from .conftest import host_pids_with, policy, run_capture, wait_until
+
+
+def _marker() -> str:
+    return f"1000.{random.randrange(10**8, 10**9)}"
+
+
+def _escapes(marker: str) -> str:
+    """Shell that leaves behind setsid, nohup and double-forked sleeps tagged `marker`."""
+    return (
+        f"setsid sleep {marker} >/dev/null 2>&1 & "
+        f"nohup sleep {marker} >/dev/null 2>&1 & "
+        f"(sh -c 'sleep {marker} >/dev/null 2>&1 &') ; "
+        f"while [ $(pgrep -c -x sleep) -lt 3 ]; do :; done; "
+    )
+
+
+async def test_exit_code_passes_through(ws, guarded):
+    assert (await run_capture(policy(ws), guarded("sh", "-c", "exit 42"))).rc == 42
+
+
+async def test_death_by_signal_is_128_plus_n(ws, guarded):
+    res = await run_capture(policy(ws), guarded("sh", "-c", "kill -TERM $$"))
+    assert res.rc == 128 + signal.SIGTERM
+
+
+async def test_nothing_survives_normal_exit(ws, guarded):
+    marker = _marker()
+    res = await run_capture(policy(ws), guarded("sh", "-c", _escapes(marker) + "exit 0"))
+    assert res.rc == 0, res.err
+    assert wait_until(lambda: not host_pids_with(marker), 1.0), host_pids_with(marker)
+
+
+async def test_kill_ends_whole_tree_within_a_second(ws, guarded):
+    marker = _marker()
+    proc = await spawn(policy(ws), guarded("sh", "-c", _escapes(marker) + "echo READY; sleep 1000"))
+    assert (await proc.stdout.readline()).strip() == b"READY"
+    assert len(host_pids_with(marker)) >= 3
+    proc.kill()
+    assert await proc.wait() == 128 + signal.SIGKILL
+    assert wait_until(lambda: not host_pids_with(marker), 1.0), host_pids_with(marker)
+
+
+async def test_killing_the_spawner_kills_the_sandbox(ws, guarded):
+    marker = _marker()
+    inner = guarded("sh", "-c", _escapes(marker) + "sleep 1000")
+    helper = textwrap.dedent(f"""
+        import sys
+        from agentd_sandbox import SandboxPolicy, run
+        print("SPAWNING", flush=True)
+        run(SandboxPolicy(writable=[{ws!r}]), {inner!r})
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", helper], stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout.readline().strip() == b"SPAWNING"
+        assert wait_until(lambda: len(host_pids_with(marker)) >= 3, 10.0)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    assert wait_until(lambda: not host_pids_with(marker), 1.0), host_pids_with(marker)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid switching needs root")
+async def test_uid_zero_is_refused():
+    with pytest.raises(SandboxUnavailable, match="uid 0"):
+        await spawn(SandboxPolicy(uid=0), ["true"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uid switching needs root")
+async def test_session_owner_uid_is_used(ws, guarded):
+    os.chown(ws, 4242, 4242)
+    res = await run_capture(
+        policy(ws, uid=4242, gid=4242), guarded("sh", "-c", f"id -u; touch {ws}/f")
+    )
+    assert res.rc == 0, res.err
+    assert res.out.strip() == "4242"
+    assert os.stat(f"{ws}/f").st_uid == 4242
+
+
+def test_sync_run_returns_exit_code(ws):
+    assert run(policy(ws), ["sh", "-c", "exit 3"], stdout=subprocess.DEVNULL) == 3
+
+
+def test_cli_run_and_check(ws):
+    cmd = [sys.executable, "-m", "agentd_sandbox"]
+    out = subprocess.run(
+        [*cmd, "run", "--write", ws, "--", "sh", "-c", "id -u; exit 5"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 5
+    assert out.stdout.strip() != "0"
+    out = subprocess.run([*cmd, "check"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    report = json.loads(out.stdout)
+    assert report["in_force"]["uid_drop"] and report["in_force"]["seccomp"]
+    assert report["in_force"]["no_capabilities"]
+    assert report["cgroup_v2_delegated"] is False and report["limits_mode"] == "rlimit"
