@@ -226,6 +226,15 @@ def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> N
 
 
 def _umask() -> int:
+    # Read, not set-and-restore: os.umask(0) would let any file another thread creates
+    # meanwhile (writes run in worker threads) come out world-writable.
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -1,0 +1,497 @@
+"""Read: a file's lines numbered for the model; images, PDFs and notebooks in their own form."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import json
+import os
+import re
+import stat
+from typing import Any
+
+from agentd import fsaccess
+from agentd.errors import InputError, ToolError
+from agentd.sessions import Session
+from agentd.tools import filestate
+from agentd.tools.base import (
+    ContentBlock,
+    FileAccess,
+    ImageBlock,
+    TextBlock,
+    Tool,
+    ToolContext,
+    ToolResult,
+)
+
+# A whole-file read (no offset/limit) of more text than this is refused: the model
+# should read a part, search, or ask for it all with allow_large.
+MAX_TEXT_BYTES = 256 * 1024
+# allow_large still stops here, saying where to continue.
+MAX_LARGE_CHARS = 2_000_000
+# No file larger than this is loaded at all.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_PDF_PAGES = 20
+# The API takes images up to 5 MB; a larger one is scaled down first.
+MAX_IMAGE_BYTES = 3_750_000
+MAX_OUTPUT_CHARS = 10_000
+
+BINARY_EXTENSIONS = frozenset(
+    """
+    exe dll so dylib bin o a obj lib class jar war ear pyc pyo pyd wasm elf
+    zip gz tgz bz2 xz lz lzma zst 7z rar tar iso dmg img deb rpm apk msi cab
+    mp3 mp4 m4a m4v wav flac ogg oga opus aac avi mov mkv webm wmv flv mpg mpeg
+    bmp ico icns tif tiff psd ai heic heif avif raw cr2 nef
+    ttf otf woff woff2 eot
+    sqlite sqlite3 db mdb pdb dat pkl pickle npy npz h5 hdf5 parquet feather onnx pt pth
+    doc docx xls xlsx ppt pptx odt ods odp
+    """.split()  # noqa: SIM905
+)
+
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+_IMAGE_EXTENSIONS = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+_NOT_PLAIN_TEXT = frozenset({*_IMAGE_EXTENSIONS, ".pdf", ".ipynb"})
+_PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def _image_type(data: bytes, ext: str) -> str | None:
+    for magic, media_type in _IMAGE_MAGIC:
+        if data.startswith(magic):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _parse_pages(pages: str) -> tuple[int, int]:
+    m = _PAGES.match(pages)
+    if not m:
+        raise InputError(
+            f'Invalid pages value "{pages}": give one page ("3") or a range ("1-5"), '
+            "counted from 1."
+        )
+    first = int(m.group(1))
+    last = int(m.group(2) or first)
+    if first < 1 or last < first:
+        raise InputError(
+            f'Invalid pages value "{pages}": pages count from 1 and a range must not run backwards.'
+        )
+    if last - first + 1 > MAX_PDF_PAGES:
+        raise InputError(
+            f'The range "{pages}" has {last - first + 1} pages; at most {MAX_PDF_PAGES} pages '
+            "can be read per call. Read it in several calls."
+        )
+    return first, last
+
+
+def _too_large(path: str, size: int) -> str:
+    return (
+        f"{path} is {filestate.format_size(size)}, over the "
+        f"{filestate.format_size(MAX_TEXT_BYTES)} limit for reading a whole file. "
+        "Read a part with offset and limit, or search it (grep) for what you need. "
+        "Set allow_large to true only if you truly need the whole file."
+    )
+
+
+def _reminder(text: str) -> str:
+    return f"<system-reminder>{text}</system-reminder>"
+
+
+class ReadTool(Tool):
+    name = "Read"
+    description = (
+        "Read a file from the local filesystem. file_path may be absolute or relative to the "
+        "working directory, and must lie inside the session's workspace.\n"
+        "- Text comes back with numbered lines (`N<TAB>line`), numbered from 1.\n"
+        "- The whole file is returned by default. A file over 256KB needs offset (first line, "
+        "from 1) and limit (number of lines); or set allow_large to read it all anyway.\n"
+        "- Images (PNG, JPEG, GIF, WebP) are shown as images. PDFs return their text per page; "
+        f'use pages ("3" or "1-5", at most {MAX_PDF_PAGES} per call) for long documents. '
+        "Jupyter notebooks (.ipynb) return their cells with their outputs.\n"
+        "- Directories, binary files and devices cannot be read: list directories with ls.\n"
+        "- Reading a file is required before Write, Edit, MultiEdit or NotebookEdit change it.\n"
+        "- You may read several files at once with parallel calls."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 0, "maximum": 9007199254740991},
+            "limit": {"type": "integer", "exclusiveMinimum": 0, "maximum": 9007199254740991},
+            "pages": {"type": "string"},
+            "allow_large": {"type": "boolean"},
+        },
+        "required": ["file_path"],
+        "additionalProperties": False,
+    }
+    # Never moved to a file: the model would have to Read that file, and so on. Read
+    # bounds its own output instead (MAX_TEXT_BYTES, offset/limit).
+    max_result_chars = 1 << 62
+
+    def is_read_only(self, args: dict[str, Any]) -> bool:
+        return True
+
+    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+        return True
+
+    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+        return FileAccess("read", args["file_path"])
+
+    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+        if args.get("pages") is not None:
+            _parse_pages(args["pages"])
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        session = ctx.session
+        loc = filestate.resolve(session, args["file_path"])
+        ext = os.path.splitext(loc.path)[1].lower()
+        whole = args.get("offset") is None and args.get("limit") is None
+        if whole and not args.get("allow_large") and ext not in _NOT_PLAIN_TEXT:
+            # Refuse a big text file before loading it.
+            with contextlib.suppress(OSError):
+                st = fsaccess.stat_beneath(loc)
+                if stat.S_ISREG(st.st_mode) and st.st_size > MAX_TEXT_BYTES:
+                    raise ToolError(_too_large(loc.path, st.st_size))
+        try:
+            current = await asyncio.to_thread(filestate.read_current, loc, MAX_FILE_BYTES)
+        except IsADirectoryError:
+            raise ToolError(
+                f"EISDIR: {loc.path} is a directory, not a file. List its entries with `ls` "
+                "and Read the files inside."
+            ) from None
+        if current is None:
+            raise ToolError(filestate.not_found(loc.path, session))
+        return await asyncio.to_thread(self._render, args, session, loc, current)
+
+    def _render(
+        self,
+        args: dict[str, Any],
+        session: Session,
+        loc: fsaccess.Located,
+        current: filestate.Current,
+    ) -> ToolResult:
+        data = current.data
+        ext = os.path.splitext(loc.path)[1].lower()
+        media_type = _image_type(data, ext)
+        pages = args.get("pages")
+        if pages is not None and ext != ".pdf" and not data.startswith(b"%PDF-"):
+            raise InputError("pages applies to PDF files only; use offset and limit for text.")
+        if media_type is not None or ext in _IMAGE_EXTENSIONS:
+            result = self._image(args, data, media_type or _IMAGE_EXTENSIONS[ext])
+        elif ext == ".pdf" or data.startswith(b"%PDF-"):
+            result = self._pdf(args, data, pages)
+        elif ext == ".ipynb" and (notebook := _load_notebook(data)) is not None:
+            result = self._notebook(args, notebook)
+        else:
+            return self._text(args, session, loc, current)
+        filestate.remember(session, loc.path, data, current.st, partial=False)
+        return result
+
+    def _text(
+        self,
+        args: dict[str, Any],
+        session: Session,
+        loc: fsaccess.Located,
+        current: filestate.Current,
+    ) -> ToolResult:
+        data = current.data
+        ext = os.path.splitext(loc.path)[1].lower()
+        if ext[1:] in BINARY_EXTENSIONS or _looks_binary(data):
+            kind = f"a binary {ext} file" if ext else "binary data"
+            raise InputError(
+                f"Read shows text, and {loc.path} appears to be {kind}. Inspect it with a "
+                "command or script that understands the format (file, xxd, unzip -l, a "
+                "parser library) through Bash."
+            )
+        offset, limit = args.get("offset"), args.get("limit")
+        allow_large = bool(args.get("allow_large"))
+        whole = offset is None and limit is None
+        if whole and not allow_large and len(data) > MAX_TEXT_BYTES:
+            raise ToolError(_too_large(loc.path, len(data)))
+        text, _codec = filestate.decode(data)
+        lines = text.split("\n")
+        total = len(lines)
+        start = max(offset or 1, 1)
+        file_path = args["file_path"]
+        notices: list[str] = []
+        if text == "":
+            shown: list[str] = [""]
+            body = _reminder("Note: this file exists, but it is empty.")
+        elif start > total:
+            shown = []
+            body = _reminder(
+                f"Note: the file has only {total} lines, fewer than the requested offset "
+                f"({start}). Nothing was shown; use a smaller offset."
+            )
+        else:
+            end = total if limit is None else min(total, start - 1 + limit)
+            shown = lines[start - 1 : end]
+            if limit is None and not whole and not allow_large:
+                size = sum(len(line) + 1 for line in shown)
+                if size > MAX_TEXT_BYTES:
+                    raise ToolError(
+                        f"Lines {start}-{end} of {loc.path} are {filestate.format_size(size)}, "
+                        f"over the {filestate.format_size(MAX_TEXT_BYTES)} limit per read. "
+                        "Give a limit to read fewer lines."
+                    )
+            numbered: list[str] = []
+            size = 0
+            for number, line in enumerate(shown, start):
+                entry = f"{number}\t{line}"
+                size += len(entry) + 1
+                if size > MAX_LARGE_CHARS and numbered:
+                    shown = shown[: len(numbered)]
+                    notices.append(
+                        f"[Output stopped after line {number - 1} of {total}, the most one "
+                        f"read returns. Continue with offset={number}.]"
+                    )
+                    break
+                numbered.append(entry)
+            body = "\n".join(numbered)
+            if filestate.has_nul(data):
+                notices.append(
+                    "[This file has NUL bytes near its start: binary data, or text in an "
+                    "encoding without a byte-order mark (UTF-16/32). Edit and Write refuse "
+                    "such a file: change it with a shell command that keeps its encoding.]"
+                )
+        partial = not (start <= 1 and len(shown) >= total)
+        filestate.remember(session, loc.path, data, current.st, partial)
+        text_out = "\n\n".join([body, *notices]) if notices else body
+        result = ToolResult.text(
+            text_out,
+            {
+                "type": "text",
+                "file": {
+                    "filePath": file_path,
+                    "content": "\n".join(shown),
+                    "numLines": len(shown),
+                    "startLine": start,
+                    "totalLines": total,
+                },
+            },
+        )
+        return result
+
+    def _image(self, args: dict[str, Any], data: bytes, media_type: str) -> ToolResult:
+        original_size = len(data)
+        data, media_type, dims = _fit_image(data, media_type)
+        return ToolResult(
+            [ImageBlock(media_type, data)],
+            data={
+                "type": "image",
+                "file": {
+                    "base64": base64.b64encode(data).decode(),
+                    "type": media_type,
+                    "originalSize": original_size,
+                    **({"dimensions": dims} if dims else {}),
+                },
+            },
+        )
+
+    def _pdf(self, args: dict[str, Any], data: bytes, pages: str | None) -> ToolResult:
+        import pypdf
+
+        try:
+            reader = pypdf.PdfReader(io.BytesIO(data))
+            count = len(reader.pages)
+        except Exception as exc:  # pypdf raises many types on a damaged file
+            raise ToolError(f"{args['file_path']} could not be read as a PDF: {exc}") from None
+        if pages is None:
+            if count > MAX_PDF_PAGES:
+                raise InputError(
+                    f"This PDF has {count} pages; at most {MAX_PDF_PAGES} can be read per call. "
+                    'Choose pages with the pages parameter, e.g. pages: "1-20".'
+                )
+            first, last = 1, count
+        else:
+            first, last = _parse_pages(pages)
+            if last > count:
+                raise InputError(f'The PDF has {count} pages, so pages "{pages}" is out of range.')
+        parts: list[str] = []
+        for number in range(first, last + 1):
+            try:
+                page_text = reader.pages[number - 1].extract_text() or ""
+            except Exception as exc:  # one bad page does not spoil the others
+                page_text = f"[text of this page could not be extracted: {exc}]"
+            parts.append(f'<page number="{number}">\n{page_text.strip()}\n</page>')
+        text = "\n".join(parts)
+        if count == 0:
+            text = _reminder("Note: this PDF has no pages.")
+        elif not any(p.strip() for p in text.split("\n") if not p.startswith(("<page", "</page"))):
+            text += "\n\n" + _reminder(
+                "Note: no text could be extracted from these pages; they may be scanned images."
+            )
+        return ToolResult.text(
+            text,
+            {
+                "type": "pdf",
+                "file": {
+                    "filePath": args["file_path"],
+                    "originalSize": len(data),
+                    "numPages": count,
+                    "startPage": first,
+                    "endPage": last,
+                    "content": text,
+                },
+            },
+        )
+
+    def _notebook(self, args: dict[str, Any], notebook: dict[str, Any]) -> ToolResult:
+        language = notebook_language(notebook)
+        blocks: list[ContentBlock] = []
+        pending: list[str] = []
+        cells_data: list[dict[str, Any]] = []
+        for index, cell in enumerate(notebook.get("cells") or []):
+            cell_type = cell.get("cell_type", "code")
+            cell_id = cell.get("id") or f"cell-{index}"
+            source = join_source(cell.get("source"))
+            tags = ""
+            if cell_type != "code":
+                tags = f"<cell_type>{cell_type}</cell_type>"
+            elif language != "python":
+                tags = f"<language>{language}</language>"
+            pending.append(f'<cell id="{cell_id}">{tags}{source}</cell id="{cell_id}">\n')
+            entry: dict[str, Any] = {"cellType": cell_type, "source": source}
+            if cell_type == "code" and cell.get("execution_count") is not None:
+                entry["execution_count"] = cell["execution_count"]
+            entry["cell_id"] = cell_id
+            if cell_type == "code":
+                entry["language"] = language
+                outputs = []
+                for output in cell.get("outputs") or []:
+                    out_text, image = _output(output)
+                    out_entry: dict[str, Any] = {
+                        "output_type": output.get("output_type"),
+                        "text": out_text,
+                    }
+                    if out_text:
+                        pending.append(f"\n{out_text}\n")
+                    if image is not None:
+                        media_type, b64 = image
+                        out_entry["image"] = {"image_data": b64, "media_type": media_type}
+                        if pending:
+                            blocks.append(TextBlock("".join(pending)))
+                            pending = []
+                        blocks.append(ImageBlock(media_type, base64.b64decode(b64)))
+                    outputs.append(out_entry)
+                entry["outputs"] = outputs
+            cells_data.append(entry)
+        if pending:
+            blocks.append(TextBlock("".join(pending)))
+        if not blocks:
+            blocks.append(TextBlock(_reminder("Note: this notebook has no cells.")))
+        size = sum(len(b.text) for b in blocks if isinstance(b, TextBlock))
+        if size > MAX_LARGE_CHARS:
+            raise ToolError(
+                f"{args['file_path']} has {size} characters of cells and outputs, more than "
+                "one read returns. Look at parts of it with jq through Bash, e.g. "
+                "`jq '.cells[:10]' notebook.ipynb`."
+            )
+        return ToolResult(
+            blocks,
+            data={"type": "notebook", "file": {"filePath": args["file_path"], "cells": cells_data}},
+        )
+
+
+def notebook_language(notebook: dict[str, Any]) -> str:
+    metadata = notebook.get("metadata") or {}
+    return (
+        (metadata.get("language_info") or {}).get("name")
+        or (metadata.get("kernelspec") or {}).get("language")
+        or "python"
+    )
+
+
+def join_source(source: Any) -> str:
+    if isinstance(source, list):
+        return "".join(str(part) for part in source)
+    return source if isinstance(source, str) else ""
+
+
+def _output(output: dict[str, Any]) -> tuple[str, tuple[str, str] | None]:
+    """An output's text (bounded) and its image (media type, base64) if it has one."""
+    kind = output.get("output_type")
+    text = ""
+    image = None
+    if kind == "stream":
+        text = join_source(output.get("text"))
+    elif kind in ("execute_result", "display_data"):
+        bundle = output.get("data") or {}
+        text = join_source(bundle.get("text/plain"))
+        for media_type in ("image/png", "image/jpeg"):
+            if isinstance(bundle.get(media_type), str):
+                image = (media_type, bundle[media_type].replace("\n", ""))
+                break
+    elif kind == "error":
+        traceback = "\n".join(output.get("traceback") or [])
+        text = f"{output.get('ename', '')}: {output.get('evalue', '')}\n{traceback}".rstrip()
+    if len(text) > MAX_OUTPUT_CHARS:
+        text = text[:MAX_OUTPUT_CHARS] + "\n[output truncated: longer than 10000 characters]"
+    return text, image
+
+
+def _load_notebook(data: bytes) -> dict[str, Any] | None:
+    try:
+        notebook = json.loads(data)
+    except ValueError:
+        return None
+    return (
+        notebook if isinstance(notebook, dict) and isinstance(notebook.get("cells"), list) else None
+    )
+
+
+def _looks_binary(data: bytes) -> bool:
+    """NULs, and without them no UTF-8 text but many control bytes: binary whatever the name.
+
+    Text with a few NULs, or UTF-16 without a BOM, is still shown (with a notice).
+    """
+    head = data[:8192]
+    if not filestate.has_nul(head):
+        return False
+    rest = head.replace(b"\x00", b"")
+    try:
+        rest.decode("utf-8")
+        return False
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(rest) - 3:  # a character cut at the end of the sample
+            return False
+    controls = sum(1 for b in rest if b < 32 and b not in (9, 10, 12, 13))
+    return controls > 0.05 * max(len(rest), 1)
+
+
+def _fit_image(data: bytes, media_type: str) -> tuple[bytes, str, dict[str, int] | None]:
+    """The image, scaled down (as JPEG) when too large to send; and its dimensions."""
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as img:
+            width, height = img.size
+            if len(data) <= MAX_IMAGE_BYTES and max(width, height) <= 8000:
+                return data, media_type, _dims(width, height, width, height)
+            img.thumbnail((2000, 2000))
+            out = io.BytesIO()
+            img.convert("RGB").save(out, "JPEG", quality=80)
+            new_w, new_h = img.size
+            return out.getvalue(), "image/jpeg", _dims(width, height, new_w, new_h)
+    except Exception:  # not decodable by pillow: send as it is
+        return data, media_type, None
+
+
+def _dims(ow: int, oh: int, dw: int, dh: int) -> dict[str, int]:
+    return {"originalWidth": ow, "originalHeight": oh, "displayWidth": dw, "displayHeight": dh}
+
+
+TOOL = ReadTool

@@ -1,0 +1,82 @@
+"""Write: create a file, or replace one the session has read, atomically."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agentd.errors import InputError
+from agentd.tools import filestate, textdiff
+from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
+
+CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
+
+
+class WriteTool(Tool):
+    name = "Write"
+    description = (
+        "Write a file: create it, or replace its whole content. file_path may be absolute or "
+        "relative to the working directory, inside the session's workspace; missing parent "
+        "directories are created.\n"
+        "- An existing file must have been Read in this session first, and must not have "
+        "changed on disk since; otherwise the write is refused and you must Read it again.\n"
+        "- To change part of a file, prefer Edit or MultiEdit: they send only the change.\n"
+        "- The file keeps its permissions, encoding and CRLF line endings; the write is atomic."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string"},
+            "content": {"type": "string"},
+        },
+        "required": ["file_path", "content"],
+        "additionalProperties": False,
+    }
+
+    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+        return FileAccess("write", args["file_path"])
+
+    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        session = ctx.session
+        loc = filestate.resolve(session, args["file_path"])
+        content: str = args["content"]
+        try:
+            current = await asyncio.to_thread(filestate.read_current, loc, filestate.MAX_EDIT_BYTES)
+        except IsADirectoryError:
+            raise InputError(f"{loc.path} is a directory; give the path of a file.") from None
+        original: str | None = None
+        codec = filestate.UTF8
+        if current is not None:
+            filestate.require_read(session, loc.path)
+            if filestate.is_modified(session, loc.path, current):
+                raise InputError(filestate.MODIFIED)
+            if filestate.has_nul(current.data):
+                filestate.refuse_nul(loc.path)
+            original, codec = filestate.decode(current.data)
+            # Content that already spells out its line ends keeps them as given.
+            if "\r\n" in content:
+                codec = filestate.TextCodec(codec.encoding, codec.bom, False)
+        data = codec.encode(content)
+        await asyncio.to_thread(filestate.write, loc, data)
+        filestate.remember_written(session, loc, data)
+        file_path = args["file_path"]
+        if original is None:
+            text = f"Created the file {loc.path} {CURRENT_NOTE}."
+            patch: list[dict[str, Any]] = []
+        else:
+            text = f"Updated the file {loc.path} {CURRENT_NOTE}."
+            patch = textdiff.structured_patch(original, content.replace("\r\n", "\n"))
+        return ToolResult.text(
+            text,
+            {
+                "type": "create" if original is None else "update",
+                "filePath": file_path,
+                "content": content,
+                "structuredPatch": patch,
+                "originalFile": original,
+                "userModified": False,
+            },
+        )
+
+
+TOOL = WriteTool
