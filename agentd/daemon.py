@@ -11,6 +11,7 @@ import agentd_sandbox
 
 from agentd.config import Config
 from agentd.executor import Executor
+from agentd.permissions import Asker, PermissionEngine, parse_rule
 from agentd.server import Server
 from agentd.service import Servicer
 from agentd.sessions import Session, SessionManager
@@ -47,6 +48,10 @@ class Daemon:
         }
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
         self.executor = Executor(default_registry(), self.sessions, config, services=self.services)
+        asker = Asker(self.sessions, config.permission_timeout_seconds)
+        self.executor.permissions = PermissionEngine(config, self.sessions, asker)
+        self.services["asker"] = asker
+        self.services["parse_rule"] = parse_rule
         self.servicer = Servicer(
             self.sessions,
             self.executor,
@@ -76,6 +81,8 @@ class Daemon:
         log.info("agentd shutting down")
         if self.server is not None:
             await self.server.stop()
+        # Calls still running end now (their sandboxes with them), then the tasks.
+        await self.executor.cancel_all()
         await self.tasks.stop_all()
         self.store.close()
         self._stopped.set()

@@ -142,6 +142,16 @@ class Executor:
         asyncio.get_running_loop().call_later(1.0, running.task.cancel)
         return True
 
+    async def cancel_all(self, grace: float = 5.0) -> None:
+        """Cancel every running call and wait (at most `grace` seconds) for them to end."""
+        running = list(self._running.values())
+        for r in running:
+            r.ctx.cancelled.set()
+        if running:
+            _, pending = await asyncio.wait([r.task for r in running], timeout=grace)
+            for task in pending:
+                task.cancel()
+
     def _concurrency_safe(self, call: ToolUse) -> bool:
         tool = self.registry.get(call.name)
         if tool is None:
@@ -220,7 +230,10 @@ class Executor:
                 if decision.behavior != "allow":
                     return ToolResult.error(decision.reason or "Permission denied.")
                 if decision.updated_input is not None:
-                    args = decision.updated_input
+                    # A hook rewrote the input: it must be as valid as the model's own.
+                    args = validation.coerce(decision.updated_input, tool.input_schema)
+                    validation.validate(tool.name, args, tool.input_schema)
+                    await tool.validate_input(args, ctx)
             result = await tool.call(args, ctx)
         except InputError as exc:
             return ToolResult.error(str(exc), input_error=True)

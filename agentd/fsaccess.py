@@ -14,7 +14,7 @@ import os
 import stat
 import struct
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from agentd.errors import PathOutsideWorkspace
@@ -78,14 +78,28 @@ def _openat2(dir_fd: int, rel: str, flags: int, mode: int = 0o666) -> int:
 
 
 def open_beneath(loc: Located, flags: int, mode: int = 0o666) -> int:
-    """Open `loc` with `flags`, refusing any resolution that leaves its root."""
+    """Open `loc` with `flags`, refusing any resolution that leaves its root.
+
+    RESOLVE_BENEATH refuses every absolute symlink, even one that points back inside
+    the root; for those we resolve the path and open the result, again beneath the
+    root, so a symlink swapped in meanwhile still cannot lead out.
+    """
     root_fd = os.open(loc.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        return _openat2(root_fd, loc.rel, flags, mode)
-    except OSError as exc:
-        if exc.errno == errno.EXDEV:
-            raise PathOutsideWorkspace(loc.path, [loc.root]) from None
-        raise
+        try:
+            return _openat2(root_fd, loc.rel, flags, mode)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+        real = os.path.realpath(loc.path)
+        if real != loc.root and not real.startswith(loc.root.rstrip("/") + "/"):
+            raise PathOutsideWorkspace(loc.path, [loc.root])
+        try:
+            return _openat2(root_fd, os.path.relpath(real, loc.root), flags, mode)
+        except OSError as exc:
+            if exc.errno == errno.EXDEV:
+                raise PathOutsideWorkspace(loc.path, [loc.root]) from None
+            raise
     finally:
         os.close(root_fd)
 
@@ -150,10 +164,8 @@ def _parent_dir_fd(loc: Located, create: bool) -> Iterator[int]:
             except FileNotFoundError:
                 if not create:
                     raise
-                try:
+                with suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass
                 nfd = _openat2(fd, part, os.O_PATH | os.O_DIRECTORY)
             except OSError as exc:
                 if exc.errno == errno.EXDEV:
@@ -204,19 +216,15 @@ def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> N
                     view = view[os.write(fd, view) :]
                 os.fchmod(fd, mode)
                 if old is not None and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-                    try:
+                    with suppress(PermissionError):
                         os.fchown(fd, old.st_uid, old.st_gid)
-                    except PermissionError:
-                        pass
                 os.fsync(fd)
             finally:
                 os.close(fd)
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(tmp, dir_fd=dir_fd)
-            except FileNotFoundError:
-                pass
             raise
         dfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
         try:

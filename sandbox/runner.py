@@ -138,16 +138,39 @@ class SandboxProcess:
                 self._timer.cancel()
 
     def kill(self) -> None:
-        """End the whole sandbox: SIGKILL bwrap, which takes its namespace with it."""
+        """End the whole sandbox at once.
+
+        SIGKILL the sandbox's pid-namespace init (bwrap's child) first: its death takes
+        every process of the namespace with it. Killing only the outer bwrap relies on
+        the init's parent-death signal, which it may not have armed yet when the kill
+        comes right after the start.
+        """
         if self._proc.returncode is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self._proc.pid, signal.SIGKILL)
+        for pid in (*_children(self._proc.pid), self._proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def _expire(self) -> None:
         if self._proc.returncode is None:
             self.timed_out = True
             self.kill()
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of `pid` (the namespace init, for an outer bwrap)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+    return found
 
 
 async def spawn(

@@ -49,4 +49,5 @@ def workspace() -> Iterator[Path]:
 
 @pytest.fixture
 def session_id(client: Client, workspace: Path) -> str:
-    return client.create_session(str(workspace)).id
+    """A session whose tool calls are not held up by permission prompts."""
+    return client.create_session(str(workspace), permission_mode="bypassPermissions").id

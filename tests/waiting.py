@@ -6,12 +6,16 @@ import threading
 from collections.abc import Callable
 
 import grpc
-
 from agentd_client import Client, Event
 
 
-def wait_for_event(client: Client, session_id: str, predicate: Callable[[Event], bool],
-                   after_seq: int = 0, timeout: float = 30) -> Event:
+def wait_for_event(
+    client: Client,
+    session_id: str,
+    predicate: Callable[[Event], bool],
+    after_seq: int = 0,
+    timeout: float = 30,
+) -> Event:
     """The first event of the session (replayed or live) that satisfies `predicate`."""
     stream = client.attach(session_id, after_seq)
     timer = threading.Timer(timeout, stream.cancel)

@@ -1,0 +1,25 @@
+"""Permissions: rules, modes, hooks, and asking people.
+
+engine.py    PermissionEngine: the executor's PermissionChecker (decide, after_call)
+rules.py     parse_rule and matching in Claude Code's rule syntax
+paths.py     gitignore-style path patterns for Read/Edit rules
+settings.py  the sources merged: daemon config, .claude/settings*.json, session rules
+hooks.py     PreToolUse / PostToolUse command hooks (Claude Code's protocol)
+asker.py     Asker: PermissionRequested out, the first ResolvePermission in
+"""
+
+from agentd.permissions.asker import Answer, Asker
+from agentd.permissions.engine import PERMISSIONLESS_TOOLS, PermissionEngine
+from agentd.permissions.rules import Rule, SourcedRule, parse_rule
+from agentd.permissions.settings import SettingsLoader
+
+__all__ = [
+    "PERMISSIONLESS_TOOLS",
+    "Answer",
+    "Asker",
+    "PermissionEngine",
+    "Rule",
+    "SettingsLoader",
+    "SourcedRule",
+    "parse_rule",
+]

@@ -109,12 +109,12 @@ class Target:
     stale: bool  # changed on disk since the session's last Read
 
 
-async def load_target(session: Session, file_path: str, creating: bool) -> Target:
+async def load_target(session: Session, file_path: str, creating: bool, roots: list[str]) -> Target:
     """The file to edit, checked: read first, editable text, not a notebook.
 
     A missing file is fine only when `creating` (the edit has an empty old_string).
     """
-    loc = filestate.resolve(session, file_path)
+    loc = filestate.resolve(session, file_path, roots)
     try:
         current = await asyncio.to_thread(filestate.read_current, loc, filestate.MAX_EDIT_BYTES)
     except IsADirectoryError:
@@ -178,7 +178,9 @@ class EditTool(Tool):
         session = ctx.session
         old = args["old_string"]
         replace_all = bool(args.get("replace_all", False))
-        target = await load_target(session, args["file_path"], creating=old == "")
+        target = await load_target(
+            session, args["file_path"], creating=old == "", roots=ctx.roots("write")
+        )
         old_n = old.replace("\r\n", "\n") if target.codec.crlf else old
         new_n = (
             args["new_string"].replace("\r\n", "\n") if target.codec.crlf else args["new_string"]

@@ -31,9 +31,9 @@ MODIFIED = (
 )
 
 
-def resolve(session: Session, raw: str) -> fsaccess.Located:
-    """The session's meaning of `raw`, inside one of its roots (else PathOutsideWorkspace)."""
-    return fsaccess.locate(fsaccess.expand(raw, session.cwd, session.home), session.workspace_roots)
+def resolve(session: Session, raw: str, roots: list[str]) -> fsaccess.Located:
+    """The session's meaning of `raw`, inside one of `roots` (else PathOutsideWorkspace)."""
+    return fsaccess.locate(fsaccess.expand(raw, session.cwd, session.home), roots)
 
 
 def not_found(path: str, session: Session) -> str:

@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any, ClassVar
 
+from agentd.errors import PathOutsideWorkspace
 from agentd.tools import ripgrep
 from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
 
@@ -50,14 +51,17 @@ class Glob(Tool):
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
         if not args.get("pattern"):
             raise InputError("pattern must not be empty.")
-        root = ripgrep.search_root(args.get("path"), ctx.session)
+        try:
+            root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
+        except PathOutsideWorkspace:
+            return  # the permission check decides; call() checks again with what it granted
         if not root.is_dir:
             raise InputError(f"Path {root.path} is not a directory; Glob searches directories.")
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
         await self.validate_input(args, ctx)
-        root = ripgrep.search_root(args.get("path"), ctx.session)
+        root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
         # Glob looks at every file, ignored or not, as the reference does.
         out = await ripgrep.run_rg(
             ["--files", "--no-ignore", "--null", "--glob", args["pattern"]],

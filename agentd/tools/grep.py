@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any, ClassVar
 
+from agentd.errors import PathOutsideWorkspace
 from agentd.tools import ripgrep
 from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
 
@@ -78,11 +80,13 @@ class Grep(Tool):
             raise InputError(f"output_mode must be one of {', '.join(MODES)}; got {mode!r}.")
         for key in ("-A", "-B", "-C", "context", "head_limit", "offset"):
             _count_arg(args, key)
-        ripgrep.search_root(args.get("path"), ctx.session)
+        # Outside the workspace: the permission check decides; call() checks again.
+        with contextlib.suppress(PathOutsideWorkspace):
+            ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         await self.validate_input(args, ctx)
-        root = ripgrep.search_root(args.get("path"), ctx.session)
+        root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
         mode = args.get("output_mode", "files_with_matches")
         run_dir = root.path if root.is_dir else os.path.dirname(root.path)
 

@@ -11,12 +11,14 @@ Shallow entries come first under the cap: the tree is walked breadth-first.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 from collections import deque
 from typing import Any, ClassVar
 
 from agentd import fsaccess
+from agentd.errors import PathOutsideWorkspace
 from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
 
 MAX_ENTRIES = 1000
@@ -61,7 +63,9 @@ class LS(Tool):
         ignore = args.get("ignore", [])
         if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
             raise InputError("ignore must be a list of glob patterns (strings).")
-        _directory(args.get("path"), ctx)
+        # Outside the workspace: the permission check decides; call() checks again.
+        with contextlib.suppress(PathOutsideWorkspace):
+            _directory(args.get("path"), ctx)
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         await self.validate_input(args, ctx)
@@ -93,7 +97,7 @@ class LS(Tool):
 def _directory(raw: str | None, ctx: ToolContext) -> str:
     session = ctx.session
     path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
-    loc = fsaccess.locate(path, session.workspace_roots)
+    loc = fsaccess.locate(path, ctx.roots("read"))
     fsaccess.check_inside(loc)
     if not os.path.exists(path):
         raise InputError(

@@ -73,7 +73,10 @@ class MultiEditTool(Tool):
         session = ctx.session
         edits: list[dict[str, Any]] = args["edits"]
         target = await load_target(
-            session, args["file_path"], creating=edits[0]["old_string"] == ""
+            session,
+            args["file_path"],
+            creating=edits[0]["old_string"] == "",
+            roots=ctx.roots("write"),
         )
         crlf = target.codec.crlf
         content = target.content

@@ -89,7 +89,7 @@ class NotebookEditTool(Tool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
         mode = args.get("edit_mode") or "replace"
-        loc = filestate.resolve(session, args["notebook_path"])
+        loc = filestate.resolve(session, args["notebook_path"], ctx.roots("write"))
         try:
             current = await asyncio.to_thread(filestate.read_current, loc, filestate.MAX_EDIT_BYTES)
         except IsADirectoryError:

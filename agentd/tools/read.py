@@ -156,7 +156,7 @@ class ReadTool(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
-        loc = filestate.resolve(session, args["file_path"])
+        loc = filestate.resolve(session, args["file_path"], ctx.roots("read"))
         ext = os.path.splitext(loc.path)[1].lower()
         whole = args.get("offset") is None and args.get("limit") is None
         if whole and not args.get("allow_large") and ext not in _NOT_PLAIN_TEXT:

@@ -34,10 +34,10 @@ class SearchRoot:
     is_dir: bool
 
 
-def search_root(raw: str | None, session: Session) -> SearchRoot:
+def search_root(raw: str | None, session: Session, roots: list[str]) -> SearchRoot:
     """The existing file or directory `raw` names, checked to lie inside the workspace."""
     path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
-    loc = fsaccess.locate(path, session.workspace_roots)
+    loc = fsaccess.locate(path, roots)
     fsaccess.check_inside(loc)  # a symlink leaving the workspace is refused here
     try:
         st = fsaccess.stat_beneath(loc)
@@ -93,9 +93,10 @@ async def run_rg(
 
     async def read_stderr() -> bytes:
         assert proc.stderr is not None
-        data = await proc.stderr.read(64 * 1024)
-        while await proc.stderr.read(1 << 16):  # drain so rg never blocks on a full pipe
-            pass
+        data = b""
+        # Keep the first 64 KiB, drain the rest so rg never blocks on a full pipe.
+        while chunk := await proc.stderr.read(1 << 16):
+            data += chunk[: max(0, 65536 - len(data))]
         return data
 
     work = asyncio.gather(read_stdout(), read_stderr(), proc.wait())

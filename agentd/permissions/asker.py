@@ -1,0 +1,157 @@
+"""Asking people: pending permission requests, answered by any attached client.
+
+`ask` emits a `permission_requested` event to the session's log, so every attached
+client sees it, and waits. The first `resolve` wins and is announced to all as a
+`permission_resolved` event; a later answer gets accepted=False and a message saying
+who answered first. No answer within the timeout is a deny (decided_by "timeout"),
+never an allow. With nobody attached there is nobody to ask: the caller denies at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from agentd.sessions import SessionManager
+
+log = logging.getLogger(__name__)
+
+# How many answered requests are remembered, to tell a late answer who came first.
+_REMEMBERED = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    decision: str  # "allow" or "deny"
+    scope: str  # "once" or "always"
+    decided_by: str  # "person via ...", "timeout", "cancelled"
+
+
+@dataclass
+class _Pending:
+    session_id: str
+    future: asyncio.Future[Answer]
+    expires_ms: int = 0
+
+
+class Asker:
+    """Pending requests keyed by request id; `services["asker"]` for ResolvePermission."""
+
+    def __init__(self, sessions: SessionManager, timeout_seconds: float) -> None:
+        self.sessions = sessions
+        self.timeout_seconds = timeout_seconds
+        self._pending: dict[str, _Pending] = {}
+        self._answered: OrderedDict[str, tuple[str, Answer]] = OrderedDict()
+
+    def pending_ids(self, session_id: str) -> list[str]:
+        return [rid for rid, p in self._pending.items() if p.session_id == session_id]
+
+    def has_listeners(self, session_id: str) -> bool:
+        return self.sessions.log(session_id).subscriber_count > 0
+
+    async def ask(
+        self,
+        session_id: str,
+        *,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        reasons: list[str],
+        suggested_rule: str,
+        cancelled: asyncio.Event | None = None,
+    ) -> Answer:
+        """Publish a request and wait for the first answer, the timeout, or cancellation."""
+        request_id = f"perm_{uuid.uuid4().hex[:20]}"
+        loop = asyncio.get_running_loop()
+        expires_ms = int((time.time() + self.timeout_seconds) * 1000)
+        pending = _Pending(session_id, loop.create_future(), expires_ms)
+        self._pending[request_id] = pending
+        events = self.sessions.log(session_id)
+        events.emit(
+            "permission_requested",
+            request_id=request_id,
+            tool_use_id=tool_use_id,
+            tool_name=tool_name,
+            input_json=json.dumps(tool_input),
+            reasons=list(reasons),
+            suggested_rule=suggested_rule,
+            expires_ms=expires_ms,
+        )
+        log.info(
+            "session %s: permission request %s for %s (%s)",
+            session_id,
+            request_id,
+            tool_name,
+            tool_use_id,
+        )
+        waiters: set[asyncio.Future[Any]] = {pending.future}
+        stop: asyncio.Future[Any] | None = None
+        if cancelled is not None:
+            stop = asyncio.ensure_future(cancelled.wait())
+            waiters.add(stop)
+        try:
+            done, _ = await asyncio.wait(
+                waiters, timeout=self.timeout_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            if stop is not None:
+                stop.cancel()
+            if request_id in self._pending and not pending.future.done():
+                # Timed out, cancelled, or our caller went away: close the request for all.
+                who = "timeout" if not (stop is not None and stop.done()) else "cancelled"
+                self._finish(request_id, Answer("deny", "once", who))
+        return pending.future.result()
+
+    def resolve(
+        self,
+        session_id: str,
+        request_id: str,
+        decision: str,
+        scope: str,
+        *,
+        decided_by: str = "person",
+    ) -> tuple[bool, str]:
+        """An answer from a client: (accepted, message). The first answer wins."""
+        pending = self._pending.get(request_id)
+        if pending is None or pending.session_id != session_id:
+            earlier = self._answered.get(request_id)
+            if earlier is not None and earlier[0] == session_id:
+                first = earlier[1]
+                return False, (
+                    f"permission request {request_id} was already resolved: "
+                    f"{first.decision} ({first.scope}) by {first.decided_by}"
+                )
+            return False, f"no pending permission request {request_id} in session {session_id}"
+        if decision not in ("allow", "deny") or scope not in ("once", "always"):
+            return False, "decision must be allow or deny, scope once or always"
+        self._finish(request_id, Answer(decision, scope, decided_by))
+        return True, f"permission request {request_id}: {decision} ({scope})"
+
+    def _finish(self, request_id: str, answer: Answer) -> None:
+        pending = self._pending.pop(request_id)
+        if not pending.future.done():
+            pending.future.set_result(answer)
+        self._answered[request_id] = (pending.session_id, answer)
+        while len(self._answered) > _REMEMBERED:
+            self._answered.popitem(last=False)
+        self.sessions.log(pending.session_id).emit(
+            "permission_resolved",
+            request_id=request_id,
+            decision=answer.decision,
+            scope=answer.scope,
+            decided_by=answer.decided_by,
+        )
+        log.info(
+            "session %s: permission request %s resolved: %s (%s) by %s",
+            pending.session_id,
+            request_id,
+            answer.decision,
+            answer.scope,
+            answer.decided_by,
+        )

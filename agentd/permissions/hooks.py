@@ -1,0 +1,241 @@
+"""PreToolUse and PostToolUse command hooks, speaking Claude Code's hook protocol.
+
+A hook is a shell command from a trusted workspace's settings. It runs on the host,
+not sandboxed (it is the user's own configuration), in the session's cwd, with the
+event as JSON on stdin:
+
+    {session_id, transcript_path, cwd, hook_event_name, tool_name, tool_input,
+     tool_use_id, permission_mode, [tool_response]}
+
+and answers through its exit code and stdout:
+
+    exit 0          fine; stdout may hold JSON (below)
+    exit 2          block: for PreToolUse the call is denied with stderr as the reason;
+                    for PostToolUse stderr is added to the result for the model
+    other non-zero  a non-blocking error: logged, the call goes on
+    timeout         the same as a non-blocking error (process group killed): a stuck
+                    hook must not decide a call, and the normal rules still apply
+
+JSON on stdout: `hookSpecificOutput: {hookEventName, permissionDecision: allow|deny|ask,
+permissionDecisionReason, updatedInput}`; the older top-level `decision: approve|block`
+with `reason`; `continue: false` with `stopReason` (treated as a deny); and for
+PostToolUse `decision: block` + `reason` or `hookSpecificOutput.additionalContext`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+from agentd.permissions.settings import HookCommand, HookGroup
+
+log = logging.getLogger(__name__)
+
+# Bytes kept of a hook's stdout and stderr; a chatty hook must not grow the daemon.
+MAX_HOOK_OUTPUT = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HookRun:
+    hook: HookCommand
+    exit_code: int | None  # None: timed out or could not start
+    stdout: str
+    stderr: str
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PreVerdict:
+    """What the PreToolUse hooks said together; behavior "" when none decided."""
+
+    behavior: str = ""  # "", "allow", "deny" or "ask"
+    reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    hook: str = ""  # the command that decided, for the journal
+
+
+def matching(groups: list[HookGroup], tool_name: str) -> list[HookCommand]:
+    seen: set[str] = set()
+    out: list[HookCommand] = []
+    for group in groups:
+        if group.matches(tool_name):
+            for hook in group.hooks:
+                # Claude Code runs an identical command once per event.
+                if hook.command not in seen:
+                    seen.add(hook.command)
+                    out.append(hook)
+    return out
+
+
+async def _read_bounded(stream: asyncio.StreamReader | None) -> bytes:
+    if stream is None:
+        return b""
+    kept = bytearray()
+    while chunk := await stream.read(65536):
+        if len(kept) < MAX_HOOK_OUTPUT:
+            kept.extend(chunk[: MAX_HOOK_OUTPUT - len(kept)])
+    return bytes(kept)
+
+
+async def run_hook(hook: HookCommand, payload: dict[str, Any], cwd: str) -> HookRun:
+    """Run one hook command with `payload` on stdin; kill its process group on timeout."""
+    env = dict(os.environ)
+    if hook.project_dir:
+        env["CLAUDE_PROJECT_DIR"] = hook.project_dir
+    try:
+        proc = await asyncio.create_subprocess_shell(
+            hook.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd if os.path.isdir(cwd) else None,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return HookRun(hook, None, "", "", f"could not start: {exc}")
+
+    async def talk() -> tuple[bytes, bytes]:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(json.dumps(payload).encode())
+            await proc.stdin.drain()
+        proc.stdin.close()
+        out, err = await asyncio.gather(_read_bounded(proc.stdout), _read_bounded(proc.stderr))
+        await proc.wait()
+        return out, err
+
+    try:
+        out, err = await asyncio.wait_for(talk(), hook.timeout)
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 5)
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        return HookRun(hook, None, "", "", f"timed out after {hook.timeout:g}s (killed)")
+    return HookRun(
+        hook,
+        proc.returncode,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+    )
+
+
+def _json_out(run: HookRun) -> dict[str, Any] | None:
+    text = run.stdout.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _log_failure(run: HookRun, event: str) -> None:
+    if run.error:
+        log.warning("%s hook %r (%s): %s", event, run.hook.command, run.hook.source, run.error)
+    elif run.exit_code not in (0, 2):
+        log.warning(
+            "%s hook %r (%s) failed with exit %s (non-blocking): %s",
+            event,
+            run.hook.command,
+            run.hook.source,
+            run.exit_code,
+            run.stderr.strip()[:500],
+        )
+
+
+def pre_verdict(run: HookRun) -> PreVerdict:
+    """One PreToolUse hook's answer."""
+    _log_failure(run, "PreToolUse")
+    if run.exit_code == 2:
+        reason = run.stderr.strip() or "blocked by a PreToolUse hook"
+        return PreVerdict("deny", reason, hook=run.hook.command)
+    if run.exit_code != 0:
+        return PreVerdict()
+    body = _json_out(run)
+    if body is None:
+        return PreVerdict()
+    if body.get("continue") is False:
+        reason = str(body.get("stopReason") or "stopped by a PreToolUse hook")
+        return PreVerdict("deny", reason, hook=run.hook.command)
+    specific = body.get("hookSpecificOutput")
+    if isinstance(specific, dict) and specific.get("permissionDecision"):
+        behavior = specific.get("permissionDecision")
+        reason = str(specific.get("permissionDecisionReason") or "")
+        updated = specific.get("updatedInput")
+        if behavior not in ("allow", "deny", "ask"):
+            log.warning(
+                "PreToolUse hook %r: unknown permissionDecision %r", run.hook.command, behavior
+            )
+            return PreVerdict()
+        return PreVerdict(
+            behavior,
+            reason,
+            updated if isinstance(updated, dict) else None,
+            hook=run.hook.command,
+        )
+    if isinstance(specific, dict) and isinstance(specific.get("updatedInput"), dict):
+        return PreVerdict("", "", specific["updatedInput"], hook=run.hook.command)
+    legacy = body.get("decision")
+    if legacy in ("approve", "block"):
+        behavior = "allow" if legacy == "approve" else "deny"
+        return PreVerdict(behavior, str(body.get("reason") or ""), hook=run.hook.command)
+    return PreVerdict()
+
+
+def combine(verdicts: list[PreVerdict]) -> PreVerdict:
+    """Several hooks: a deny beats an ask beats an allow; the last updatedInput wins."""
+    for behavior in ("deny", "ask", "allow"):
+        for verdict in verdicts:
+            if verdict.behavior == behavior:
+                updated = next(
+                    (v.updated_input for v in reversed(verdicts) if v.updated_input), None
+                )
+                return PreVerdict(behavior, verdict.reason, updated, verdict.hook)
+    updated = next((v.updated_input for v in reversed(verdicts) if v.updated_input), None)
+    return PreVerdict(updated_input=updated)
+
+
+async def run_pre_hooks(
+    groups: list[HookGroup], tool_name: str, payload: dict[str, Any], cwd: str
+) -> PreVerdict:
+    hooks = matching(groups, tool_name)
+    if not hooks:
+        return PreVerdict()
+    runs = await asyncio.gather(*(run_hook(h, payload, cwd) for h in hooks))
+    return combine([pre_verdict(r) for r in runs])
+
+
+async def run_post_hooks(
+    groups: list[HookGroup], tool_name: str, payload: dict[str, Any], cwd: str
+) -> list[str]:
+    """Notes for the model from PostToolUse hooks (exit 2's stderr, block reasons, context)."""
+    hooks = matching(groups, tool_name)
+    if not hooks:
+        return []
+    notes: list[str] = []
+    for run in await asyncio.gather(*(run_hook(h, payload, cwd) for h in hooks)):
+        _log_failure(run, "PostToolUse")
+        if run.exit_code == 2:
+            if text := run.stderr.strip():
+                notes.append(text)
+            continue
+        body = _json_out(run) if run.exit_code == 0 else None
+        if body is None:
+            continue
+        if body.get("decision") == "block" and body.get("reason"):
+            notes.append(str(body["reason"]))
+        specific = body.get("hookSpecificOutput")
+        if isinstance(specific, dict) and specific.get("additionalContext"):
+            notes.append(str(specific["additionalContext"]))
+    return notes

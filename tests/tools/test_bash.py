@@ -1,0 +1,284 @@
+"""Bash through the real daemon and the real sandbox: reference cases and behaviour."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from agentd_client import Client
+
+from tests.waiting import task_finished, wait_for_event
+
+
+def bash(client: Client, sid: str, command: str, **kw: object):
+    return client.run_tool(sid, "Bash", {"command": command, **kw})
+
+
+def processes_with(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def wait_gone(marker: str, timeout: float = 5) -> list[int]:
+    """Processes with `marker` still alive after `timeout` (the kernel reaps asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def test_exit_code_and_interleaved_streams(client: Client, session_id: str) -> None:
+    r = bash(client, session_id, "echo hi; echo err >&2; exit 3")
+    assert r.is_error
+    assert r.text == "Exit code 3\nhi\nerr"
+    r = bash(client, session_id, "echo out1; echo err1 >&2; echo out2")
+    assert not r.is_error
+    assert r.text == "out1\nerr1\nout2"
+    assert r.data["stdout"] == "out1\nerr1\nout2"
+
+
+def test_no_output_is_said_plainly(client: Client, session_id: str) -> None:
+    r = bash(client, session_id, "true")
+    assert (r.text, r.is_error) == ("(Bash completed with no output)", False)
+
+
+def test_grep_finding_nothing_is_not_an_error(client: Client, session_id: str) -> None:
+    r = bash(client, session_id, "echo abc | grep zzz")
+    assert not r.is_error
+    assert "No matches" in r.text
+    assert bash(client, session_id, "ls /nonexistent-agentd").is_error
+
+
+def test_cwd_carries_over_inside_the_workspace(client: Client, workspace: Path) -> None:
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    ws = str(workspace.resolve())
+    assert bash(client, sid, "mkdir -p sub && cd sub && pwd").text == f"{ws}/sub"
+    assert bash(client, sid, "pwd").text == f"{ws}/sub"
+    assert client.get_session(sid).cwd == f"{ws}/sub"
+    # the file tools follow the shell's cwd
+    bash(client, sid, "echo inner > f.txt")
+    assert client.run_tool(sid, "Read", {"file_path": "f.txt"}).text.startswith("1\tinner")
+    r = bash(client, sid, "cd /tmp && pwd")
+    assert r.text == f"/tmp\nShell cwd was reset to {ws}"
+    assert bash(client, sid, "pwd").text == ws
+
+
+def test_exports_do_not_carry_over_but_session_env_applies(client: Client, workspace: Path) -> None:
+    sid = client.create_session(
+        str(workspace), env={"SESSION_VAR": "from-session"}, permission_mode="bypassPermissions"
+    ).id
+    bash(client, sid, "export FOO=1")
+    assert bash(client, sid, 'echo "${FOO:-unset} $SESSION_VAR"').text == "unset from-session"
+
+
+def test_commands_run_unprivileged_and_files_belong_to_that_user(
+    client: Client, session_id: str, workspace: Path
+) -> None:
+    r = bash(client, session_id, "id -u; grep CapEff /proc/self/status; touch made.txt")
+    uid, caps = r.text.splitlines()[:2]
+    assert uid != "0"
+    assert caps.split()[1] == "0000000000000000"
+    assert (workspace / "made.txt").stat().st_uid == int(uid)
+
+
+def test_large_output_is_cut_to_head_and_tail_with_the_full_file(
+    client: Client, session_id: str
+) -> None:
+    r = bash(client, session_id, "seq 1 50000")
+    assert not r.is_error
+    assert r.text.startswith("1\n2\n3\n")
+    assert "50000" in r.text and "bytes truncated" in r.text
+    path = re.search(r"The full output is in (\S+) ", r.text).group(1)
+    full = client.run_tool(session_id, "Read", {"file_path": path, "offset": 49999, "limit": 2})
+    assert not full.is_error, full.text
+    assert full.text.startswith("49999\t49999\n50000\t50000")
+
+
+def test_progress_streams_while_running(client: Client, session_id: str) -> None:
+    outputs = []
+    result = None
+    for update in client.stream_tool(
+        session_id, "Bash", {"command": "for i in 1 2 3; do echo tick$i; sleep 0.3; done"}
+    ):
+        if update.HasField("progress"):
+            outputs.append(update.progress.output)
+        else:
+            result = update.result
+    assert result is not None and not result.is_error
+    assert "tick1" in "".join(outputs)  # seen before the call ended
+
+
+def test_attached_client_sees_progress(client: Client, session_id: str) -> None:
+    seen = threading.Event()
+
+    def watch() -> None:
+        wait_for_event(
+            client,
+            session_id,
+            lambda e: e.HasField("progress") and "watched-out" in e.progress.output,
+        )
+        seen.set()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    bash(client, session_id, "echo watched-out; sleep 0.5")
+    watcher.join(30)
+    assert seen.is_set()
+
+
+def test_timeout_moves_the_command_to_the_background(client: Client, session_id: str) -> None:
+    r = bash(client, session_id, "echo start; sleep 30; echo end", timeout=1500)
+    assert not r.is_error
+    assert r.text.startswith("start\n")
+    task_id = r.data["backgroundTaskId"]
+    assert f"(ID: {task_id})" in r.text and "TaskStop" in r.text
+    assert r.data["timedOutAfterMs"] == 1500
+    stop = client.run_tool(session_id, "TaskStop", {"task_id": task_id})
+    assert not stop.is_error and stop.data["task_id"] == task_id
+
+
+def test_a_bare_sleep_is_killed_at_its_timeout(client: Client, session_id: str) -> None:
+    started = time.monotonic()
+    r = bash(client, session_id, "sleep 30", timeout=1000)
+    assert r.is_error
+    assert "timed out" in r.text
+    assert time.monotonic() - started < 10
+
+
+def test_background_task_lifecycle(client: Client, session_id: str) -> None:
+    marker = f"agentd-bg-{uuid.uuid4().hex[:8]}"
+    r = bash(
+        client,
+        session_id,
+        f"for i in 1 2 3; do echo line$i; done; echo errline >&2; sleep 60 # {marker}",
+        run_in_background=True,
+        description="Print lines then wait",
+    )
+    task_id = r.data["backgroundTaskId"]
+    assert f"ID: {task_id}" in r.text
+    path = re.search(r"written to: (\S+?)\.? ", r.text).group(1)
+    assert path.endswith(f"{task_id}.output")
+    deadline = time.monotonic() + 10
+    out = client.run_tool(session_id, "BashOutput", {"bash_id": task_id})
+    while "errline" not in out.text and time.monotonic() < deadline:
+        out = client.run_tool(session_id, "BashOutput", {"bash_id": task_id})
+    assert "<status>running</status>" in out.text
+    read = client.run_tool(session_id, "Read", {"file_path": path})
+    assert read.text.startswith("1\tline1\n2\tline2\n3\tline3\n4\terrline"), read.text
+    [task] = [t for t in client.list_tasks(session_id) if t.id == task_id]
+    assert task.status == "running"
+    stop = client.run_tool(session_id, "TaskStop", {"task_id": task_id})
+    assert not stop.is_error
+    assert stop.data["message"].startswith(f"Successfully stopped task: {task_id}")
+    again = client.run_tool(session_id, "TaskStop", {"task_id": task_id})
+    assert again.is_error
+    assert again.text == f"<tool_use_error>No task found with ID: {task_id}</tool_use_error>"
+    assert wait_gone(marker) == []
+
+
+def test_finished_task_file_ends_with_exit_code_and_model_is_told(
+    client: Client, session_id: str
+) -> None:
+    r = bash(
+        client, session_id, "echo quick; exit 2", run_in_background=True, description="Quick job"
+    )
+    task_id = r.data["backgroundTaskId"]
+    wait_for_event(client, session_id, task_finished(task_id))
+    [task] = [t for t in client.list_tasks(session_id) if t.id == task_id]
+    assert (task.status, task.exit_code, task.has_exit_code) == ("failed", 2, True)
+    with open(task.output_path) as f:
+        assert f.read() == "quick\n\n[exited with code 2]\n"
+    after = bash(client, session_id, "echo after")
+    assert after.content[0].text == "after"
+    notice = after.content[1].text
+    assert f"<task-id>{task_id}</task-id>" in notice
+    assert "failed with exit code 2" in notice
+
+
+def test_unknown_task_stop_and_kill_shell_alias(client: Client, session_id: str) -> None:
+    r = client.run_tool(session_id, "KillShell", {"shell_id": "abc123"})
+    assert r.is_error
+    assert r.text == "<tool_use_error>No task found with ID: abc123</tool_use_error>"
+
+
+def test_cancel_ends_the_process_tree_and_returns_output(client: Client, session_id: str) -> None:
+    marker = f"agentd-cancel-{uuid.uuid4().hex[:8]}"
+    tool_use_id = f"toolu_{uuid.uuid4().hex[:12]}"
+    result = {}
+
+    def run() -> None:
+        result["r"] = client.run_tool(
+            session_id,
+            "Bash",
+            {"command": f"echo before-cancel; (sleep 100 # {marker}\n) & sleep 100 # {marker}"},
+            tool_use_id=tool_use_id,
+        )
+
+    caller = threading.Thread(target=run)
+    caller.start()
+    wait_for_event(
+        client,
+        session_id,
+        lambda e: (
+            e.HasField("progress")
+            and e.progress.tool_use_id == tool_use_id
+            and "before-cancel" in e.progress.output
+        ),
+    )
+    started = time.monotonic()
+    assert client.cancel(session_id, tool_use_id)
+    caller.join(30)
+    assert time.monotonic() - started < 3
+    r = result["r"]
+    assert r.is_error and "before-cancel" in r.text and "interrupted" in r.text
+    assert wait_gone(marker) == []
+
+
+def test_orphans_do_not_outlive_their_call(client: Client, session_id: str) -> None:
+    # A sleep length no other process uses marks every process this test starts.
+    marker = f"{int(uuid.uuid4().int % 10**6) + 10**6}.5"
+    r = bash(
+        client,
+        session_id,
+        f"(setsid sleep {marker} &) ; nohup sleep {marker} >/dev/null 2>&1 & "
+        f"(bash -c 'sleep {marker} &' &) ; echo spawned",
+    )
+    assert "spawned" in r.text
+    assert wait_gone(f"sleep\0{marker}") == []
+
+
+def test_closing_the_session_stops_its_tasks(client: Client, workspace: Path) -> None:
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    marker = f"agentd-close-{uuid.uuid4().hex[:8]}"
+    r = bash(client, sid, f"sleep 300 # {marker}", run_in_background=True)
+    assert processes_with(marker)
+    client.close_session(sid)
+    [task] = [t for t in client.list_tasks(sid) if t.id == r.data["backgroundTaskId"]]
+    assert task.status == "killed"
+    assert wait_gone(marker) == []
+
+
+def test_changed_read_files_are_named(client: Client, session_id: str, workspace: Path) -> None:
+    bash(client, session_id, "echo one > watched.txt")
+    client.run_tool(session_id, "Read", {"file_path": "watched.txt"})
+    r = bash(client, session_id, "echo two >> watched.txt")
+    assert "watched.txt" in r.text and "changed files you have read" in r.text
+
+
+def test_unsandboxed_commands_are_refused_by_default(client: Client, session_id: str) -> None:
+    r = bash(client, session_id, "id", dangerouslyDisableSandbox=True)
+    assert r.is_error and "sandbox" in r.text
