@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import signal
-from pathlib import Path
 
 import pytest
 from agentd_sandbox import seccomp
 
+from tests.shared import DOCKER_DENIED
+
 from .conftest import NOT_SANDBOXED, policy, run_capture
 
-DENIED_JSON = Path("/work/shared/security/docker_seccomp_denied.json")
+DENIED_JSON = DOCKER_DENIED
 ARG_FILTERED = {"clone", "clone3", "personality", "socket"}
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from agentd.tools.glob import Glob
+from tests.shared import TOOL_SCHEMAS
 
-REFERENCE_SCHEMAS = Path("/work/shared/oracle/tool_schemas.json")
+REFERENCE_SCHEMAS = TOOL_SCHEMAS
 
 
 def write(path: Path, text: str = "", mtime: int | None = None) -> None:

@@ -12,8 +12,9 @@ import pytest
 from agentd.errors import ToolError
 from agentd.tools import ripgrep
 from agentd.tools.grep import Grep
+from tests.shared import TOOL_SCHEMAS
 
-REFERENCE_SCHEMAS = Path("/work/shared/oracle/tool_schemas.json")
+REFERENCE_SCHEMAS = TOOL_SCHEMAS
 
 
 def write(path: Path, text: str, mtime: int | None = None) -> None:

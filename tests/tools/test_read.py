@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentd.tools.base import ImageBlock
+from tests.shared import TOOL_SCHEMAS
 
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -311,7 +312,7 @@ def test_read_spec_flags() -> None:
     tool = TOOL()
     assert tool.is_read_only({}) and tool.is_concurrency_safe({})
     assert tool.file_access({"file_path": "x"}).mode == "read"
-    ref_file = Path("/work/shared/oracle/tool_schemas.json")
+    ref_file = TOOL_SCHEMAS
     if not ref_file.exists():
         pytest.skip("no reference schemas here")
     schemas = json.loads(ref_file.read_text())

@@ -11,8 +11,9 @@ import pytest
 from agentd.sessions import Session
 from agentd.tools.base import ToolContext
 from agentd.tools.todo_write import TodoWrite
+from tests.shared import TOOL_SCHEMAS
 
-REFERENCE_SCHEMAS = Path("/work/shared/oracle/tool_schemas.json")
+REFERENCE_SCHEMAS = TOOL_SCHEMAS
 
 TODOS = [
     {"content": "Write code", "status": "in_progress", "activeForm": "Writing code"},
