@@ -5,6 +5,7 @@ attack program, the guard every attack runs through, and a helper to run and cap
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import subprocess
@@ -19,7 +20,6 @@ from agentd_sandbox import Limits, SandboxPolicy, spawn
 from agentd_sandbox.identity import DEFAULT_UID
 
 HERE = Path(__file__).resolve().parent
-GUARD = str(HERE / "guard.py")
 NOT_SANDBOXED = 99
 SYSTEM_PYTHON = "/usr/bin/python3"
 
@@ -33,6 +33,20 @@ def sandbox_dir(prefix: str) -> str:
     if os.geteuid() == 0:
         os.chown(path, DEFAULT_UID, DEFAULT_UID)
     return path
+
+
+def _guard_copy() -> str:
+    """guard.py where the sandbox can see it: the checkout may live under /tmp, which the
+    sandbox replaces with its own tmpfs."""
+    directory = sandbox_dir("agentd-sbx-guard-")
+    atexit.register(shutil.rmtree, directory, True)
+    path = os.path.join(directory, "guard.py")
+    shutil.copy(HERE / "guard.py", path)
+    os.chmod(path, 0o644)
+    return path
+
+
+GUARD = _guard_copy()
 
 
 @pytest.fixture
