@@ -101,6 +101,7 @@ def test_cli_run_and_check(ws):
         [*cmd, "run", "--write", ws, "--", "sh", "-c", "id -u; exit 5"],
         capture_output=True,
         text=True,
+        cwd=ws,  # the CLI starts in its own cwd, which must exist inside the sandbox
     )
     assert out.returncode == 5
     assert out.stdout.strip() != "0"
