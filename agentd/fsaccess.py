@@ -164,8 +164,12 @@ def _parent_dir_fd(loc: Located, create: bool) -> Iterator[int]:
             except FileNotFoundError:
                 if not create:
                     raise
+                made = False
                 with suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=fd)
+                    made = True
+                if made:
+                    _give_to_directory_owner(fd, part)
                 nfd = _openat2(fd, part, os.O_PATH | os.O_DIRECTORY)
             except OSError as exc:
                 if exc.errno == errno.EXDEV:
@@ -218,6 +222,8 @@ def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> N
                 if old is not None and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
                     with suppress(PermissionError):
                         os.fchown(fd, old.st_uid, old.st_gid)
+                elif old is None:
+                    _give_to_directory_owner(dir_fd, tmp)
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -231,6 +237,16 @@ def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> N
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _give_to_directory_owner(dir_fd: int, name: str) -> None:
+    """A root daemon's new file or directory belongs to whoever owns the directory it is
+    made in: the sandboxed commands of that workspace's user can then change it."""
+    if os.geteuid() != 0:
+        return
+    parent = os.fstat(dir_fd)
+    if parent.st_uid != 0 or parent.st_gid != 0:
+        os.chown(name, parent.st_uid, parent.st_gid, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def _umask() -> int:

@@ -282,3 +282,17 @@ def test_changed_read_files_are_named(client: Client, session_id: str, workspace
 def test_unsandboxed_commands_are_refused_by_default(client: Client, session_id: str) -> None:
     r = bash(client, session_id, "id", dangerouslyDisableSandbox=True)
     assert r.is_error and "sandbox" in r.text
+
+
+def test_files_the_daemon_writes_stay_changeable_by_commands(
+    client: Client, session_id: str, workspace: Path
+) -> None:
+    w = client.run_tool(session_id, "Write", {"file_path": "new/dir/f.txt", "content": "a\n"})
+    assert not w.is_error, w.text
+    r = bash(client, session_id, "echo b >> new/dir/f.txt && touch new/dir/g && cat new/dir/f.txt")
+    assert not r.is_error
+    assert r.text.startswith("a\nb\n")
+    assert "changed files you have read: new/dir/f.txt" in r.text
+    owner = workspace.stat().st_uid
+    assert (workspace / "new" / "dir" / "f.txt").stat().st_uid == owner
+    assert (workspace / "new").stat().st_uid == owner
