@@ -21,6 +21,7 @@ from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 
 from agentd import __version__
+from agentd.bashsec import classify
 from agentd.errors import AgentdError, InvalidRequest, NotFound
 from agentd.events import Event
 from agentd.executor import Executor, ToolUse, new_tool_use_id
@@ -369,7 +370,5 @@ class Servicer(pb_grpc.AgentdServicer):
 
     @_unary
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:
-        from agentd.bashsec import classify
-
-        command = request.command
-        return pb.ClassifyResponse(classification_json=json.dumps(classify(command).to_dict()))
+        result = classify(request.command).to_dict()
+        return pb.ClassifyResponse(classification_json=json.dumps(result))

@@ -37,13 +37,6 @@ class Registry:
 
 
 def default_registry() -> Registry:
-    tools: list[Tool] = []
-    for name in TOOL_MODULES:
-        try:
-            module = importlib.import_module(f"agentd.tools.{name}")
-        except ModuleNotFoundError as exc:  # TODO(spine): drop once every module exists
-            if exc.name == f"agentd.tools.{name}":
-                continue
-            raise
-        tools.append(module.TOOL())
-    return Registry(tools)
+    return Registry(
+        [importlib.import_module(f"agentd.tools.{name}").TOOL() for name in TOOL_MODULES]
+    )
