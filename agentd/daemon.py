@@ -8,7 +8,6 @@ import os
 from typing import Any
 
 import agentd_sandbox
-
 from agentd.config import Config
 from agentd.executor import Executor
 from agentd.permissions import Asker, PermissionEngine, parse_rule

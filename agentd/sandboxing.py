@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
-from agentd_sandbox import Limits, SandboxPolicy
-
 from agentd.config import Config
 from agentd.sessions import Session
+from agentd_sandbox import Limits, SandboxPolicy
 
 
 def run_as(session: Session, config: Config) -> tuple[int, int] | None:

@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
-from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from agentd.config import Config
 from agentd.errors import InvalidRequest
 from agentd.service import Servicer
+from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
-from agentd_client.v1 import agentd_pb2 as pb
-from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 
 from agentd import __version__
 from agentd.bashsec import classify
@@ -26,6 +24,8 @@ from agentd.errors import AgentdError, InvalidRequest, NotFound
 from agentd.events import Event
 from agentd.executor import Executor, ToolUse, new_tool_use_id
 from agentd.sessions import PERMISSION_MODES, Session, SessionManager
+from agentd_client.v1 import agentd_pb2 as pb
+from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 

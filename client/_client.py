@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 

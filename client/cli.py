@@ -10,9 +10,10 @@ import time
 from typing import Any
 
 import grpc
+from google.protobuf.json_format import MessageToDict
+
 from agentd_client._client import Client, ToolResult, default_socket_path
 from agentd_client.v1 import agentd_pb2 as pb
-from google.protobuf.json_format import MessageToDict
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:

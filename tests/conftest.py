@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agentd_client import Client
 
+from agentd_client import Client
 from tests.daemon import DaemonProcess, start_daemon
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.

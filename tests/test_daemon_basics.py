@@ -8,8 +8,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from agentd_client import Client
 
+from agentd_client import Client
 from tests.daemon import DaemonProcess
 
 

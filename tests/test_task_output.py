@@ -30,9 +30,14 @@ def test_background_output_keeps_head_and_tail_within_the_bound(
 ) -> None:
     with Client(small_daemon.socket, timeout=60) as c:
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
-        r = c.run_tool(sid, "Bash", {
-            "command": "echo FIRST; head -c 10000000 /dev/zero | tr '\\0' x; echo; echo LAST",
-            "run_in_background": True})
+        r = c.run_tool(
+            sid,
+            "Bash",
+            {
+                "command": "echo FIRST; head -c 10000000 /dev/zero | tr '\\0' x; echo; echo LAST",
+                "run_in_background": True,
+            },
+        )
         task_id = r.data["backgroundTaskId"]
         wait_for_event(c, sid, task_finished(task_id))
         [task] = [t for t in c.list_tasks(sid) if t.id == task_id]
@@ -45,8 +50,9 @@ def test_background_output_keeps_head_and_tail_within_the_bound(
     assert data.endswith(b"x\nLAST\n\n[exited with code 0]\n")
 
 
-def test_foreground_flood_returns_head_and_tail(small_daemon: DaemonProcess,
-                                                workspace: Path) -> None:
+def test_foreground_flood_returns_head_and_tail(
+    small_daemon: DaemonProcess, workspace: Path
+) -> None:
     with Client(small_daemon.socket, timeout=60) as c:
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         r = c.run_tool(sid, "Bash", {"command": "seq 1 2000000"})

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 
 import grpc
+
 from agentd_client import Client, Event
 
 

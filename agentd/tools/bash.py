@@ -10,12 +10,11 @@ import shlex
 import time
 from typing import Any, ClassVar
 
-from agentd_sandbox import SandboxUnavailable, spawn
-
 from agentd import sandboxing
 from agentd.errors import InputError, ToolError
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
+from agentd_sandbox import SandboxUnavailable, spawn
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 from agentd_client import Client
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from agentd_sandbox import Limits, SandboxPolicy, spawn
 from agentd_sandbox.identity import DEFAULT_UID
 

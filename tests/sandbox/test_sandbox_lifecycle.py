@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable, run, spawn
 
 from .conftest import host_pids_with, policy, run_capture, wait_until

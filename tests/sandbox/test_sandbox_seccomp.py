@@ -6,8 +6,8 @@ import json
 import signal
 
 import pytest
-from agentd_sandbox import seccomp
 
+from agentd_sandbox import seccomp
 from tests.shared import DOCKER_DENIED
 
 from .conftest import NOT_SANDBOXED, policy, run_capture

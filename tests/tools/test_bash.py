@@ -10,7 +10,6 @@ import uuid
 from pathlib import Path
 
 from agentd_client import Client
-
 from tests.waiting import task_finished, wait_for_event
 
 
