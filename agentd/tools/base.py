@@ -24,6 +24,7 @@ __all__ = [
     "FileAccess",
     "ImageBlock",
     "InputError",
+    "ReadOnlyTool",
     "TextBlock",
     "Tool",
     "ToolContext",
@@ -140,3 +141,13 @@ class Tool:
             "description": self.description,
             "input_schema": self.input_schema,
         }
+
+
+class ReadOnlyTool(Tool):
+    """A tool that changes nothing: it may run without asking and beside other such calls."""
+
+    def is_read_only(self, args: dict[str, Any]) -> bool:
+        return True
+
+    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+        return True

@@ -7,7 +7,7 @@ import re
 from typing import Any, ClassVar
 
 from agentd.errors import InputError
-from agentd.tools.base import Tool, ToolContext, ToolResult
+from agentd.tools.base import ReadOnlyTool, ToolContext, ToolResult
 
 DESCRIPTION = """\
 Returns the output a background task printed since the last BashOutput call for it \
@@ -19,7 +19,7 @@ consumed all the same)."""
 MAX_BYTES = 30_000
 
 
-class BashOutputTool(Tool):
+class BashOutputTool(ReadOnlyTool):
     name = "BashOutput"
     description = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
@@ -28,9 +28,6 @@ class BashOutputTool(Tool):
         "required": ["bash_id"],
         "additionalProperties": False,
     }
-
-    def is_read_only(self, args: dict[str, Any]) -> bool:
-        return True
 
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
         if args.get("filter"):

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from agentd.errors import PathOutsideWorkspace
 from agentd.tools import ripgrep
-from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
+from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
 
 MAX_RESULTS = 100
 
@@ -26,7 +26,7 @@ Paths come back relative to the working directory, least recently modified first
 at most 100 of them. To search file contents, use Grep."""
 
 
-class Glob(Tool):
+class Glob(ReadOnlyTool):
     name: ClassVar[str] = "Glob"
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
@@ -38,12 +38,6 @@ class Glob(Tool):
         "required": ["pattern"],
         "additionalProperties": False,
     }
-
-    def is_read_only(self, args: dict[str, Any]) -> bool:
-        return True
-
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
-        return True
 
     def file_access(self, args: dict[str, Any]) -> FileAccess | None:
         return FileAccess("read", args.get("path") or ".")

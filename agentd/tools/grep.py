@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from agentd.errors import PathOutsideWorkspace
 from agentd.tools import ripgrep
-from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
+from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
 
 DEFAULT_HEAD_LIMIT = 250
 # Longer lines are replaced by rg's "[Omitted long matching line]".
@@ -37,7 +37,7 @@ tree. Prefer this to running grep or rg through Bash.
 Hidden files are searched; files ignored by .gitignore in a git repository are not."""
 
 
-class Grep(Tool):
+class Grep(ReadOnlyTool):
     name: ClassVar[str] = "Grep"
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
@@ -62,12 +62,6 @@ class Grep(Tool):
         "required": ["pattern"],
         "additionalProperties": False,
     }
-
-    def is_read_only(self, args: dict[str, Any]) -> bool:
-        return True
-
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
-        return True
 
     def file_access(self, args: dict[str, Any]) -> FileAccess | None:
         return FileAccess("read", args.get("path") or ".")

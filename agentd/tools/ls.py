@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from agentd import fsaccess
 from agentd.errors import PathOutsideWorkspace
-from agentd.tools.base import FileAccess, InputError, Tool, ToolContext, ToolResult
+from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
 
 MAX_ENTRIES = 1000
 SKIPPED_NAMES = frozenset({"__pycache__"})
@@ -38,7 +38,7 @@ Hidden files, `__pycache__` and the contents of `node_modules` are left out, and
 1000 entries are shown. To find files by name prefer Glob; to search contents, Grep."""
 
 
-class LS(Tool):
+class LS(ReadOnlyTool):
     name: ClassVar[str] = "LS"
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
@@ -49,12 +49,6 @@ class LS(Tool):
         },
         "additionalProperties": False,
     }
-
-    def is_read_only(self, args: dict[str, Any]) -> bool:
-        return True
-
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
-        return True
 
     def file_access(self, args: dict[str, Any]) -> FileAccess | None:
         return FileAccess("read", args.get("path") or ".")

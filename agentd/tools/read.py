@@ -20,8 +20,8 @@ from agentd.tools.base import (
     ContentBlock,
     FileAccess,
     ImageBlock,
+    ReadOnlyTool,
     TextBlock,
-    Tool,
     ToolContext,
     ToolResult,
 )
@@ -37,6 +37,8 @@ MAX_PDF_PAGES = 20
 # The API takes images up to 5 MB; a larger one is scaled down first.
 MAX_IMAGE_BYTES = 3_750_000
 MAX_OUTPUT_CHARS = 10_000
+# A whole-file Read of a regular file up to this size runs on the event loop itself.
+INLINE_READ_BYTES = 64 * 1024
 
 BINARY_EXTENSIONS = frozenset(
     """
@@ -110,7 +112,7 @@ def _reminder(text: str) -> str:
     return f"<system-reminder>{text}</system-reminder>"
 
 
-class ReadTool(Tool):
+class ReadTool(ReadOnlyTool):
     name = "Read"
     description = (
         "Read a file from the local filesystem. file_path may be absolute or relative to the "
@@ -141,12 +143,6 @@ class ReadTool(Tool):
     # bounds its own output instead (MAX_TEXT_BYTES, offset/limit).
     max_result_chars = 1 << 62
 
-    def is_read_only(self, args: dict[str, Any]) -> bool:
-        return True
-
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
-        return True
-
     def file_access(self, args: dict[str, Any]) -> FileAccess | None:
         return FileAccess("read", args["file_path"])
 
@@ -159,14 +155,27 @@ class ReadTool(Tool):
         loc = filestate.resolve(session, args["file_path"], ctx.roots("read"))
         ext = os.path.splitext(loc.path)[1].lower()
         whole = args.get("offset") is None and args.get("limit") is None
+        small = False
         if whole and not args.get("allow_large") and ext not in _NOT_PLAIN_TEXT:
             # Refuse a big text file before loading it.
             with contextlib.suppress(OSError):
                 st = fsaccess.stat_beneath(loc)
                 if stat.S_ISREG(st.st_mode) and st.st_size > MAX_TEXT_BYTES:
                     raise ToolError(_too_large(loc.path, st.st_size))
+                small = stat.S_ISREG(st.st_mode) and st.st_size <= INLINE_READ_BYTES
+        if small:
+            # A small regular file the loop has just stat'ed: reading and numbering it
+            # costs less than the hop to a worker thread and back.
+            return self._read_and_render(args, session, loc)
+        # Anything else in one hop to a worker thread, the read and the rendering
+        # together, so the loop never waits on a large file.
+        return await asyncio.to_thread(self._read_and_render, args, session, loc)
+
+    def _read_and_render(
+        self, args: dict[str, Any], session: Session, loc: fsaccess.Located
+    ) -> ToolResult:
         try:
-            current = await asyncio.to_thread(filestate.read_current, loc, MAX_FILE_BYTES)
+            current = filestate.read_current(loc, MAX_FILE_BYTES)
         except IsADirectoryError:
             raise ToolError(
                 f"EISDIR: {loc.path} is a directory, not a file. List its entries with `ls` "
@@ -174,7 +183,7 @@ class ReadTool(Tool):
             ) from None
         if current is None:
             raise ToolError(filestate.not_found(loc.path, session))
-        return await asyncio.to_thread(self._render, args, session, loc, current)
+        return self._render(args, session, loc, current)
 
     def _render(
         self,
