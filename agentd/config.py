@@ -15,13 +15,8 @@ from typing import Any
 
 from agentd.errors import InvalidRequest
 
-
-def default_socket_path() -> str:
-    if path := os.environ.get("AGENTD_SOCKET"):
-        return path
-    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
-        return os.path.join(runtime, "agentd", "agentd.sock")
-    return os.path.join(os.path.expanduser("~"), ".agentd", "agentd.sock")
+# The client finds the socket the same way; one definition serves both.
+from agentd_client import default_socket_path
 
 
 def default_state_dir() -> str:
