@@ -19,6 +19,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "bash",
     "bash_output",
     "task_stop",
+    "web_fetch",
 )
 
 
