@@ -7,7 +7,7 @@ import pwd
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentd.config import Config
@@ -53,9 +53,21 @@ class Session:
     todos: list[dict[str, Any]] = field(default_factory=list)
 
 
+_SESSION_FIELDS = tuple(f.name for f in fields(Session))
+_FILE_STATE_FIELDS = tuple(f.name for f in fields(FileState))
+
+
 def _session_to_dict(session: Session) -> dict[str, Any]:
-    body = asdict(session)
-    body["read_state"] = {path: asdict(state) for path, state in session.read_state.items()}
+    """The session as JSON-able data, for the store (which serialises it at once).
+
+    Shallow: the lists and dicts are the session's own, not copies (dataclasses.asdict
+    deep-copies every field, which was most of the cost of saving after each call).
+    """
+    body = {name: getattr(session, name) for name in _SESSION_FIELDS}
+    body["read_state"] = {
+        path: {name: getattr(state, name) for name in _FILE_STATE_FIELDS}
+        for path, state in session.read_state.items()
+    }
     return body
 
 

@@ -47,6 +47,9 @@ class Store:
         self._db.execute("BEGIN")
         self._flush_delay = flush_delay
         self._flush_handle: asyncio.TimerHandle | None = None
+        # session id -> the body last written by this connection (sessions are only
+        # written through it), so a save of an unchanged session is skipped
+        self._session_bodies: dict[str, str] = {}
 
     def _dirty(self) -> None:
         if self._flush_handle is not None:
@@ -73,11 +76,15 @@ class Store:
 
     # sessions
     def save_session(self, session_id: str, created_ms: int, body: dict[str, Any]) -> None:
+        text = json.dumps(body)
+        if self._session_bodies.get(session_id) == text:
+            return  # unchanged since it was last written: no write, no commit
         self._db.execute(
             "INSERT INTO sessions (id, created_ms, body) VALUES (?, ?, ?) "
             "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
-            (session_id, created_ms, json.dumps(body)),
+            (session_id, created_ms, text),
         )
+        self._session_bodies[session_id] = text
         self._dirty()
 
     def load_sessions(self) -> Iterator[dict[str, Any]]:

@@ -107,8 +107,26 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"The parameter `{where or 'input'}` is invalid: {error.message}"
 
 
+# id(schema) -> (schema, its JSON, validator). Tool schemas are class constants, so the
+# JSON text (the real cache key) is computed once per schema object, not once per call;
+# the entry holds the schema itself, so its id cannot be reused while it is cached.
+_by_identity: dict[int, tuple[dict[str, Any], str, jsonschema.protocols.Validator]] = {}
+
+
+def _validator_for(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    entry = _by_identity.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[2]
+    text = json.dumps(schema, sort_keys=True)
+    validator = _validator(text)
+    if len(_by_identity) >= 256:
+        _by_identity.clear()
+    _by_identity[id(schema)] = (schema, text, validator)
+    return validator
+
+
 def validate(tool_name: str, args: dict[str, Any], schema: dict[str, Any]) -> None:
-    validator = _validator(json.dumps(schema, sort_keys=True))
+    validator = _validator_for(schema)
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if not errors:
         return

@@ -184,6 +184,8 @@ class SettingsLoader:
         self._cache: dict[str, tuple[tuple[int, int], FileSettings]] = {}
 
     def is_trusted(self, root: str) -> bool:
+        if not self.config.trusted_workspaces:
+            return False  # the usual case; spares a realpath on every call
         real = os.path.realpath(root)
         for trusted in self.config.trusted_workspaces:
             t = os.path.realpath(os.path.expanduser(trusted))

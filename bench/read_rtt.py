@@ -1,0 +1,208 @@
+"""Round trip of a small-file Read through the daemon, beside the same Read in-process.
+
+    .venv/bin/python bench/read_rtt.py [--quick]
+
+Rows, all measured in this run on the same file:
+- the Read tool called directly (its own cost),
+- the same call through `Executor.run_one` in-process with a real Store (the daemon's
+  share: validation, permissions, journal, session save),
+- a unary GetStatus over the socket (the gRPC floor),
+- RunTool(Read) from this process to a daemon process (one call at a time),
+then calls/s with 16 client processes, each with its own channel.
+Goals (the issue): p50 <= 1 ms; >= 2000 calls/s with 16 clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _common import cpu_seconds, daemon, percentile, verdict, workspace
+
+CLIENTS = 16
+
+
+def _small_file(ws: str) -> str:
+    path = os.path.join(ws, "small.py")
+    with open(path, "w") as f:
+        f.writelines(f"line {i}: some ordinary source text\n" for i in range(40))
+    return path
+
+
+def _time_calls(fn: Callable[[], Any], warm: int, n: int) -> list[float]:
+    """Milliseconds per call of `fn`, after `warm` untimed calls."""
+    for _ in range(warm):
+        fn()
+    samples = []
+    clock = time.perf_counter
+    for _ in range(n):
+        t0 = clock()
+        fn()
+        samples.append((clock() - t0) * 1000)
+    return samples
+
+
+async def _time_async(fn: Callable[[], Any], warm: int, n: int) -> list[float]:
+    for _ in range(warm):
+        await fn()
+    samples = []
+    clock = time.perf_counter
+    for _ in range(n):
+        t0 = clock()
+        await fn()
+        samples.append((clock() - t0) * 1000)
+    return samples
+
+
+def _in_process(ws: str, path: str, warm: int, n: int) -> dict[str, list[float]]:
+    """The Read tool alone, then through Executor.run_one with a real Store."""
+    from agentd.config import Config
+    from agentd.daemon import Daemon
+    from agentd.executor import ToolUse
+    from agentd.sessions import Session
+    from agentd.tools import default_registry
+    from agentd.tools.base import ToolContext
+
+    state = tempfile.mkdtemp(prefix="agentd-bench-state-")
+
+    async def nothing(*_: Any, **__: Any) -> None:
+        return None
+
+    async def run() -> dict[str, list[float]]:
+        tool = default_registry().get("Read")
+        assert tool is not None
+        session = Session(id="s-bench", workspace_roots=[ws], cwd=ws, home=state)
+        ctx = ToolContext(session=session, tool_use_id="toolu_1", state_dir=state, progress=nothing)
+
+        async def direct() -> None:
+            result = await tool.call({"file_path": path}, ctx)
+            assert not result.is_error, result
+
+        config = Config(
+            socket_path=os.path.join(state, "run", "agentd.sock"),
+            state_dir=os.path.join(state, "daemon"),
+        )
+        d = Daemon(config)
+        s = d.sessions.create([ws], permission_mode="bypassPermissions")
+        input_json = json.dumps({"file_path": path})
+
+        async def executor() -> None:
+            result = await d.executor.run_one(s, ToolUse("toolu_x", "Read", input_json), nothing)
+            assert not result.is_error, result
+
+        rows = {
+            "Read tool, in-process": await _time_async(direct, warm, n),
+            "Executor.run_one, in-process": await _time_async(executor, warm, n),
+        }
+        d.store.close()
+        return rows
+
+    try:
+        return asyncio.run(run())
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def _client_worker(socket: str, session_id: str, path: str, n: int, barrier: Any, out: Any) -> None:
+    from agentd_client import Client
+
+    with Client(socket) as c:
+        for _ in range(20):
+            c.run_tool(session_id, "Read", {"file_path": path})
+        barrier.wait()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            r = c.run_tool(session_id, "Read", {"file_path": path})
+            assert not r.is_error, r.text
+        out.put((t0, time.perf_counter()))
+
+
+def _throughput(socket: str, session_id: str, path: str, per_client: int) -> float:
+    """Calls/s of CLIENTS processes each making `per_client` Reads on its own channel."""
+    ctx = mp.get_context("spawn")  # no gRPC state crosses a fork
+    barrier = ctx.Barrier(CLIENTS)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_client_worker, args=(socket, session_id, path, per_client, barrier, out)
+        )
+        for _ in range(CLIENTS)
+    ]
+    for p in procs:
+        p.start()
+    spans = [out.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join()
+        assert p.exitcode == 0, f"client exited {p.exitcode}"
+    start = min(s for s, _ in spans)
+    end = max(e for _, e in spans)
+    return CLIENTS * per_client / (end - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run")
+    args = parser.parse_args()
+    n, warm, per_client = (300, 50, 60) if args.quick else (2000, 200, 250)
+
+    ws = workspace()
+    try:
+        path = _small_file(ws)
+        rows = _in_process(ws, path, warm, n)
+        with daemon() as d:
+            from agentd_client import Client
+
+            with Client(d.socket) as c:
+                session = c.create_session(ws, permission_mode="bypassPermissions")
+                rows["GetStatus over gRPC (floor)"] = _time_calls(c.status, warm, n)
+
+                def read() -> None:
+                    r = c.run_tool(session.id, "Read", {"file_path": path})
+                    assert not r.is_error, r.text
+
+                cpu0 = cpu_seconds(d.proc.pid)
+                rows["RunTool(Read) over gRPC"] = _time_calls(read, warm, n)
+                cpu_per_call = (cpu_seconds(d.proc.pid) - cpu0) / (warm + n) * 1000
+                cpu0 = cpu_seconds(d.proc.pid)
+                per_second = _throughput(d.socket, session.id, path, per_client)
+                cpu_loaded = (cpu_seconds(d.proc.pid) - cpu0) / (CLIENTS * (per_client + 20)) * 1000
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+
+    print(f"small-file Read, {n} calls after {warm} warm-up, {os.cpu_count()} cpus")
+    print(f"{'':32} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>9}")
+    for name, ms in rows.items():
+        print(
+            f"{name:32} {percentile(ms, 50):8.3f} {percentile(ms, 99):8.3f} "
+            f"{1000 / (sum(ms) / len(ms)):9,.0f}"
+        )
+    rtt = rows["RunTool(Read) over gRPC"]
+    floor = percentile(rows["GetStatus over gRPC (floor)"], 50)
+    inproc = percentile(rows["Executor.run_one, in-process"], 50)
+    p50 = percentile(rtt, 50)
+    print(
+        f"RunTool p50 = {p50 / floor:.2f}x the GetStatus floor; "
+        f"executor share {inproc / p50:.0%} of it"
+    )
+    print(f"{CLIENTS} client processes x {per_client} Reads: {per_second:,.0f} calls/s")
+    print(
+        f"daemon CPU per RunTool(Read): {cpu_per_call:.2f} ms one at a time, "
+        f"{cpu_loaded:.2f} ms under {CLIENTS} clients (ceiling ~{1000 / cpu_loaded:,.0f} calls/s "
+        "on one core)"
+    )
+    print(
+        f"goals: p50 <= 1 ms: {verdict(p50 <= 1.0)} ({p50:.3f} ms); "
+        f">= 2000 calls/s: {verdict(per_second >= 2000)} ({per_second:,.0f})"
+    )
+
+
+if __name__ == "__main__":
+    main()
