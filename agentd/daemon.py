@@ -78,10 +78,12 @@ class Daemon:
         if self._stopped.is_set():
             return
         log.info("agentd shutting down")
+        # New calls are refused while running ones end now (their sandboxes with them)
+        # and their callers get what was printed; then the background tasks stop.
+        stopping = [self.executor.cancel_all()]
         if self.server is not None:
-            await self.server.stop()
-        # Calls still running end now (their sandboxes with them), then the tasks.
-        await self.executor.cancel_all()
+            stopping.append(self.server.stop())
+        await asyncio.gather(*stopping)
         await self.tasks.stop_all()
         self.store.close()
         self._stopped.set()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import stat
 from dataclasses import dataclass
 
@@ -46,6 +47,25 @@ def resolve(policy: SandboxPolicy) -> Identity:
     if gid == 0:
         raise SandboxUnavailable("refusing to run a sandbox as gid 0; give the policy a gid")
     return Identity(uid, gid, switch=True)
+
+
+def setpriv_prefix(identity: Identity) -> list[str]:
+    """argv prefix that arms the parent-death signal and drops to `identity`, then execs.
+
+    util-linux setpriv does in one exec what subprocess's user=/group= would do in the
+    forked child, and more: the parent-death signal it sets survives the exec of
+    prlimit and bwrap, so the sandbox dies with the daemon even if the daemon dies
+    before bwrap has armed its own; and a child that needs no uid switch from Python
+    can be spawned with vfork, which is much cheaper from a large daemon.
+    Empty when setpriv is missing (popen_kwargs then drops the identity instead).
+    """
+    path = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if path is None:
+        return []
+    argv = [path, "--pdeathsig=KILL"]
+    if identity.switch:
+        argv += [f"--regid={identity.gid}", f"--reuid={identity.uid}", "--clear-groups"]
+    return [*argv, "--"]
 
 
 def popen_kwargs(identity: Identity) -> dict[str, object]:

@@ -60,13 +60,15 @@ def prepare(policy: SandboxPolicy, command: list[str]) -> Launch:
         "pass_fds": (fd,),
         "start_new_session": True,
         "env": {},
-        **identity.popen_kwargs(ident),
     }
+    drop = identity.setpriv_prefix(ident)
+    if not drop:
+        kwargs.update(identity.popen_kwargs(ident))
     prefix = limits.prlimit_prefix(policy.limits)
     if not prefix:
         lim = policy.limits
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
-    return Launch([*prefix, *argv], fd, kwargs)
+    return Launch([*drop, *prefix, *argv], fd, kwargs)
 
 
 @functools.cache
