@@ -110,7 +110,7 @@ class Executor:
 
         async def flush() -> None:
             if group:
-                done = await asyncio.gather(*(self._run_silent(session, c, sink) for c in group))
+                done = await asyncio.gather(*(self.run_one(session, c, sink) for c in group))
                 for call, result in zip(group, done, strict=True):
                     await sink("result", result_payload(call.tool_use_id, result))
                 results_in_order.extend(done)
@@ -121,16 +121,11 @@ class Executor:
                 group.append(call)
                 continue
             await flush()
-            result = await self._run_silent(session, call, sink)
+            result = await self.run_one(session, call, sink)
             await sink("result", result_payload(call.tool_use_id, result))
             results_in_order.append(result)
         await flush()
         return results_in_order
-
-    async def run_one(self, session: Session, call: ToolUse, sink: UpdateSink) -> ToolResult:
-        result = await self._run_silent(session, call, sink)
-        await sink("result", result_payload(call.tool_use_id, result))
-        return result
 
     def cancel(self, session_id: str, tool_use_id: str) -> bool:
         running = self._running.get((session_id, tool_use_id))
@@ -164,8 +159,8 @@ class Executor:
         except Exception:
             return False
 
-    async def _run_silent(self, session: Session, call: ToolUse, sink: UpdateSink) -> ToolResult:
-        """Run a call; the result is journaled and returned, not yet sent to the caller."""
+    async def run_one(self, session: Session, call: ToolUse, sink: UpdateSink) -> ToolResult:
+        """Run a call: progress goes to `sink`; the result is journaled and returned."""
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
         log_.emit(

@@ -22,7 +22,7 @@ from agentd import __version__
 from agentd.bashsec import classify
 from agentd.errors import AgentdError, InvalidRequest, NotFound
 from agentd.events import Event
-from agentd.executor import Executor, ToolUse, new_tool_use_id
+from agentd.executor import Executor, ToolUse, new_tool_use_id, result_payload
 from agentd.sessions import PERMISSION_MODES, Session, SessionManager
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
@@ -178,6 +178,10 @@ def _update_to_pb(kind: str, payload: dict[str, Any]) -> pb.ToolCallUpdate:
     return pb.ToolCallUpdate(result=result_to_pb(payload))
 
 
+async def _ignore_updates(kind: str, payload: dict[str, Any]) -> None:
+    """A unary caller takes no progress; the session's attached clients still get it."""
+
+
 class Servicer(pb_grpc.AgentdServicer):
     def __init__(
         self,
@@ -299,10 +303,20 @@ class Servicer(pb_grpc.AgentdServicer):
     ) -> AsyncIterator[pb.ToolCallUpdate]:
         session = self.sessions.get(_require(request.session_id, "session_id"), open_only=True)
         call = self._tool_use(request.call)
-        async for update in self._stream_calls(
-            lambda sink: self.executor.run_one(session, call, sink)
-        ):
+
+        async def run(sink: Any) -> None:
+            result = await self.executor.run_one(session, call, sink)
+            await sink("result", result_payload(call.tool_use_id, result))
+
+        async for update in self._stream_calls(run):
             yield update
+
+    @_unary
+    async def CallTool(self, request: pb.RunToolRequest, context: Any) -> pb.ToolResult:
+        session = self.sessions.get(_require(request.session_id, "session_id"), open_only=True)
+        call = self._tool_use(request.call)
+        result = await self.executor.run_one(session, call, _ignore_updates)
+        return result_to_pb(result_payload(call.tool_use_id, result))
 
     @_stream
     async def RunTools(

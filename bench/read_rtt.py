@@ -7,7 +7,8 @@ Rows, all measured in this run on the same file:
 - the same call through `Executor.run_one` in-process with a real Store (the daemon's
   share: validation, permissions, journal, session save),
 - a unary GetStatus over the socket (the gRPC floor),
-- RunTool(Read) from this process to a daemon process (one call at a time),
+- Client.run_tool(Read) (the unary CallTool RPC) from this process to a daemon process,
+  one call at a time, and the same call through the streaming RunTool RPC,
 then calls/s with 16 client processes, each with its own channel.
 Goals (the issue): p50 <= 1 ms; >= 2000 calls/s with 16 clients.
 """
@@ -168,8 +169,14 @@ def main() -> None:
                     r = c.run_tool(session.id, "Read", {"file_path": path})
                     assert not r.is_error, r.text
 
+                def read_streaming() -> None:
+                    for update in c.stream_tool(session.id, "Read", {"file_path": path}):
+                        if update.HasField("result"):
+                            assert not update.result.is_error
+
+                rows["RunTool(Read), streaming"] = _time_calls(read_streaming, warm, n)
                 cpu0 = cpu_seconds(d.proc.pid)
-                rows["RunTool(Read) over gRPC"] = _time_calls(read, warm, n)
+                rows["run_tool(Read) over gRPC"] = _time_calls(read, warm, n)
                 cpu_per_call = (cpu_seconds(d.proc.pid) - cpu0) / (warm + n) * 1000
                 cpu0 = cpu_seconds(d.proc.pid)
                 per_second = _throughput(d.socket, session.id, path, per_client)
@@ -184,17 +191,17 @@ def main() -> None:
             f"{name:32} {percentile(ms, 50):8.3f} {percentile(ms, 99):8.3f} "
             f"{1000 / (sum(ms) / len(ms)):9,.0f}"
         )
-    rtt = rows["RunTool(Read) over gRPC"]
+    rtt = rows["run_tool(Read) over gRPC"]
     floor = percentile(rows["GetStatus over gRPC (floor)"], 50)
     inproc = percentile(rows["Executor.run_one, in-process"], 50)
     p50 = percentile(rtt, 50)
     print(
-        f"RunTool p50 = {p50 / floor:.2f}x the GetStatus floor; "
+        f"run_tool p50 = {p50 / floor:.2f}x the GetStatus floor; "
         f"executor share {inproc / p50:.0%} of it"
     )
     print(f"{CLIENTS} client processes x {per_client} Reads: {per_second:,.0f} calls/s")
     print(
-        f"daemon CPU per RunTool(Read): {cpu_per_call:.2f} ms one at a time, "
+        f"daemon CPU per run_tool(Read): {cpu_per_call:.2f} ms one at a time, "
         f"{cpu_loaded:.2f} ms under {CLIENTS} clients (ceiling ~{1000 / cpu_loaded:,.0f} calls/s "
         "on one core)"
     )

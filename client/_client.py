@@ -224,10 +224,9 @@ class Client:
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
     ) -> ToolResult:
-        for update in self.stream_tool(session_id, name, input, tool_use_id):
-            if update.HasField("result"):
-                return ToolResult.from_pb(update.result)
-        raise RuntimeError("the daemon ended the call without a result")
+        """One call's result (its progress reaches attached clients; see stream_tool)."""
+        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
+        return ToolResult.from_pb(self.stub.CallTool(request))
 
     def run_tools(
         self,
@@ -343,10 +342,9 @@ class AsyncClient:
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
     ) -> ToolResult:
-        async for update in self.stream_tool(session_id, name, input, tool_use_id):
-            if update.HasField("result"):
-                return ToolResult.from_pb(update.result)
-        raise RuntimeError("the daemon ended the call without a result")
+        """One call's result (its progress reaches attached clients; see stream_tool)."""
+        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
+        return ToolResult.from_pb(await self.stub.CallTool(request))
 
     async def run_tools(
         self,

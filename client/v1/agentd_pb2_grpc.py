@@ -74,6 +74,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.RunToolRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ToolCallUpdate.FromString,
                 _registered_method=True)
+        self.CallTool = channel.unary_unary(
+                '/agentd.v1.Agentd/CallTool',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.RunToolRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ToolResult.FromString,
+                _registered_method=True)
         self.RunTools = channel.unary_stream(
                 '/agentd.v1.Agentd/RunTools',
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.RunToolsRequest.SerializeToString,
@@ -153,6 +158,14 @@ class AgentdServicer:
 
     def RunTool(self, request, context):
         """One tool call: progress updates, then exactly one result.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CallTool(self, request, context):
+        """One tool call, answered with its result only: the cheaper round trip for callers
+        that do not show progress (attached clients still see it).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -240,6 +253,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.RunTool,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.RunToolRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ToolCallUpdate.SerializeToString,
+            ),
+            'CallTool': grpc.unary_unary_rpc_method_handler(
+                    servicer.CallTool,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.RunToolRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ToolResult.SerializeToString,
             ),
             'RunTools': grpc.unary_stream_rpc_method_handler(
                     servicer.RunTools,
@@ -488,6 +506,33 @@ class Agentd:
             '/agentd.v1.Agentd/RunTool',
             agentd_dot_v1_dot_agentd__pb2.RunToolRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ToolCallUpdate.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CallTool(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/CallTool',
+            agentd_dot_v1_dot_agentd__pb2.RunToolRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ToolResult.FromString,
             options,
             channel_credentials,
             insecure,
