@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import logging
+import logging.handlers
+import queue
 import signal
 import sys
 
@@ -36,6 +39,20 @@ async def _serve(config: Config) -> None:
         flush=True,
     )
     await daemon.wait()
+
+
+def _log_off_the_loop(level: str) -> None:
+    """Log records are queued and written to stderr by a thread of their own: a slow
+    reader of stderr (journald, a full pipe) must never stall the event loop."""
+    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    stderr = logging.StreamHandler()
+    stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    listener = logging.handlers.QueueListener(records, stderr)
+    listener.start()
+    atexit.register(listener.stop)
+    root = logging.getLogger()
+    root.addHandler(logging.handlers.QueueHandler(records))
+    root.setLevel(level.upper())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from agentd.errors import InvalidRequest
@@ -97,5 +96,6 @@ class Config:
     def db_path(self) -> str:
         return os.path.join(self.state_dir, "agentd.db")
 
-    def session_dir(self, session_id: str) -> Path:
-        return Path(self.state_dir) / "sessions" / session_id
+    def session_dir(self, session_id: str) -> str:
+        """Where a session keeps its task output files and saved large results."""
+        return os.path.join(self.state_dir, "sessions", session_id)

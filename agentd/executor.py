@@ -180,7 +180,7 @@ class Executor:
         ctx = ToolContext(
             session=session,
             tool_use_id=call.tool_use_id,
-            state_dir=str(self.config.session_dir(session.id)),
+            state_dir=self.config.session_dir(session.id),
             progress=progress,
             services=self.services,
         )
