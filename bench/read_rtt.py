@@ -112,28 +112,41 @@ def _in_process(ws: str, path: str, warm: int, n: int) -> dict[str, list[float]]
         shutil.rmtree(state, ignore_errors=True)
 
 
-def _client_worker(socket: str, session_id: str, path: str, n: int, barrier: Any, out: Any) -> None:
+def _client_worker(
+    socket: str, session_id: str, path: str, n: int, barrier: Any, out: Any, floor: bool
+) -> None:
     from agentd_client import Client
 
     with Client(socket) as c:
+
+        def one() -> None:
+            if floor:
+                c.status()
+            else:
+                r = c.run_tool(session_id, "Read", {"file_path": path})
+                assert not r.is_error, r.text
+
         for _ in range(20):
-            c.run_tool(session_id, "Read", {"file_path": path})
+            one()
         barrier.wait()
         t0 = time.perf_counter()
         for _ in range(n):
-            r = c.run_tool(session_id, "Read", {"file_path": path})
-            assert not r.is_error, r.text
+            one()
         out.put((t0, time.perf_counter()))
 
 
-def _throughput(socket: str, session_id: str, path: str, per_client: int) -> float:
-    """Calls/s of CLIENTS processes each making `per_client` Reads on its own channel."""
+def _throughput(
+    socket: str, session_id: str, path: str, per_client: int, floor: bool = False
+) -> float:
+    """Calls/s of CLIENTS processes each making `per_client` Reads (or, for the floor,
+    GetStatus calls) on its own channel."""
     ctx = mp.get_context("spawn")  # no gRPC state crosses a fork
     barrier = ctx.Barrier(CLIENTS)
     out = ctx.Queue()
     procs = [
         ctx.Process(
-            target=_client_worker, args=(socket, session_id, path, per_client, barrier, out)
+            target=_client_worker,
+            args=(socket, session_id, path, per_client, barrier, out, floor),
         )
         for _ in range(CLIENTS)
     ]
@@ -181,6 +194,7 @@ def main() -> None:
                 cpu0 = cpu_seconds(d.proc.pid)
                 per_second = _throughput(d.socket, session.id, path, per_client)
                 cpu_loaded = (cpu_seconds(d.proc.pid) - cpu0) / (CLIENTS * (per_client + 20)) * 1000
+                floor_per_second = _throughput(d.socket, session.id, path, per_client, floor=True)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
 
@@ -199,7 +213,11 @@ def main() -> None:
         f"run_tool p50 = {p50 / floor:.2f}x the GetStatus floor; "
         f"executor share {inproc / p50:.0%} of it"
     )
-    print(f"{CLIENTS} client processes x {per_client} Reads: {per_second:,.0f} calls/s")
+    print(
+        f"{CLIENTS} client processes x {per_client} calls: run_tool(Read) {per_second:,.0f} "
+        f"calls/s; GetStatus (the floor) {floor_per_second:,.0f} calls/s "
+        f"({per_second / floor_per_second:.0%} of the floor)"
+    )
     print(
         f"daemon CPU per run_tool(Read): {cpu_per_call:.2f} ms one at a time, "
         f"{cpu_loaded:.2f} ms under {CLIENTS} clients (ceiling ~{1000 / cpu_loaded:,.0f} calls/s "
