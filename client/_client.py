@@ -119,6 +119,14 @@ def _target(socket: str | None) -> str:
     return f"unix:{socket or default_socket_path()}"
 
 
+def _tls_credentials(root_certificates: bytes | None, token: str) -> grpc.ChannelCredentials:
+    """TLS for a daemon's TCP listener, with the bearer token it requires on every call."""
+    return grpc.composite_channel_credentials(
+        grpc.ssl_channel_credentials(root_certificates=root_certificates),
+        grpc.access_token_call_credentials(token),
+    )
+
+
 _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -126,10 +134,26 @@ _OPTIONS = [
 
 
 class Client:
-    """Blocking client. `with Client() as c:` closes the channel at the end."""
+    """Blocking client. `with Client() as c:` closes the channel at the end.
 
-    def __init__(self, socket: str | None = None, *, timeout: float | None = None) -> None:
-        self.channel = grpc.insecure_channel(_target(socket), options=_OPTIONS)
+    The daemon's unix socket by default; `address="host:port"` with `token` (and the
+    server's CA as `root_certificates`, PEM bytes) for its TLS TCP listener.
+    """
+
+    def __init__(
+        self,
+        socket: str | None = None,
+        *,
+        timeout: float | None = None,
+        address: str | None = None,
+        token: str = "",
+        root_certificates: bytes | None = None,
+    ) -> None:
+        if address:
+            creds = _tls_credentials(root_certificates, token)
+            self.channel = grpc.secure_channel(address, creds, options=_OPTIONS)
+        else:
+            self.channel = grpc.insecure_channel(_target(socket), options=_OPTIONS)
         self.stub = pb_grpc.AgentdStub(self.channel)
         self.timeout = timeout
 
@@ -283,8 +307,20 @@ class Client:
 class AsyncClient:
     """The same calls on asyncio. `async with AsyncClient() as c:`."""
 
-    def __init__(self, socket: str | None = None, *, timeout: float | None = None) -> None:
-        self.channel = grpc.aio.insecure_channel(_target(socket), options=_OPTIONS)
+    def __init__(
+        self,
+        socket: str | None = None,
+        *,
+        timeout: float | None = None,
+        address: str | None = None,
+        token: str = "",
+        root_certificates: bytes | None = None,
+    ) -> None:
+        if address:
+            creds = _tls_credentials(root_certificates, token)
+            self.channel = grpc.aio.secure_channel(address, creds, options=_OPTIONS)
+        else:
+            self.channel = grpc.aio.insecure_channel(_target(socket), options=_OPTIONS)
         self.stub = pb_grpc.AgentdStub(self.channel)
         self.timeout = timeout
 
