@@ -295,3 +295,22 @@ def test_files_the_daemon_writes_stay_changeable_by_commands(
     owner = workspace.stat().st_uid
     assert (workspace / "new" / "dir" / "f.txt").stat().st_uid == owner
     assert (workspace / "new").stat().st_uid == owner
+
+
+def test_tasks_outlive_the_client_that_started_them(
+    daemon, client: Client, session_id: str
+) -> None:
+    marker = f"{int(uuid.uuid4().int % 10**6) + 2 * 10**6}.5"
+    with Client(daemon.socket) as starter:
+        r = starter.run_tool(
+            session_id, "Bash", {"command": f"sleep {marker}", "run_in_background": True}
+        )
+    task_id = r.data["backgroundTaskId"]
+    [task] = [t for t in client.list_tasks(session_id) if t.id == task_id]
+    assert task.status == "running"
+    deadline = time.monotonic() + 10
+    while not processes_with(f"sleep\0{marker}") and time.monotonic() < deadline:
+        time.sleep(0.02)  # the sandbox is still starting
+    assert processes_with(f"sleep\0{marker}")
+    assert not client.run_tool(session_id, "TaskStop", {"task_id": task_id}).is_error
+    assert wait_gone(f"sleep\0{marker}") == []
