@@ -129,6 +129,13 @@ class BashTool(Tool):
         env_file = os.path.join(tmp_dir, f".agentd-env-{task_id}")
         with open(env_file, "w") as f:
             f.write(_BASH_ENV.format(cwd_file=shlex.quote(cwd_file)))
+        start_notices: list[str] = []
+        if not os.path.isdir(session.cwd):
+            gone = session.cwd
+            _apply_cwd(ctx, session.workspace_roots[0])
+            start_notices.append(
+                f"The working directory {gone} no longer exists; the command ran in {session.cwd}."
+            )
         policy = sandboxing.policy_for(session, config, tmp_dir)
         policy.env = {**policy.env, "BASH_ENV": env_file}
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
@@ -209,7 +216,7 @@ class BashTool(Tool):
         output.finish(None)
         cleanup_cwd = _new_cwd(cwd_file)
         cleanup()
-        notices: list[str] = []
+        notices: list[str] = start_notices
         if cleanup_cwd is not None:
             notices += _apply_cwd(ctx, cleanup_cwd)
         changed = _changed_files(session, before)

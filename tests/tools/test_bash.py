@@ -314,3 +314,15 @@ def test_tasks_outlive_the_client_that_started_them(
     assert processes_with(f"sleep\0{marker}")
     assert not client.run_tool(session_id, "TaskStop", {"task_id": task_id}).is_error
     assert wait_gone(f"sleep\0{marker}") == []
+
+
+def test_a_vanished_cwd_falls_back_to_the_workspace(client: Client, workspace: Path) -> None:
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    ws = str(workspace.resolve())
+    assert bash(client, sid, "mkdir gone && cd gone && pwd").text == f"{ws}/gone"
+    bash(client, sid, "rmdir ../gone")
+    r = bash(client, sid, "pwd")
+    assert not r.is_error, r.text
+    assert r.text.startswith(ws + "\n")
+    assert "no longer exists" in r.text
+    assert client.get_session(sid).cwd == ws
