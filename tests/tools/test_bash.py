@@ -326,3 +326,19 @@ def test_a_vanished_cwd_falls_back_to_the_workspace(client: Client, workspace: P
     assert r.text.startswith(ws + "\n")
     assert "no longer exists" in r.text
     assert client.get_session(sid).cwd == ws
+
+
+def test_bash_output_returns_new_output_and_filters(client: Client, session_id: str) -> None:
+    r = bash(client, session_id, "printf 'a1\\nb1\\na2\\n'; exit 0", run_in_background=True)
+    task_id = r.data["backgroundTaskId"]
+    wait_for_event(client, session_id, task_finished(task_id))
+    first = client.run_tool(session_id, "BashOutput", {"bash_id": task_id, "filter": "^a"})
+    assert not first.is_error, first.text
+    assert "<status>completed</status>" in first.text
+    assert "<exit_code>0</exit_code>" in first.text
+    out = first.content[0].text  # a task notification may follow in a block of its own
+    assert "a1\na2" in out and "b1" not in out
+    again = client.run_tool(session_id, "BashOutput", {"bash_id": task_id})
+    assert "a1" not in again.content[0].text  # only output new since the last look
+    bad = client.run_tool(session_id, "BashOutput", {"bash_id": task_id, "filter": "("})
+    assert bad.is_error and "regular expression" in bad.text
