@@ -133,9 +133,11 @@ class SessionManager:
             raise InvalidRequest(
                 f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}"
             )
-        for key in env or {}:
+        for key, value in (env or {}).items():
             if not key or "=" in key or "\0" in key:
                 raise InvalidRequest(f"invalid environment variable name {key!r}")
+            if "\0" in value:
+                raise InvalidRequest(f"environment variable {key} contains a NUL byte")
         uid = os.getuid() if owner_uid is None else owner_uid
         session = Session(
             id=uuid.uuid4().hex,

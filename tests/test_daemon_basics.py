@@ -105,3 +105,10 @@ def test_disconnect_mid_call_keeps_daemon_serving(daemon: DaemonProcess, session
     c.close()
     with Client(daemon.socket) as again:
         assert again.status().pid == daemon.proc.pid
+
+
+@pytest.mark.parametrize("env", [{"": "x"}, {"A=B": "x"}, {"A": "x\0y"}])
+def test_bad_session_environment_is_refused(client: Client, workspace: Path, env) -> None:
+    with pytest.raises(grpc.RpcError) as err:
+        client.create_session(str(workspace), env=env)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
