@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
-from agentd.errors import PathOutsideWorkspace
+from agentd.errors import InputError, PathOutsideWorkspace
 
 _SYS_OPENAT2 = 437  # the same number on every architecture since 5.6
 _RESOLVE_NO_MAGICLINKS = 0x02
@@ -28,6 +28,8 @@ _libc.syscall.restype = ctypes.c_long
 
 def expand(raw: str, cwd: str, home: str) -> str:
     """The absolute, lexically normalised path of `raw` as the session means it."""
+    if "\0" in raw:
+        raise InputError(f"The path {raw!r} contains a NUL byte; no file has such a name.")
     if raw == "~" or raw.startswith("~/"):
         raw = home + raw[1:]
     path = raw if os.path.isabs(raw) else os.path.join(cwd, raw)

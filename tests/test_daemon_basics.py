@@ -112,3 +112,20 @@ def test_bad_session_environment_is_refused(client: Client, workspace: Path, env
     with pytest.raises(grpc.RpcError) as err:
         client.create_session(str(workspace), env=env)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("Read", {"file_path": "a\0b"}),
+        ("Write", {"file_path": "a\0b", "content": "x"}),
+        ("Edit", {"file_path": "a\0b", "old_string": "", "new_string": "x"}),
+        ("Glob", {"pattern": "a\0b"}),
+        ("Grep", {"pattern": "a\0b"}),
+        ("LS", {"path": "a\0b"}),
+    ],
+)
+def test_nul_bytes_are_input_errors(client: Client, session_id: str, tool: str, args) -> None:
+    r = client.run_tool(session_id, tool, args)
+    assert r.is_error
+    assert r.text.startswith("<tool_use_error>") and "NUL" in r.text

@@ -64,6 +64,10 @@ async def run_rg(
     max_bytes: int = MAX_OUTPUT_BYTES,
 ) -> RgOutput:
     """Run `rg COMMON_ARGS args` in `cwd`; kill it on cancellation or past `max_bytes`."""
+    if any("\0" in arg for arg in args):
+        raise InputError(
+            "The pattern, glob or type contains a NUL byte, which ripgrep cannot take."
+        )
     proc = await asyncio.create_subprocess_exec(
         RG_BIN,
         *COMMON_ARGS,
