@@ -97,10 +97,14 @@ class Grep(ReadOnlyTool):
 
         limit = _count_arg(args, "head_limit")
         offset = _count_arg(args, "offset") or 0
+        why = (
+            f"took longer than {ripgrep.MAX_SECONDS:g} s"
+            if out.timed_out
+            else f"printed more than {ripgrep.MAX_OUTPUT_BYTES // (1024 * 1024)} MB"
+        )
         cut_note = (
-            "\n\n(ripgrep printed more than "
-            f"{ripgrep.MAX_OUTPUT_BYTES // (1024 * 1024)} MB and was stopped; results are "
-            "incomplete. Narrow the pattern, path, glob or type.)"
+            f"\n\n(The search {why} and was stopped; results are incomplete. "
+            "Narrow the pattern, path, glob or type.)"
             if out.truncated
             else ""
         )

@@ -53,8 +53,14 @@ class RgOutput:
     stdout: bytes
     stderr: str
     returncode: int
-    # stdout went over the bound and rg was stopped: the results are incomplete.
+    # stdout went over the bound, or the time limit passed, and rg was stopped: the
+    # results are incomplete.
     truncated: bool
+    timed_out: bool = False
+
+
+# Longest a search may run before it is stopped with what it found so far.
+MAX_SECONDS = 60.0
 
 
 async def run_rg(
@@ -62,8 +68,10 @@ async def run_rg(
     cwd: str,
     cancelled: asyncio.Event,
     max_bytes: int = MAX_OUTPUT_BYTES,
+    max_seconds: float | None = None,
 ) -> RgOutput:
-    """Run `rg COMMON_ARGS args` in `cwd`; kill it on cancellation or past `max_bytes`."""
+    """Run `rg COMMON_ARGS args` in `cwd`; kill it on cancellation, past `max_bytes`, or
+    after `max_seconds` (a search of / can take as long as the disk is big)."""
     if any("\0" in arg for arg in args):
         raise InputError(
             "The pattern, glob or type contains a NUL byte, which ripgrep cannot take."
@@ -105,13 +113,22 @@ async def run_rg(
 
     work = asyncio.gather(read_stdout(), read_stderr(), proc.wait())
     stop = asyncio.ensure_future(cancelled.wait())
+    timed_out = False
     try:
-        done, _ = await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if work not in done:
+        done, _ = await asyncio.wait(
+            {work, stop},
+            timeout=MAX_SECONDS if max_seconds is None else max_seconds,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        if stop in done:
             _kill(proc)
             with contextlib.suppress(Exception):
                 await work
             raise ToolError("The search was cancelled.")
+        if not done:
+            timed_out = truncated = True
+            _kill(proc)
+            await work
     except BaseException:
         _kill(proc)
         work.cancel()
@@ -127,7 +144,7 @@ async def run_rg(
         # Drop the last, possibly partial, record.
         data = b"".join(chunks)
         cut = max(data.rfind(b"\n"), data.rfind(b"\0"))
-        return RgOutput(data[: cut + 1], err.decode(errors="replace"), returncode, True)
+        return RgOutput(data[: cut + 1], err.decode(errors="replace"), returncode, True, timed_out)
     return RgOutput(b"".join(chunks), err.decode(errors="replace"), returncode, False)
 
 

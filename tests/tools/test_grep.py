@@ -306,3 +306,14 @@ async def test_read_only_and_concurrency_safe() -> None:
 def test_schema_matches_reference() -> None:
     tools = {t["name"]: t for t in json.loads(REFERENCE_SCHEMAS.read_text())["tools"]}
     assert Grep.input_schema == tools["Grep"]["input_schema"]
+
+
+async def test_a_search_past_its_time_limit_returns_what_it_found(
+    call, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(50):
+        write(ws / f"f{i}.txt", "needle\n")
+    monkeypatch.setattr(ripgrep, "MAX_SECONDS", 0.0)
+    r = await call("Grep", {"pattern": "needle"})
+    assert not r.is_error, r.text
+    assert "took longer than 0 s and was stopped; results are incomplete" in r.text
