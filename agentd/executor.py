@@ -236,6 +236,14 @@ class Executor:
             return ToolResult.error(str(exc))
         except asyncio.CancelledError:
             return ToolResult.text("The call was cancelled.", is_error=True)
+        except OSError as exc:
+            # The filesystem said no (a name too long, a loop of links, no permission):
+            # a fact about the machine the model can act on, not a bug of the tool.
+            log.info("%s on call %s: %s", call.name, call.tool_use_id, exc)
+            where = f" ({exc.filename})" if exc.filename else ""
+            return ToolResult.error(
+                f"{tool.name} could not complete: {exc.strerror or exc}{where}."
+            )
         except Exception as exc:
             log.exception("tool %s crashed on call %s", call.name, call.tool_use_id)
             return ToolResult.error(
