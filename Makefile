@@ -19,6 +19,9 @@ system-deps:
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v rg >/dev/null || missing="$$missing ripgrep"; \
+	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
+	command -v gcc >/dev/null || missing="$$missing gcc"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
