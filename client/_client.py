@@ -127,6 +127,16 @@ def _tls_credentials(root_certificates: bytes | None, token: str) -> grpc.Channe
     )
 
 
+def _channel(
+    flavour: Any, socket: str | None, address: str | None, token: str, roots: bytes | None
+) -> Any:
+    """A channel of `flavour` (grpc or grpc.aio): the unix socket, or TLS TCP with a token."""
+    if address:
+        creds = _tls_credentials(roots, token)
+        return flavour.secure_channel(address, creds, options=_OPTIONS)
+    return flavour.insecure_channel(_target(socket), options=_OPTIONS)
+
+
 _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -149,11 +159,7 @@ class Client:
         token: str = "",
         root_certificates: bytes | None = None,
     ) -> None:
-        if address:
-            creds = _tls_credentials(root_certificates, token)
-            self.channel = grpc.secure_channel(address, creds, options=_OPTIONS)
-        else:
-            self.channel = grpc.insecure_channel(_target(socket), options=_OPTIONS)
+        self.channel = _channel(grpc, socket, address, token, root_certificates)
         self.stub = pb_grpc.AgentdStub(self.channel)
         self.timeout = timeout
 
@@ -316,11 +322,7 @@ class AsyncClient:
         token: str = "",
         root_certificates: bytes | None = None,
     ) -> None:
-        if address:
-            creds = _tls_credentials(root_certificates, token)
-            self.channel = grpc.aio.secure_channel(address, creds, options=_OPTIONS)
-        else:
-            self.channel = grpc.aio.insecure_channel(_target(socket), options=_OPTIONS)
+        self.channel = _channel(grpc.aio, socket, address, token, root_certificates)
         self.stub = pb_grpc.AgentdStub(self.channel)
         self.timeout = timeout
 
