@@ -11,6 +11,7 @@ reached its timeout, is the same Run registered with the TaskManager.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import logging
 import os
@@ -30,7 +31,8 @@ _F_SETPIPE_SZ = 1031
 _READ_SIZE = 1 << 20
 # Live output sent as progress is sampled: at most this much per update.
 PROGRESS_CHUNK = 8192
-PROGRESS_INTERVAL = 0.1
+# Seconds between progress updates of a running command.
+PROGRESS_INTERVAL = 0.25
 
 
 class OutputFile:
@@ -161,7 +163,7 @@ class Run:
         self.killed = False
         loop = asyncio.get_running_loop()
         self._reader_done = loop.create_future()
-        with _suppress_oserror():
+        with contextlib.suppress(OSError):  # a bigger pipe is an optimisation only
             fcntl.fcntl(read_fd, _F_SETPIPE_SZ, _READ_SIZE)
         threading.Thread(
             target=self._read, args=(read_fd, loop), daemon=True, name=f"run-{process.pid}"
@@ -189,14 +191,6 @@ class Run:
     def kill(self) -> None:
         self.killed = True
         self.process.kill()
-
-
-class _suppress_oserror:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
-        return isinstance(exc, OSError)
 
 
 def new_task_id() -> str:

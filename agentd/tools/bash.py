@@ -272,7 +272,7 @@ async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
                 return "timeout"
             done, _ = await asyncio.wait(
                 {run.done, cancelled},
-                timeout=min(PROGRESS_INTERVAL * 5, remaining),
+                timeout=min(PROGRESS_INTERVAL, remaining),
                 return_when=asyncio.FIRST_COMPLETED,
             )
             chunk = run.output.take_progress()
