@@ -47,6 +47,8 @@ class Daemon:
         }
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
         self.executor = Executor(default_registry(), self.sessions, config, services=self.services)
+        # Closing a session ends its running calls too, not only its background tasks.
+        self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
         asker = Asker(self.sessions, config.permission_timeout_seconds)
         self.executor.permissions = PermissionEngine(config, self.sessions, asker)
         self.services["asker"] = asker

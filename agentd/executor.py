@@ -137,9 +137,10 @@ class Executor:
         asyncio.get_running_loop().call_later(1.0, running.task.cancel)
         return True
 
-    async def cancel_all(self, grace: float = 5.0) -> None:
-        """Cancel every running call and wait (at most `grace` seconds) for them to end."""
-        running = list(self._running.values())
+    async def cancel_all(self, grace: float = 5.0, session_id: str | None = None) -> None:
+        """Cancel every running call (of one session, if given) and wait, at most `grace`
+        seconds, for them to end."""
+        running = [r for (sid, _), r in self._running.items() if session_id in (None, sid)]
         for r in running:
             r.ctx.cancelled.set()
         if running:

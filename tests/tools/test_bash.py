@@ -342,3 +342,18 @@ def test_bash_output_returns_new_output_and_filters(client: Client, session_id: 
     assert "a1" not in again.content[0].text  # only output new since the last look
     bad = client.run_tool(session_id, "BashOutput", {"bash_id": task_id, "filter": "("})
     assert bad.is_error and "regular expression" in bad.text
+
+
+def test_closing_the_session_ends_its_running_calls(client: Client, workspace: Path) -> None:
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    marker = f"{int(uuid.uuid4().int % 10**6) + 3 * 10**6}.5"
+    result = {}
+    caller = threading.Thread(
+        target=lambda: result.update(r=bash(client, sid, f"echo started; sleep {marker}"))
+    )
+    caller.start()
+    wait_for_event(client, sid, lambda e: e.HasField("progress") and "started" in e.progress.output)
+    client.close_session(sid)
+    caller.join(30)
+    assert result["r"].is_error and "interrupted" in result["r"].text
+    assert wait_gone(f"sleep\0{marker}") == []
