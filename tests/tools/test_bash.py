@@ -32,12 +32,29 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-def wait_gone(marker: str, timeout: float = 5) -> list[int]:
-    """Processes with `marker` still alive after `timeout` (the kernel reaps asynchronously)."""
+def wait_present(marker: str, timeout: float = 10) -> list[int]:
+    """Processes with `marker` once there are some: a sandbox still starting passes through
+    several execs, during which its command line can read as empty."""
     deadline = time.monotonic() + timeout
-    while (left := processes_with(marker)) and time.monotonic() < deadline:
+    while not (found := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return found
+
+
+def wait_gone(marker: str, timeout: float = 5) -> list[int]:
+    """Processes with `marker` still alive after `timeout` (the kernel reaps asynchronously).
+
+    Gone means absent from two scans in a row: one scan can miss a process mid-exec.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = processes_with(marker)
+        if not left:
+            time.sleep(0.05)
+            left = processes_with(marker)
+        if not left or time.monotonic() >= deadline:
+            return left
         time.sleep(0.05)
-    return left
 
 
 def test_exit_code_and_interleaved_streams(client: Client, session_id: str) -> None:
@@ -264,7 +281,7 @@ def test_closing_the_session_stops_its_tasks(client: Client, workspace: Path) ->
     sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
     marker = f"agentd-close-{uuid.uuid4().hex[:8]}"
     r = bash(client, sid, f"sleep 300 # {marker}", run_in_background=True)
-    assert processes_with(marker)
+    assert wait_present(marker)
     client.close_session(sid)
     [task] = [t for t in client.list_tasks(sid) if t.id == r.data["backgroundTaskId"]]
     assert task.status == "killed"
@@ -308,10 +325,7 @@ def test_tasks_outlive_the_client_that_started_them(
     task_id = r.data["backgroundTaskId"]
     [task] = [t for t in client.list_tasks(session_id) if t.id == task_id]
     assert task.status == "running"
-    deadline = time.monotonic() + 10
-    while not processes_with(f"sleep\0{marker}") and time.monotonic() < deadline:
-        time.sleep(0.02)  # the sandbox is still starting
-    assert processes_with(f"sleep\0{marker}")
+    assert wait_present(f"sleep\0{marker}")
     assert not client.run_tool(session_id, "TaskStop", {"task_id": task_id}).is_error
     assert wait_gone(f"sleep\0{marker}") == []
 
