@@ -28,6 +28,30 @@ class FileState:
     partial: bool = False
 
 
+class ReadState(dict[str, FileState]):
+    """path -> FileState, remembering which paths changed since the last save.
+
+    A save then writes those rows only: a long session may have read thousands of
+    files, and serialising all of them after every call made each call slower.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.changed: set[str] = set()
+
+    def __setitem__(self, path: str, state: FileState) -> None:
+        super().__setitem__(path, state)
+        self.changed.add(path)
+
+    def __delitem__(self, path: str) -> None:
+        super().__delitem__(path)
+        self.changed.add(path)
+
+    def pop(self, path: str, *default: Any) -> Any:  # type: ignore[override]
+        self.changed.add(path)
+        return super().pop(path, *default)
+
+
 @dataclass
 class Session:
     id: str
@@ -49,11 +73,12 @@ class Session:
     # Directories outside the workspace roots that tools may use (additionalDirectories).
     additional_dirs: list[str] = field(default_factory=list)
     # path -> state at the last Read (or write by a tool) in this session
-    read_state: dict[str, FileState] = field(default_factory=dict)
+    read_state: ReadState = field(default_factory=ReadState)
     todos: list[dict[str, Any]] = field(default_factory=list)
 
 
-_SESSION_FIELDS = tuple(f.name for f in fields(Session))
+# read_state is stored row by row (Store.save_read_state), not in the session's body.
+_SESSION_FIELDS = tuple(f.name for f in fields(Session) if f.name != "read_state")
 _FILE_STATE_FIELDS = tuple(f.name for f in fields(FileState))
 
 
@@ -63,20 +88,17 @@ def _session_to_dict(session: Session) -> dict[str, Any]:
     Shallow: the lists and dicts are the session's own, not copies (dataclasses.asdict
     deep-copies every field, which was most of the cost of saving after each call).
     """
-    body = {name: getattr(session, name) for name in _SESSION_FIELDS}
-    body["read_state"] = {
-        path: {name: getattr(state, name) for name in _FILE_STATE_FIELDS}
-        for path, state in session.read_state.items()
-    }
-    return body
+    return {name: getattr(session, name) for name in _SESSION_FIELDS}
 
 
-def _session_from_dict(body: dict[str, Any]) -> Session:
-    body = dict(body)
-    read_state = {p: FileState(**s) for p, s in body.pop("read_state", {}).items()}
-    known = {f.name for f in fields(Session)}
+def _file_state_to_dict(state: FileState) -> dict[str, Any]:
+    return {name: getattr(state, name) for name in _FILE_STATE_FIELDS}
+
+
+def _session_from_dict(body: dict[str, Any], read_state: dict[str, Any]) -> Session:
+    known = set(_SESSION_FIELDS)
     session = Session(**{k: v for k, v in body.items() if k in known})
-    session.read_state = read_state
+    session.read_state = ReadState({p: FileState(**s) for p, s in read_state.items()})
     return session
 
 
@@ -94,7 +116,7 @@ class SessionManager:
         # Called with the session when it closes (stops its tasks, ...).
         self.on_close: list[Callable[[Session], Awaitable[None]]] = []
         for body in store.load_sessions():
-            session = _session_from_dict(body)
+            session = _session_from_dict(body, store.load_read_state(body["id"]))
             self._sessions[session.id] = session
 
     def create(
@@ -178,6 +200,15 @@ class SessionManager:
 
     def save(self, session: Session) -> None:
         self._store.save_session(session.id, session.created_ms, _session_to_dict(session))
+        changed = session.read_state.changed
+        if changed:
+            states = session.read_state
+            self._store.save_read_state(
+                session.id,
+                {p: _file_state_to_dict(states[p]) for p in changed if p in states},
+                [p for p in changed if p not in states],
+            )
+            changed.clear()
 
     async def close(self, session_id: str) -> Session:
         session = self.get(session_id)

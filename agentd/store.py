@@ -29,6 +29,12 @@ CREATE TABLE IF NOT EXISTS events (
     payload TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS read_state (
+    session_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, path)
+);
 CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
@@ -90,6 +96,27 @@ class Store:
     def load_sessions(self) -> Iterator[dict[str, Any]]:
         for (body,) in self._db.execute("SELECT body FROM sessions ORDER BY created_ms"):
             yield json.loads(body)
+
+    # what each session has read: one row per file, written when it changes
+    def save_read_state(
+        self, session_id: str, states: dict[str, dict[str, Any]], removed: list[str]
+    ) -> None:
+        self._db.executemany(
+            "INSERT INTO read_state (session_id, path, body) VALUES (?, ?, ?) "
+            "ON CONFLICT(session_id, path) DO UPDATE SET body = excluded.body",
+            [(session_id, path, json.dumps(body)) for path, body in states.items()],
+        )
+        self._db.executemany(
+            "DELETE FROM read_state WHERE session_id = ? AND path = ?",
+            [(session_id, path) for path in removed],
+        )
+        self._dirty()
+
+    def load_read_state(self, session_id: str) -> dict[str, dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT path, body FROM read_state WHERE session_id = ?", (session_id,)
+        )
+        return {path: json.loads(body) for path, body in rows}
 
     # events
     def append_event(

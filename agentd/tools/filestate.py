@@ -10,6 +10,7 @@ modified behind the model's back.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import difflib
 import errno
 import hashlib
@@ -162,7 +163,7 @@ def is_modified(session: Session, path: str, current: Current) -> bool:
     if current.st.st_mtime_ns == state.mtime_ns and len(current.data) == state.size:
         return False
     if digest(current.data) == state.content_hash:
-        state.mtime_ns = current.st.st_mtime_ns
+        session.read_state[path] = dataclasses.replace(state, mtime_ns=current.st.st_mtime_ns)
         return False
     return True
 
