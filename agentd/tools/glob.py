@@ -54,7 +54,6 @@ class Glob(ReadOnlyTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
-        await self.validate_input(args, ctx)
         root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
         # Glob looks at every file, ignored or not, as the reference does.
         out = await ripgrep.run_rg(

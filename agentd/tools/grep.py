@@ -79,7 +79,6 @@ class Grep(ReadOnlyTool):
             ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        await self.validate_input(args, ctx)
         root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
         mode = args.get("output_mode", "files_with_matches")
         run_dir = root.path if root.is_dir else os.path.dirname(root.path)

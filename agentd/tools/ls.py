@@ -62,7 +62,6 @@ class LS(ReadOnlyTool):
             _directory(args.get("path"), ctx)
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        await self.validate_input(args, ctx)
         root = _directory(args.get("path"), ctx)
         ignore = list(args.get("ignore") or [])
         entries, truncated = _walk(root, ignore)

@@ -83,7 +83,6 @@ class TodoWrite(Tool):
             raise InputError("Invalid todo list: " + "; ".join(problems) + ".")
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        await self.validate_input(args, ctx)
         session = ctx.session
         old = session.todos
         new = [{key: item[key] for key in FIELDS} for item in args["todos"]]
