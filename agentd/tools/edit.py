@@ -201,11 +201,16 @@ class EditTool(Tool):
             "userModified": False,
             "replaceAll": replace_all,
         }
-        if target.stale:
-            text += "\n\n" + STALE_NOTE
-            data["staleRecovered"] = True
-            data["contentNotInModelContext"] = True
-        return ToolResult.text(text, data)
+        return edit_result(text, data, target)
+
+
+def edit_result(text: str, data: dict[str, Any], target: Target) -> ToolResult:
+    """The result of a successful edit, saying so when it applied to a file changed on disk."""
+    if target.stale:
+        text += "\n\n" + STALE_NOTE
+        data["staleRecovered"] = True
+        data["contentNotInModelContext"] = True
+    return ToolResult.text(text, data)
 
 
 TOOL = EditTool

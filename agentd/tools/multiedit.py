@@ -7,7 +7,7 @@ from typing import Any
 from agentd.errors import InputError
 from agentd.tools import textdiff
 from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
-from agentd.tools.edit import CURRENT_NOTE, STALE_NOTE, apply_edit, load_target, save_target
+from agentd.tools.edit import CURRENT_NOTE, apply_edit, edit_result, load_target, save_target
 
 PREVIEW_CHARS = 60
 
@@ -112,11 +112,7 @@ class MultiEditTool(Tool):
             "structuredPatch": textdiff.structured_patch(target.content, content),
             "userModified": False,
         }
-        if target.stale:
-            text += "\n\n" + STALE_NOTE
-            data["staleRecovered"] = True
-            data["contentNotInModelContext"] = True
-        return ToolResult.text(text, data)
+        return edit_result(text, data, target)
 
 
 TOOL = MultiEditTool
