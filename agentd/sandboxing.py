@@ -41,6 +41,8 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     uid = ident[0] if ident else os.getuid()
     base = os.path.join("/tmp", f"agentd-{uid}")
     path = os.path.join(base, session.id)
+    if os.path.isdir(path):
+        return path  # made by an earlier call of this session
     os.makedirs(path, mode=0o700, exist_ok=True)
     if ident is not None:
         for p in (base, path):
