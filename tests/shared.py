@@ -1,17 +1,15 @@
-"""Where the team's shared material (the reference recordings, security lists) lives.
+"""The reference material the tests use, carried in `tests/data/` so a clone stands alone.
 
-A checkout has `shared/` beside it (CI clones main next to it); AGENTD_SHARED_DIR
-overrides that.
+`tests/data/oracle/` holds the recorded results of the reference tools (Claude Code
+2.1.328) and its tool schemas; `tests/data/security/` the Docker seccomp deny list.
+They are copies of the team's `shared/` folder: refresh them from there when it changes.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-SHARED = Path(
-    os.environ.get("AGENTD_SHARED_DIR") or Path(__file__).resolve().parents[1].parent / "shared"
-)
-ORACLE = SHARED / "oracle"
+DATA = Path(__file__).resolve().parent / "data"
+ORACLE = DATA / "oracle"
 TOOL_SCHEMAS = ORACLE / "tool_schemas.json"
-DOCKER_DENIED = SHARED / "security" / "docker_seccomp_denied.json"
+DOCKER_DENIED = DATA / "security" / "docker_seccomp_denied.json"

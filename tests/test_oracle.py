@@ -1,4 +1,4 @@
-"""Replay the reference recordings (shared/oracle) through the real daemon, case by case.
+"""Replay the reference recordings (tests/data/oracle) through the real daemon, case by case.
 
 Each case of `cases_smoke.json` runs in a fresh workspace with its setup, in a fresh
 bypassPermissions session; a turn with several calls is one RunTools batch, a single
@@ -45,12 +45,10 @@ from tests.shared import ORACLE
 from tests.waiting import task_finished, wait_for_event
 
 SANDBOX_UID = 65534
-CASES = json.loads((ORACLE / "cases_smoke.json").read_text()) if ORACLE.exists() else []
-RESULTS = (
-    {c["id"]: c for c in json.loads((ORACLE / "results_smoke_sonnet45.json").read_text())["cases"]}
-    if ORACLE.exists()
-    else {}
-)
+CASES = json.loads((ORACLE / "cases_smoke.json").read_text())
+RESULTS = {
+    c["id"]: c for c in json.loads((ORACLE / "results_smoke_sonnet45.json").read_text())["cases"]
+}
 
 # Harness noise the reference appends to a result: reminders that open on their own line.
 _REMINDER = re.compile(r"(?:\n\n)?<system-reminder>\n.*?</system-reminder>", re.S)
