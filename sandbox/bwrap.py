@@ -113,6 +113,12 @@ def build_argv(
         if not os.path.isdir(real):
             raise ValueError(f"writable path is not a directory: {path}")
         argv += ["--bind", real, real]
+    for path in policy.read_only:
+        real = os.path.realpath(path)
+        if os.path.lexists(real):
+            argv += ["--ro-bind", real, real]
+    for source, dest in policy.ro_binds:
+        argv += ["--ro-bind", source, dest]
     home = policy.home or DEFAULT_HOME
     if policy.home is None:
         argv += ["--dir", DEFAULT_HOME]

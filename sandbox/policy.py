@@ -27,6 +27,11 @@ class SandboxPolicy:
     """One session's sandbox: writable roots, hidden paths, network, identity, limits."""
 
     writable: list[str] = field(default_factory=list)
+    # Existing paths shown read-only where they are, mounted after the writable roots:
+    # protected paths inside a writable root, or roots a read-only run may only read.
+    read_only: list[str] = field(default_factory=list)
+    # (host source, path inside): a file or directory shown read-only in place of another.
+    ro_binds: list[tuple[str, str]] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
     network: bool = False
     env: dict[str, str] = field(default_factory=dict)

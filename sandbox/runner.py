@@ -35,8 +35,13 @@ class Launch:
         os.close(self.seccomp_fd)
 
 
-def prepare(policy: SandboxPolicy, command: list[str]) -> Launch:
-    """Build the argv and subprocess arguments, or raise SandboxUnavailable."""
+def prepare(
+    policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...] = ()
+) -> Launch:
+    """Build the argv and subprocess arguments, or raise SandboxUnavailable.
+
+    `pass_fds` are inherited by the command (bwrap passes open fds through).
+    """
     bwrap_path = bwrap.find_bwrap()
     if bwrap_path is None:
         raise SandboxUnavailable(
@@ -57,7 +62,7 @@ def prepare(policy: SandboxPolicy, command: list[str]) -> Launch:
         raise
     kwargs: dict[str, Any] = {
         "close_fds": True,
-        "pass_fds": (fd,),
+        "pass_fds": (fd, *pass_fds),
         "start_new_session": True,
         "env": {},
     }
@@ -181,9 +186,10 @@ async def spawn(
     *,
     stdout: int | None = asyncio.subprocess.PIPE,
     stderr: int | None = asyncio.subprocess.PIPE,
+    pass_fds: tuple[int, ...] = (),
 ) -> SandboxProcess:
     """Start `argv` in the sandbox on the running loop; stdin is /dev/null."""
-    launch = prepare(policy, argv)
+    launch = prepare(policy, argv, pass_fds)
     try:
         proc = await asyncio.create_subprocess_exec(
             *launch.argv,
