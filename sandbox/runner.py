@@ -35,9 +35,7 @@ class Launch:
         os.close(self.seccomp_fd)
 
 
-def prepare(
-    policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...] = ()
-) -> Launch:
+def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...] = ()) -> Launch:
     """Build the argv and subprocess arguments, or raise SandboxUnavailable.
 
     `pass_fds` are inherited by the command (bwrap passes open fds through).
