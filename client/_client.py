@@ -277,10 +277,11 @@ class Client:
             if u.HasField("result")
         ]
 
-    def cancel(self, session_id: str, tool_use_id: str) -> bool:
+    def cancel(self, session_id: str, tool_use_id: str, timeout: float | None = None) -> bool:
+        """Cancel a running call; False when the daemon has no such call running."""
         reply = self.stub.CancelCall(
             pb.CancelCallRequest(session_id=session_id, tool_use_id=tool_use_id),
-            timeout=self.timeout,
+            timeout=timeout or self.timeout,
         )
         return reply.cancelled
 
