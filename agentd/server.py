@@ -138,6 +138,8 @@ class Server:
         ]
         self._servers: list[grpc.aio.Server] = []
         self._health: list[health.aio.HealthServicer] = []
+        # The TCP settings are checked first: a fault there leaves no socket behind.
+        tcp = self._tcp_server(config, servicer, options) if config.tcp_listen else None
         unix = grpc.aio.server(options=options)
         self._health.append(_add_services(unix, servicer))
         prepare_socket(config.socket_path)
@@ -147,8 +149,8 @@ class Server:
         finally:
             os.umask(old_umask)
         self._servers.append(unix)
-        if config.tcp_listen:
-            self._servers.append(self._tcp_server(config, servicer, options))
+        if tcp is not None:
+            self._servers.append(tcp)
 
     def _tcp_server(
         self, config: Config, servicer: Servicer, options: list[tuple[str, Any]]

@@ -7,7 +7,13 @@ with Client() as c:
     print(result.text, result.is_error, result.data)
 """
 
-from agentd_client._client import (
+import os
+
+# gRPC's documented default, set before grpc is imported: without it grpc 1.6x's core
+# also prints INFO lines (a failed TLS handshake) under agentctl's one-line errors.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+from agentd_client._client import (  # noqa: E402
     AsyncClient,
     Client,
     Event,

@@ -243,9 +243,10 @@ class Client:
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
     ) -> Iterator[pb.ToolCallUpdate]:
-        """Progress updates, then the result, as the daemon sends them."""
+        """Progress updates, then the result, as the daemon sends them; cancel() the
+        iterator to stop listening (CancelCall stops the call itself)."""
         request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
-        yield from self.stub.RunTool(request)
+        return self.stub.RunTool(request)
 
     def run_tool(
         self,

@@ -200,8 +200,12 @@ def resolve(flags: dict[str, str | None], context_flag: str | None) -> Endpoint:
             # A new endpoint replaces the old one whole: its address, socket, CA and token.
             for key in ("address", "socket", "token_file", "ca"):
                 setattr(endpoint, key, "")
-            if label == "flag":
-                endpoint.context = ""
+                endpoint.sources.pop(key, None)
+            # ... and is no longer the context's, nor is its default session.
+            endpoint.context = ""
+            if endpoint.sources.get("session", "").startswith("context "):
+                endpoint.session = ""
+                endpoint.sources.pop("session")
         for key in FIELDS:
             if value := layer.get(key, ""):
                 setattr(endpoint, key, value)
