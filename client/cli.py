@@ -51,13 +51,19 @@ class _Tree:
         self.sub = sub
 
     def leaf(
-        self, name: str, help: str, func: Callable[..., int], *, daemon: bool = True
+        self,
+        name: str,
+        help: str,
+        func: Callable[..., int],
+        *,
+        daemon: bool = True,
+        connection: bool | None = None,
     ) -> argparse.ArgumentParser:
         p = self.sub.add_parser(name, help=help, description=help)
         p.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for machines"
         )
-        if daemon:
+        if daemon if connection is None else connection:
             _connection_options(p, argparse.SUPPRESS)
         p.set_defaults(func=func, needs_daemon=daemon)
         return p
@@ -174,7 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     rm = ctx.leaf("rm", "remove a context", cmd_context_rm, daemon=False)
     rm.add_argument("name")
     ctx.leaf("ls", "list the contexts", cmd_context_ls, daemon=False)
-    ctx.leaf("show", "where agentctl would connect now, and why", cmd_context_show, daemon=False)
+    ctx.leaf(
+        "show",
+        "where agentctl would connect now, and why",
+        cmd_context_show,
+        daemon=False,
+        connection=True,
+    )
 
     comp = top.leaf("completion", "print a shell completion script", cmd_completion, daemon=False)
     comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
