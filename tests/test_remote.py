@@ -215,9 +215,8 @@ def test_start_up_faults_are_one_line_and_exit_2(remote: Remote, tmp_path: Path)
         f'tls_key = "{tls}/server-key.pem"\ntoken_file = "{tls}/token"\n'
     )
     missing = good.replace("server.pem", "missing.pem")
-    assert "tls_cert" in _serve_fails(tmp_path, missing) and "does not exist" in _serve_fails(
-        tmp_path, missing
-    )
+    line = _serve_fails(tmp_path, missing)
+    assert "tls_cert" in line and "does not exist" in line
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a key\n")
     bad_key = good.replace(f"{tls}/server-key.pem", str(garbage))
