@@ -9,6 +9,7 @@ token file.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import os
@@ -82,8 +83,11 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    """Created 0600 from the start: a secret is never readable by others, even briefly."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    """Created 0600 and new: a secret is never readable by others, even briefly, and never
+    written into a file (or through a symlink) someone else made there."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     os.chmod(path, 0o600)
@@ -98,6 +102,12 @@ def init(directory: str, names: list[str], listen: str, days: int, force: bool) 
             f"{existing[0]} already exists; pass --force to replace the files in {directory}"
         )
     files.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = files.directory.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise InvalidRequest(
+            f"{files.directory} is writable by other users or not yours; the key and token "
+            "need a private directory (--dir)"
+        )
     now = datetime.datetime.now(datetime.UTC)
     start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=days)
     host = socket.gethostname()

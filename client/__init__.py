@@ -5,6 +5,8 @@ with Client() as c:
     session = c.create_session(workspace="/src/project")
     result = c.run_tool(session.id, "Read", {"file_path": "README.md"})
     print(result.text, result.is_error, result.data)
+
+`connect("devbox")` opens a Client the way `agentctl --context devbox` connects.
 """
 
 import os
@@ -25,6 +27,7 @@ from agentd_client._client import (  # noqa: E402
     ToolResult,
     default_socket_path,
 )
+from agentd_client.contexts import connect  # noqa: E402
 
 __all__ = [
     "AsyncClient",
@@ -36,5 +39,6 @@ __all__ = [
     "Task",
     "TextBlock",
     "ToolResult",
+    "connect",
     "default_socket_path",
 ]

@@ -239,3 +239,9 @@ def open_client(endpoint: Endpoint) -> Client:
         raise Unreachable(f"token file {endpoint.token_file} is empty")
     roots = _read_file(endpoint.ca, "--ca", endpoint) if endpoint.ca else None
     return Client(address=endpoint.address, token=token, root_certificates=roots)
+
+
+def connect(context: str | None = None) -> Client:
+    """A Client for `context`, or wherever agentctl would connect now (environment, the
+    current context, the local socket)."""
+    return open_client(resolve({}, context))

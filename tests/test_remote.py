@@ -231,3 +231,35 @@ def test_start_up_faults_are_one_line_and_exit_2(remote: Remote, tmp_path: Path)
     assert "token_file" in _serve_fails(tmp_path, no_token)
     both = good + 'token = "also-here"\n'
     assert "not both" in _serve_fails(tmp_path, both)
+
+
+def test_reflection_needs_the_token(remote: Remote) -> None:
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    ca = (remote.tls / "ca.pem").read_bytes()
+    with grpc.secure_channel(remote.address, grpc.ssl_channel_credentials(ca)) as ch:
+        stub = reflection_pb2_grpc.ServerReflectionStub(ch)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        with pytest.raises(grpc.RpcError) as refused:
+            list(stub.ServerReflectionInfo(iter([request]), timeout=10))
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_tls_init_keeps_its_secrets_private(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: another user could plant files there
+    r = _agentd("tls", "init", "--dir", str(shared))
+    assert r.returncode == 2 and "private directory" in ctl.one_line(r.stderr)
+    assert list(shared.iterdir()) == []
+    # With --force over existing files, a planted symlink is replaced, never written through.
+    private = tmp_path / "private"
+    assert _agentd("tls", "init", "--dir", str(private)).returncode == 0
+    bait = tmp_path / "bait"
+    bait.write_text("")
+    (private / "token").unlink()
+    (private / "token").symlink_to(bait)
+    assert _agentd("tls", "init", "--dir", str(private), "--force").returncode == 0
+    assert bait.read_text() == ""
+    assert not (private / "token").is_symlink()
+    assert stat.S_IMODE((private / "token").stat().st_mode) == 0o600
