@@ -118,3 +118,24 @@ def test_tasks_stop(daemon: DaemonProcess, client: Client, session_id: str) -> N
     again = ctl.run("--socket", daemon.socket, "tasks", "stop", "-s", session_id, task_id)
     assert again.returncode == 3
     assert f"cannot stop task {task_id}" in ctl.one_line(again.stderr)
+
+
+def test_ctrl_c_on_attach_is_exit_130_without_a_traceback(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    term = ctl.on_pty("--socket", daemon.socket, "attach", session_id, "--from", "now")
+    try:
+        # Attached once it shows a call made after it started.
+        for i in range(20):
+            client.run_tool(session_id, "LS", {"path": "/tmp"}, f"toolu_attach_ctrlc{i}")
+            try:
+                term.read_until(b"toolu_attach_ctrlc", timeout=2)
+                break
+            except TimeoutError:
+                continue
+        os.write(term.master, b"\x03")
+        assert term.proc.wait(30) == 130
+        out = term.drain().decode(errors="replace")
+    finally:
+        term.close()
+    assert "Traceback" not in out, out
