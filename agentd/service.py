@@ -242,8 +242,12 @@ class Servicer(pb_grpc.AgentdServicer):
         self, request: pb.ListSessionsRequest, context: Any
     ) -> pb.ListSessionsResponse:
         sessions = self.sessions.list(include_closed=request.include_closed)
+        # Closed sessions go without their event logs: loading one per closed session
+        # would cost a query each and keep it in memory for good.
         return pb.ListSessionsResponse(
-            sessions=[session_to_pb(s, self.sessions.log(s.id)) for s in sessions]
+            sessions=[
+                session_to_pb(s, None if s.closed else self.sessions.log(s.id)) for s in sessions
+            ]
         )
 
     @_unary

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -219,7 +220,11 @@ def _gc(daemon: DaemonProcess, client: Client, workspace: Path) -> None:
     idle = client.create_session(str(workspace), name="gc-idle").id
     # Every session is idle for at least 0s; the busy one has a running task.
     busy = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    before_ms = time.time() * 1000
     client.run_tool(busy, "Bash", {"command": "sleep 73941$((0+1))", "run_in_background": True})
+    # The daemon reports activity: the call just made, not the session's creation.
+    activity = {s.id: s.last_activity_ms for s in client.list_sessions()}
+    assert activity[busy] >= before_ms > activity[idle] - 1
     dry = ctl.run("--socket", daemon.socket, "session", "gc", "--idle", "0s", "--dry-run", "--json")
     report = json.loads(dry.stdout)
     assert [c["id"] for c in report["closed"]] == [idle]
