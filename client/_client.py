@@ -120,11 +120,12 @@ def _target(socket: str | None) -> str:
 
 
 def _tls_credentials(root_certificates: bytes | None, token: str) -> grpc.ChannelCredentials:
-    """TLS for a daemon's TCP listener, with the bearer token it requires on every call."""
-    return grpc.composite_channel_credentials(
-        grpc.ssl_channel_credentials(root_certificates=root_certificates),
-        grpc.access_token_call_credentials(token),
-    )
+    """TLS for a daemon's TCP listener, with the bearer token it requires on every call
+    (without one, only health checks are answered)."""
+    tls = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+    if not token:
+        return tls
+    return grpc.composite_channel_credentials(tls, grpc.access_token_call_credentials(token))
 
 
 def _channel(

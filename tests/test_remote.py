@@ -19,6 +19,7 @@ import pytest
 from cryptography import x509
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 from tests import ctl
 from tests.daemon import DaemonProcess, start_daemon
 
@@ -159,11 +160,18 @@ def test_health_answers_without_a_token_but_nothing_else_does(remote: Remote) ->
         reply = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
-    # agentctl with no token is told so before it connects...
+    # GetStatus without a token: refused by the daemon...
+    with grpc.secure_channel(remote.address, grpc.ssl_channel_credentials(ca)) as ch:
+        stub = agentd_pb2_grpc.AgentdStub(ch)
+        with pytest.raises(grpc.RpcError) as refused_rpc:
+            stub.GetStatus(agentd_pb2.GetStatusRequest(), timeout=10)
+    assert refused_rpc.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    # ...and through agentctl: exit 3, one line that names the fix.
     no_token = ctl.run("--address", remote.address, "--ca", str(remote.tls / "ca.pem"), "status")
-    assert no_token.returncode == 2
-    assert "needs a token" in ctl.one_line(no_token.stderr)
-    # ...and a wrong one is refused by the daemon: exit 3, one clear line.
+    assert no_token.returncode == 3
+    line = ctl.one_line(no_token.stderr)
+    assert "refused" in line and "bearer token" in line and "--token-file" in line
+    # A wrong token is refused the same way.
     wrong = remote.tls.parent / "wrong-token"
     wrong.write_text("not-the-token\n")
     refused = ctl.run(
