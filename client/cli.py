@@ -137,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--from",
         dest="start",
         default="start",
+        metavar="start|now|SEQ",
         help="start (replay everything, the default), now (live only), or an event seq",
     )
     a.add_argument("--after-seq", type=int, help=argparse.SUPPRESS)

@@ -79,6 +79,14 @@ def from_rpc_error(exc: grpc.RpcError, where: str) -> CliError:
                 "given CA (check --ca or the context's ca)",
                 status,
             )
+        if "Hostname Verification" in detail or "Peer name" in detail:
+            host = where.split(" ")[0].rpartition(":")[0].strip("[]")
+            return Unreachable(
+                f"cannot reach agentd at {where}: its TLS certificate does not name {host}; "
+                "connect by a name it has, or remake it on the daemon's host with "
+                f"`agentd tls init --force --name {host}`",
+                status,
+            )
         if "Ssl handshake failed" in detail or "SSL" in detail:
             return Unreachable(
                 f"cannot reach agentd at {where}: the TLS handshake failed (is it the TLS "

@@ -259,6 +259,8 @@ def test_context_precedence(daemon: DaemonProcess, tmp_path: Path) -> None:
     assert ctl.run("status", env=env_live).returncode == 0
     flagged = ctl.run("--socket", str(tmp_path / "dead.sock"), "status", env=env_live)
     assert flagged.returncode == 2
+    # AGENTD_CONTEXT picks a context for a shell, over the current one.
+    assert ctl.run("status", env={**env, "AGENTD_CONTEXT": "local"}).returncode == 0
     # Connection options work after the command too.
     assert ctl.run("status", "--context", "local", env=env).returncode == 0
     shown = json.loads(ctl.run("context", "show", "--json", "--context", "local", env=env).stdout)
