@@ -39,7 +39,8 @@ def default_config_file() -> str | None:
 class Config:
     socket_path: str = field(default_factory=default_socket_path)
     state_dir: str = field(default_factory=default_state_dir)
-    # TCP is off unless set ("127.0.0.1:7777"); it then needs tls_cert, tls_key and token.
+    # TCP is off unless set ("127.0.0.1:7777"); it then needs tls_cert, tls_key and a
+    # token: token_file (a file holding it, kept 0600; `agentd tls init` makes one) or token.
     tcp_listen: str = ""
     tls_cert: str = ""
     tls_key: str = ""
@@ -68,6 +69,8 @@ class Config:
     task_output_bytes: int = 64 * 1024 * 1024
     # Seconds a task may run before it is stopped.
     task_max_seconds: float = 3600.0
+    # A file holding the TCP listener's bearer token, so it need not sit in this config.
+    token_file: str = ""
 
     @classmethod
     def load(cls, path: str | None = None, **overrides: Any) -> Config:

@@ -47,6 +47,8 @@ class EventLog:
         self.session_id = session_id
         self._store = store
         self._seq = store.last_seq(session_id)
+        # When the session last did anything (progress included), for idle-session gc.
+        self.last_time_ms = store.last_event_ms(session_id)
         self._subscribers: set[_Subscriber] = set()
         self._queue_size = queue_size
         self.closed = False
@@ -62,6 +64,7 @@ class EventLog:
     def emit(self, kind: str, **payload: Any) -> Event:
         self._seq += 1
         event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload)
+        self.last_time_ms = event.time_ms
         if kind not in LIVE_ONLY:
             self._store.append_event(self.session_id, event.seq, event.time_ms, kind, payload)
         for sub in self._subscribers:

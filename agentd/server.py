@@ -8,9 +8,11 @@ a bearer token on every call.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import logging
 import os
+import socket
 import stat
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,11 +24,17 @@ from grpc_reflection.v1alpha import reflection
 from agentd.config import Config
 from agentd.errors import InvalidRequest
 from agentd.service import Servicer
+from agentd.tls import load_server_pair, load_token
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 SERVICE_NAME = agentd_pb2.DESCRIPTOR.services_by_name["Agentd"].full_name
+
+
+# Health answers without a token: load balancers and Kubernetes probes carry none,
+# and it tells nothing but SERVING or NOT_SERVING.
+OPEN_METHODS = frozenset({"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"})
 
 
 class TokenAuth(grpc.aio.ServerInterceptor):
@@ -40,6 +48,8 @@ class TokenAuth(grpc.aio.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
+        if details.method in OPEN_METHODS:
+            return await continuation(details)
         for key, value in details.invocation_metadata or ():
             if key == "authorization":
                 got = value.encode() if isinstance(value, str) else value
@@ -50,6 +60,34 @@ class TokenAuth(grpc.aio.ServerInterceptor):
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
 
         return grpc.unary_unary_rpc_method_handler(deny)
+
+
+def _check_port_free(listen: str) -> None:
+    """A busy port as one clear line, before gRPC logs its own lines about it."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or None
+    try:
+        infos = socket.getaddrinfo(
+            host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (ValueError, OSError) as exc:
+        raise InvalidRequest(
+            f"tcp_listen {listen!r} is not HOST:PORT on this machine ({exc})"
+        ) from None
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(addr)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise InvalidRequest(
+                        f"cannot listen on tcp_listen {listen}: port {port} is in use "
+                        "(another agentd?); stop it or pick another port"
+                    ) from None
+                raise InvalidRequest(
+                    f"cannot listen on tcp_listen {listen}: {exc.strerror}"
+                ) from None
 
 
 def prepare_socket(path: str) -> None:
@@ -100,6 +138,8 @@ class Server:
         ]
         self._servers: list[grpc.aio.Server] = []
         self._health: list[health.aio.HealthServicer] = []
+        # The TCP settings are checked first: a fault there leaves no socket behind.
+        tcp = self._tcp_server(config, servicer, options) if config.tcp_listen else None
         unix = grpc.aio.server(options=options)
         self._health.append(_add_services(unix, servicer))
         prepare_socket(config.socket_path)
@@ -109,15 +149,34 @@ class Server:
         finally:
             os.umask(old_umask)
         self._servers.append(unix)
-        if config.tcp_listen:
-            if not (config.tls_cert and config.tls_key and config.token):
-                raise InvalidRequest("tcp_listen needs tls_cert, tls_key and token")
-            tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(config.token)])
-            self._health.append(_add_services(tcp, servicer))
-            with open(config.tls_key, "rb") as k, open(config.tls_cert, "rb") as c:
-                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
-            tcp.add_secure_port(config.tcp_listen, creds)
+        if tcp is not None:
             self._servers.append(tcp)
+
+    def _tcp_server(
+        self, config: Config, servicer: Servicer, options: list[tuple[str, Any]]
+    ) -> grpc.aio.Server:
+        """The TLS listener; every fault in its settings is one line that names the fix."""
+        token = load_token(config.token, config.token_file)
+        if not (config.tls_cert and config.tls_key and token):
+            raise InvalidRequest(
+                "tcp_listen needs tls_cert, tls_key and token_file; "
+                "`agentd tls init` makes them and prints the lines to add"
+            )
+        if config.token_file and os.stat(config.token_file).st_mode & 0o077:
+            log.warning("token_file %s is readable by other users; chmod 600 it", config.token_file)
+        key_pem, cert_pem = load_server_pair(config.tls_cert, config.tls_key)
+        _check_port_free(config.tcp_listen)
+        tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(token)])
+        self._health.append(_add_services(tcp, servicer))
+        creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
+        try:
+            tcp.add_secure_port(config.tcp_listen, creds)
+        except RuntimeError:
+            raise InvalidRequest(
+                f"cannot listen on tcp_listen {config.tcp_listen}: the port is in use or the "
+                "address is not this machine's; pick another in the config"
+            ) from None
+        return tcp
 
     async def start(self) -> None:
         for server in self._servers:
@@ -129,6 +188,12 @@ class Server:
             await h.set("", health_pb2.HealthCheckResponse.SERVING)
             await h.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
         log.info("agentd listening on unix:%s", self.config.socket_path)
+        if self.config.tcp_listen:
+            log.info(
+                "agentd listening on tcp:%s (TLS with %s, bearer token required)",
+                self.config.tcp_listen,
+                self.config.tls_cert,
+            )
 
     async def stop(self, grace: float = 5.0) -> None:
         for h in self._health:

@@ -21,7 +21,7 @@ import grpc
 from agentd import __version__
 from agentd.bashsec import classify
 from agentd.errors import AgentdError, InvalidRequest, NotFound
-from agentd.events import Event
+from agentd.events import Event, EventLog
 from agentd.executor import Executor, ToolUse, new_tool_use_id, result_payload
 from agentd.sessions import PERMISSION_MODES, Session, SessionManager
 from agentd_client.v1 import agentd_pb2 as pb
@@ -77,7 +77,8 @@ def _require(value: str, what: str) -> str:
     return value
 
 
-def session_to_pb(s: Session) -> pb.Session:
+def session_to_pb(s: Session, log_: EventLog | None = None) -> pb.Session:
+    """The session; with its event log, also where its events are and when it last acted."""
     return pb.Session(
         id=s.id,
         name=s.name,
@@ -94,6 +95,8 @@ def session_to_pb(s: Session) -> pb.Session:
         ask_rules=s.ask_rules,
         allow_network=s.allow_network,
         allow_unsandboxed=s.allow_unsandboxed,
+        last_seq=log_.last_seq if log_ else 0,
+        last_activity_ms=max(log_.last_time_ms, s.created_ms) if log_ else s.created_ms,
     )
 
 
@@ -231,14 +234,21 @@ class Servicer(pb_grpc.AgentdServicer):
 
     @_unary
     async def GetSession(self, request: pb.GetSessionRequest, context: Any) -> pb.Session:
-        return session_to_pb(self.sessions.get(_require(request.session_id, "session_id")))
+        session = self.sessions.get(_require(request.session_id, "session_id"))
+        return session_to_pb(session, self.sessions.log(session.id))
 
     @_unary
     async def ListSessions(
         self, request: pb.ListSessionsRequest, context: Any
     ) -> pb.ListSessionsResponse:
         sessions = self.sessions.list(include_closed=request.include_closed)
-        return pb.ListSessionsResponse(sessions=[session_to_pb(s) for s in sessions])
+        # Closed sessions go without their event logs: loading one per closed session
+        # would cost a query each and keep it in memory for good.
+        return pb.ListSessionsResponse(
+            sessions=[
+                session_to_pb(s, None if s.closed else self.sessions.log(s.id)) for s in sessions
+            ]
+        )
 
     @_unary
     async def CloseSession(self, request: pb.CloseSessionRequest, context: Any) -> pb.Session:

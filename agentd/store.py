@@ -139,6 +139,14 @@ class Store:
         for seq, time_ms, kind, payload in self._db.execute(query + " ORDER BY seq", params):
             yield seq, time_ms, kind, json.loads(payload)
 
+    def last_event_ms(self, session_id: str) -> int:
+        """The time of the session's latest journaled event, 0 if none."""
+        row = self._db.execute(
+            "SELECT time_ms FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return row[0] if row else 0
+
     def last_seq(self, session_id: str) -> int:
         row = self._db.execute(
             "SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,)

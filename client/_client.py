@@ -120,11 +120,12 @@ def _target(socket: str | None) -> str:
 
 
 def _tls_credentials(root_certificates: bytes | None, token: str) -> grpc.ChannelCredentials:
-    """TLS for a daemon's TCP listener, with the bearer token it requires on every call."""
-    return grpc.composite_channel_credentials(
-        grpc.ssl_channel_credentials(root_certificates=root_certificates),
-        grpc.access_token_call_credentials(token),
-    )
+    """TLS for a daemon's TCP listener, with the bearer token it requires on every call
+    (without one, only health checks are answered)."""
+    tls = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+    if not token:
+        return tls
+    return grpc.composite_channel_credentials(tls, grpc.access_token_call_credentials(token))
 
 
 def _channel(
@@ -243,9 +244,10 @@ class Client:
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
     ) -> Iterator[pb.ToolCallUpdate]:
-        """Progress updates, then the result, as the daemon sends them."""
+        """Progress updates, then the result, as the daemon sends them; cancel() the
+        iterator to stop listening (CancelCall stops the call itself)."""
         request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
-        yield from self.stub.RunTool(request)
+        return self.stub.RunTool(request)
 
     def run_tool(
         self,
@@ -277,10 +279,11 @@ class Client:
             if u.HasField("result")
         ]
 
-    def cancel(self, session_id: str, tool_use_id: str) -> bool:
+    def cancel(self, session_id: str, tool_use_id: str, timeout: float | None = None) -> bool:
+        """Cancel a running call; False when the daemon has no such call running."""
         reply = self.stub.CancelCall(
             pb.CancelCallRequest(session_id=session_id, tool_use_id=tool_use_id),
-            timeout=self.timeout,
+            timeout=timeout or self.timeout,
         )
         return reply.cancelled
 

@@ -1,355 +1,314 @@
-"""agentctl: the command-line client of agentd."""
+"""agentctl: the command-line client of agentd. The parser, and what happens around a command."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import threading
-import time
+from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 import grpc
-from google.protobuf.json_format import MessageToDict
 
-from agentd_client._client import Client, ToolResult, default_socket_path
-from agentd_client.v1 import agentd_pb2 as pb
+from agentd_client import commands, contexts
+from agentd_client.display import print_json
+from agentd_client.errors import EXIT_CODES_HELP, INTERRUPTED, OK, CliError, Usage, from_rpc_error
 
-
-def _pairs(items: list[str], what: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"agentctl: {what} must look like KEY=VALUE, got {item!r}")
-        out[key] = value
-    return out
+# Options that say where the daemon is; accepted before or after the command.
+CONNECTION = ("socket", "address", "token_file", "ca", "context")
 
 
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, sort_keys=True))
+def version() -> str:
+    for dist in ("agentd-client", "agentd"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
 
 
-def _session_dict(s: pb.Session) -> dict[str, Any]:
-    return MessageToDict(s, preserving_proto_field_name=True)
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 64, so 2 keeps meaning "cannot reach the daemon"."""
+
+    def error(self, message: str) -> Any:
+        raise Usage(f"{message} (see `{self.prog} --help`)")
 
 
-def cmd_status(c: Client, args: argparse.Namespace) -> int:
-    st = c.status()
-    if args.json:
-        _print_json(MessageToDict(st, preserving_proto_field_name=True))
-        return 0
-    print(f"agentd {st.version} (pid {st.pid}) up {st.uptime_seconds:.0f}s on {st.socket_path}")
-    print(
-        f"sessions open: {st.open_sessions}  calls running: {st.running_calls}  "
-        f"tasks running: {st.running_tasks}"
-    )
-    print(f"state dir: {st.state_dir}")
-    return 0
+def _connection_options(p: argparse.ArgumentParser, default: Any) -> None:
+    g = p.add_argument_group("where the daemon is (also AGENTD_* variables, and contexts)")
+    g.add_argument("--socket", default=default, help="the daemon's unix socket")
+    g.add_argument("--address", default=default, help="HOST:PORT of its TLS listener")
+    g.add_argument("--token-file", default=default, help="a file holding the bearer token")
+    g.add_argument("--ca", default=default, help="the CA certificate that signed the daemon's")
+    g.add_argument("--context", default=default, help="a context from `agentctl context ls`")
 
 
-def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
-    s = c.create_session(
-        args.workspace,
-        cwd=args.cwd or "",
-        env=_pairs(args.env, "--env"),
-        name=args.name or "",
-        labels=_pairs(args.label, "--label"),
-        permission_mode=args.mode or "",
-        allow_network=args.net,
-    )
-    if args.json:
-        _print_json(_session_dict(s))
-    else:
-        print(s.id)
-    return 0
+class _Tree:
+    """Adds leaf commands so each one has --json and the connection options."""
 
+    def __init__(self, sub: Any) -> None:
+        self.sub = sub
 
-def cmd_session_ls(c: Client, args: argparse.Namespace) -> int:
-    sessions = c.list_sessions(include_closed=args.all)
-    if args.json:
-        _print_json([_session_dict(s) for s in sessions])
-        return 0
-    for s in sessions:
-        state = "closed" if s.closed else "open"
-        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_ms / 1000))
-        print(f"{s.id}  {state:6}  {created}  {s.name or '-':12}  {' '.join(s.workspace_roots)}")
-    return 0
-
-
-def cmd_session_show(c: Client, args: argparse.Namespace) -> int:
-    _print_json(_session_dict(c.get_session(args.id)))
-    return 0
-
-
-def cmd_session_close(c: Client, args: argparse.Namespace) -> int:
-    c.close_session(args.id)
-    print(f"closed {args.id}")
-    return 0
-
-
-def _print_result(result: ToolResult, as_json: bool) -> int:
-    if as_json:
-        _print_json(
-            {
-                "content": result.to_dict()["content"],
-                "is_error": result.is_error,
-                "data": result.data,
-            }
+    def leaf(
+        self,
+        name: str,
+        help: str,
+        func: Callable[..., int],
+        *,
+        daemon: bool = True,
+        connection: bool | None = None,
+    ) -> argparse.ArgumentParser:
+        p = self.sub.add_parser(name, help=help, description=help)
+        p.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for machines"
         )
-    else:
-        for block in result.content:
-            if hasattr(block, "text"):
-                print(block.text)
-            else:
-                print(f"[image {block.media_type}, {len(block.data)} bytes]")
-    return 1 if result.is_error else 0
+        if daemon if connection is None else connection:
+            _connection_options(p, argparse.SUPPRESS)
+        p.set_defaults(func=func, needs_daemon=daemon)
+        return p
+
+    def group(self, name: str, help: str, dest: str, required: bool = True) -> _Tree:
+        p = self.sub.add_parser(name, help=help, description=help)
+        return _Tree(p.add_subparsers(dest=dest, required=required, parser_class=_Parser))
 
 
-def cmd_call(c: Client, args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.input == "-" else args.input
-    show_progress = sys.stderr.isatty() and not args.json
-    for update in c.stream_tool(args.session, args.tool, text, args.id):
-        if update.HasField("progress"):
-            if show_progress and update.progress.output:
-                sys.stderr.write(update.progress.output)
-                sys.stderr.flush()
-        else:
-            return _print_result(ToolResult.from_pb(update.result), args.json)
-    print("agentctl: the daemon ended the call without a result", file=sys.stderr)
-    return 1
-
-
-def cmd_tools(c: Client, args: argparse.Namespace) -> int:
-    tools = c.list_tools()
-    if args.format == "anthropic":
-        _print_json(tools)
-    else:
-        for t in tools:
-            first = t["description"].strip().splitlines()[0] if t["description"] else ""
-            print(f"{t['name']:14} {first}")
-    return 0
-
-
-def cmd_tasks(c: Client, args: argparse.Namespace) -> int:
-    tasks = c.list_tasks(args.session, include_finished=True)
-    if args.json:
-        _print_json([MessageToDict(t, preserving_proto_field_name=True) for t in tasks])
-        return 0
-    for t in tasks:
-        code = f" exit {t.exit_code}" if t.has_exit_code else ""
-        print(f"{t.id}  {t.status:9}{code}  {t.command[:60]}  -> {t.output_path}")
-    return 0
-
-
-def cmd_classify(c: Client, args: argparse.Namespace) -> int:
-    _print_json(c.classify(args.command))
-    return 0
-
-
-def cmd_perms(c: Client, args: argparse.Namespace) -> int:
-    s = c.update_permissions(
-        args.session, mode=args.mode or "", allow=args.allow, deny=args.deny, ask=args.ask
+def _session_option(p: argparse.ArgumentParser, default: Any = None) -> None:
+    p.add_argument(
+        "--session",
+        "-s",
+        default=default,
+        help="session name, id or unique id prefix (default $AGENTD_SESSION)",
     )
-    _print_json(
-        {
-            "permission_mode": s.permission_mode,
-            "allow": list(s.allow_rules),
-            "deny": list(s.deny_rules),
-            "ask": list(s.ask_rules),
-        }
-    )
-    return 0
-
-
-def describe_event(e: pb.Event) -> str:
-    """One readable line per event, as `agentctl attach` prints it."""
-    kind = e.WhichOneof("kind")
-    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
-    head = f"[{e.seq:>5} {stamp}]"
-    match kind:
-        case "call_started":
-            x = e.call_started
-            return f"{head} ▶ {x.name} {x.input_json[:200]} ({x.tool_use_id})"
-        case "progress":
-            x = e.progress
-            if x.output:
-                return x.output.rstrip("\n")
-            return f"{head}   … {x.message or 'running'} {x.elapsed_ms / 1000:.1f}s"
-        case "call_finished":
-            x = e.call_finished
-            mark = "✗" if x.result.is_error else "✓"
-            text = "".join(b.text.text for b in x.result.content if b.HasField("text"))
-            first = text.strip().splitlines()[0][:160] if text.strip() else ""
-            return f"{head} {mark} {x.name} {x.duration_ms}ms {first}"
-        case "todos_changed":
-            todos = json.loads(e.todos_changed.todos_json or "[]")
-            lines = [f"{head} todos:"]
-            for t in todos:
-                box = {"completed": "[x]", "in_progress": "[~]"}.get(t.get("status"), "[ ]")
-                lines.append(f"    {box} {t.get('content', '')}")
-            return "\n".join(lines)
-        case "task_started":
-            t = e.task_started.task
-            return f"{head} task {t.id} started: {t.command[:120]}"
-        case "task_finished":
-            t = e.task_finished.task
-            code = f" with exit code {t.exit_code}" if t.has_exit_code else ""
-            return f"{head} task {t.id} {t.status}{code}"
-        case "permission_requested":
-            x = e.permission_requested
-            reasons = "; ".join(x.reasons)
-            return (
-                f"{head} ? permission for {x.tool_name} {x.input_json[:200]}"
-                f"{' — ' + reasons if reasons else ''} (request {x.request_id})"
-            )
-        case "permission_resolved":
-            x = e.permission_resolved
-            return f"{head} permission {x.request_id}: {x.decision} ({x.scope}) by {x.decided_by}"
-        case "permission_decided":
-            x = e.permission_decided
-            return (
-                f"{head} {x.behavior} {x.tool_name} by {x.decided_by}"
-                f"{': ' + x.reason if x.reason else ''}"
-            )
-        case "cwd_changed":
-            return f"{head} cwd {e.cwd_changed.previous} -> {e.cwd_changed.cwd}"
-        case "session_closed":
-            return f"{head} session closed"
-        case "gap":
-            return f"{head} (fell behind: events {e.gap.from_seq}-{e.gap.to_seq} replayed)"
-    return f"{head} {kind}"
-
-
-def _ask(c: Client, session_id: str, x: pb.PermissionRequested) -> None:
-    """Ask the person at this terminal; the first answer from any terminal wins."""
-    try:
-        answer = input(f"Allow {x.tool_name}? [y]es / [n]o / [a]lways: ").strip().lower()
-    except EOFError:
-        return
-    decision, scope = {
-        "y": ("allow", "once"),
-        "yes": ("allow", "once"),
-        "a": ("allow", "always"),
-        "always": ("allow", "always"),
-    }.get(answer, ("deny", "once"))
-    try:
-        reply = c.resolve_permission(session_id, x.request_id, decision, scope)
-        if not reply.accepted:
-            print(f"(not applied: {reply.message})", file=sys.stderr)
-    except grpc.RpcError as exc:
-        print(f"(not applied: {exc.details()})", file=sys.stderr)
-
-
-def cmd_attach(c: Client, args: argparse.Namespace) -> int:
-    interactive = sys.stdin.isatty() and not args.json
-    stream = c.attach(args.id, args.after_seq)
-    try:
-        for event in stream:
-            if args.json:
-                print(
-                    json.dumps(MessageToDict(event, preserving_proto_field_name=True)), flush=True
-                )
-            else:
-                print(describe_event(event), flush=True)
-            if interactive and event.HasField("permission_requested"):
-                threading.Thread(
-                    target=_ask, args=(c, args.id, event.permission_requested), daemon=True
-                ).start()
-    except KeyboardInterrupt:
-        stream.cancel()
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="agentctl", description="Talk to the agentd daemon.")
-    p.add_argument("--socket", help=f"daemon socket (default {default_socket_path()})")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(
+        prog="agentctl",
+        description="Talk to the agentd daemon: on this machine's socket, or another's TLS "
+        "listener (--address, --context).",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"agentctl {version()}")
+    _connection_options(p, None)
+    p.set_defaults(json=False)
+    top = _Tree(p.add_subparsers(dest="command", required=True, parser_class=_Parser))
 
-    s = sub.add_parser("status", help="is the daemon up, and what is it doing")
-    s.add_argument("--json", action="store_true")
-    s.set_defaults(func=cmd_status)
+    top.leaf("status", "is the daemon up, and what is it doing", commands.cmd_status)
 
-    sess = sub.add_parser("session", help="create, list, show, close sessions")
-    ss = sess.add_subparsers(dest="session_command", required=True)
-    n = ss.add_parser("new", help="create a session on a workspace")
+    sess = top.group("session", "create, list, show, close and gc sessions", "session_command")
+    n = sess.leaf("new", "create a session on a workspace", commands.cmd_session_new)
     n.add_argument("--workspace", action="append", required=True, help="a workspace root")
     n.add_argument("--cwd")
-    n.add_argument("--name")
+    n.add_argument("--name", help="a name to use instead of the id (unique among open sessions)")
     n.add_argument("--label", action="append", default=[], help="KEY=VALUE")
     n.add_argument("--env", action="append", default=[], help="KEY=VALUE for every command")
     n.add_argument("--mode", help="permission mode")
     n.add_argument("--net", action="store_true", help="let Bash reach the network")
-    n.add_argument("--json", action="store_true")
-    n.set_defaults(func=cmd_session_new)
-    ls = ss.add_parser("ls", help="list sessions")
+    ls = sess.leaf("ls", "list sessions", commands.cmd_session_ls)
     ls.add_argument("--all", action="store_true", help="closed ones too")
-    ls.add_argument("--json", action="store_true")
-    ls.set_defaults(func=cmd_session_ls)
-    sh = ss.add_parser("show", help="one session as JSON")
-    sh.add_argument("id")
-    sh.set_defaults(func=cmd_session_show)
-    cl = ss.add_parser("close", help="close a session and stop its tasks")
-    cl.add_argument("id")
-    cl.set_defaults(func=cmd_session_close)
+    for name, help, func in (
+        ("show", "one session as JSON", commands.cmd_session_show),
+        ("close", "close a session and stop its calls and tasks", commands.cmd_session_close),
+    ):
+        leaf = sess.leaf(name, help, func)
+        leaf.add_argument("session", nargs="?", help="name, id or id prefix")
+    gc = sess.leaf("gc", "close the sessions idle for longer than --idle", commands.cmd_session_gc)
+    gc.add_argument("--idle", default="7d", help="idle time, e.g. 12h, 7d, 2w (default 7d)")
+    gc.add_argument("--dry-run", action="store_true", help="only say what would be closed")
 
-    call = sub.add_parser("call", help="run one tool call")
-    call.add_argument("--session", required=True)
+    call = top.leaf("call", "run one tool call (Ctrl-C cancels it)", commands.cmd_call)
+    _session_option(call)
     call.add_argument("--id", help="tool_use_id (default: generated)")
-    call.add_argument("--json", action="store_true", help="print {content, is_error, data}")
     call.add_argument("tool")
     call.add_argument("input", help="the input as JSON, or - to read it from stdin")
-    call.set_defaults(func=cmd_call)
 
-    t = sub.add_parser("tools", help="list the tools")
+    cancel = top.leaf("cancel", "cancel a running tool call", commands.cmd_cancel)
+    _session_option(cancel)
+    cancel.add_argument("call", help="the call's tool_use_id")
+
+    t = top.leaf("tools", "list the tools", commands.cmd_tools)
     t.add_argument("--format", choices=["table", "anthropic"], default="table")
-    t.set_defaults(func=cmd_tools)
 
-    a = sub.add_parser("attach", help="follow a session's events live")
-    a.add_argument("id")
-    a.add_argument("--after-seq", type=int, default=0)
-    a.add_argument("--json", action="store_true")
-    a.set_defaults(func=cmd_attach)
+    a = top.leaf("attach", "follow a session's events live", commands.cmd_attach)
+    a.add_argument("session", nargs="?", help="name, id or id prefix (default $AGENTD_SESSION)")
+    a.add_argument(
+        "--from",
+        dest="start",
+        default="start",
+        metavar="start|now|SEQ",
+        help="start (replay everything, the default), now (live only), or an event seq",
+    )
+    a.add_argument("--after-seq", type=int, help=argparse.SUPPRESS)
 
-    tk = sub.add_parser("tasks", help="a session's background tasks")
-    tk.add_argument("--session", required=True)
-    tk.add_argument("--json", action="store_true")
-    tk.set_defaults(func=cmd_tasks)
+    tk = top.group("tasks", "a session's background tasks", "tasks_command", required=False)
+    tls = tk.leaf("ls", "list them (the default)", commands.cmd_tasks)
+    _session_option(tls, argparse.SUPPRESS)
+    stop = tk.leaf("stop", "stop one and everything it started", commands.cmd_tasks_stop)
+    _session_option(stop, argparse.SUPPRESS)
+    stop.add_argument("task", help="the task id")
+    # `agentctl tasks --session S` lists, as before `tasks ls` existed.
+    tasks_parser = top.sub.choices["tasks"]
+    _session_option(tasks_parser)
+    tasks_parser.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for machines"
+    )
+    _connection_options(tasks_parser, argparse.SUPPRESS)
+    tasks_parser.set_defaults(func=commands.cmd_tasks, needs_daemon=True)
 
-    cf = sub.add_parser("classify", help="what the classifier says of a bash command")
+    cf = top.leaf("classify", "what the classifier says of a bash command", commands.cmd_classify)
     cf.add_argument("command")
-    cf.set_defaults(func=cmd_classify)
 
-    pr = sub.add_parser("perms", help="change a session's permission mode and rules")
-    pr.add_argument("--session", required=True)
+    pr = top.leaf("perms", "change a session's permission mode and rules", commands.cmd_perms)
+    _session_option(pr)
     pr.add_argument("--mode")
     pr.add_argument("--allow", action="append", default=[])
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
-    pr.set_defaults(func=cmd_perms)
+
+    ctx = top.group("context", "named daemons to connect to (client.toml)", "context_command")
+    add = ctx.leaf("add", "add or replace a context", cmd_context_add, daemon=False)
+    add.add_argument("name")
+    add.add_argument("--address", help="HOST:PORT of the daemon's TLS listener")
+    add.add_argument("--socket", help="a unix socket (local, or forwarded with ssh -L)")
+    add.add_argument("--token-file", help="the file holding the bearer token")
+    add.add_argument("--ca", help="the CA certificate (`agentd tls init` writes ca.pem)")
+    add.add_argument("--session", help="the default session in this context")
+    add.add_argument("--use", action="store_true", help="make it the current context")
+    use = ctx.leaf("use", "make a context the current one", cmd_context_use, daemon=False)
+    use.add_argument("name")
+    rm = ctx.leaf("rm", "remove a context", cmd_context_rm, daemon=False)
+    rm.add_argument("name")
+    ctx.leaf("ls", "list the contexts", cmd_context_ls, daemon=False)
+    ctx.leaf(
+        "show",
+        "where agentctl would connect now, and why",
+        cmd_context_show,
+        daemon=False,
+        connection=True,
+    )
+
+    comp = top.leaf("completion", "print a shell completion script", cmd_completion, daemon=False)
+    comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
     return p
 
 
+def cmd_context_add(args: argparse.Namespace) -> int:
+    entry = contexts.add(
+        args.name,
+        address=args.address or "",
+        socket=args.socket or "",
+        token_file=args.token_file or "",
+        ca=args.ca or "",
+        session=args.session or "",
+        use=args.use,
+    )
+    current = contexts.load().get("current_context") == args.name
+    if args.json:
+        print_json({"name": args.name, "current": current, **entry})
+    else:
+        print(
+            f"context {args.name} saved in {contexts.config_path()}"
+            + (" (current)" if current else "")
+        )
+    return OK
+
+
+def cmd_context_use(args: argparse.Namespace) -> int:
+    contexts.use(args.name)
+    if args.json:
+        print_json({"current_context": args.name})
+    else:
+        print(f"now using context {args.name}")
+    return OK
+
+
+def cmd_context_rm(args: argparse.Namespace) -> int:
+    contexts.remove(args.name)
+    if args.json:
+        print_json({"removed": args.name})
+    else:
+        print(f"removed context {args.name}")
+    return OK
+
+
+def cmd_context_ls(args: argparse.Namespace) -> int:
+    data = contexts.load()
+    current = data.get("current_context", "")
+    if args.json:
+        print_json({"current_context": current, "contexts": data["contexts"]})
+        return OK
+    for name, entry in sorted(data["contexts"].items()):
+        where = entry.get("address") or f"unix:{entry.get('socket', '')}"
+        print(f"{'*' if name == current else ' '} {name:16} {where}")
+    return OK
+
+
+def cmd_context_show(args: argparse.Namespace) -> int:
+    endpoint = _endpoint(args)
+    if args.json:
+        print_json(endpoint.to_dict())
+        return OK
+    print(f"agentctl connects to {endpoint.where}")
+    for key, source in sorted(endpoint.sources.items()):
+        print(f"  {key} = {getattr(endpoint, key)}  (from {source})")
+    return OK
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    import shtab
+
+    script = shtab.complete(build_parser(), shell=args.shell)
+    if args.json:
+        print_json({"shell": args.shell, "script": script})
+    else:
+        print(script)
+    return OK
+
+
+def _endpoint(args: argparse.Namespace) -> contexts.Endpoint:
+    flags = {
+        "socket": getattr(args, "socket", None),
+        "address": getattr(args, "address", None),
+        "token_file": getattr(args, "token_file", None),
+        "ca": getattr(args, "ca", None),
+    }
+    return contexts.resolve(flags, getattr(args, "context", None))
+
+
+def _report(error: CliError, as_json: bool) -> int:
+    if as_json:
+        line = {"error": error.message, "exit_code": error.exit_code}
+        if error.grpc_status:
+            line["grpc_status"] = error.grpc_status
+        print(json.dumps(line), file=sys.stderr)
+    else:
+        print(f"agentctl: {error.message}", file=sys.stderr)
+    return error.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    as_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    endpoint: contexts.Endpoint | None = None
     try:
-        with Client(args.socket) as client:
+        args = build_parser().parse_args(argv)
+        if not args.needs_daemon:
+            return args.func(args)
+        endpoint = _endpoint(args)
+        args.default_session = endpoint.session
+        with contexts.open_client(endpoint) as client:
             return args.func(client, args)
+    except CliError as exc:
+        return _report(exc, as_json)
     except grpc.RpcError as exc:
-        code = exc.code()
-        detail = exc.details()
-        if code == grpc.StatusCode.UNAVAILABLE:
-            socket = args.socket or default_socket_path()
-            print(
-                f"agentctl: cannot reach agentd at {socket} ({detail}); start it with "
-                "`make run` or `agentd serve`, or pass --socket",
-                file=sys.stderr,
-            )
-        else:
-            print(f"agentctl: {detail} ({code.name})", file=sys.stderr)
-        return 2
+        where = endpoint.where if endpoint else "?"
+        return _report(from_rpc_error(exc, where), as_json)
+    except KeyboardInterrupt:
+        print("agentctl: interrupted", file=sys.stderr)
+        return INTERRUPTED
     except BrokenPipeError:
-        return 0
+        return OK
 
 
 if __name__ == "__main__":

@@ -1,0 +1,315 @@
+"""agentctl's commands: one function each, taking the client and the parsed arguments.
+
+Each returns an exit code (see agentd_client.errors) and honours `args.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+import grpc
+
+from agentd_client import names
+from agentd_client._client import Client, ToolResult
+from agentd_client.display import as_dict, ask, describe_event, print_json, print_json_line
+from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise Usage(f"{what} must look like KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+def _session(c: Client, args: argparse.Namespace) -> str:
+    """The session the command names (or the default one), resolved to its id."""
+    return names.resolve(c, args.session or args.default_session)
+
+
+def cmd_status(c: Client, args: argparse.Namespace) -> int:
+    st = c.status()
+    if args.json:
+        print_json(as_dict(st))
+        return OK
+    print(f"agentd {st.version} (pid {st.pid}) up {st.uptime_seconds:.0f}s on {st.socket_path}")
+    print(
+        f"sessions open: {st.open_sessions}  calls running: {st.running_calls}  "
+        f"tasks running: {st.running_tasks}"
+    )
+    print(f"state dir: {st.state_dir}")
+    return OK
+
+
+def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
+    if args.name:
+        taken = [s for s in c.list_sessions() if s.name == args.name]
+        if taken:
+            raise Refused(
+                f"a session named {args.name!r} is already open ({taken[0].id}); "
+                "close it or choose another name"
+            )
+    s = c.create_session(
+        args.workspace,
+        cwd=args.cwd or "",
+        env=_pairs(args.env, "--env"),
+        name=args.name or "",
+        labels=_pairs(args.label, "--label"),
+        permission_mode=args.mode or "",
+        allow_network=args.net,
+    )
+    if args.json:
+        print_json(as_dict(s))
+    else:
+        print(s.id)
+    return OK
+
+
+def _ago(ms: int) -> str:
+    seconds = max(0, time.time() - ms / 1000)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+def cmd_session_ls(c: Client, args: argparse.Namespace) -> int:
+    sessions = c.list_sessions(include_closed=args.all)
+    if args.json:
+        print_json([as_dict(s) for s in sessions])
+        return OK
+    for s in sessions:
+        state = "closed" if s.closed else "open"
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_ms / 1000))
+        idle = _ago(s.last_activity_ms or s.created_ms)
+        print(
+            f"{s.id}  {state:6}  {created}  idle {idle:>4}  {s.name or '-':12}  "
+            f"{' '.join(s.workspace_roots)}"
+        )
+    return OK
+
+
+def cmd_session_show(c: Client, args: argparse.Namespace) -> int:
+    print_json(as_dict(c.get_session(_session(c, args))))
+    return OK
+
+
+def cmd_session_close(c: Client, args: argparse.Namespace) -> int:
+    s = c.close_session(_session(c, args))
+    if args.json:
+        print_json(as_dict(s))
+    else:
+        print(f"closed {s.id}")
+    return OK
+
+
+def _last_activity(c: Client, s: Any) -> tuple[int, str]:
+    """When the session last acted, and how that is known."""
+    if s.last_activity_ms:
+        return s.last_activity_ms, "events"
+    # A daemon from before last_activity_ms: its tasks' times are all there is.
+    times = [s.created_ms]
+    for t in c.list_tasks(s.id):
+        times += [t.started_ms, t.ended_ms]
+    return max(times), "created and task times (this daemon does not report activity)"
+
+
+def cmd_session_gc(c: Client, args: argparse.Namespace) -> int:
+    idle_seconds = names.parse_duration(args.idle)
+    now_ms = time.time() * 1000
+    closed, kept = [], []
+    for s in c.list_sessions():
+        last, basis = _last_activity(c, s)
+        idle = (now_ms - last) / 1000
+        running = [t.id for t in c.list_tasks(s.id, include_finished=False)]
+        entry = {"id": s.id, "name": s.name, "idle_seconds": round(idle), "basis": basis}
+        if idle < idle_seconds or running:
+            kept.append({**entry, "running_tasks": running})
+            continue
+        if not args.dry_run:
+            c.close_session(s.id)
+        closed.append(entry)
+    if args.json:
+        print_json({"closed": closed, "kept": kept, "dry_run": args.dry_run})
+        return OK
+    verb = "would close" if args.dry_run else "closed"
+    for entry in closed:
+        print(
+            f"{verb} {entry['id']}  {entry['name'] or '-'}  "
+            f"idle {_ago(now_ms - entry['idle_seconds'] * 1000)}"
+        )
+    print(f"{len(closed)} {verb}, {len(kept)} kept (idle less than {args.idle} or tasks running)")
+    return OK
+
+
+def _print_result(result: ToolResult, as_json: bool) -> int:
+    if as_json:
+        print_json(
+            {
+                "content": result.to_dict()["content"],
+                "is_error": result.is_error,
+                "data": result.data,
+            }
+        )
+    else:
+        for block in result.content:
+            if hasattr(block, "text"):
+                print(block.text)
+            else:
+                print(f"[image {block.media_type}, {len(block.data)} bytes]")
+    return TOOL_FAILED if result.is_error else OK
+
+
+def _cancel_after_interrupt(c: Client, session_id: str, tool_use_id: str) -> bool:
+    """CancelCall, retried briefly: Ctrl-C may come before the daemon has the call."""
+    delay = 0.05
+    for _ in range(6):
+        try:
+            if c.cancel(session_id, tool_use_id, timeout=5):
+                return True
+        except grpc.RpcError:
+            return False
+        time.sleep(delay)
+        delay *= 2
+    return False
+
+
+def cmd_call(c: Client, args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.input == "-" else args.input
+    session_id = _session(c, args)
+    tool_use_id = args.id or f"toolu_{uuid.uuid4().hex[:24]}"
+    show_progress = sys.stderr.isatty() and not args.json
+    stream = c.stream_tool(session_id, args.tool, text, tool_use_id)
+    try:
+        for update in stream:
+            if update.HasField("progress"):
+                if show_progress and update.progress.output:
+                    sys.stderr.write(update.progress.output)
+                    sys.stderr.flush()
+            else:
+                return _print_result(ToolResult.from_pb(update.result), args.json)
+    except KeyboardInterrupt:
+        cancelled = _cancel_after_interrupt(c, session_id, tool_use_id)
+        stream.cancel()
+        if args.json:
+            print_json_line(
+                {"interrupted": True, "cancelled": cancelled, "tool_use_id": tool_use_id}
+            )
+        if cancelled:
+            print(
+                f"agentctl: interrupted; cancelled {args.tool} call {tool_use_id}", file=sys.stderr
+            )
+        else:
+            print(
+                f"agentctl: interrupted; the daemon had no running call {tool_use_id} to cancel",
+                file=sys.stderr,
+            )
+        return INTERRUPTED
+    raise Refused("the daemon ended the call without a result")
+
+
+def cmd_cancel(c: Client, args: argparse.Namespace) -> int:
+    session_id = _session(c, args)
+    cancelled = c.cancel(session_id, args.call)
+    if args.json:
+        print_json({"session_id": session_id, "tool_use_id": args.call, "cancelled": cancelled})
+    if not cancelled:
+        raise Refused(f"no running call {args.call} in session {session_id}")
+    if not args.json:
+        print(f"cancelled {args.call}")
+    return OK
+
+
+def cmd_tools(c: Client, args: argparse.Namespace) -> int:
+    tools = c.list_tools()
+    if args.json or args.format == "anthropic":
+        print_json(tools)
+    else:
+        for t in tools:
+            first = t["description"].strip().splitlines()[0] if t["description"] else ""
+            print(f"{t['name']:14} {first}")
+    return OK
+
+
+def cmd_tasks(c: Client, args: argparse.Namespace) -> int:
+    tasks = c.list_tasks(_session(c, args), include_finished=True)
+    if args.json:
+        print_json([as_dict(t) for t in tasks])
+        return OK
+    for t in tasks:
+        code = f" exit {t.exit_code}" if t.has_exit_code else ""
+        print(f"{t.id}  {t.status:9}{code}  {t.command[:60]}  -> {t.output_path}")
+    return OK
+
+
+def cmd_tasks_stop(c: Client, args: argparse.Namespace) -> int:
+    # TaskStop is the one way the daemon stops a task; it needs no permission, and
+    # running it as a call puts the stop in the session's journal for every terminal.
+    result = c.run_tool(_session(c, args), "TaskStop", {"task_id": args.task})
+    if result.is_error:
+        raise Refused(f"cannot stop task {args.task}: {result.text.strip()}")
+    if args.json:
+        print_json(result.data)
+    else:
+        print(f"stopped {args.task}")
+    return OK
+
+
+def cmd_classify(c: Client, args: argparse.Namespace) -> int:
+    print_json(c.classify(args.command))
+    return OK
+
+
+def cmd_perms(c: Client, args: argparse.Namespace) -> int:
+    s = c.update_permissions(
+        _session(c, args), mode=args.mode or "", allow=args.allow, deny=args.deny, ask=args.ask
+    )
+    print_json(
+        {
+            "permission_mode": s.permission_mode,
+            "allow": list(s.allow_rules),
+            "deny": list(s.deny_rules),
+            "ask": list(s.ask_rules),
+        }
+    )
+    return OK
+
+
+def _after_seq(c: Client, session_id: str, start: str) -> int:
+    if start == "start":
+        return 0
+    if start == "now":
+        return c.get_session(session_id).last_seq
+    try:
+        return max(0, int(start))
+    except ValueError:
+        raise Usage(f"--from {start!r}: use start, now, or an event seq number") from None
+
+
+def cmd_attach(c: Client, args: argparse.Namespace) -> int:
+    session_id = _session(c, args)
+    after = args.after_seq if args.after_seq is not None else _after_seq(c, session_id, args.start)
+    interactive = sys.stdin.isatty() and not args.json
+    stream = c.attach(session_id, after)
+    try:
+        for event in stream:
+            if args.json:
+                print_json_line(as_dict(event))
+            else:
+                print(describe_event(event), flush=True)
+            if interactive and event.HasField("permission_requested"):
+                threading.Thread(
+                    target=ask, args=(c, session_id, event.permission_requested), daemon=True
+                ).start()
+    except KeyboardInterrupt:
+        stream.cancel()
+        return INTERRUPTED
+    return OK

@@ -1,0 +1,106 @@
+"""How agentctl shows things to a person: events as lines, JSON for machines, prompts."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+
+from agentd_client._client import Client
+from agentd_client.v1 import agentd_pb2 as pb
+
+
+def as_dict(message: Message) -> dict[str, Any]:
+    return MessageToDict(message, preserving_proto_field_name=True)
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=True))
+
+
+def print_json_line(value: Any) -> None:
+    print(json.dumps(value, sort_keys=True), flush=True)
+
+
+def describe_event(e: pb.Event) -> str:
+    """One readable line per event, as `agentctl attach` prints it."""
+    kind = e.WhichOneof("kind")
+    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
+    head = f"[{e.seq:>5} {stamp}]"
+    match kind:
+        case "call_started":
+            x = e.call_started
+            return f"{head} ▶ {x.name} {x.input_json[:200]} ({x.tool_use_id})"
+        case "progress":
+            x = e.progress
+            if x.output:
+                return x.output.rstrip("\n")
+            return f"{head}   … {x.message or 'running'} {x.elapsed_ms / 1000:.1f}s"
+        case "call_finished":
+            x = e.call_finished
+            mark = "✗" if x.result.is_error else "✓"
+            text = "".join(b.text.text for b in x.result.content if b.HasField("text"))
+            first = text.strip().splitlines()[0][:160] if text.strip() else ""
+            return f"{head} {mark} {x.name} {x.duration_ms}ms {first}"
+        case "todos_changed":
+            todos = json.loads(e.todos_changed.todos_json or "[]")
+            lines = [f"{head} todos:"]
+            for t in todos:
+                box = {"completed": "[x]", "in_progress": "[~]"}.get(t.get("status"), "[ ]")
+                lines.append(f"    {box} {t.get('content', '')}")
+            return "\n".join(lines)
+        case "task_started":
+            t = e.task_started.task
+            return f"{head} task {t.id} started: {t.command[:120]}"
+        case "task_finished":
+            t = e.task_finished.task
+            code = f" with exit code {t.exit_code}" if t.has_exit_code else ""
+            return f"{head} task {t.id} {t.status}{code}"
+        case "permission_requested":
+            x = e.permission_requested
+            reasons = "; ".join(x.reasons)
+            return (
+                f"{head} ? permission for {x.tool_name} {x.input_json[:200]}"
+                f"{' — ' + reasons if reasons else ''} (request {x.request_id})"
+            )
+        case "permission_resolved":
+            x = e.permission_resolved
+            return f"{head} permission {x.request_id}: {x.decision} ({x.scope}) by {x.decided_by}"
+        case "permission_decided":
+            x = e.permission_decided
+            return (
+                f"{head} {x.behavior} {x.tool_name} by {x.decided_by}"
+                f"{': ' + x.reason if x.reason else ''}"
+            )
+        case "cwd_changed":
+            return f"{head} cwd {e.cwd_changed.previous} -> {e.cwd_changed.cwd}"
+        case "session_closed":
+            return f"{head} session closed"
+        case "gap":
+            return f"{head} (fell behind: events {e.gap.from_seq}-{e.gap.to_seq} replayed)"
+    return f"{head} {kind}"
+
+
+def ask(c: Client, session_id: str, x: pb.PermissionRequested) -> None:
+    """Ask the person at this terminal; the first answer from any terminal wins."""
+    try:
+        answer = input(f"Allow {x.tool_name}? [y]es / [n]o / [a]lways: ").strip().lower()
+    except EOFError:
+        return
+    decision, scope = {
+        "y": ("allow", "once"),
+        "yes": ("allow", "once"),
+        "a": ("allow", "always"),
+        "always": ("allow", "always"),
+    }.get(answer, ("deny", "once"))
+    try:
+        reply = c.resolve_permission(session_id, x.request_id, decision, scope)
+        if not reply.accepted:
+            print(f"(not applied: {reply.message})", file=sys.stderr)
+    except grpc.RpcError as exc:
+        print(f"(not applied: {exc.details()})", file=sys.stderr)

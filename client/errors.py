@@ -1,0 +1,111 @@
+"""agentctl's exit codes, and the one place a failure becomes one of them.
+
+0    OK           done
+1    TOOL_FAILED  the tool call ran and returned an error result (is_error)
+2    UNREACHABLE  cannot reach the daemon: it is not running, or the address,
+                  CA, token file or context is wrong
+3    REFUSED      the daemon refused the request: wrong token, unknown or
+                  ambiguous session, invalid input, a closed session
+64   USAGE        the command line is wrong (EX_USAGE)
+130  INTERRUPTED  Ctrl-C
+
+CliError            one line for a person, and the exit code
+├── Unreachable     -> 2
+├── Refused         -> 3
+└── Usage           -> 64
+"""
+
+from __future__ import annotations
+
+import grpc
+
+OK = 0
+TOOL_FAILED = 1
+UNREACHABLE = 2
+REFUSED = 3
+USAGE = 64
+INTERRUPTED = 130
+
+EXIT_CODES_HELP = """\
+exit status:
+  0    ok
+  1    the tool call failed (its result is an error)
+  2    cannot reach the daemon (not running; wrong address, CA, token file or context)
+  3    the daemon refused the request (wrong token, unknown session, invalid input)
+  64   the command line is wrong
+  130  interrupted (Ctrl-C; a running call is cancelled first)"""
+
+
+class CliError(Exception):
+    exit_code = REFUSED
+
+    def __init__(self, message: str, grpc_status: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.grpc_status = grpc_status
+
+
+class Unreachable(CliError):
+    exit_code = UNREACHABLE
+
+
+class Refused(CliError):
+    exit_code = REFUSED
+
+
+class Usage(CliError):
+    exit_code = USAGE
+
+
+def _first_line(text: str) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _why(detail: str) -> str:
+    """gRPC's connect failure without its boilerplate: "Connection refused", ..."""
+    detail = detail.removeprefix("failed to connect to all addresses; last error: ")
+    return detail.rpartition(" error: ")[2] if " error: " in detail else detail
+
+
+def from_rpc_error(exc: grpc.RpcError, where: str) -> CliError:
+    """The failure of an RPC to the daemon at `where`, said so a person knows what to do."""
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    detail = _first_line(exc.details() if hasattr(exc, "details") else str(exc))
+    status = code.name if code else "UNKNOWN"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        if "CERTIFICATE_VERIFY_FAILED" in detail or "certificate verify failed" in detail:
+            return Unreachable(
+                f"cannot reach agentd at {where}: its TLS certificate is not signed by the "
+                "given CA (check --ca or the context's ca)",
+                status,
+            )
+        if "Hostname Verification" in detail or "Peer name" in detail:
+            host = where.split(" ")[0].rpartition(":")[0].strip("[]")
+            return Unreachable(
+                f"cannot reach agentd at {where}: its TLS certificate does not name {host}; "
+                "connect by a name it has, or remake it on the daemon's host with "
+                f"`agentd tls init --force --name {host}`",
+                status,
+            )
+        if "Ssl handshake failed" in detail or "SSL" in detail:
+            return Unreachable(
+                f"cannot reach agentd at {where}: the TLS handshake failed (is it the TLS "
+                f"listener, and does its certificate name this host?): {detail}",
+                status,
+            )
+        return Unreachable(
+            f"cannot reach agentd at {where} ({_why(detail)}); start it with `agentd serve`, "
+            "or pass --socket, --address or --context",
+            status,
+        )
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return Unreachable(f"agentd at {where} did not answer in time ({detail})", status)
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return Refused(
+            f"agentd at {where} refused the request: {detail or 'not authenticated'} "
+            "(check --token-file or the context's token_file)",
+            status,
+        )
+    if code == grpc.StatusCode.CANCELLED:
+        return Refused(f"the request to agentd at {where} was cancelled ({detail})", status)
+    return Refused(f"agentd refused: {detail or status} ({status})", status)
