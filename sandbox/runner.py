@@ -12,6 +12,13 @@ the command with nothing watching it. So bwrap itself runs as pid 1 of an outer 
 namespace made by `unshare --kill-child`: whenever bwrap dies, the kernel kills every
 process of that namespace, the init and all it started included, whatever they were
 doing; and unshare dies with the spawner (setpriv's PDEATHSIG), killing bwrap.
+
+PDEATHSIG armed after the parent has died never fires, and setpriv, unshare and bwrap
+each arm theirs a moment after a fork or exec. So bwrap also writes its start-up info
+(`--info-fd`) into a pipe whose only read end the spawner holds, right after arming its
+own: if the spawner is gone by then the write fails and bwrap exits (taking the
+namespace with it); if the write succeeds, the spawner was alive when bwrap armed, and
+its death will reach bwrap through unshare.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 import os
 import shutil
 import signal
@@ -41,12 +49,16 @@ class Launch:
     popen_kwargs: dict[str, Any]
     args_fd: int | None = None
     ident: identity.Identity | None = None
+    # Our end of bwrap's info pipe (a file object, so a caller that drops the Launch
+    # closes it) and the child's end (see the module docstring).
+    lifeline: io.FileIO | None = None
+    info_fd: int | None = None
 
     def close(self) -> None:
-        """Close the parent's copies of the seccomp and argument fds (the child has its own)."""
-        os.close(self.seccomp_fd)
-        if self.args_fd is not None:
-            os.close(self.args_fd)
+        """Close the parent's copies of the fds the child has; the lifeline stays open."""
+        for fd in (self.seccomp_fd, self.args_fd, self.info_fd):
+            if fd is not None:
+                os.close(fd)
 
 
 def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...] = ()) -> Launch:
@@ -67,16 +79,18 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         fd = seccomp.bpf_fd()
     except (seccomp.FilterError, OSError) as exc:
         raise SandboxUnavailable(f"cannot build the seccomp filter: {exc}") from exc
-    args_fd: int | None = None
+    lifeline, info_fd = os.pipe2(os.O_CLOEXEC)
     try:
         argv = bwrap.build_argv(policy, command, identity=ident, bwrap=bwrap_path, seccomp_fd=fd)
+        argv = [argv[0], "--info-fd", str(info_fd), *argv[1:]]
         argv, args_fd = _options_through_fd(argv, len(command))
     except BaseException:
-        os.close(fd)
+        for end in (fd, lifeline, info_fd):
+            os.close(end)
         raise
     kwargs: dict[str, Any] = {
         "close_fds": True,
-        "pass_fds": (fd, args_fd, *pass_fds),
+        "pass_fds": (fd, args_fd, info_fd, *pass_fds),
         "start_new_session": True,
         "env": {},
     }
@@ -88,7 +102,8 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         lim = policy.limits
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
     argv = [*drop, *_pid_namespace_prefix(), *prefix, *argv]
-    return Launch(argv, fd, kwargs, args_fd, ident)
+    ours = io.FileIO(lifeline, "rb", closefd=True)
+    return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd)
 
 
 def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], int]:
@@ -165,8 +180,10 @@ class SandboxProcess:
         proc: asyncio.subprocess.Process,
         wall_seconds: float | None,
         streams: tuple[asyncio.StreamReader | None, asyncio.StreamReader | None] = (None, None),
+        lifeline: io.FileIO | None = None,
     ) -> None:
         self._proc = proc
+        self._lifeline = lifeline
         self._stdout, self._stderr = streams
         self.timed_out = False
         self._timer: asyncio.TimerHandle | None = None
@@ -197,6 +214,8 @@ class SandboxProcess:
         finally:
             if self._timer is not None:
                 self._timer.cancel()
+            if self._lifeline is not None:
+                self._lifeline.close()
 
     def kill(self) -> None:
         """End the whole sandbox at once.
@@ -272,13 +291,16 @@ async def spawn(
         for fd in readers:
             if fd is not None:
                 os.close(fd)
+        if launch.lifeline is not None:
+            launch.lifeline.close()
         raise SandboxUnavailable(f"cannot start bwrap: {exc}") from exc
     finally:
         launch.close()
         for fd in ours:
             os.close(fd)
     streams = [await _reader(fd) if fd is not None else None for fd in readers]
-    return SandboxProcess(proc, policy.limits.wall_seconds, (streams[0], streams[1]))
+    streams_pair = (streams[0], streams[1])
+    return SandboxProcess(proc, policy.limits.wall_seconds, streams_pair, launch.lifeline)
 
 
 def _give_pipe(fd: int, ident: identity.Identity | None) -> None:
@@ -325,6 +347,8 @@ def run(
             launch.argv, stdin=stdin, stdout=stdout, stderr=stderr, **launch.popen_kwargs
         )
     except OSError as exc:
+        if launch.lifeline is not None:
+            launch.lifeline.close()
         raise SandboxUnavailable(f"cannot start bwrap: {exc}") from exc
     finally:
         launch.close()
@@ -337,3 +361,6 @@ def run(
         proc.kill()
         proc.wait()
         raise
+    finally:
+        if launch.lifeline is not None:
+            launch.lifeline.close()
