@@ -166,6 +166,20 @@ def _probe(bwrap_path: str, ident: identity.Identity) -> str | None:
     )
 
 
+# The variable that carries a shell command into the sandbox (see shell_argv).
+COMMAND_VARIABLE = "AGENTD_COMMAND"
+
+
+def shell_argv(policy: SandboxPolicy, command: str, shell: str = "/bin/bash") -> list[str]:
+    """argv that runs `command` with `shell -c` semantics, without the text on any
+    command line: it goes in through the environment (bwrap reads that from its --args
+    memfd, and /proc/PID/environ is private to the uid), and the shell unsets the
+    variable before running it. Adds the variable to `policy.env`.
+    """
+    policy.env = {**policy.env, COMMAND_VARIABLE: command}
+    return [shell, "-c", f'eval "unset {COMMAND_VARIABLE}; ${COMMAND_VARIABLE}"']
+
+
 def exit_code(returncode: int) -> int:
     """Shell convention: a death by signal N is 128+N."""
     return 128 - returncode if returncode < 0 else returncode
