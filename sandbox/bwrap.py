@@ -79,7 +79,11 @@ def _mounts(policy: SandboxPolicy, identity: Identity) -> list[str]:
         argv += ["--bind", real, real]
         shown.append(real)
     for path in policy.ensure_dirs:
-        argv += ["--dir", os.path.realpath(path)]
+        real = os.path.realpath(path)
+        # bwrap makes the mount point on the host (inside a writable bind), empty, and
+        # covers it with an empty read-only tmpfs.
+        argv += ["--tmpfs", real, "--remount-ro", real]
+        shown.append(real)
     for path in policy.read_only:
         real = os.path.realpath(path)
         if os.path.lexists(real):

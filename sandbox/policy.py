@@ -32,8 +32,9 @@ class SandboxPolicy:
     read_only: list[str] = field(default_factory=list)
     # (host source, path inside): a file or directory shown read-only in place of another.
     ro_binds: list[tuple[str, str]] = field(default_factory=list)
-    # Directories bwrap creates (as the sandbox identity) before the read-only binds, so
-    # a missing protected directory (a repository's .git/hooks) is read-only too.
+    # Directories bwrap creates (as the sandbox identity, inside a writable root) and
+    # covers with an empty read-only tmpfs, so a missing protected directory (.git/hooks)
+    # cannot be filled.
     ensure_dirs: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
     network: bool = False
