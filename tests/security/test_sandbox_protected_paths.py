@@ -90,6 +90,10 @@ def test_a_missing_hooks_directory_cannot_be_created(
     sec_client: Client, sec_session: str, repo: Path
 ) -> None:
     shutil.rmtree(repo / ".git" / "hooks")
-    r = bash(sec_client, sec_session, guarded_sh("echo evil > .git/hooks/post-checkout; echo END"))
+    r = bash(
+        sec_client,
+        sec_session,
+        guarded_sh("mkdir -p .git/hooks; echo evil > .git/hooks/post-checkout; echo END"),
+    )
     assert "END" in r.text, r.text
     assert not (repo / ".git/hooks/post-checkout").exists()
