@@ -63,10 +63,29 @@ def home_dirs(identity: Identity) -> list[str]:
         real = os.path.realpath(path)
         if real in _SYSTEM_DIRS or not os.path.isdir(real):
             continue
+        if not _can_enter(real, identity):
+            continue  # closed to the identity already (root's 0700 /root): no mount needed
         if any(under(real, f) for f in found):
             continue
         found = [f for f in found if not under(f, real)] + [real]
     return sorted(found)
+
+
+def _can_enter(directory: str, identity: Identity) -> bool:
+    """Whether `identity` may look names up in `directory` (and reach it)."""
+    if not identity.switch:
+        return os.access(directory, os.X_OK)
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return False
+    if st.st_uid == identity.uid:
+        bit = stat.S_IXUSR
+    elif st.st_gid == identity.gid:
+        bit = stat.S_IXGRP
+    else:
+        bit = stat.S_IXOTH
+    return bool(st.st_mode & bit) and can_reach(directory, identity)
 
 
 def user_homes(identity: Identity) -> list[str]:
