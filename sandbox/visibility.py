@@ -128,6 +128,8 @@ def secret_paths(identity: Identity, extra: list[str]) -> list[str]:
     candidates += [*SECRET_PATHS, *extra]
     found: list[str] = []
     for path in candidates:
+        if not os.path.lexists(path):
+            continue  # most are absent: skip the costlier realpath
         real = os.path.realpath(path)
         # A path the sandbox identity cannot reach is closed to it already, and bwrap
         # (running as that identity) could not mount over it.
