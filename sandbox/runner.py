@@ -101,7 +101,7 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
     if not prefix:
         lim = policy.limits
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
-    argv = [*drop, *_pid_namespace_prefix(), *prefix, *argv]
+    argv = [*drop, *pid_namespace_prefix(), *prefix, *argv]
     ours = io.FileIO(lifeline, "rb", closefd=True)
     return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd)
 
@@ -125,7 +125,7 @@ def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], i
 
 
 @functools.cache
-def _pid_namespace_prefix() -> tuple[str, ...]:
+def pid_namespace_prefix() -> tuple[str, ...]:
     """argv prefix that makes what follows pid 1 of a new pid namespace which dies with
     unshare (see the module docstring); empty when util-linux unshare cannot do it here."""
     path = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin")

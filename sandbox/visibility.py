@@ -115,10 +115,16 @@ def allowed_home_paths(identity: Identity, allow: list[str] | tuple[str, ...]) -
     homes = user_homes(identity)
     candidates = [e for e in allow if os.path.isabs(e)]
     candidates += [os.path.join(h, e) for h in homes for e in allow if not os.path.isabs(e)]
+    secrets = [os.path.join(h, e) for h in homes for e in SECRET_HOME_ENTRIES]
     found: list[str] = []
     for path in candidates:
-        if path not in found and os.path.lexists(path) and can_reach(path, identity):
-            found.append(path)
+        if path in found or not os.path.lexists(path) or not can_reach(path, identity):
+            continue
+        # bwrap binds what a symlink points to: never let an allowed name show a secret.
+        real = os.path.realpath(path)
+        if any(under(real, s) or under(s, real) for s in secrets):
+            continue
+        found.append(path)
     return found
 
 

@@ -79,3 +79,14 @@ async def test_only_named_sockets_are_reachable(ws, guarded_py):
         for s in servers:
             s.close()
         shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+async def test_an_allowed_name_linked_to_a_secret_shows_nothing(home_tree, guarded):
+    """A .gitconfig (allow-listed) that is a symlink to a credential is not shown."""
+    os.symlink(".npmrc", os.path.join(home_tree, ".gitconfig"))
+    ws = sandbox_dir("agentd-sbx-ws-")
+    try:
+        res = await run_capture(policy(ws), guarded("sh", "-c", f"cat {home_tree}/.gitconfig"))
+        assert "T0K" not in res.out, res.out
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
