@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import agentd_sandbox.visibility
 from agentd.errors import InvalidRequest
 
 # The client finds the socket the same way; one definition serves both.
@@ -71,6 +72,15 @@ class Config:
     task_max_seconds: float = 3600.0
     # A file holding the TCP listener's bearer token, so it need not sit in this config.
     token_file: str = ""
+    # Paths under each home directory (or absolute) a sandbox may read; the rest of
+    # /root, /home/* and the daemon's home is hidden. No credentials belong here.
+    sandbox_home_allow: list[str] = field(
+        default_factory=lambda: list(agentd_sandbox.visibility.DEFAULT_HOME_ALLOW)
+    )
+    # Host unix sockets a sandbox may connect to; every other one is hidden.
+    sandbox_sockets: list[str] = field(default_factory=list)
+    # The config file this config was read from (set by load); hidden from every sandbox.
+    config_file: str = ""
 
     @classmethod
     def load(cls, path: str | None = None, **overrides: Any) -> Config:
@@ -91,6 +101,7 @@ class Config:
                 values[key] = os.environ[env]
         values.update({k: v for k, v in overrides.items() if v is not None})
         config = cls(**values)
+        config.config_file = os.path.abspath(path) if path else ""
         config.socket_path = os.path.abspath(config.socket_path)
         config.state_dir = os.path.abspath(config.state_dir)
         return config

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from agentd.config import Config
+from agentd.config import Config, default_config_file
+from agentd.protected import sandbox_protection
 from agentd.sessions import Session
 from agentd_sandbox import Limits, SandboxPolicy
 
@@ -51,12 +52,37 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     return path
 
 
+def daemon_secrets(config: Config) -> list[str]:
+    """The daemon's own files no sandbox may see: its state, its socket's directory, its
+    config file (it may hold the TCP token), its token file and its TLS key."""
+    paths = [config.state_dir, os.path.dirname(config.socket_path)]
+    paths += [
+        p
+        for p in (config.config_file, default_config_file(), config.token_file, config.tls_key)
+        if p
+    ]
+    return paths
+
+
 def policy_for(session: Session, config: Config, tmp_dir: str) -> SandboxPolicy:
     ident = run_as(session, config)
     env = {"TMPDIR": tmp_dir, **session.env}
+    pinned: list[str] = []
+    read_only: list[str] = []
+    ensure_dirs: list[str] = []
+    for root in session.workspace_roots:
+        protection = sandbox_protection(root)
+        pinned += protection.pinned
+        read_only += protection.read_only
+        ensure_dirs += protection.ensure_dirs
     return SandboxPolicy(
-        writable=[*session.workspace_roots, tmp_dir],
-        hidden=[config.state_dir, os.path.dirname(config.socket_path)],
+        # Pinned git directories follow their root, so they are mount points of their own.
+        writable=[*session.workspace_roots, *pinned, tmp_dir],
+        read_only=read_only,
+        ensure_dirs=ensure_dirs,
+        hidden=daemon_secrets(config),
+        home_allow=list(config.sandbox_home_allow),
+        sockets=list(config.sandbox_sockets),
         network=session.allow_network,
         env=env,
         cwd=session.cwd,

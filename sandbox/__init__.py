@@ -3,7 +3,7 @@
 from .check import check
 from .errors import SandboxError, SandboxUnavailable
 from .policy import Limits, SandboxPolicy
-from .runner import SandboxProcess, run, spawn
+from .runner import SandboxProcess, run, shell_argv, spawn
 
 __all__ = [
     "Limits",
@@ -13,5 +13,6 @@ __all__ = [
     "SandboxUnavailable",
     "check",
     "run",
+    "shell_argv",
     "spawn",
 ]

@@ -1,9 +1,10 @@
 """A policy as a bubblewrap command line.
 
 Order matters to bwrap: the read-only root first, then /dev, /proc and the /tmp
-tmpfs, then the writable binds, then the hiding mounts, so a secret inside a writable
-root is still covered. Only paths that exist are hidden, so bwrap never creates a
-placeholder in the user's tree.
+tmpfs, then the tmpfs over homes and /run (see visibility), the allow-list shown
+again, the writable binds, the read-only paths inside them, then the hiding mounts, so
+a secret or a socket inside a writable root is still covered. Only paths that exist
+are hidden, so bwrap never creates a placeholder in the user's tree.
 """
 
 from __future__ import annotations
@@ -13,14 +14,10 @@ import os
 import shutil
 import subprocess
 
-from .identity import Identity, can_reach, home_of
+from . import visibility
+from .identity import Identity, can_reach
 from .policy import SandboxPolicy
 
-# Credentials under a home directory that no sandbox may read.
-SECRET_HOME_ENTRIES: tuple[str, ...] = (
-    ".ssh", ".aws", ".config/gcloud", ".netrc", ".docker", ".kube", ".gnupg",
-)  # fmt: skip
-SECRET_PATHS: tuple[str, ...] = ("/etc/shadow", "/etc/gshadow")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_HOME = "/tmp/home"
 HOSTNAME = "agentd-sandbox"
@@ -55,23 +52,71 @@ def is_setuid(path: str) -> bool:
     return bool(os.stat(path).st_mode & 0o4000)
 
 
-def secret_paths(identity: Identity, extra: list[str]) -> list[str]:
-    """Existing real paths to hide: credentials in every relevant home, plus `extra`."""
-    homes = {"/root", os.path.expanduser("~")}
-    for uid in (os.geteuid(), identity.uid):
-        home = home_of(uid)
-        if home:
-            homes.add(home)
-    candidates = [os.path.join(h, e) for h in sorted(homes) for e in SECRET_HOME_ENTRIES]
-    candidates += [*SECRET_PATHS, *extra]
-    found: list[str] = []
-    for path in candidates:
+def _mounts(policy: SandboxPolicy, identity: Identity) -> list[str]:
+    """Everything after the base mounts, in the order that makes each layer hold:
+    hide homes and endpoints, show the allow-list again, bind the writable roots, make
+    the read-only paths read-only, then cover credentials and sockets last so nothing
+    bound before re-exposes them."""
+    argv: list[str] = []
+    covered = ["/tmp", *visibility.endpoint_dirs(), *visibility.home_dirs(identity)]
+    for path in covered[1:]:
+        argv += ["--tmpfs", path]
+    shown: list[str] = []
+    allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
+    kept = visibility.kept_targets(covered)
+    for path in [*visibility.allowed_home_paths(identity, allow), *kept]:
+        argv += ["--ro-bind", path, path]
+        shown.append(path)
+    sockets = [os.path.realpath(s) for s in policy.sockets]
+    for path in sockets:
+        if visibility.is_socket(path) and can_reach(path, identity):
+            argv += ["--bind", path, path]
+            shown.append(path)
+    for path in policy.writable:
         real = os.path.realpath(path)
-        # A path the sandbox identity cannot reach is closed to it already, and bwrap
-        # (running as that identity) could not mount over it.
-        if real not in found and os.path.exists(real) and can_reach(real, identity):
-            found.append(real)
-    return found
+        if not os.path.isdir(real):
+            raise ValueError(f"writable path is not a directory: {path}")
+        argv += ["--bind", real, real]
+        shown.append(real)
+    for path in policy.ensure_dirs:
+        real = os.path.realpath(path)
+        # bwrap makes the mount point on the host (inside a writable bind), empty, and
+        # covers it with an empty read-only tmpfs.
+        argv += ["--tmpfs", real, "--remount-ro", real]
+        shown.append(real)
+    for path in policy.read_only:
+        real = os.path.realpath(path)
+        if os.path.lexists(real):
+            argv += ["--ro-bind", real, real]
+            shown.append(real)
+    for source, dest in policy.ro_binds:
+        argv += ["--ro-bind", source, dest]
+        shown.append(dest)
+    if policy.home is None:
+        argv += ["--dir", DEFAULT_HOME]
+    # Every mount point inside them exists now: the emptied homes and /run go read-only
+    # (not recursively: the binds inside keep their own mode).
+    for path in covered[1:]:
+        argv += ["--remount-ro", path]
+
+    def visible(path: str) -> bool:
+        hidden = any(visibility.under(path, d) for d in covered)
+        return not hidden or any(visibility.under(path, s) for s in shown)
+
+    for path in visibility.secret_paths(identity, policy.hidden):
+        if not visible(path):
+            continue
+        if os.path.isdir(path):
+            argv += ["--tmpfs", path]
+        else:
+            argv += ["--ro-bind", "/dev/null", path]
+    for path in visibility.host_sockets():
+        real = os.path.realpath(path)
+        if real in sockets or not visible(real) or not visibility.is_socket(real):
+            continue
+        if can_reach(real, identity):
+            argv += ["--ro-bind", "/dev/null", real]
+    return argv
 
 
 def environment(policy: SandboxPolicy) -> dict[str, str]:
@@ -108,29 +153,11 @@ def build_argv(
     # bwrap already remounts /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus
     # read-only over a fresh proc; tests check /proc/sys stays read-only.
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in policy.writable:
-        real = os.path.realpath(path)
-        if not os.path.isdir(real):
-            raise ValueError(f"writable path is not a directory: {path}")
-        argv += ["--bind", real, real]
-    for path in policy.read_only:
-        real = os.path.realpath(path)
-        if os.path.lexists(real):
-            argv += ["--ro-bind", real, real]
-    for source, dest in policy.ro_binds:
-        argv += ["--ro-bind", source, dest]
-    home = policy.home or DEFAULT_HOME
-    if policy.home is None:
-        argv += ["--dir", DEFAULT_HOME]
-    for path in secret_paths(identity, policy.hidden):
-        if os.path.isdir(path):
-            argv += ["--tmpfs", path]
-        else:
-            argv += ["--ro-bind", "/dev/null", path]
+    argv += _mounts(policy, identity)
     argv.append("--clearenv")
     for key, value in environment(policy).items():
         argv += ["--setenv", key, value]
-    argv += ["--chdir", policy.cwd or home]
+    argv += ["--chdir", policy.cwd or policy.home or DEFAULT_HOME]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--", *command]

@@ -9,7 +9,7 @@ from typing import Any
 from . import bwrap, identity, limits, seccomp
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
-from .runner import run
+from .runner import pid_namespace_prefix, run
 
 
 def _read(path: str) -> str | None:
@@ -84,5 +84,8 @@ def check() -> dict[str, Any]:
         "no_new_privs": ok and status.get("NoNewPrivs") == "1",
         "disable_userns": ok and report["disable_userns_supported"],
         "limits": report["limits_mode"],
+        # bwrap as pid 1 of an unshare --kill-child namespace: no orphan when the
+        # spawner dies during start-up (see runner).
+        "orphan_guard": ok and bool(pid_namespace_prefix()),
     }
     return report

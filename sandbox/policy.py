@@ -32,6 +32,10 @@ class SandboxPolicy:
     read_only: list[str] = field(default_factory=list)
     # (host source, path inside): a file or directory shown read-only in place of another.
     ro_binds: list[tuple[str, str]] = field(default_factory=list)
+    # Directories bwrap creates (as the sandbox identity, inside a writable root) and
+    # covers with an empty read-only tmpfs, so a missing protected directory (.git/hooks)
+    # cannot be filled.
+    ensure_dirs: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
     network: bool = False
     env: dict[str, str] = field(default_factory=dict)
@@ -40,3 +44,9 @@ class SandboxPolicy:
     gid: int | None = None
     limits: Limits = field(default_factory=Limits)
     home: str | None = None
+    # Home directories (/root, /home, the daemon's and the identity's) are hidden but for
+    # these paths, relative to each home (or absolute), shown read-only: toolchains, not
+    # credentials. None means the default list (visibility.DEFAULT_HOME_ALLOW).
+    home_allow: list[str] | None = None
+    # Host unix sockets the sandbox may still connect to; every other one is hidden.
+    sockets: list[str] = field(default_factory=list)

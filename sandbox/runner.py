@@ -1,9 +1,24 @@
 """Start a command in the sandbox: the API the daemon uses (`spawn`) and the CLI's (`run`).
 
-The child drops to the sandbox identity (subprocess does it in C between fork and
-exec), execs `prlimit` to set rlimits, which execs bwrap with the seccomp program on
-the only extra fd. Killing bwrap kills the sandbox's pid-namespace init (bwrap sets
-PDEATHSIG on it), and the kernel then kills everything left in the namespace.
+The chain is `setpriv` (drops to the sandbox identity, arms the parent-death
+signal) -> `unshare --pid --kill-child` -> `prlimit` (rlimits) -> bwrap, which reads
+its options from a memfd (`--args`) so they never show in the host's `ps`.
+
+No orphan at any moment: bwrap's monitor clones the sandbox's init, which then waits on
+an eventfd until the monitor has set it up, and arms its own parent-death signal only
+after that. If the monitor dies in between (the spawner was killed, so setpriv's
+PDEATHSIG took the monitor), the init either blocks forever in `eventfd_read` or runs
+the command with nothing watching it. So bwrap itself runs as pid 1 of an outer pid
+namespace made by `unshare --kill-child`: whenever bwrap dies, the kernel kills every
+process of that namespace, the init and all it started included, whatever they were
+doing; and unshare dies with the spawner (setpriv's PDEATHSIG), killing bwrap.
+
+PDEATHSIG armed after the parent has died never fires, and setpriv, unshare and bwrap
+each arm theirs a moment after a fork or exec. So bwrap also writes its start-up info
+(`--info-fd`) into a pipe whose only read end the spawner holds, right after arming its
+own: if the spawner is gone by then the write fails and bwrap exits (taking the
+namespace with it); if the write succeeds, the spawner was alive when bwrap armed, and
+its death will reach bwrap through unshare.
 """
 
 from __future__ import annotations
@@ -11,8 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 import os
+import shutil
 import signal
+import stat
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +47,18 @@ class Launch:
     argv: list[str]
     seccomp_fd: int
     popen_kwargs: dict[str, Any]
+    args_fd: int | None = None
+    ident: identity.Identity | None = None
+    # Our end of bwrap's info pipe (a file object, so a caller that drops the Launch
+    # closes it) and the child's end (see the module docstring).
+    lifeline: io.FileIO | None = None
+    info_fd: int | None = None
 
     def close(self) -> None:
-        """Close the parent's copy of the seccomp fd (the child has its own)."""
-        os.close(self.seccomp_fd)
+        """Close the parent's copies of the fds the child has; the lifeline stays open."""
+        for fd in (self.seccomp_fd, self.args_fd, self.info_fd):
+            if fd is not None:
+                os.close(fd)
 
 
 def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...] = ()) -> Launch:
@@ -53,14 +79,18 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         fd = seccomp.bpf_fd()
     except (seccomp.FilterError, OSError) as exc:
         raise SandboxUnavailable(f"cannot build the seccomp filter: {exc}") from exc
+    lifeline, info_fd = os.pipe2(os.O_CLOEXEC)
     try:
         argv = bwrap.build_argv(policy, command, identity=ident, bwrap=bwrap_path, seccomp_fd=fd)
+        argv = [argv[0], "--info-fd", str(info_fd), *argv[1:]]
+        argv, args_fd = _options_through_fd(argv, len(command))
     except BaseException:
-        os.close(fd)
+        for end in (fd, lifeline, info_fd):
+            os.close(end)
         raise
     kwargs: dict[str, Any] = {
         "close_fds": True,
-        "pass_fds": (fd, *pass_fds),
+        "pass_fds": (fd, args_fd, info_fd, *pass_fds),
         "start_new_session": True,
         "env": {},
     }
@@ -71,7 +101,42 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
     if not prefix:
         lim = policy.limits
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
-    return Launch([*drop, *prefix, *argv], fd, kwargs)
+    argv = [*drop, *pid_namespace_prefix(), *prefix, *argv]
+    ours = io.FileIO(lifeline, "rb", closefd=True)
+    return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd)
+
+
+def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], int]:
+    """bwrap's options moved into a memfd it reads with `--args FD`.
+
+    The options carry the session's environment, paths and the like, which other users
+    would otherwise read in `ps`. bwrap 0.8 drops whatever follows `--` in an --args
+    file, so the command itself stays on the command line.
+    """
+    options = argv[1 : len(argv) - command_len - 1]
+    args_fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    try:
+        os.write(args_fd, b"".join(os.fsencode(a) + b"\0" for a in options))
+        os.lseek(args_fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(args_fd)
+        raise
+    return [argv[0], "--args", str(args_fd), "--", *argv[len(argv) - command_len :]], args_fd
+
+
+@functools.cache
+def pid_namespace_prefix() -> tuple[str, ...]:
+    """argv prefix that makes what follows pid 1 of a new pid namespace which dies with
+    unshare (see the module docstring); empty when util-linux unshare cannot do it here."""
+    path = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if path is None:
+        return ()
+    prefix = (path, "--user", "--map-current-user", "--pid", "--kill-child=SIGKILL", "--")
+    try:
+        ok = subprocess.run([*prefix, "/bin/true"], capture_output=True, timeout=30).returncode
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return prefix if ok == 0 else ()
 
 
 @functools.cache
@@ -101,6 +166,20 @@ def _probe(bwrap_path: str, ident: identity.Identity) -> str | None:
     )
 
 
+# The variable that carries a shell command into the sandbox (see shell_argv).
+COMMAND_VARIABLE = "AGENTD_COMMAND"
+
+
+def shell_argv(policy: SandboxPolicy, command: str, shell: str = "/bin/bash") -> list[str]:
+    """argv that runs `command` with `shell -c` semantics, without the text on any
+    command line: it goes in through the environment (bwrap reads that from its --args
+    memfd, and /proc/PID/environ is private to the uid), and the shell unsets the
+    variable before running it. Adds the variable to `policy.env`.
+    """
+    policy.env = {**policy.env, COMMAND_VARIABLE: command}
+    return [shell, "-c", f'eval "unset {COMMAND_VARIABLE}; ${COMMAND_VARIABLE}"']
+
+
 def exit_code(returncode: int) -> int:
     """Shell convention: a death by signal N is 128+N."""
     return 128 - returncode if returncode < 0 else returncode
@@ -110,8 +189,16 @@ class SandboxProcess:
     """A running sandbox: its pid, its output streams, wait, kill; the wall limit kills it
     on a timer, whether or not anyone is waiting."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, wall_seconds: float | None) -> None:
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        wall_seconds: float | None,
+        streams: tuple[asyncio.StreamReader | None, asyncio.StreamReader | None] = (None, None),
+        lifeline: io.FileIO | None = None,
+    ) -> None:
         self._proc = proc
+        self._lifeline = lifeline
+        self._stdout, self._stderr = streams
         self.timed_out = False
         self._timer: asyncio.TimerHandle | None = None
         if wall_seconds is not None:
@@ -123,11 +210,11 @@ class SandboxProcess:
 
     @property
     def stdout(self) -> asyncio.StreamReader | None:
-        return self._proc.stdout
+        return self._stdout or self._proc.stdout
 
     @property
     def stderr(self) -> asyncio.StreamReader | None:
-        return self._proc.stderr
+        return self._stderr or self._proc.stderr
 
     @property
     def returncode(self) -> int | None:
@@ -141,6 +228,8 @@ class SandboxProcess:
         finally:
             if self._timer is not None:
                 self._timer.cancel()
+            if self._lifeline is not None:
+                self._lifeline.close()
 
     def kill(self) -> None:
         """End the whole sandbox at once.
@@ -186,21 +275,68 @@ async def spawn(
     stderr: int | None = asyncio.subprocess.PIPE,
     pass_fds: tuple[int, ...] = (),
 ) -> SandboxProcess:
-    """Start `argv` in the sandbox on the running loop; stdin is /dev/null."""
+    """Start `argv` in the sandbox on the running loop; stdin is /dev/null.
+
+    Output pipes belong to the sandbox identity, so `> /dev/stdout` (a reopen through
+    /proc/self/fd/1) works inside; the daemon's open read end is unaffected.
+    """
     launch = prepare(policy, argv, pass_fds)
+    ident = launch.ident
+    ours: list[int] = []  # write ends we made, closed once the child has them
+    readers: list[int | None] = [None, None]
+    targets: list[int | None] = [stdout, stderr]
     try:
+        for i, target in enumerate(targets):
+            if target == asyncio.subprocess.PIPE:
+                read_end, write_end = os.pipe2(os.O_CLOEXEC)
+                readers[i] = read_end
+                ours.append(write_end)
+                targets[i] = write_end
+            if isinstance(targets[i], int) and targets[i] >= 0:
+                _give_pipe(targets[i], ident)
         proc = await asyncio.create_subprocess_exec(
             *launch.argv,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
+            stdout=targets[0],
+            stderr=targets[1],
             **launch.popen_kwargs,
         )
     except OSError as exc:
+        for fd in readers:
+            if fd is not None:
+                os.close(fd)
+        if launch.lifeline is not None:
+            launch.lifeline.close()
         raise SandboxUnavailable(f"cannot start bwrap: {exc}") from exc
     finally:
         launch.close()
-    return SandboxProcess(proc, policy.limits.wall_seconds)
+        for fd in ours:
+            os.close(fd)
+    streams = [await _reader(fd) if fd is not None else None for fd in readers]
+    streams_pair = (streams[0], streams[1])
+    return SandboxProcess(proc, policy.limits.wall_seconds, streams_pair, launch.lifeline)
+
+
+def _give_pipe(fd: int, ident: identity.Identity | None) -> None:
+    """Make a pipe the sandbox writes to its identity's, so it can reopen it by path.
+
+    Only pipes: a file or a terminal handed in keeps its owner.
+    """
+    if ident is None or not ident.switch:
+        return
+    with contextlib.suppress(OSError):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.fchown(fd, ident.uid, ident.gid)
+
+
+async def _reader(fd: int) -> asyncio.StreamReader:
+    """An asyncio stream on the read end of a pipe (what PIPE would have given)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**16, loop=loop)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", 0)
+    )
+    return reader
 
 
 def run(
@@ -218,10 +354,15 @@ def run(
     """
     launch = prepare(policy, argv)
     try:
+        for target in (stdout, stderr):
+            if isinstance(target, int) and target >= 0:
+                _give_pipe(target, launch.ident)
         proc = subprocess.Popen(
             launch.argv, stdin=stdin, stdout=stdout, stderr=stderr, **launch.popen_kwargs
         )
     except OSError as exc:
+        if launch.lifeline is not None:
+            launch.lifeline.close()
         raise SandboxUnavailable(f"cannot start bwrap: {exc}") from exc
     finally:
         launch.close()
@@ -234,3 +375,6 @@ def run(
         proc.kill()
         proc.wait()
         raise
+    finally:
+        if launch.lifeline is not None:
+            launch.lifeline.close()

@@ -14,7 +14,7 @@ from agentd import sandboxing
 from agentd.errors import InputError, ToolError
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
-from agentd_sandbox import SandboxUnavailable, spawn
+from agentd_sandbox import SandboxUnavailable, shell_argv, spawn
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -140,9 +140,8 @@ class BashTool(Tool):
         policy.env = {**policy.env, "BASH_ENV": env_file}
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
-            process = await spawn(
-                policy, ["/bin/bash", "-c", command], stdout=write_fd, stderr=write_fd
-            )
+            argv = shell_argv(policy, command)  # the text stays out of host `ps`
+            process = await spawn(policy, argv, stdout=write_fd, stderr=write_fd)
         except SandboxUnavailable as exc:
             os.close(read_fd)
             output.finish(None)

@@ -279,8 +279,9 @@ def test_orphans_do_not_outlive_their_call(client: Client, session_id: str) -> N
 
 def test_closing_the_session_stops_its_tasks(client: Client, workspace: Path) -> None:
     sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
-    marker = f"agentd-close-{uuid.uuid4().hex[:8]}"
-    r = bash(client, sid, f"sleep 300 # {marker}", run_in_background=True)
+    # The command text is not on any command line; the sleep's own argv is.
+    marker = f"sleep\0{int(uuid.uuid4().int % 10**6) + 10**6}.3"
+    r = bash(client, sid, f"sleep {marker[6:]}", run_in_background=True)
     assert wait_present(marker)
     client.close_session(sid)
     [task] = [t for t in client.list_tasks(sid) if t.id == r.data["backgroundTaskId"]]
