@@ -22,6 +22,8 @@ from tests.sandbox.conftest import GUARD, NOT_SANDBOXED, SYSTEM_PYTHON, sandbox_
 
 HOST_PIDNS = str(os.stat("/proc/self/ns/pid").st_ino)
 TOKEN = "agentd-test-token-" + os.urandom(6).hex()
+# A line only the daemon's config file holds (the token itself lives in the token file).
+CONFIG_MARKER = "agentd-test-config-" + os.urandom(6).hex()
 
 
 def guarded(*argv: str) -> str:
@@ -47,9 +49,12 @@ def bash(client: Client, sid: str, command: str):
 class Daemon:
     """A daemon started with a config file in a place the sandbox identity could read."""
 
-    def __init__(self, proc: DaemonProcess, config_file: str, allowed_socket: str) -> None:
+    def __init__(
+        self, proc: DaemonProcess, config_file: str, token_file: str, allowed_socket: str
+    ) -> None:
         self.proc = proc
         self.config_file = config_file
+        self.token_file = token_file
         self.allowed_socket = allowed_socket
 
 
@@ -58,11 +63,17 @@ def sandbox_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]
     conf_dir = sandbox_dir("agentd-sec-conf-")
     config_file = os.path.join(conf_dir, "config.toml")
     allowed = os.path.join(sandbox_dir("agentd-sec-allowed-"), "allowed.sock")
+    token_file = os.path.join(conf_dir, "token")
+    with open(token_file, "w") as f:
+        f.write(TOKEN + "\n")
     with open(config_file, "w") as f:
-        f.write(f'token = "{TOKEN}"\nsandbox_sockets = ["{allowed}"]\n')
-    os.chmod(config_file, 0o644)  # readable by the sandbox uid: only hiding protects it
+        f.write(f'# {CONFIG_MARKER}\ntoken_file = "{token_file}"\n')
+        f.write(f'sandbox_sockets = ["{allowed}"]\n')
+    # Readable by the sandbox uid on the host: only hiding protects them.
+    os.chmod(config_file, 0o644)
+    os.chmod(token_file, 0o644)
     proc = start_daemon(tmp_path_factory.mktemp("agentd-sec"), ["--config", config_file])
-    yield Daemon(proc, config_file, allowed)
+    yield Daemon(proc, config_file, token_file, allowed)
     code = proc.stop()
     shutil.rmtree(conf_dir, ignore_errors=True)
     shutil.rmtree(os.path.dirname(allowed), ignore_errors=True)

@@ -18,6 +18,7 @@ import pytest
 from agentd_client import Client
 
 from ._sandbox_attack import (  # noqa: F401  (fixtures are used by name)
+    CONFIG_MARKER,
     TOKEN,
     Daemon,
     bash,
@@ -127,5 +128,14 @@ def test_the_daemons_config_file_is_hidden(
 ) -> None:
     assert os.stat(sandbox_daemon.config_file).st_mode & 0o004  # readable on the host
     r = bash(sec_client, sec_session, guarded_sh(f"cat {sandbox_daemon.config_file}; echo END"))
+    assert "END" in r.text, r.text
+    assert CONFIG_MARKER not in r.text, r.text
+
+
+def test_the_daemons_token_file_is_hidden(
+    sec_client: Client, sec_session: str, sandbox_daemon: Daemon
+) -> None:
+    assert os.stat(sandbox_daemon.token_file).st_mode & 0o004  # readable on the host
+    r = bash(sec_client, sec_session, guarded_sh(f"cat {sandbox_daemon.token_file}; echo END"))
     assert "END" in r.text, r.text
     assert TOKEN not in r.text, r.text
