@@ -43,6 +43,11 @@ class Decision:
     decided_by: str = ""
     # Input to run instead (a hook may rewrite it).
     updated_input: dict[str, Any] | None = None
+    # How a Bash command runs, by why it was allowed: "read_only" when only the
+    # classifier's read-only verdict let it run (the sandbox then enforces that verdict),
+    # "normal" when a rule, a person, a hook or the mode allowed it, "unsandboxed" when a
+    # person approved running it outside the sandbox.
+    sandbox: str = "normal"
 
 
 class PermissionChecker(Protocol):
@@ -225,6 +230,7 @@ class Executor:
                 decision = await self.permissions.decide(session, tool, args, ctx)
                 if decision.behavior != "allow":
                     return ToolResult.error(decision.reason or "Permission denied.")
+                ctx.sandbox = decision.sandbox
                 if decision.updated_input is not None:
                     # A hook rewrote the input: it must be as valid as the model's own.
                     args = validation.coerce(decision.updated_input, tool.input_schema)

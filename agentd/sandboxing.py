@@ -51,13 +51,19 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     return path
 
 
-def policy_for(session: Session, config: Config, tmp_dir: str) -> SandboxPolicy:
+def policy_for(
+    session: Session, config: Config, tmp_dir: str, *, read_only: bool = False
+) -> SandboxPolicy:
+    """The session's sandbox; `read_only`: every workspace root read-only and no network,
+    only the temp dir writable (a command run on the classifier's read-only verdict)."""
     ident = run_as(session, config)
     env = {"TMPDIR": tmp_dir, **session.env}
+    roots = list(session.workspace_roots)
     return SandboxPolicy(
-        writable=[*session.workspace_roots, tmp_dir],
+        writable=[tmp_dir] if read_only else [*roots, tmp_dir],
+        read_only=[r for r in roots if not _contains(r, tmp_dir)] if read_only else [],
         hidden=[config.state_dir, os.path.dirname(config.socket_path)],
-        network=session.allow_network,
+        network=session.allow_network and not read_only,
         env=env,
         cwd=session.cwd,
         uid=ident[0] if ident else None,
@@ -70,3 +76,8 @@ def policy_for(session: Session, config: Config, tmp_dir: str) -> SandboxPolicy:
         ),
         home=tmp_dir,
     )
+
+
+def _contains(root: str, path: str) -> bool:
+    root, path = os.path.realpath(root), os.path.realpath(path)
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -112,6 +112,8 @@ class _Allow:
     decided_by: str
     reason: str
     grants: list[str] = field(default_factory=list)
+    # Decision.sandbox: "read_only" when only the classifier's verdict allows the call.
+    sandbox: str = "normal"
 
 
 @dataclass
@@ -121,6 +123,8 @@ class _Ask:
     suggested_rule: str
     # Paths to grant the call if a person allows it.
     grants: list[str] = field(default_factory=list)
+    # Decision.sandbox if a person allows it.
+    sandbox: str = "normal"
 
 
 def _rule_note(rule: SourcedRule) -> str:
@@ -192,6 +196,9 @@ class PermissionEngine:
                 "Finish the plan and present it; the user switches the mode to carry it out.",
             )
 
+        if call.is_bash and args.get("dangerouslyDisableSandbox"):
+            return await self._ask_unsandboxed(session, ctx, call, mode, updated)
+
         ask: _Ask | None = None
         if call.is_bash and (critical := self._critical_rm(call, session)):
             ask = _Ask("classifier", [critical, *call.classification.reasons], "")
@@ -211,6 +218,7 @@ class PermissionEngine:
                 f"allowed by PreToolUse hook {verdict.hook!r}",
                 updated,
                 self._grants(call, ctx),
+                mode=mode,
             )
         elif mode == "bypassPermissions":
             return self._allow(
@@ -221,6 +229,7 @@ class PermissionEngine:
                 "bypassPermissions mode",
                 updated,
                 self._grants(call, ctx),
+                mode=mode,
             )
         elif rule := self._first_match(settings.ask, call, session, kind="ask"):
             ask = _Ask(
@@ -238,12 +247,21 @@ class PermissionEngine:
                 f"allow rule {_rule_note(rule)}",
                 updated,
                 self._grants(call, ctx),
+                mode=mode,
             )
         else:
             outcome = self._tool_check(call, session, settings, ctx, mode)
             if isinstance(outcome, _Allow):
                 return self._allow(
-                    session, ctx, call, outcome.decided_by, outcome.reason, updated, outcome.grants
+                    session,
+                    ctx,
+                    call,
+                    outcome.decided_by,
+                    outcome.reason,
+                    updated,
+                    outcome.grants,
+                    sandbox=outcome.sandbox,
+                    mode=mode,
                 )
             ask = outcome
         return await self._ask(session, ctx, call, ask, mode, updated)
@@ -500,7 +518,8 @@ class PermissionEngine:
             return _Allow("mode", f"{call.name} touches only the session's own state")
         if call.is_bash:
             if call.classification.read_only:
-                return _Allow("classifier", "read-only command")
+                # Nothing but the verdict allows it: the sandbox enforces the verdict.
+                return _Allow("classifier", "read-only command", sandbox="read_only")
             return _Ask("classifier", self._reasons(call), suggested)
         if call.path:
             inside = self._inside(call.path, session, settings)
@@ -586,12 +605,53 @@ class PermissionEngine:
         reason: str,
         updated: dict[str, Any] | None,
         grants: list[str],
+        *,
+        sandbox: str = "normal",
+        mode: str = "",
     ) -> Decision:
         for path in grants:
             if path not in ctx.granted_paths:
                 ctx.granted_paths.append(path)
+        if call.is_bash and mode == "plan" and sandbox == "normal":
+            # Plan mode let the command through only because it is read-only: hold it to that.
+            sandbox = "read_only"
+        if sandbox != "normal":
+            reason = f"{reason}; runs {sandbox.replace('_', '-')}"
         self._record(session, ctx, call.name, "allow", by, reason)
-        return Decision("allow", reason=reason, decided_by=by, updated_input=updated)
+        return Decision(
+            "allow", reason=reason, decided_by=by, updated_input=updated, sandbox=sandbox
+        )
+
+    async def _ask_unsandboxed(
+        self,
+        session: Session,
+        ctx: ToolContext,
+        call: _Call,
+        mode: str,
+        updated: dict[str, Any] | None,
+    ) -> Decision:
+        """`dangerouslyDisableSandbox`: a person approves this exact call, in every mode,
+        whatever the rules say; it offers no "always" rule."""
+        if not session.allow_unsandboxed or mode == "plan":
+            why = (
+                "the session is in plan mode"
+                if session.allow_unsandboxed
+                else "this session's policy does not allow unsandboxed commands"
+            )
+            return self._deny(
+                session,
+                ctx,
+                call.name,
+                "mode",
+                f"The command was not run outside the sandbox: {why}. Run it sandboxed "
+                "(drop dangerouslyDisableSandbox).",
+            )
+        reasons = ["asks to run outside the sandbox (dangerouslyDisableSandbox)"]
+        if critical := self._critical_rm(call, session):
+            reasons.append(critical)
+        reasons += self._reasons(call) if not call.read_only() else []
+        ask = _Ask("sandbox", reasons, "", sandbox="unsandboxed")
+        return await self._ask(session, ctx, call, ask, mode, updated)
 
     async def _ask(
         self,
@@ -656,6 +716,8 @@ class PermissionEngine:
                 f"approved ({answer.scope})",
                 updated,
                 ask.grants,
+                sandbox=ask.sandbox,
+                mode=mode,
             )
         if answer.decided_by == "timeout":
             reason = (

@@ -10,7 +10,7 @@ import shlex
 import time
 from typing import Any, ClassVar
 
-from agentd import sandboxing
+from agentd import readonly, sandboxing, unsandboxed
 from agentd.errors import InputError, ToolError
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
@@ -136,15 +136,29 @@ class BashTool(Tool):
             start_notices.append(
                 f"The working directory {gone} no longer exists; the command ran in {session.cwd}."
             )
-        policy = sandboxing.policy_for(session, config, tmp_dir)
+        read_only = ctx.sandbox == "read_only"
+        policy = sandboxing.policy_for(session, config, tmp_dir, read_only=read_only)
         policy.env = {**policy.env, "BASH_ENV": env_file}
+        staged = readonly.Staged()
+        if read_only:
+            policy.env = {**readonly.environment(), **policy.env}
+            staged = await asyncio.to_thread(
+                readonly.stage_git_configs,
+                list(session.workspace_roots),
+                session.cwd,
+                _static_dirs(command, session.cwd),
+                sandboxing.run_as(session, config),
+            )
+            policy.ro_binds = [*policy.ro_binds, *staged.ro_binds]
+        launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
-            process = await spawn(
+            process = await launch(
                 policy, ["/bin/bash", "-c", command], stdout=write_fd, stderr=write_fd
             )
         except SandboxUnavailable as exc:
             os.close(read_fd)
+            staged.cleanup()
             output.finish(None)
             os.unlink(output.path)
             raise ToolError(
@@ -156,6 +170,7 @@ class BashTool(Tool):
         before = _read_files_state(session)
 
         def cleanup() -> None:
+            staged.cleanup()
             for path in (env_file, cwd_file):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
@@ -243,6 +258,8 @@ class BashTool(Tool):
         is_error, note = interpret_exit(command, code)
         if outcome != "done":
             is_error = True
+        if read_only and is_error and (erofs := readonly.erofs_note(shown)):
+            notices.append(erofs)
         if is_error and outcome == "done":
             body = f"Exit code {code}\n{body}" if body else f"Exit code {code}"
         if not body and not notices and note is None:
@@ -319,6 +336,24 @@ def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
     if emit is not None and session.cwd != previous:
         emit(session, session.cwd, previous)
     return notices
+
+
+def _static_dirs(command: str, cwd: str) -> list[str]:
+    """Directories the command changes to (`cd X`, `git -C X`), where known statically."""
+    from agentd.bashsec import classify
+
+    dirs: list[str] = []
+    cls = classify(command)
+    for target in cls.cd_targets:
+        dirs.append(os.path.normpath(os.path.join(cwd, target)))
+    for cmd in cls.commands:
+        argv = cmd.argv
+        if cmd.program != "git":
+            continue
+        for i, word in enumerate(argv[:-1]):
+            if word == "-C" and isinstance(argv[i + 1], str):
+                dirs.append(os.path.normpath(os.path.join(cwd, argv[i + 1])))
+    return [d for d in dirs if os.path.isdir(d)]
 
 
 def _read_files_state(session: Any) -> dict[str, tuple[int, int]]:
