@@ -12,9 +12,10 @@ The order, first match wins:
  5. A hook's ask asks; a hook's allow allows.
  6. bypassPermissions allows.
  7. Ask rules ask.
- 8. Allow rules allow. A Bash command is allowed by rules only if each of its simple
-    commands matches an allow rule or is read-only on its own (and nothing is written
-    by a redirect unless every command matched).
+ 8. Allow rules allow. A Bash command is allowed by rules only if some simple command's
+    literal text begins with an allow rule's prefix and everything the rules did not see
+    (other commands, VAR= prefixes, wrappers, options before the subcommand, redirects,
+    expansions) is read-only on its own (permissions/bashrules.py).
  9. The tool's own check: tools that only touch the session's own state run; Bash runs
     when the classifier says read-only; file reads inside the workspace, the
     additional directories or the session's state dir run; file writes inside the
@@ -40,6 +41,7 @@ from typing import Any
 
 from agentd.config import Config
 from agentd.executor import Decision
+from agentd.permissions import bashrules
 from agentd.permissions import hooks as hook_runner
 from agentd.permissions.asker import Asker
 from agentd.permissions.paths import is_within
@@ -387,25 +389,36 @@ class PermissionEngine:
         cls = call.classification
         if not cls.parse_ok or not cls.commands:
             return None
-        matched: list[SourcedRule] = []
-        for cmd in cls.commands:
-            rule = next(
-                (
-                    r
-                    for r in bash_rules
-                    if bash_spec_matches(r.rule.specifier or "", cmd.text, cmd.prefix)
-                ),
-                None,
+        used: list[SourcedRule] = []
+        texts = sorted({c.text for c in cls.commands if c.text}, key=len, reverse=True)
+
+        def matching(text: str) -> SourcedRule | None:
+            return next(
+                (r for r in bash_rules if bash_spec_matches(r.rule.specifier or "", text)), None
             )
-            if rule is not None:
-                matched.append(rule)
-            elif not self.classify(cmd.text).read_only:
-                return None
-        if not matched:
+
+        def covered(literal: str) -> bool:
+            rule = matching(literal)
+            if rule is None:
+                # `FOO=1 timeout 5 npm test`: the rule sees the command from its program
+                # word on; the VAR= prefixes and wrappers in front must be harmless alone.
+                for text in texts:
+                    if literal != text and literal.endswith(text) and (rule := matching(text)):
+                        unseen = literal[: -len(text)]
+                        if not self.classify(unseen + " true").read_only:
+                            rule = None
+                        break
+            if rule is not None and rule not in used:
+                used.append(rule)
+            return rule is not None
+
+        rest = bashrules.neutralise(call.command, covered)
+        if rest is None or rest[1] == 0:
             return None
-        if cls.writes and len(matched) != len(cls.commands):
+        # What the rules did not see must be read-only on its own.
+        if not self.classify(rest[0]).read_only:
             return None
-        return matched[0]
+        return used[0]
 
     # the critical rm check
 

@@ -1,0 +1,145 @@
+"""Allow rules cover what will run (issue 8 §3), and why a Bash call was allowed decides
+how it runs (Decision.sandbox).
+
+A `Bash(prefix:*)` rule covers a simple command only when its literal text begins with
+the prefix; VAR= prefixes and wrappers in front count only when harmless on their own;
+whatever else the rule did not see (options before the subcommand, redirections,
+expansions, other commands) must be read-only, or the rule does not cover the call and
+the usual decision follows.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import Env
+
+ASKED = "nobody-attached"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "git status --short",
+        "git  status   -sb",
+        "git status && ls",
+        "ls; git status | head -5",
+        "FOO=1 git status",
+        "LANG=C git status",
+        "timeout 5 git status",
+        "git status 2>/dev/null",
+        "git status 2>&1 | cat",
+        'git status -- "$(printf src)"',
+        "if git status; then echo ok; fi",
+    ],
+)
+async def test_a_rule_covers_its_literal_prefix(env: Env, command: str) -> None:
+    env.session.allow_rules.append("Bash(git status:*)")
+    decision = await env.bash(command)
+    assert (decision.behavior, decision.decided_by, decision.sandbox) == (
+        "allow",
+        "rule",
+        "normal",
+    ), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # options between the program and the subcommand
+        "git -c core.fsmonitor=/tmp/x status",
+        "git -c core.pager=/tmp/x status",
+        "git --git-dir=/tmp/evil status",
+        "git --exec-path=/tmp status",
+        "git -C /tmp status",
+        "git --no-pager -c alias.status=x status",
+        # environment in front that the program obeys
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=/tmp/x git status",
+        "GIT_CONFIG_PARAMETERS=\"'core.fsmonitor'='/tmp/x'\" git status",
+        "GIT_DIR=/tmp/evil git status",
+        "GIT_EXTERNAL_DIFF=/tmp/x git status",
+        "LD_PRELOAD=/tmp/x.so git status",
+        "PATH=/tmp:$PATH git status",
+        "env GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=x git status",
+        # wrappers in front that change what runs
+        "sudo git status",
+        "sh -c 'git status; touch x'",
+        # redirections
+        "git status > f",
+        "git status >> f",
+        "git status &> f",
+        "git status 2> err.log",
+        "git status >| f",
+        "git status | tee f",
+        # expansions that run code
+        "git status $(touch x)",
+        "git status `touch x`",
+        "git status <(touch x)",
+        'git status "$(rm -rf src)"',
+        # other commands
+        "git status; touch x",
+        "git status && npm publish",
+    ],
+)
+async def test_a_rule_does_not_cover_what_it_did_not_see(env: Env, command: str) -> None:
+    env.session.allow_rules.append("Bash(git status:*)")
+    decision = await env.bash(command)
+    assert decision.decided_by != "rule", command
+    if decision.behavior == "allow":
+        # the usual decision: only the classifier's verdict let it run, so it runs read-only
+        assert (decision.decided_by, decision.sandbox) == ("classifier", "read_only"), command
+
+
+async def test_the_readme_rules_still_allow_what_they_name(env: Env) -> None:
+    env.session.allow_rules += ["Bash(npm run test:*)", "Bash(git commit:*)"]
+    for command in (
+        "npm run test",
+        "npm run test -- --ci | tail -5",
+        "NODE_ENV=test npm run test",
+        'git commit -m "$(cat msg.txt)"',
+        "git commit -am wip && git status",
+    ):
+        decision = await env.bash(command)
+        assert (decision.decided_by, decision.sandbox) == ("rule", "normal"), command
+    for command in ("npm run test > out.txt", "git commit -m x; rm -rf build", "npm run build"):
+        assert (await env.bash(command)).decided_by == ASKED, command
+
+
+async def test_an_exact_rule_names_the_whole_command(env: Env) -> None:
+    env.session.allow_rules.append("Bash(make build > build.log)")
+    assert (await env.bash("make build > build.log")).decided_by == "rule"
+    assert (await env.bash("make build > other.log")).decided_by == ASKED
+
+
+# --- why it was allowed decides how it runs --------------------------------------------------
+
+
+async def test_only_the_classifiers_verdict_runs_read_only(env: Env) -> None:
+    ls = await env.bash("ls -la")
+    assert (ls.decided_by, ls.sandbox) == ("classifier", "read_only")
+    env.session.allow_rules.append("Bash(ls:*)")
+    assert (await env.bash("ls -la")).sandbox == "normal"
+    env.session.permission_mode = "bypassPermissions"
+    assert (await env.bash("cat x")).sandbox == "normal"
+
+
+async def test_plan_mode_runs_every_command_read_only(env: Env) -> None:
+    env.session.permission_mode = "plan"
+    env.session.allow_rules.append("Bash(git status:*)")
+    decision = await env.bash("git status")
+    assert (decision.behavior, decision.decided_by, decision.sandbox) == (
+        "allow",
+        "rule",
+        "read_only",
+    )
+
+
+async def test_the_journal_says_it_ran_read_only(env: Env) -> None:
+    await env.bash("ls")
+    assert env.decided()[-1]["reason"].endswith("runs read-only")
+
+
+async def test_file_tools_are_unaffected(env: Env) -> None:
+    (env.ws / "a.txt").write_text("x")
+    assert (await env.decide("Read", {"file_path": str(env.ws / "a.txt")})).sandbox == "normal"
