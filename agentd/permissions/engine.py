@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +42,7 @@ from agentd.executor import Decision
 from agentd.permissions import bashrules
 from agentd.permissions import hooks as hook_runner
 from agentd.permissions.asker import Asker
+from agentd.permissions.critical import critical_rm
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import (
     EDIT_TOOLS,
@@ -422,86 +421,11 @@ class PermissionEngine:
 
     # the critical rm check
 
-    def _critical_paths(self, session: Session) -> dict[str, str]:
-        critical = {"/": "/", os.path.normpath(session.home): "your home directory"}
-        for root in session.workspace_roots:
-            path = os.path.normpath(root)
-            critical[path] = "the workspace root"
-            while (parent := os.path.dirname(path)) != path:
-                critical.setdefault(parent, "a parent of the workspace root")
-                path = parent
-        return critical
-
     def _critical_rm(self, call: _Call, session: Session) -> str:
         """A reason when the command recursively or forcibly removes a critical path."""
-        critical = self._critical_paths(session)
-        cwd = session.cwd
-        for cmd in call.classification.commands:
-            argv = cmd.argv
-            if cmd.program == "cd":
-                target = argv[1] if len(argv) > 1 else session.home
-                if isinstance(target, str) and target != "-":
-                    cwd = self._expand_word(target, cwd, session.home) or cwd
-                continue
-            if cmd.program != "rm":
-                continue
-            try:
-                raw = shlex.split(cmd.text)
-            except ValueError:
-                raw = []
-            words = [
-                w if w is not None else (raw[i] if len(raw) == len(argv) else None)
-                for i, w in enumerate(argv)
-            ]
-            forced = False
-            targets: list[str | None] = []
-            options_done = False
-            for word in words[1:]:
-                if word is None:
-                    targets.append(None)
-                elif not options_done and word == "--":
-                    options_done = True
-                elif not options_done and word.startswith("--"):
-                    forced |= word in ("--recursive", "--force")
-                elif not options_done and word.startswith("-") and len(word) > 1:
-                    forced |= any(c in word[1:] for c in "rRf")
-                else:
-                    targets.append(word)
-            if not forced:
-                continue
-            for word in targets:
-                if word is None:
-                    continue  # words from stdin (xargs): unknown until run time
-                path = self._expand_word(word, cwd, session.home)
-                if path == "":
-                    continue
-                if path is None:
-                    return (
-                        f"`{cmd.text}` removes `{word}`, a variable that may be empty or "
-                        "anything at run time"
-                    )
-                for candidate in (path, os.path.realpath(path)):
-                    if candidate in critical:
-                        what = critical[candidate]
-                        return f"`{cmd.text}` recursively or forcibly removes {candidate} ({what})"
-        return ""
-
-    @staticmethod
-    def _expand_word(word: str, cwd: str, home: str) -> str | None:
-        """The absolute directory a word of rm names; None for a bare variable (unknown)."""
-        for var in ("${HOME}", "$HOME"):
-            if word == var or word.startswith(var + "/"):
-                word = home + word[len(var) :]
-        if word == "~" or word.startswith("~/"):
-            word = home + word[1:]
-        if "$" in word:
-            # `$X`, `$X/`, `$X/*`: what is removed depends only on the variable.
-            if re.fullmatch(r"\$\{?\w+\}?(/\.?\*?)?", word):
-                return None
-            return ""  # something under a variable: not one of ours to judge
-        # `dir/*` and `*` remove the directory's whole content: treat as the directory.
-        word = re.sub(r"(^|/)\.?\*$", r"\1.", word) if word.endswith("*") else word
-        return os.path.normpath(os.path.join(cwd, word))
+        return critical_rm(
+            call.classification, session.cwd, session.home, list(session.workspace_roots)
+        )
 
     # the tool's own check
 
