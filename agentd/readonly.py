@@ -23,6 +23,7 @@ may read, and size-capped. Any config it cannot read that way is replaced by an 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import os
@@ -31,8 +32,14 @@ import stat
 import tempfile
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agentd import gitconfig
+
+if TYPE_CHECKING:
+    from agentd.config import Config
+    from agentd.sessions import Session
+    from agentd_sandbox import SandboxPolicy
 
 # Environment of a read-only run.
 ENV: dict[str, str] = {
@@ -59,6 +66,42 @@ _READ_CAP = gitconfig.MAX_BYTES + 1
 
 # The message a failed write shows in a read-only run.
 EROFS_TEXT = "Read-only file system"
+
+
+async def enforce(policy: SandboxPolicy, session: Session, config: Config, command: str) -> Staged:
+    """Finish a read-only policy (from `sandboxing.policy_for(..., read_only=True)`) for
+    `command`: the environment and the sanitised git configs. Clean up the returned
+    Staged once the command has ended."""
+    from agentd import sandboxing
+
+    policy.env = {**environment(), **policy.env}
+    staged = await asyncio.to_thread(
+        stage_git_configs,
+        list(session.workspace_roots),
+        session.cwd,
+        static_dirs(command, session.cwd),
+        sandboxing.run_as(session, config),
+    )
+    policy.ro_binds = [*policy.ro_binds, *staged.ro_binds]
+    return staged
+
+
+def static_dirs(command: str, cwd: str) -> list[str]:
+    """Directories the command changes to (`cd X`, `git -C X`), where known statically."""
+    from agentd.bashsec import classify
+
+    dirs: list[str] = []
+    cls = classify(command)
+    for target in cls.cd_targets:
+        dirs.append(os.path.normpath(os.path.join(cwd, target)))
+    for cmd in cls.commands:
+        argv = cmd.argv
+        if cmd.program != "git":
+            continue
+        for i, word in enumerate(argv[:-1]):
+            if word == "-C" and isinstance(argv[i + 1], str):
+                dirs.append(os.path.normpath(os.path.join(cwd, argv[i + 1])))
+    return [d for d in dirs if os.path.isdir(d)]
 
 
 def environment() -> dict[str, str]:

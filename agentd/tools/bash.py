@@ -141,15 +141,7 @@ class BashTool(Tool):
         policy.env = {**policy.env, "BASH_ENV": env_file}
         staged = readonly.Staged()
         if read_only:
-            policy.env = {**readonly.environment(), **policy.env}
-            staged = await asyncio.to_thread(
-                readonly.stage_git_configs,
-                list(session.workspace_roots),
-                session.cwd,
-                _static_dirs(command, session.cwd),
-                sandboxing.run_as(session, config),
-            )
-            policy.ro_binds = [*policy.ro_binds, *staged.ro_binds]
+            staged = await readonly.enforce(policy, session, config, command)
         launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
@@ -336,24 +328,6 @@ def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
     if emit is not None and session.cwd != previous:
         emit(session, session.cwd, previous)
     return notices
-
-
-def _static_dirs(command: str, cwd: str) -> list[str]:
-    """Directories the command changes to (`cd X`, `git -C X`), where known statically."""
-    from agentd.bashsec import classify
-
-    dirs: list[str] = []
-    cls = classify(command)
-    for target in cls.cd_targets:
-        dirs.append(os.path.normpath(os.path.join(cwd, target)))
-    for cmd in cls.commands:
-        argv = cmd.argv
-        if cmd.program != "git":
-            continue
-        for i, word in enumerate(argv[:-1]):
-            if word == "-C" and isinstance(argv[i + 1], str):
-                dirs.append(os.path.normpath(os.path.join(cwd, argv[i + 1])))
-    return [d for d in dirs if os.path.isdir(d)]
 
 
 def _read_files_state(session: Any) -> dict[str, tuple[int, int]]:
