@@ -27,6 +27,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -375,15 +376,22 @@ def _stage(text: str, who: Identity) -> str:
 
 
 def tried_to_write(output: str) -> str | None:
-    """What a failed read-only run tried to write, from its error output; "" if unnamed."""
+    """What a failed read-only run tried to write, from its error output: the path the
+    error names, "" if it names none, None if no write was refused."""
     for line in output.splitlines():
         if EROFS_TEXT not in line:
             continue
-        head = line.split(EROFS_TEXT, 1)[0].rstrip(" :")
-        for quote in ("'", '"', "‘", "’", "`"):
-            head = head.replace(quote, " ")
-        words = [w for w in head.replace(":", " ").split() if "/" in w or "." in w]
-        return words[-1] if words else ""
+        head = line.split(EROFS_TEXT, 1)[0].rstrip()
+        head = head[:-1].rstrip() if head.endswith(":") else head
+        if head[-1:] in ("'", '"', "’", "`"):
+            close = head[-1]
+            opener = {"’": "‘", "`": "`"}.get(close, close)
+            start = head.rfind(opener, 0, len(head) - 1)
+            return head[start + 1 : -1] if start >= 0 else ""
+        if quoted := re.findall(r"['\"‘`]([^'\"’`]+)['\"’`]", head):
+            return quoted[-1]
+        segment = head.rsplit(": ", 1)[-1].strip()
+        return "" if not segment or any(c.isspace() for c in segment) else segment
     return None
 
 
@@ -392,9 +400,9 @@ def erofs_note(output: str) -> str | None:
     what = tried_to_write(output)
     if what is None:
         return None
-    target = f" ({what})" if what else ""
+    target = f" `{what}`" if what else ""
     return (
-        "This command was run read-only because it was classified read-only, and it "
-        f"tried to write{target}; if it needs to write, ask the user to run it with write "
-        "access (or to allow it with a rule)."
+        "This command ran read-only because it was classified read-only, and it tried to "
+        f"write{target}: ask the user to run it with write access (or to allow it with a "
+        "rule) instead of retrying it."
     )

@@ -103,16 +103,25 @@ def test_the_temp_dir_stays_writable(client: Client, hostile: tuple[str, Path, s
 
 
 def test_a_failed_write_says_why(client: Client, hostile: tuple[str, Path, str]) -> None:
+    """A read-only run refused a write: the result says so, naming what it tried to write,
+    so the model asks instead of retrying. Needs a command the classifier wrongly calls
+    read-only; skipped once the classifier catches them all."""
+    from agentd.bashsec import classify
+
     sid, ws, _ = hostile
-    r = bash(client, sid, "x='$(touch p)'; echo ${x@P}")
-    if r.is_error and "not granted" in r.text or "attached" in r.text:
-        pytest.skip("the classifier now catches this example")
-    r = bash(client, sid, "git rev-list --output=out.txt HEAD")
-    if "attached" in r.text:
-        pytest.skip("the classifier now catches this example")
+    writers = [
+        "git rev-list --output=out.txt HEAD",
+        "echo data | sort --o=out.txt",
+        "x='$(touch out.txt)'; echo ${x@P}",
+    ]
+    command = next((c for c in writers if classify(c).read_only), None)
+    if command is None:
+        pytest.skip("the classifier calls none of these read-only any more")
+    r = bash(client, sid, command)
     assert r.is_error, r.text
-    assert "run read-only because it was classified read-only" in r.text
-    assert "out.txt" in r.text
+    assert "ran read-only because it was classified read-only" in r.text, r.text
+    assert "`out.txt`" in r.text, r.text
+    assert "ask the user to run it with write access" in r.text
     assert not (ws / "out.txt").exists()
 
 
