@@ -28,6 +28,11 @@ stderr interleaved as written).
 workspace; a cd outside is undone. Shell variables and exports do not carry over.
 - Only the workspace and a per-session temp dir ($TMPDIR) are writable; the \
 network is off unless the session allows it.
+- A command that runs without anyone's approval because it only reads runs with \
+the workspace read-only and no network. If it turns out to need to write, ask the \
+user to allow it rather than retrying.
+- dangerouslyDisableSandbox: true runs the command outside the sandbox, only in a \
+session that allows it and only after the user approves that call.
 - timeout is in milliseconds (default 120000, at most 600000). A command still \
 running at its timeout moves to the background: read its output file with Read, \
 stop it with TaskStop.
