@@ -11,10 +11,10 @@ make that hold, and keep read-only programs quiet:
 - Each repository's config is shown through a copy holding only inert keys
   (agentd.gitconfig), bound read-only over the real file: `core.fsmonitor`, pagers,
   external diffs, textconv, filters, aliases, hooks and includes of the workspace never
-  run. The repositories found are those of the cwd and its parents, of the directories
-  the command changes to, of each workspace root, and those a bounded scan of each root
-  finds (submodules and nested clones); the `-c` overrides below cover the best-known
-  keys in any repository the scan missed.
+  run. The repositories found are those of the cwd and its parents (up to /), of the
+  directories the command changes to, of each workspace root, and those a bounded scan
+  of each root finds (submodules and nested clones); the `-c` overrides below cover the
+  best-known keys in any repository the scan missed.
 
 The daemon reads each config as hostile input: the real path is walked from / without
 following a link, opened non-blocking, checked to be a regular file the sandbox identity
@@ -183,11 +183,13 @@ def find_configs(roots: list[str], cwd: str, extra_dirs: list[str]) -> list[str]
             dirs.append(d)
 
     for start in [cwd, *extra_dirs]:
+        # git looks for a repository in each parent up to /, the workspace's too (a
+        # workspace may be a directory inside a cloned repository).
         d = os.path.realpath(start)
         while True:
             add(d)
             parent = os.path.dirname(d)
-            if d in real_roots or parent == d or not _within_any(parent, real_roots):
+            if parent == d:
                 break
             d = parent
     for root in real_roots:
@@ -201,10 +203,6 @@ def find_configs(roots: list[str], cwd: str, extra_dirs: list[str]) -> list[str]
             if real not in found and os.path.isfile(real):
                 found.append(real)
     return found
-
-
-def _within_any(path: str, roots: list[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 def _scan(root: str) -> list[str]:

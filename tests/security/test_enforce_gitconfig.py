@@ -258,3 +258,12 @@ def test_the_copies_are_the_daemons(tmp_path: Path) -> None:
 )
 def test_what_a_refused_write_tried_to_write(output: str, what: str | None) -> None:
     assert readonly.tried_to_write(output) == what
+
+
+def test_a_repository_above_the_workspace_is_covered(tmp_path: Path) -> None:
+    """A workspace that is a directory inside a cloned repository: git finds the
+    repository above the root, so its config is covered too."""
+    config = _repo(tmp_path / "clone")
+    ws = tmp_path / "clone" / "packages" / "app"
+    ws.mkdir(parents=True)
+    assert str(config) in readonly.find_configs([str(ws)], str(ws), [])
