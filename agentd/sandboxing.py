@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from agentd import readonly
 from agentd.config import Config
 from agentd.sessions import Session
 from agentd_sandbox import Limits, SandboxPolicy
@@ -74,7 +75,7 @@ def policy_for(
             file_size_bytes=config.bash_file_size_bytes,
             open_files=config.bash_open_files,
         ),
-        home=tmp_dir,
+        home=readonly.sandbox_home(tmp_dir, ident),
     )
 
 

@@ -83,13 +83,12 @@ class Runner:
         self.wall_seconds = wall_seconds
         self.tmp_dir = sandboxing.session_tmp_dir(self.session, self.config)
 
-    async def run(self, command: str) -> Outcome:
-        policy = sandboxing.policy_for(
-            self.session, self.config, self.tmp_dir, read_only=self.read_only
-        )
+    async def run(self, command: str, *, read_only: bool | None = None) -> Outcome:
+        read_only = self.read_only if read_only is None else read_only
+        policy = sandboxing.policy_for(self.session, self.config, self.tmp_dir, read_only=read_only)
         policy.limits.wall_seconds = self.wall_seconds
         staged = readonly.Staged()
-        if self.read_only:
+        if read_only:
             staged = await readonly.enforce(policy, self.session, self.config, command)
         try:
             proc = await spawn(

@@ -80,3 +80,29 @@ def test_the_hostile_workspace_is_hostile_unenforced() -> None:
         assert snapshot(ws) != before
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_a_read_only_run_cannot_plant_config_for_a_later_run(tmp_path: Path) -> None:
+    """The temp dir stays writable in a read-only run, but HOME (which a later run with
+    write access obeys: .gitconfig, .npmrc, usercustomize…) does not."""
+    ws = Path(tempfile.mkdtemp(prefix="agentd-diff-", dir="/tmp"))
+    try:
+        ws.chmod(0o755)
+        runner = Runner(ws, read_only=True)
+        plant = (
+            "printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' > \"$HOME/.gitconfig\"; "
+            'mkdir -p "$HOME/.config/git"; echo planted > "$TMPDIR/scratch" && echo tmp-ok'
+        )
+        r = asyncio.run(runner.run(plant))
+        assert "Read-only file system" in r.output and "tmp-ok" in r.output, r.output
+        later = asyncio.run(
+            runner.run('cat "$HOME/.gitconfig"; ls -A "$HOME"; echo end', read_only=False)
+        )
+        assert (
+            later.output.strip()
+            == "cat: "
+            + os.path.join(runner.tmp_dir, "home", ".gitconfig")
+            + ": No such file or directory\nend"
+        ), later.output
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
