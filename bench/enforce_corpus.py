@@ -65,7 +65,12 @@ async def main() -> int:
         ]
         before = [snapshot(ws) for ws in spaces]
         started = time.monotonic()
-        results = [await r.run_all(commands) for r in runs]
+        results = []
+        timings = []
+        for r in runs:
+            t0 = time.monotonic()
+            results.append(await r.run_all(commands))
+            timings.append(time.monotonic() - t0)
         elapsed = time.monotonic() - started
         after = [snapshot(ws) for ws in spaces]
         a, b, e = (
@@ -75,6 +80,11 @@ async def main() -> int:
         differ = [i for i in range(len(commands)) if i not in varying and a[i] != e[i]]
         reasons = Counter(_reason(a[i], e[i]) for i in differ)
         print(f"{len(commands)} read-only corpus commands, each run 3 times in {elapsed:.1f}s")
+        plain_t = min(timings[:2])
+        print(
+            f"  wall time for the whole set: unenforced {plain_t:.2f}s, enforced "
+            f"{timings[2]:.2f}s (ratio {timings[2] / plain_t:.2f})"
+        )
         print(f"  output varies between two unenforced runs (not compared): {len(varying)}")
         for i in varying:
             print(f"    {commands[i]!r}")
