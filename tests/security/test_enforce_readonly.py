@@ -163,3 +163,30 @@ def test_git_sees_only_the_inert_config(client: Client, hostile: tuple[str, Path
     assert any("core.repositoryformatversion" in line for line in local), r.text
     for key in ("fsmonitor", "pager", "external", "textconv", "alias", "hookspath", "include"):
         assert not any(key in line.lower() for line in local), r.text
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c core.fsmonitor='touch p' status",
+        "git -c alias.status='!touch p' status",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch p' "
+        "git status",
+        "GIT_CONFIG_PARAMETERS=\"'core.fsmonitor'='touch p'\" git status",
+        "git status > p",
+        "git status | tee p",
+        "git status $(touch p)",
+    ],
+)
+def test_the_readme_rule_does_not_cover_what_it_did_not_see(
+    client: Client, hostile: tuple[str, Path, str], command: str
+) -> None:
+    """With `Bash(git status:*)`, what the rule did not see keeps the call from running
+    unasked (or, if the classifier calls it read-only, runs it read-only)."""
+    sid, ws, tmp = hostile
+    client.update_permissions(sid, allow=["Bash(git status:*)"])
+    before = snapshot(ws)
+    r = bash(client, sid, command)
+    assert not (ws / "p").exists(), r.text
+    assert snapshot(ws) == before, r.text
+    assert markers(ws, tmp) == [], r.text
