@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from agentd import results, validation
 from agentd.config import Config
@@ -34,6 +34,9 @@ class ToolUse:
     input_json: str
 
 
+SandboxMode = Literal["normal", "read_only", "unsandboxed"]
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A permission decision: who or what decided, and why."""
@@ -47,7 +50,7 @@ class Decision:
     # classifier's read-only verdict let it run (the sandbox then enforces that verdict),
     # "normal" when a rule, a person, a hook or the mode allowed it, "unsandboxed" when a
     # person approved running it outside the sandbox.
-    sandbox: str = "normal"
+    sandbox: SandboxMode = "normal"
 
 
 class PermissionChecker(Protocol):

@@ -7,8 +7,10 @@ The order, first match wins:
  2. Deny rules deny. A Bash command is denied if the whole command or any of its
     simple commands (wrappers and VAR= prefixes seen through) matches.
  3. Plan mode denies anything that is not read-only.
- 4. A recursive or forced `rm` of /, ~, $HOME, a workspace root or one of its parents
-    asks, in every mode, whatever the allow rules say.
+ 4. A recursive or forced `rm` (or `find -delete`/`-exec rm`) of /, the home directory,
+    a workspace root or one of its parents, as bash would resolve it, asks in every
+    mode, whatever the allow rules say (permissions/critical.py). A Bash call with
+    `dangerouslyDisableSandbox` asks a person here too, whatever the mode and rules.
  5. A hook's ask asks; a hook's allow allows.
  6. bypassPermissions allows.
  7. Ask rules ask.
@@ -20,7 +22,9 @@ The order, first match wins:
     when the classifier says read-only; file reads inside the workspace, the
     additional directories or the session's state dir run; file writes inside the
     workspace run in acceptEdits; everything else asks (paths outside the workspace,
-    writes in default mode, commands that change things, WebFetch).
+    writes in default mode, commands that change things, WebFetch). A Bash command
+    allowed here, by the classifier's verdict alone, runs read-only (Decision.sandbox):
+    the workspace read-only, no network; so does every Bash command in plan mode.
 10. An ask becomes a deny in dontAsk mode, and when no client is attached to answer;
     otherwise it is a PermissionRequested event and waits for the first answer, or
     the timeout (a deny).
