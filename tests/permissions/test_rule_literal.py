@@ -143,3 +143,31 @@ async def test_the_journal_says_it_ran_read_only(env: Env) -> None:
 async def test_file_tools_are_unaffected(env: Env) -> None:
     (env.ws / "a.txt").write_text("x")
     assert (await env.decide("Read", {"file_path": str(env.ws / "a.txt")})).sandbox == "normal"
+
+
+async def test_every_combination_of_unseen_parts(env: Env) -> None:
+    """Generative: each spelling of what a rule does not see, combined with every other;
+    the rule covers the command exactly when every unseen part is harmless."""
+    import itertools
+
+    env.session.allow_rules.append("Bash(git status:*)")
+    prefixes = {"": True, "FOO=1 ": True, "GIT_CONFIG_COUNT=1 ": False, "LD_PRELOAD=/x ": False}
+    wrappers = {"": True, "timeout 5 ": True, "sudo ": False, "env -S 'x' ": False}
+    options = {"": True, "-c core.fsmonitor=/x ": False, "--exec-path=/x ": False}
+    suffixes = {
+        "": True,
+        " --short": True,
+        " 2>/dev/null": True,
+        " | head": True,
+        " > f": False,
+        " | tee f": False,
+        " $(touch x)": False,
+        " `touch x`": False,
+    }
+    for (p, p_ok), (w, w_ok), (o, o_ok), (s, s_ok) in itertools.product(
+        prefixes.items(), wrappers.items(), options.items(), suffixes.items()
+    ):
+        command = f"{p}{w}git {o}status{s}"
+        decision = await env.bash(command)
+        covered = decision.decided_by == "rule"
+        assert covered == (p_ok and w_ok and o_ok and s_ok), command
