@@ -497,7 +497,9 @@ class PermissionEngine:
             for cmd in call.classification.commands:
                 if self.classify(cmd.text).read_only:
                     continue
-                if cmd.program and cmd.prefix:
+                # A prefix rule covers only a command whose text begins with it: not
+                # `git -c x status` (options before the subcommand); name that one exactly.
+                if cmd.program and cmd.prefix and bash_spec_matches(f"{cmd.prefix}:*", cmd.text):
                     return f"Bash({cmd.prefix}:*)"
                 return f"Bash({cmd.text})"
             return f"Bash({call.command})"

@@ -171,3 +171,20 @@ async def test_every_combination_of_unseen_parts(env: Env) -> None:
         decision = await env.bash(command)
         covered = decision.decided_by == "rule"
         assert covered == (p_ok and w_ok and o_ok and s_ok), command
+
+
+@pytest.mark.parametrize(
+    ("command", "rule"),
+    [
+        ("npm run build -- --prod", "Bash(npm run build:*)"),
+        ("git -c user.name=x commit -m y", "Bash(git -c user.name=x commit -m y)"),
+        ("FOO=1 make build", "Bash(make:*)"),
+    ],
+)
+async def test_an_always_answer_adds_a_rule_that_covers_the_command(
+    env: Env, command: str, rule: str
+) -> None:
+    decision = await env.bash(command)
+    assert f"--allow '{rule}'" in decision.reason, decision.reason
+    env.session.allow_rules.append(rule)
+    assert (await env.bash(command)).decided_by == "rule", command
