@@ -34,7 +34,7 @@ class ToolUse:
     input_json: str
 
 
-SandboxMode = Literal["normal", "read_only", "unsandboxed"]
+SandboxMode = Literal["normal", "read_only", "neutralised", "unsandboxed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +48,10 @@ class Decision:
     updated_input: dict[str, Any] | None = None
     # How a Bash command runs, by why it was allowed: "read_only" when only the
     # classifier's read-only verdict let it run (the sandbox then enforces that verdict),
-    # "normal" when a rule, a person, a hook or the mode allowed it, "unsandboxed" when a
-    # person approved running it outside the sandbox.
+    # "neutralised" when a rule allowed a read-only command (the workspace stays
+    # writable, the repository's git config is cut to inert keys), "normal" when a rule,
+    # a person, a hook or the mode allowed it otherwise, "unsandboxed" when a person
+    # approved running it outside the sandbox.
     sandbox: SandboxMode = "normal"
 
 

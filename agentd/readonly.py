@@ -69,19 +69,27 @@ _READ_CAP = gitconfig.MAX_BYTES + 1
 EROFS_TEXT = "Read-only file system"
 
 
-async def enforce(policy: SandboxPolicy, session: Session, config: Config, command: str) -> Staged:
+async def enforce(
+    policy: SandboxPolicy,
+    session: Session,
+    config: Config,
+    command: str,
+    *,
+    read_only: bool = True,
+) -> Staged:
     """Finish a read-only policy (from `sandboxing.policy_for(..., read_only=True)`) for
-    `command`: the environment and the sanitised git configs. Clean up the returned
-    Staged once the command has ended."""
+    `command`: the environment and the sanitised git configs. With `read_only` False,
+    only neutralise git (a read-only command an allow rule lets run). Clean up the
+    returned Staged once the command has ended."""
     from agentd import sandboxing
 
     policy.env = {**environment(), **policy.env}
     # The home later runs with write access obey is read-only; caches go to the temp dir.
-    if policy.home:
+    if policy.home and read_only:
         policy.read_only = [*policy.read_only, policy.home]
-    policy.env.setdefault(
-        "XDG_CACHE_HOME", os.path.join(policy.env.get("TMPDIR", "/tmp"), ".cache")
-    )
+        policy.env.setdefault(
+            "XDG_CACHE_HOME", os.path.join(policy.env.get("TMPDIR", "/tmp"), ".cache")
+        )
     staged = await asyncio.to_thread(
         stage_git_configs,
         list(session.workspace_roots),

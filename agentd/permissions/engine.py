@@ -24,7 +24,9 @@ The order, first match wins:
     workspace run in acceptEdits; everything else asks (paths outside the workspace,
     writes in default mode, commands that change things, WebFetch). A Bash command
     allowed here, by the classifier's verdict alone, runs read-only (Decision.sandbox):
-    the workspace read-only, no network; so does every Bash command in plan mode.
+    the workspace read-only, no network; so does every Bash command in plan mode. A
+    read-only command an allow rule lets run keeps the workspace writable but runs with
+    the repository's git config neutralised (step 8).
 10. An ask becomes a deny in dontAsk mode, and when no client is attached to answer;
     otherwise it is a PermissionRequested event and waits for the first answer, or
     the timeout (a deny).
@@ -252,6 +254,9 @@ class PermissionEngine:
                 f"allow rule {_rule_note(rule)}",
                 updated,
                 self._grants(call, ctx),
+                # A read-only command a rule lets run unasked still runs with the
+                # repository's git config cut to inert keys: the workspace may be hostile.
+                sandbox="neutralised" if call.is_bash and call.read_only() else "normal",
                 mode=mode,
             )
         else:
@@ -555,11 +560,12 @@ class PermissionEngine:
         for path in grants:
             if path not in ctx.granted_paths:
                 ctx.granted_paths.append(path)
-        if call.is_bash and mode == "plan" and sandbox == "normal":
+        if call.is_bash and mode == "plan" and sandbox in ("normal", "neutralised"):
             # Plan mode let the command through only because it is read-only: hold it to that.
             sandbox = "read_only"
         if sandbox != "normal":
-            reason = f"{reason}; runs {sandbox.replace('_', '-')}"
+            how = {"neutralised": "with the repository's git config neutralised"}
+            reason = f"{reason}; runs {how.get(sandbox, sandbox.replace('_', '-'))}"
         self._record(session, ctx, call.name, "allow", by, reason)
         return Decision(
             "allow", reason=reason, decided_by=by, updated_input=updated, sandbox=sandbox

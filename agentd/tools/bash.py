@@ -145,8 +145,8 @@ class BashTool(Tool):
         policy = sandboxing.policy_for(session, config, tmp_dir, read_only=read_only)
         policy.env = {**policy.env, "BASH_ENV": env_file}
         staged = readonly.Staged()
-        if read_only:
-            staged = await readonly.enforce(policy, session, config, command)
+        if read_only or ctx.sandbox == "neutralised":
+            staged = await readonly.enforce(policy, session, config, command, read_only=read_only)
         launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:

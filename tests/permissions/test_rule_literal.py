@@ -37,10 +37,11 @@ ASKED = "nobody-attached"
 async def test_a_rule_covers_its_literal_prefix(env: Env, command: str) -> None:
     env.session.allow_rules.append("Bash(git status:*)")
     decision = await env.bash(command)
+    # a read-only command a rule lets run: the workspace stays writable, git is neutralised
     assert (decision.behavior, decision.decided_by, decision.sandbox) == (
         "allow",
         "rule",
-        "normal",
+        "neutralised",
     ), command
 
 
@@ -118,8 +119,9 @@ async def test_an_exact_rule_names_the_whole_command(env: Env) -> None:
 async def test_only_the_classifiers_verdict_runs_read_only(env: Env) -> None:
     ls = await env.bash("ls -la")
     assert (ls.decided_by, ls.sandbox) == ("classifier", "read_only")
-    env.session.allow_rules.append("Bash(ls:*)")
-    assert (await env.bash("ls -la")).sandbox == "normal"
+    env.session.allow_rules += ["Bash(ls:*)", "Bash(make:*)"]
+    assert (await env.bash("ls -la")).sandbox == "neutralised"
+    assert (await env.bash("make build")).sandbox == "normal"
     env.session.permission_mode = "bypassPermissions"
     assert (await env.bash("cat x")).sandbox == "normal"
 

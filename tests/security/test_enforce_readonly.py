@@ -190,3 +190,18 @@ def test_the_readme_rule_does_not_cover_what_it_did_not_see(
     assert not (ws / "p").exists(), r.text
     assert snapshot(ws) == before, r.text
     assert markers(ws, tmp) == [], r.text
+
+
+def test_a_rule_allowed_git_status_does_not_run_the_repositorys_programs(
+    client: Client, hostile: tuple[str, Path, str]
+) -> None:
+    """With `Bash(git status:*)`, `git status` runs unasked with the workspace writable,
+    as a rule allows, but the hostile repository's fsmonitor, pager and hooks do not run;
+    a command the rule allows that is not read-only runs as before."""
+    sid, ws, tmp = hostile
+    client.update_permissions(sid, allow=["Bash(git status:*)", "Bash(touch:*)"])
+    r = bash(client, sid, "git status --short")
+    assert not r.is_error and "README.md" in r.text, r.text
+    assert markers(ws, tmp) == [], r.text
+    assert not bash(client, sid, "touch made").is_error
+    assert (ws / "made").exists()
