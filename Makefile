@@ -22,6 +22,7 @@ system-deps:
 	command -v setpriv >/dev/null || missing="$$missing util-linux"; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v git >/dev/null || missing="$$missing git"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

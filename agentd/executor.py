@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from agentd import results, validation
 from agentd.config import Config
@@ -34,6 +34,9 @@ class ToolUse:
     input_json: str
 
 
+SandboxMode = Literal["normal", "read_only", "neutralised", "unsandboxed"]
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """A permission decision: who or what decided, and why."""
@@ -43,6 +46,13 @@ class Decision:
     decided_by: str = ""
     # Input to run instead (a hook may rewrite it).
     updated_input: dict[str, Any] | None = None
+    # How a Bash command runs, by why it was allowed: "read_only" when only the
+    # classifier's read-only verdict let it run (the sandbox then enforces that verdict),
+    # "neutralised" when a rule allowed a read-only command (the workspace stays
+    # writable, the repository's git config is cut to inert keys), "normal" when a rule,
+    # a person, a hook or the mode allowed it otherwise, "unsandboxed" when a person
+    # approved running it outside the sandbox.
+    sandbox: SandboxMode = "normal"
 
 
 class PermissionChecker(Protocol):
@@ -225,6 +235,7 @@ class Executor:
                 decision = await self.permissions.decide(session, tool, args, ctx)
                 if decision.behavior != "allow":
                     return ToolResult.error(decision.reason or "Permission denied.")
+                ctx.sandbox = decision.sandbox
                 if decision.updated_input is not None:
                     # A hook rewrote the input: it must be as valid as the model's own.
                     args = validation.coerce(decision.updated_input, tool.input_schema)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from agentd import readonly
 from agentd.config import Config, default_config_file
 from agentd.protected import sandbox_protection
 from agentd.sessions import Session
@@ -64,26 +65,37 @@ def daemon_secrets(config: Config) -> list[str]:
     return paths
 
 
-def policy_for(session: Session, config: Config, tmp_dir: str) -> SandboxPolicy:
+def policy_for(
+    session: Session, config: Config, tmp_dir: str, *, read_only: bool = False
+) -> SandboxPolicy:
+    """The session's sandbox; `read_only`: every workspace root read-only and no network,
+    only the temp dir writable (a command run on the classifier's read-only verdict)."""
     ident = run_as(session, config)
     env = {"TMPDIR": tmp_dir, **session.env}
+    roots = list(session.workspace_roots)
     pinned: list[str] = []
-    read_only: list[str] = []
+    protected: list[str] = []
     ensure_dirs: list[str] = []
-    for root in session.workspace_roots:
+    for root in roots:
         protection = sandbox_protection(root)
         pinned += protection.pinned
-        read_only += protection.read_only
+        protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
-    return SandboxPolicy(
+    if read_only:
+        writable = [tmp_dir]
+        shown = [r for r in roots if not _contains(r, tmp_dir)]
+        protected = [*shown, *pinned, *protected]
+    else:
         # Pinned git directories follow their root, so they are mount points of their own.
-        writable=[*session.workspace_roots, *pinned, tmp_dir],
-        read_only=read_only,
+        writable = [*roots, *pinned, tmp_dir]
+    return SandboxPolicy(
+        writable=writable,
+        read_only=protected,
         ensure_dirs=ensure_dirs,
         hidden=daemon_secrets(config),
         home_allow=list(config.sandbox_home_allow),
         sockets=list(config.sandbox_sockets),
-        network=session.allow_network,
+        network=session.allow_network and not read_only,
         env=env,
         cwd=session.cwd,
         uid=ident[0] if ident else None,
@@ -94,5 +106,10 @@ def policy_for(session: Session, config: Config, tmp_dir: str) -> SandboxPolicy:
             file_size_bytes=config.bash_file_size_bytes,
             open_files=config.bash_open_files,
         ),
-        home=tmp_dir,
+        home=readonly.sandbox_home(tmp_dir, ident),
     )
+
+
+def _contains(root: str, path: str) -> bool:
+    root, path = os.path.realpath(root), os.path.realpath(path)
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -7,19 +7,26 @@ The order, first match wins:
  2. Deny rules deny. A Bash command is denied if the whole command or any of its
     simple commands (wrappers and VAR= prefixes seen through) matches.
  3. Plan mode denies anything that is not read-only.
- 4. A recursive or forced `rm` of /, ~, $HOME, a workspace root or one of its parents
-    asks, in every mode, whatever the allow rules say.
+ 4. A recursive or forced `rm` (or `find -delete`/`-exec rm`) of /, the home directory,
+    a workspace root or one of its parents, as bash would resolve it, asks in every
+    mode, whatever the allow rules say (permissions/critical.py). A Bash call with
+    `dangerouslyDisableSandbox` asks a person here too, whatever the mode and rules.
  5. A hook's ask asks; a hook's allow allows.
  6. bypassPermissions allows.
  7. Ask rules ask.
- 8. Allow rules allow. A Bash command is allowed by rules only if each of its simple
-    commands matches an allow rule or is read-only on its own (and nothing is written
-    by a redirect unless every command matched).
+ 8. Allow rules allow. A Bash command is allowed by rules only if some simple command's
+    literal text begins with an allow rule's prefix and everything the rules did not see
+    (other commands, VAR= prefixes, wrappers, options before the subcommand, redirects,
+    expansions) is read-only on its own (permissions/bashrules.py).
  9. The tool's own check: tools that only touch the session's own state run; Bash runs
     when the classifier says read-only; file reads inside the workspace, the
     additional directories or the session's state dir run; file writes inside the
     workspace run in acceptEdits; everything else asks (paths outside the workspace,
-    writes in default mode, commands that change things, WebFetch).
+    writes in default mode, commands that change things, WebFetch). A Bash command
+    allowed here, by the classifier's verdict alone, runs read-only (Decision.sandbox):
+    the workspace read-only, no network; so does every Bash command in plan mode. A
+    read-only command an allow rule lets run keeps the workspace writable but runs with
+    the repository's git config neutralised (step 8).
 10. An ask becomes a deny in dontAsk mode, and when no client is attached to answer;
     otherwise it is a PermissionRequested event and waits for the first answer, or
     the timeout (a deny).
@@ -32,16 +39,16 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.config import Config
 from agentd.executor import Decision
+from agentd.permissions import bashrules
 from agentd.permissions import hooks as hook_runner
 from agentd.permissions.asker import Asker
+from agentd.permissions.critical import critical_rm
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import (
     EDIT_TOOLS,
@@ -112,6 +119,8 @@ class _Allow:
     decided_by: str
     reason: str
     grants: list[str] = field(default_factory=list)
+    # Decision.sandbox: "read_only" when only the classifier's verdict allows the call.
+    sandbox: str = "normal"
 
 
 @dataclass
@@ -121,6 +130,8 @@ class _Ask:
     suggested_rule: str
     # Paths to grant the call if a person allows it.
     grants: list[str] = field(default_factory=list)
+    # Decision.sandbox if a person allows it.
+    sandbox: str = "normal"
 
 
 def _rule_note(rule: SourcedRule) -> str:
@@ -192,6 +203,9 @@ class PermissionEngine:
                 "Finish the plan and present it; the user switches the mode to carry it out.",
             )
 
+        if call.is_bash and args.get("dangerouslyDisableSandbox"):
+            return await self._ask_unsandboxed(session, ctx, call, mode, updated)
+
         ask: _Ask | None = None
         if call.is_bash and (critical := self._critical_rm(call, session)):
             ask = _Ask("classifier", [critical, *call.classification.reasons], "")
@@ -211,6 +225,7 @@ class PermissionEngine:
                 f"allowed by PreToolUse hook {verdict.hook!r}",
                 updated,
                 self._grants(call, ctx),
+                mode=mode,
             )
         elif mode == "bypassPermissions":
             return self._allow(
@@ -221,6 +236,7 @@ class PermissionEngine:
                 "bypassPermissions mode",
                 updated,
                 self._grants(call, ctx),
+                mode=mode,
             )
         elif rule := self._first_match(settings.ask, call, session, kind="ask"):
             ask = _Ask(
@@ -238,12 +254,24 @@ class PermissionEngine:
                 f"allow rule {_rule_note(rule)}",
                 updated,
                 self._grants(call, ctx),
+                # A read-only command a rule lets run unasked still runs with the
+                # repository's git config cut to inert keys: the workspace may be hostile.
+                sandbox="neutralised" if call.is_bash and call.read_only() else "normal",
+                mode=mode,
             )
         else:
             outcome = self._tool_check(call, session, settings, ctx, mode)
             if isinstance(outcome, _Allow):
                 return self._allow(
-                    session, ctx, call, outcome.decided_by, outcome.reason, updated, outcome.grants
+                    session,
+                    ctx,
+                    call,
+                    outcome.decided_by,
+                    outcome.reason,
+                    updated,
+                    outcome.grants,
+                    sandbox=outcome.sandbox,
+                    mode=mode,
                 )
             ask = outcome
         return await self._ask(session, ctx, call, ask, mode, updated)
@@ -369,108 +397,44 @@ class PermissionEngine:
         cls = call.classification
         if not cls.parse_ok or not cls.commands:
             return None
-        matched: list[SourcedRule] = []
-        for cmd in cls.commands:
-            rule = next(
-                (
-                    r
-                    for r in bash_rules
-                    if bash_spec_matches(r.rule.specifier or "", cmd.text, cmd.prefix)
-                ),
-                None,
+        used: list[SourcedRule] = []
+        texts = sorted({c.text for c in cls.commands if c.text}, key=len, reverse=True)
+
+        def matching(text: str) -> SourcedRule | None:
+            return next(
+                (r for r in bash_rules if bash_spec_matches(r.rule.specifier or "", text)), None
             )
-            if rule is not None:
-                matched.append(rule)
-            elif not self.classify(cmd.text).read_only:
-                return None
-        if not matched:
+
+        def covered(literal: str) -> bool:
+            rule = matching(literal)
+            if rule is None:
+                # `FOO=1 timeout 5 npm test`: the rule sees the command from its program
+                # word on; the VAR= prefixes and wrappers in front must be harmless alone.
+                for text in texts:
+                    if literal != text and literal.endswith(text) and (rule := matching(text)):
+                        unseen = literal[: -len(text)]
+                        if not self.classify(unseen + " true").read_only:
+                            rule = None
+                        break
+            if rule is not None and rule not in used:
+                used.append(rule)
+            return rule is not None
+
+        rest = bashrules.neutralise(call.command, covered)
+        if rest is None or rest[1] == 0:
             return None
-        if cls.writes and len(matched) != len(cls.commands):
+        # What the rules did not see must be read-only on its own.
+        if not self.classify(rest[0]).read_only:
             return None
-        return matched[0]
+        return used[0]
 
     # the critical rm check
 
-    def _critical_paths(self, session: Session) -> dict[str, str]:
-        critical = {"/": "/", os.path.normpath(session.home): "your home directory"}
-        for root in session.workspace_roots:
-            path = os.path.normpath(root)
-            critical[path] = "the workspace root"
-            while (parent := os.path.dirname(path)) != path:
-                critical.setdefault(parent, "a parent of the workspace root")
-                path = parent
-        return critical
-
     def _critical_rm(self, call: _Call, session: Session) -> str:
         """A reason when the command recursively or forcibly removes a critical path."""
-        critical = self._critical_paths(session)
-        cwd = session.cwd
-        for cmd in call.classification.commands:
-            argv = cmd.argv
-            if cmd.program == "cd":
-                target = argv[1] if len(argv) > 1 else session.home
-                if isinstance(target, str) and target != "-":
-                    cwd = self._expand_word(target, cwd, session.home) or cwd
-                continue
-            if cmd.program != "rm":
-                continue
-            try:
-                raw = shlex.split(cmd.text)
-            except ValueError:
-                raw = []
-            words = [
-                w if w is not None else (raw[i] if len(raw) == len(argv) else None)
-                for i, w in enumerate(argv)
-            ]
-            forced = False
-            targets: list[str | None] = []
-            options_done = False
-            for word in words[1:]:
-                if word is None:
-                    targets.append(None)
-                elif not options_done and word == "--":
-                    options_done = True
-                elif not options_done and word.startswith("--"):
-                    forced |= word in ("--recursive", "--force")
-                elif not options_done and word.startswith("-") and len(word) > 1:
-                    forced |= any(c in word[1:] for c in "rRf")
-                else:
-                    targets.append(word)
-            if not forced:
-                continue
-            for word in targets:
-                if word is None:
-                    continue  # words from stdin (xargs): unknown until run time
-                path = self._expand_word(word, cwd, session.home)
-                if path == "":
-                    continue
-                if path is None:
-                    return (
-                        f"`{cmd.text}` removes `{word}`, a variable that may be empty or "
-                        "anything at run time"
-                    )
-                for candidate in (path, os.path.realpath(path)):
-                    if candidate in critical:
-                        what = critical[candidate]
-                        return f"`{cmd.text}` recursively or forcibly removes {candidate} ({what})"
-        return ""
-
-    @staticmethod
-    def _expand_word(word: str, cwd: str, home: str) -> str | None:
-        """The absolute directory a word of rm names; None for a bare variable (unknown)."""
-        for var in ("${HOME}", "$HOME"):
-            if word == var or word.startswith(var + "/"):
-                word = home + word[len(var) :]
-        if word == "~" or word.startswith("~/"):
-            word = home + word[1:]
-        if "$" in word:
-            # `$X`, `$X/`, `$X/*`: what is removed depends only on the variable.
-            if re.fullmatch(r"\$\{?\w+\}?(/\.?\*?)?", word):
-                return None
-            return ""  # something under a variable: not one of ours to judge
-        # `dir/*` and `*` remove the directory's whole content: treat as the directory.
-        word = re.sub(r"(^|/)\.?\*$", r"\1.", word) if word.endswith("*") else word
-        return os.path.normpath(os.path.join(cwd, word))
+        return critical_rm(
+            call.classification, session.cwd, session.home, list(session.workspace_roots)
+        )
 
     # the tool's own check
 
@@ -500,7 +464,8 @@ class PermissionEngine:
             return _Allow("mode", f"{call.name} touches only the session's own state")
         if call.is_bash:
             if call.classification.read_only:
-                return _Allow("classifier", "read-only command")
+                # Nothing but the verdict allows it: the sandbox enforces the verdict.
+                return _Allow("classifier", "read-only command", sandbox="read_only")
             return _Ask("classifier", self._reasons(call), suggested)
         if call.path:
             inside = self._inside(call.path, session, settings)
@@ -537,7 +502,9 @@ class PermissionEngine:
             for cmd in call.classification.commands:
                 if self.classify(cmd.text).read_only:
                     continue
-                if cmd.program and cmd.prefix:
+                # A prefix rule covers only a command whose text begins with it: not
+                # `git -c x status` (options before the subcommand); name that one exactly.
+                if cmd.program and cmd.prefix and bash_spec_matches(f"{cmd.prefix}:*", cmd.text):
                     return f"Bash({cmd.prefix}:*)"
                 return f"Bash({cmd.text})"
             return f"Bash({call.command})"
@@ -586,12 +553,54 @@ class PermissionEngine:
         reason: str,
         updated: dict[str, Any] | None,
         grants: list[str],
+        *,
+        sandbox: str = "normal",
+        mode: str = "",
     ) -> Decision:
         for path in grants:
             if path not in ctx.granted_paths:
                 ctx.granted_paths.append(path)
+        if call.is_bash and mode == "plan" and sandbox in ("normal", "neutralised"):
+            # Plan mode let the command through only because it is read-only: hold it to that.
+            sandbox = "read_only"
+        if sandbox != "normal":
+            how = {"neutralised": "with the repository's git config neutralised"}
+            reason = f"{reason}; runs {how.get(sandbox, sandbox.replace('_', '-'))}"
         self._record(session, ctx, call.name, "allow", by, reason)
-        return Decision("allow", reason=reason, decided_by=by, updated_input=updated)
+        return Decision(
+            "allow", reason=reason, decided_by=by, updated_input=updated, sandbox=sandbox
+        )
+
+    async def _ask_unsandboxed(
+        self,
+        session: Session,
+        ctx: ToolContext,
+        call: _Call,
+        mode: str,
+        updated: dict[str, Any] | None,
+    ) -> Decision:
+        """`dangerouslyDisableSandbox`: a person approves this exact call, in every mode,
+        whatever the rules say; it offers no "always" rule."""
+        if not session.allow_unsandboxed or mode == "plan":
+            why = (
+                "the session is in plan mode"
+                if session.allow_unsandboxed
+                else "this session's policy does not allow unsandboxed commands"
+            )
+            return self._deny(
+                session,
+                ctx,
+                call.name,
+                "mode",
+                f"The command was not run outside the sandbox: {why}. Run it sandboxed "
+                "(drop dangerouslyDisableSandbox).",
+            )
+        reasons = ["asks to run outside the sandbox (dangerouslyDisableSandbox)"]
+        if critical := self._critical_rm(call, session):
+            reasons.append(critical)
+        reasons += self._reasons(call) if not call.read_only() else []
+        ask = _Ask("sandbox", reasons, "", sandbox="unsandboxed")
+        return await self._ask(session, ctx, call, ask, mode, updated)
 
     async def _ask(
         self,
@@ -656,6 +665,8 @@ class PermissionEngine:
                 f"approved ({answer.scope})",
                 updated,
                 ask.grants,
+                sandbox=ask.sandbox,
+                mode=mode,
             )
         if answer.decided_by == "timeout":
             reason = (

@@ -97,6 +97,10 @@ class ToolContext:
     services: dict[str, Any] = field(default_factory=dict)
     # Paths outside the workspace that a permission decision granted to this call.
     granted_paths: list[str] = field(default_factory=list)
+    # How a Bash call's sandbox is built, from the permission decision (Decision.sandbox):
+    # "normal", "read_only" (workspace read-only, no network), "neutralised" (the
+    # repository's git config cut to inert keys) or "unsandboxed".
+    sandbox: str = "normal"
 
     def roots(self, mode: Literal["read", "write"] = "read") -> list[str]:
         """Where this call may touch files: the workspace, granted paths, and for reads the

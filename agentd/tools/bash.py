@@ -10,7 +10,7 @@ import shlex
 import time
 from typing import Any, ClassVar
 
-from agentd import sandboxing
+from agentd import readonly, sandboxing, unsandboxed
 from agentd.errors import InputError, ToolError
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
@@ -28,6 +28,11 @@ stderr interleaved as written).
 workspace; a cd outside is undone. Shell variables and exports do not carry over.
 - Only the workspace and a per-session temp dir ($TMPDIR) are writable; the \
 network is off unless the session allows it.
+- A command that runs without anyone's approval because it only reads runs with \
+the workspace read-only and no network. If it turns out to need to write, ask the \
+user to allow it rather than retrying.
+- dangerouslyDisableSandbox: true runs the command outside the sandbox, only in a \
+session that allows it and only after the user approves that call.
 - timeout is in milliseconds (default 120000, at most 600000). A command still \
 running at its timeout moves to the background: read its output file with Read, \
 stop it with TaskStop.
@@ -136,14 +141,20 @@ class BashTool(Tool):
             start_notices.append(
                 f"The working directory {gone} no longer exists; the command ran in {session.cwd}."
             )
-        policy = sandboxing.policy_for(session, config, tmp_dir)
+        read_only = ctx.sandbox == "read_only"
+        policy = sandboxing.policy_for(session, config, tmp_dir, read_only=read_only)
         policy.env = {**policy.env, "BASH_ENV": env_file}
+        staged = readonly.Staged()
+        if read_only or ctx.sandbox == "neutralised":
+            staged = await readonly.enforce(policy, session, config, command, read_only=read_only)
+        launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
             argv = shell_argv(policy, command)  # the text stays out of host `ps`
-            process = await spawn(policy, argv, stdout=write_fd, stderr=write_fd)
+            process = await launch(policy, argv, stdout=write_fd, stderr=write_fd)
         except SandboxUnavailable as exc:
             os.close(read_fd)
+            staged.cleanup()
             output.finish(None)
             os.unlink(output.path)
             raise ToolError(
@@ -155,6 +166,7 @@ class BashTool(Tool):
         before = _read_files_state(session)
 
         def cleanup() -> None:
+            staged.cleanup()
             for path in (env_file, cwd_file):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(path)
@@ -242,6 +254,8 @@ class BashTool(Tool):
         is_error, note = interpret_exit(command, code)
         if outcome != "done":
             is_error = True
+        if read_only and is_error and (erofs := readonly.erofs_note(shown)):
+            notices.append(erofs)
         if is_error and outcome == "done":
             body = f"Exit code {code}\n{body}" if body else f"Exit code {code}"
         if not body and not notices and note is None:

@@ -288,7 +288,7 @@ async def test_every_decision_is_journaled(env: Env) -> None:
         "tool_name": "Bash",
         "behavior": "allow",
         "decided_by": "classifier",
-        "reason": "read-only command",
+        "reason": "read-only command; runs read-only",
     }
     assert [(r["behavior"], r["decided_by"]) for r in rows[1:]] == [
         ("deny", "rule"),

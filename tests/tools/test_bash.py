@@ -372,3 +372,62 @@ def test_closing_the_session_ends_its_running_calls(client: Client, workspace: P
     caller.join(30)
     assert result["r"].is_error and "interrupted" in result["r"].text
     assert wait_gone(f"sleep\0{marker}") == []
+
+
+# --- dangerouslyDisableSandbox -----------------------------------------------------------------
+
+
+def _unsandboxed_session(client: Client, workspace: Path) -> str:
+    from agentd_client.v1 import agentd_pb2 as pb
+
+    request = pb.CreateSessionRequest(
+        workspace_roots=[str(workspace)], permission_mode="bypassPermissions",
+        allow_unsandboxed=True,
+    )  # fmt: skip
+    return client.stub.CreateSession(request, timeout=30).id
+
+
+def test_disabling_the_sandbox_needs_a_session_that_allows_it(
+    client: Client, session_id: str
+) -> None:
+    r = bash(client, session_id, "id -u", dangerouslyDisableSandbox=True)
+    assert r.is_error and "does not allow commands outside the sandbox" in r.text
+
+
+def test_disabling_the_sandbox_asks_even_in_bypass_mode(client: Client, workspace: Path) -> None:
+    sid = _unsandboxed_session(client, workspace)
+    r = bash(client, sid, "touch made", dangerouslyDisableSandbox=True)
+    assert r.is_error and "outside the sandbox" in r.text and "attached" in r.text
+    assert not (workspace / "made").exists()
+
+
+def test_an_approved_unsandboxed_command_runs_on_the_host_not_as_root(
+    client: Client, workspace: Path
+) -> None:
+    sid = _unsandboxed_session(client, workspace)
+    stream = client.attach(sid)
+    answered = threading.Event()
+
+    def answer() -> None:
+        for event in stream:
+            if event.WhichOneof("kind") == "permission_requested":
+                req = event.permission_requested
+                client.resolve_permission(sid, req.request_id, "allow")
+                answered.set()
+                return
+
+    answerer = threading.Thread(target=answer, daemon=True)
+    answerer.start()
+    try:
+        while True:  # until the attach stream is live, the call finds nobody to ask
+            r = bash(client, sid, "id -u; hostname; touch made", dangerouslyDisableSandbox=True)
+            if "no client is attached" not in r.text:
+                break
+    finally:
+        stream.cancel()
+    assert answered.is_set()
+    assert not r.is_error, r.text
+    uid, host = r.text.split()[:2]
+    assert uid != "0"
+    assert host != "agentd-sandbox"  # the sandbox's hostname: this ran outside it
+    assert (workspace / "made").exists()
