@@ -2,13 +2,20 @@
 
 The order, first match wins:
 
- 1. PreToolUse hooks (trusted workspaces only) run; an `updatedInput` replaces those
-    keys of the input for everything below. A hook's deny (or exit 2) denies.
+ 0. The workspace's settings files are read; what they restrict applies, what they
+    widen only while their exact content is trusted (settings.py, trust.py). An
+    untrusted widening part is reported once per content (a `settings_ignored` event)
+    and, when a person is attached, offered for trust ("trust these settings?").
+ 1. PreToolUse hooks (trusted settings content only) run, in the session's sandbox; an
+    `updatedInput` replaces those keys of the input for everything below. A hook's deny
+    (or exit 2) denies.
  2. Deny rules deny. A Bash command is denied if the whole command or any of its
     simple commands (wrappers and VAR= prefixes seen through) matches.
  3. Plan mode denies anything that is not read-only.
- 4. A recursive or forced `rm` of /, ~, $HOME, a workspace root or one of its parents
-    asks, in every mode, whatever the allow rules say.
+ 4. A write to a protected path (agentd/protected.py: `.git/`, `.claude/`, shell rc
+    files...) asks, in every mode, unless an allow rule names that path explicitly
+    (no wildcard). A recursive or forced `rm` of /, ~, $HOME, a workspace root or one
+    of its parents asks, in every mode, whatever the allow rules say.
  5. A hook's ask asks; a hook's allow allows.
  6. bypassPermissions allows.
  7. Ask rules ask.
@@ -30,6 +37,7 @@ A path outside the roots that a decision allows is added to `ctx.granted_paths`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -38,10 +46,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd import sandboxing
 from agentd.config import Config
 from agentd.executor import Decision
 from agentd.permissions import hooks as hook_runner
-from agentd.permissions.asker import Asker
+from agentd.permissions.asker import Answer, Asker
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import (
     EDIT_TOOLS,
@@ -52,7 +61,9 @@ from agentd.permissions.rules import (
     path_matches,
     url_host,
 )
-from agentd.permissions.settings import MergedSettings, SettingsLoader
+from agentd.permissions.settings import MergedSettings, SettingsLoader, UntrustedFile
+from agentd.permissions.trust import describe_widening
+from agentd.protected import protected_name
 from agentd.sessions import Session, SessionManager
 from agentd.tools.base import TextBlock, Tool, ToolContext, ToolResult
 
@@ -61,6 +72,9 @@ log = logging.getLogger(__name__)
 # Tools that touch nothing but the session's own state (its todo list, its own tasks'
 # output): Claude Code never asks for them, and plan mode lets them run.
 PERMISSIONLESS_TOOLS = frozenset({"TodoWrite", "BashOutput", "TaskStop", "KillShell", "KillBash"})
+# The tool_name of a PermissionRequested that asks a person to trust a settings file.
+TRUST_PROMPT = "TrustSettings"
+_GLOB_CHARS = frozenset("*?[")
 
 
 @dataclass
@@ -146,20 +160,27 @@ class PermissionEngine:
         if classify is None:
             from agentd.bashsec import classify as classify
         self.classify = classify
+        # (session id, path, sha256) already reported, and already offered for trust.
+        self._reported: set[tuple[str, str, str]] = set()
+        self._offered: set[tuple[str, str, str]] = set()
 
     # --- the protocol ---------------------------------------------------------------------
 
     async def decide(
         self, session: Session, tool: Tool, args: dict[str, Any], ctx: ToolContext
     ) -> Decision:
-        settings = self.settings.for_session(session)
+        settings = await self.settings.for_session(session)
+        if settings.untrusted or settings.unreadable:
+            settings = await self._untrusted_settings(session, ctx, settings)
         mode = self.effective_mode(session, settings)
 
         verdict = hook_runner.PreVerdict()
         pre_hooks = settings.hooks.get("PreToolUse", [])
         if pre_hooks:
             payload = self._hook_payload(session, tool, args, ctx, mode, "PreToolUse")
-            verdict = await hook_runner.run_pre_hooks(pre_hooks, tool.name, payload, session.cwd)
+            verdict = await hook_runner.run_pre_hooks(
+                pre_hooks, tool.name, payload, self._hook_sandbox(session)
+            )
         updated: dict[str, Any] | None = None
         if verdict.updated_input is not None:
             updated = {**args, **verdict.updated_input}
@@ -193,7 +214,24 @@ class PermissionEngine:
             )
 
         ask: _Ask | None = None
-        if call.is_bash and (critical := self._critical_rm(call, session)):
+        if protected := self._protected(call, session):
+            if rule := self._explicit_allow(call, settings, session):
+                return self._allow(
+                    session,
+                    ctx,
+                    call,
+                    "rule",
+                    f"allow rule {_rule_note(rule)} names the protected path",
+                    updated,
+                    self._grants(call, ctx),
+                )
+            ask = _Ask(
+                "protected",
+                [protected],
+                self._suggest(call, settings, session),
+                self._grants(call, ctx),
+            )
+        elif call.is_bash and (critical := self._critical_rm(call, session)):
             ask = _Ask("classifier", [critical, *call.classification.reasons], "")
         elif verdict.behavior == "ask":
             ask = _Ask(
@@ -257,16 +295,125 @@ class PermissionEngine:
         ctx: ToolContext,
     ) -> None:
         """PostToolUse hooks; what they block with is added to the result for the model."""
-        settings = self.settings.for_session(session)
+        settings = await self.settings.for_session(session)
         post_hooks = settings.hooks.get("PostToolUse", [])
         if not post_hooks:
             return
         mode = self.effective_mode(session, settings)
         payload = self._hook_payload(session, tool, args, ctx, mode, "PostToolUse")
         payload["tool_response"] = result.data if result.data is not None else result.text_content()
-        notes = await hook_runner.run_post_hooks(post_hooks, tool.name, payload, session.cwd)
+        notes = await hook_runner.run_post_hooks(
+            post_hooks, tool.name, payload, self._hook_sandbox(session)
+        )
         for note in notes:
             result.content.append(TextBlock(f"\n\nPostToolUse hook feedback:\n{note}"))
+
+    # --- trust and protected paths ---------------------------------------------------------
+
+    async def _untrusted_settings(
+        self, session: Session, ctx: ToolContext, settings: MergedSettings
+    ) -> MergedSettings:
+        """Report what is left out (once per content); offer it for trust to a person."""
+        events = self.sessions.log(session.id)
+        for path, error in settings.unreadable:
+            if (session.id, path, error) not in self._reported:
+                self._reported.add((session.id, path, error))
+                events.emit(
+                    "settings_ignored",
+                    path=path,
+                    sha256="",
+                    widens_json="",
+                    reason=f"{path} was {error}, so none of it applies (deny and ask rules "
+                    "included); make it a regular file",
+                )
+        approved = False
+        for file in settings.untrusted:
+            key = (session.id, file.path, file.sha256)
+            if key not in self._reported:
+                self._reported.add(key)
+                self._report_untrusted(session, file)
+            if key in self._offered or session.permission_mode == "dontAsk":
+                continue
+            if not self.asker.has_listeners(session.id):
+                continue
+            self._offered.add(key)
+            answer = await self._offer_trust(session, ctx, file)
+            if answer.decision == "allow":
+                self.settings.trust.approve(file.path, file.sha256, answer.decided_by)
+                approved = True
+        return await self.settings.for_session(session) if approved else settings
+
+    def _report_untrusted(self, session: Session, file: UntrustedFile) -> None:
+        lines = describe_widening(file.widens)
+        reason = (
+            f"the widening parts of {file.path} are not applied: its content (sha256 "
+            f"{file.sha256}) is not trusted. Its deny and ask rules apply. To apply the rest "
+            f"({'; '.join(lines)}), review it and run `agentctl trust approve {file.path} "
+            f"--sha256 {file.sha256}`"
+        )
+        self.sessions.log(session.id).emit(
+            "settings_ignored",
+            path=file.path,
+            sha256=file.sha256,
+            widens_json=json.dumps(file.widens, sort_keys=True),
+            reason=reason,
+        )
+        log.warning("session %s: %s", session.id, reason)
+
+    async def _offer_trust(self, session: Session, ctx: ToolContext, file: UntrustedFile) -> Answer:
+        await ctx.progress(message="waiting for a person to trust the workspace settings")
+        return await self.asker.ask(
+            session.id,
+            tool_use_id=ctx.tool_use_id,
+            tool_name=TRUST_PROMPT,
+            tool_input={"path": file.path, "sha256": file.sha256, "widens": file.widens},
+            reasons=[
+                f"trust these settings? {file.path} (sha256 {file.sha256}) widens what runs "
+                "unasked; trusting applies exactly this content, until it changes:",
+                *describe_widening(file.widens),
+            ],
+            suggested_rule="",
+            cancelled=ctx.cancelled,
+        )
+
+    def _protected(self, call: _Call, session: Session) -> str:
+        """Why a file write touches a protected path, or ""; judged below the workspace root
+        (a `.git` or `.claude` above the root does not count) and on where links lead."""
+        if not call.path or not (call.access_mode == "write" or call.name in EDIT_TOOLS):
+            return ""
+        for path in dict.fromkeys((call.path, call.real_path)):
+            roots = [
+                os.path.normpath(r)
+                for r in session.workspace_roots
+                if is_within(path, os.path.normpath(r))
+            ]
+            rel = os.path.relpath(path, max(roots, key=len)) if roots else path
+            if name := protected_name(rel):
+                return (
+                    f"{path} is a protected path ({name} holds configuration that makes code "
+                    "run later), so a change to it always needs a person's approval"
+                )
+        return ""
+
+    def _explicit_allow(
+        self, call: _Call, settings: MergedSettings, session: Session
+    ) -> SourcedRule | None:
+        """An allow rule that names this very path (no wildcard, same file name)."""
+        name = os.path.basename(call.path)
+        for r in settings.allow:
+            spec = r.rule.specifier
+            if not spec or _GLOB_CHARS & set(spec) or os.path.basename(spec.rstrip("/")) != name:
+                continue
+            if self._rule_matches(r, call, session, kind="allow"):
+                return r
+        return None
+
+    def _hook_sandbox(self, session: Session) -> hook_runner.PolicyFactory:
+        def policy() -> Any:
+            tmp_dir = sandboxing.session_tmp_dir(session, self.config)
+            return sandboxing.policy_for(session, self.config, tmp_dir)
+
+        return policy
 
     # --- pieces ---------------------------------------------------------------------------
 
@@ -604,13 +751,19 @@ class PermissionEngine:
     ) -> Decision:
         why = "; ".join(ask.reasons) or "needs approval"
         if mode == "dontAsk":
+            how = (
+                f" The user can allow it with `agentctl perms --session {session.id} "
+                f"--allow '{ask.suggested_rule}'`."
+                if ask.suggested_rule
+                else ""
+            )
             return self._deny(
                 session,
                 ctx,
                 call.name,
                 "mode",
                 f"Permission to use {call.describe()} was not granted: it needs approval "
-                f"({why}) and the session is in dontAsk mode, where that is a deny. "
+                f"({why}) and the session is in dontAsk mode, where that is a deny.{how} "
                 "Try another way that needs no approval.",
             )
         self._record(session, ctx, call.name, "ask", ask.decided_by, why)
