@@ -97,6 +97,20 @@ def session_to_pb(s: Session) -> pb.Session:
     )
 
 
+def trust_to_pb(e: Any) -> pb.TrustEntry:
+    return pb.TrustEntry(
+        path=e.path,
+        sha256=e.sha256,
+        state=e.state,
+        source=e.source,
+        approved_by=e.approved_by,
+        approved_ms=e.approved_ms,
+        widens_json=json.dumps(e.widens, sort_keys=True) if e.widens is not None else "",
+        current=e.current,
+        error=e.error,
+    )
+
+
 def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
     blocks = []
     for block in payload["content"]:
@@ -163,6 +177,8 @@ def event_to_pb(event: Event) -> pb.Event:
             out.permission_decided.CopyFrom(pb.PermissionDecided(**p))
         case "cwd_changed":
             out.cwd_changed.CopyFrom(pb.CwdChanged(**p))
+        case "settings_ignored":
+            out.settings_ignored.CopyFrom(pb.SettingsIgnored(**p))
         case "session_closed":
             out.session_closed.SetInParent()
         case "gap":
@@ -231,7 +247,17 @@ class Servicer(pb_grpc.AgentdServicer):
 
     @_unary
     async def GetSession(self, request: pb.GetSessionRequest, context: Any) -> pb.Session:
-        return session_to_pb(self.sessions.get(_require(request.session_id, "session_id")))
+        session = self.sessions.get(_require(request.session_id, "session_id"))
+        out = session_to_pb(session)
+        if (settings := self.services.get("settings")) and not session.closed:
+            for path, sha, widens, reason in await settings.ignored(session):
+                out.ignored_settings.add(
+                    path=path,
+                    sha256=sha,
+                    widens_json=json.dumps(widens, sort_keys=True) if widens else "",
+                    reason=reason,
+                )
+        return out
 
     @_unary
     async def ListSessions(
@@ -386,3 +412,31 @@ class Servicer(pb_grpc.AgentdServicer):
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:
         result = classify(request.command).to_dict()
         return pb.ClassifyResponse(classification_json=json.dumps(result))
+
+    def _settings(self) -> Any:
+        settings = self.services.get("settings")
+        if settings is None:
+            raise NotFound("this daemon has no workspace trust store")
+        return settings
+
+    @_unary
+    async def ListTrust(self, request: pb.ListTrustRequest, context: Any) -> pb.ListTrustResponse:
+        roots = [r for s in self.sessions.list() for r in s.workspace_roots]
+        entries = await self._settings().trust_entries(request.path, roots)
+        return pb.ListTrustResponse(entries=[trust_to_pb(e) for e in entries])
+
+    @_unary
+    async def ApproveTrust(self, request: pb.ApproveTrustRequest, context: Any) -> pb.TrustEntry:
+        entry = await self._settings().approve(
+            _require(request.path, "path"),
+            _require(request.sha256, "sha256"),
+            f"person via {context.peer()}",
+        )
+        return trust_to_pb(entry)
+
+    @_unary
+    async def RevokeTrust(
+        self, request: pb.RevokeTrustRequest, context: Any
+    ) -> pb.RevokeTrustResponse:
+        gone = self._settings().revoke(_require(request.path, "path"), request.sha256)
+        return pb.RevokeTrustResponse(revoked=[trust_to_pb(e) for e in gone])

@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 from google.protobuf.json_format import MessageToDict
 
+from agentd_client import _trust_cli
 from agentd_client._client import Client, ToolResult, default_socket_path
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -214,6 +215,8 @@ def describe_event(e: pb.Event) -> str:
             )
         case "cwd_changed":
             return f"{head} cwd {e.cwd_changed.previous} -> {e.cwd_changed.cwd}"
+        case "settings_ignored":
+            return f"{head} ! settings: {e.settings_ignored.reason}"
         case "session_closed":
             return f"{head} session closed"
         case "gap":
@@ -327,6 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
     pr.set_defaults(func=cmd_perms)
+
+    _trust_cli.add_parser(sub)
     return p
 
 

@@ -61,7 +61,13 @@ from agentd.permissions.rules import (
     path_matches,
     url_host,
 )
-from agentd.permissions.settings import MergedSettings, SettingsLoader, UntrustedFile
+from agentd.permissions.settings import (
+    MergedSettings,
+    SettingsLoader,
+    UntrustedFile,
+    unreadable_reason,
+    untrusted_reason,
+)
 from agentd.permissions.trust import describe_widening
 from agentd.protected import protected_name
 from agentd.sessions import Session, SessionManager
@@ -323,8 +329,7 @@ class PermissionEngine:
                     path=path,
                     sha256="",
                     widens_json="",
-                    reason=f"{path} was {error}, so none of it applies (deny and ask rules "
-                    "included); make it a regular file",
+                    reason=unreadable_reason(path, error),
                 )
         approved = False
         for file in settings.untrusted:
@@ -344,13 +349,7 @@ class PermissionEngine:
         return await self.settings.for_session(session) if approved else settings
 
     def _report_untrusted(self, session: Session, file: UntrustedFile) -> None:
-        lines = describe_widening(file.widens)
-        reason = (
-            f"the widening parts of {file.path} are not applied: its content (sha256 "
-            f"{file.sha256}) is not trusted. Its deny and ask rules apply. To apply the rest "
-            f"({'; '.join(lines)}), review it and run `agentctl trust approve {file.path} "
-            f"--sha256 {file.sha256}`"
-        )
+        reason = untrusted_reason(file)
         self.sessions.log(session.id).emit(
             "settings_ignored",
             path=file.path,
