@@ -196,6 +196,11 @@ class PermissionEngine:
             return self._deny(session, ctx, tool.name, "hook", reason)
 
         call = self._describe(session, tool, args)
+        # A trusted additionalDirectory is a root the call may use once allowed, as the
+        # session's own are (a grant only takes effect if the call runs).
+        for extra in settings.additional_dirs:
+            if call.path and is_within(call.path, extra) and extra not in ctx.granted_paths:
+                ctx.granted_paths.append(extra)
 
         if rule := self._first_match(settings.deny, call, session, kind="deny"):
             return self._deny(
