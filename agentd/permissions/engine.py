@@ -42,6 +42,7 @@ import logging
 import os
 import re
 import shlex
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,7 @@ PERMISSIONLESS_TOOLS = frozenset({"TodoWrite", "BashOutput", "TaskStop", "KillSh
 # The tool_name of a PermissionRequested that asks a person to trust a settings file.
 TRUST_PROMPT = "TrustSettings"
 _GLOB_CHARS = frozenset("*?[")
+_REMEMBERED_POST_HOOKS = 1024
 
 
 @dataclass
@@ -169,6 +171,10 @@ class PermissionEngine:
         # (session id, path, sha256) already reported, and already offered for trust.
         self._reported: set[tuple[str, str, str]] = set()
         self._offered: set[tuple[str, str, str]] = set()
+        # (session id, tool_use_id) -> the PostToolUse hooks the decision saw, for
+        # after_call: the call's hooks come from the settings it was decided under, and
+        # a call without any costs no second read. Bounded: a denied call never comes back.
+        self._post_hooks: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
 
     # --- the protocol ---------------------------------------------------------------------
 
@@ -179,6 +185,10 @@ class PermissionEngine:
         if settings.untrusted or settings.unreadable:
             settings = await self._untrusted_settings(session, ctx, settings)
         mode = self.effective_mode(session, settings)
+        if post := settings.hooks.get("PostToolUse"):
+            self._post_hooks[(session.id, ctx.tool_use_id)] = post
+            while len(self._post_hooks) > _REMEMBERED_POST_HOOKS:
+                self._post_hooks.popitem(last=False)
 
         verdict = hook_runner.PreVerdict()
         pre_hooks = settings.hooks.get("PreToolUse", [])
@@ -306,10 +316,10 @@ class PermissionEngine:
         ctx: ToolContext,
     ) -> None:
         """PostToolUse hooks; what they block with is added to the result for the model."""
-        settings = await self.settings.for_session(session)
-        post_hooks = settings.hooks.get("PostToolUse", [])
+        post_hooks = self._post_hooks.pop((session.id, ctx.tool_use_id), None)
         if not post_hooks:
             return
+        settings = await self.settings.for_session(session)
         mode = self.effective_mode(session, settings)
         payload = self._hook_payload(session, tool, args, ctx, mode, "PostToolUse")
         payload["tool_response"] = result.data if result.data is not None else result.text_content()

@@ -24,7 +24,6 @@ config raises InvalidRequest at start-up instead.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import logging
@@ -44,7 +43,9 @@ from agentd.permissions.trust import (
     TrustStore,
     describe_widening,
     read_settings,
+    read_settings_files,
     split_settings_path,
+    stamp,
 )
 from agentd.sessions import PERMISSION_MODES, Session
 
@@ -284,6 +285,8 @@ class SettingsLoader:
             self._config_rules[kind] = tuple(parsed)
         self._parsed: OrderedDict[tuple[str, str], FileSettings] = OrderedDict()
         self._unreadable_logged: set[tuple[str, str]] = set()
+        # path -> its last settled read (see files)
+        self._settled: OrderedDict[str, SettingsBytes] = OrderedDict()
 
     def parsed(self, read: SettingsBytes) -> FileSettings:
         """The file as read, parsed once per content."""
@@ -299,12 +302,41 @@ class SettingsLoader:
         return parsed
 
     async def files(self, roots: list[str]) -> list[SettingsBytes]:
-        """Every settings file of `roots`, read (settings.json before settings.local.json)."""
-        return list(
-            await asyncio.gather(
-                *(read_settings(root, name) for root in roots for name in SETTINGS_FILES)
-            )
-        )
+        """Every settings file of `roots`, read (settings.json before settings.local.json).
+
+        An lstat on the loop answers the usual cases without a thread: no file, or a
+        file whose stamp equals that of its last settled read (trust.stamp), whose bytes
+        and hash are reused. Anything else is read afresh in a worker thread.
+        """
+        pairs = [(root, name) for root in roots for name in SETTINGS_FILES]
+        out: list[SettingsBytes | None] = [None] * len(pairs)
+        pending: list[int] = []
+        for i, (root, name) in enumerate(pairs):
+            path = os.path.join(root, name)
+            try:
+                marks = stamp(root, name, os.lstat(path))
+            except (FileNotFoundError, NotADirectoryError):
+                out[i] = SettingsBytes(path, root)
+                continue
+            except OSError:
+                marks = ()
+            cached = self._settled.get(path)
+            if marks and cached is not None and cached.stamp == marks:
+                out[i] = cached
+            else:
+                pending.append(i)
+        if pending:
+            reads = await read_settings_files([pairs[i] for i in pending])
+            for i, read in zip(pending, reads, strict=True):
+                out[i] = read
+                if read.stamp:
+                    self._settled[read.path] = read
+                    self._settled.move_to_end(read.path)
+                    while len(self._settled) > _PARSED_CACHE:
+                        self._settled.popitem(last=False)
+                else:
+                    self._settled.pop(read.path, None)
+        return [r for r in out if r is not None]
 
     async def for_session(self, session: Session) -> MergedSettings:
         merged = MergedSettings()

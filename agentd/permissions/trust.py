@@ -50,6 +50,33 @@ class SettingsBytes:
     data: bytes = b""
     sha256: str = ""
     error: str = ""  # "" when read
+    # Set when the file had not changed for a while before it was read (see `stamp`):
+    # the bytes may then be reused while the file's stamp stays the same.
+    stamp: tuple[int, ...] = ()
+
+
+def stamp(root: str, name: str, file: os.stat_result) -> tuple[int, ...]:
+    """Identity and change marks of a settings file and of the directory it sits in.
+
+    Equal stamps mean the same inode, unchanged since (ctime moves on every write and no
+    one can set it). A write within the timestamp granularity of the read would not move
+    it, so only reads of a file unchanged for SETTLED_NS are reused ("racy git").
+    """
+    parent = os.lstat(os.path.join(root, os.path.dirname(name)))
+    return (
+        parent.st_dev,
+        parent.st_ino,
+        parent.st_mode,
+        file.st_dev,
+        file.st_ino,
+        file.st_mode,
+        file.st_size,
+        file.st_mtime_ns,
+        file.st_ctime_ns,
+    )
+
+
+SETTLED_NS = 2_000_000_000
 
 
 def _read_sync(root: str, name: str) -> SettingsBytes:
@@ -88,24 +115,42 @@ def _read_sync(root: str, name: str) -> SettingsBytes:
                     path, root, error=f"not read: larger than {MAX_SETTINGS_BYTES} bytes"
                 )
             chunks.append(chunk)
+        after = os.fstat(fd)
+        settled = (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+        ) and time.time_ns() - after.st_ctime_ns > SETTLED_NS
+        marks = stamp(root, name, after) if settled else ()
     except OSError as exc:
         return SettingsBytes(path, root, error=f"not read: {exc.strerror or exc}")
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    return SettingsBytes(path, root, data, hashlib.sha256(data).hexdigest())
+    return SettingsBytes(path, root, data, hashlib.sha256(data).hexdigest(), stamp=marks)
+
+
+async def read_settings_files(files: list[tuple[str, str]]) -> list[SettingsBytes]:
+    """Read (root, name) settings files off the event loop, in one worker thread (one hop
+    per call, not one per file); a read that hangs counts as unreadable."""
+
+    def read_all() -> list[SettingsBytes]:
+        return [_read_sync(root, name) for root, name in files]
+
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(read_all), READ_TIMEOUT_SECONDS)
+    except TimeoutError:
+        return [
+            SettingsBytes(
+                os.path.join(root, name), root, error=f"not read within {READ_TIMEOUT_SECONDS:g}s"
+            )
+            for root, name in files
+        ]
 
 
 async def read_settings(root: str, name: str) -> SettingsBytes:
     """Read one settings file of workspace `root` off the event loop (see the module doc)."""
-    try:
-        return await asyncio.wait_for(
-            asyncio.to_thread(_read_sync, root, name), READ_TIMEOUT_SECONDS
-        )
-    except TimeoutError:
-        return SettingsBytes(
-            os.path.join(root, name), root, error=f"not read within {READ_TIMEOUT_SECONDS:g}s"
-        )
+    return (await read_settings_files([(root, name)]))[0]
 
 
 def split_settings_path(path: str) -> tuple[str, str]:

@@ -179,6 +179,8 @@ sys.exit(2)
     settle(env, hooks("PostToolUse", cmd, matcher="Edit|Write"))
     result = ToolResult.text("edited", data={"filePath": "a.py"})
     ctx = env.ctx()
+    # the hooks of a call are those of the settings it was decided under
+    await env.engine.decide(env.session, TOOLS["Edit"], {"file_path": "a.py"}, ctx)
     await env.engine.after_call(env.session, TOOLS["Edit"], {"file_path": "a.py"}, result, ctx)
     event = json.loads(seen.read_text())
     assert event["hook_event_name"] == "PostToolUse"
