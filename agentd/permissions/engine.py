@@ -352,7 +352,10 @@ class PermissionEngine:
             if key not in self._reported:
                 self._reported.add(key)
                 self._report_untrusted(session, file)
-            if key in self._offered or session.permission_mode == "dontAsk":
+            if key in self._offered or "dontAsk" in (
+                session.permission_mode,
+                settings.default_mode,
+            ):
                 continue
             if not self.asker.has_listeners(session.id):
                 continue

@@ -160,7 +160,8 @@ def split_settings_path(path: str) -> tuple[str, str]:
     path = os.path.normpath(path)
     for name in SETTINGS_FILES:
         if path.endswith("/" + name):
-            return path[: -len(name) - 1] or "/", name
+            # Sessions hold their roots resolved; so must a trust, to meet them.
+            return os.path.realpath(path[: -len(name) - 1] or "/"), name
     raise InvalidRequest(
         f"{path} is not a workspace settings file: it must end in {' or '.join(SETTINGS_FILES)}"
     )
