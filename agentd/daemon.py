@@ -55,7 +55,7 @@ class Daemon:
             config, self.sessions, asker, settings=settings
         )
         self.services["asker"] = asker
-        self.services["settings"] = settings
+        self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule
         self.servicer = Servicer(
             self.sessions,

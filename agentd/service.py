@@ -249,8 +249,8 @@ class Servicer(pb_grpc.AgentdServicer):
     async def GetSession(self, request: pb.GetSessionRequest, context: Any) -> pb.Session:
         session = self.sessions.get(_require(request.session_id, "session_id"))
         out = session_to_pb(session)
-        if (settings := self.services.get("settings")) and not session.closed:
-            for path, sha, widens, reason in await settings.ignored(session):
+        if (trust := self.services.get("trust")) and not session.closed:
+            for path, sha, widens, reason in await trust.ignored(session):
                 out.ignored_settings.add(
                     path=path,
                     sha256=sha,
@@ -413,21 +413,21 @@ class Servicer(pb_grpc.AgentdServicer):
         result = classify(request.command).to_dict()
         return pb.ClassifyResponse(classification_json=json.dumps(result))
 
-    def _settings(self) -> Any:
-        settings = self.services.get("settings")
-        if settings is None:
+    def _trust(self) -> Any:
+        trust = self.services.get("trust")
+        if trust is None:
             raise NotFound("this daemon has no workspace trust store")
-        return settings
+        return trust
 
     @_unary
     async def ListTrust(self, request: pb.ListTrustRequest, context: Any) -> pb.ListTrustResponse:
         roots = [r for s in self.sessions.list() for r in s.workspace_roots]
-        entries = await self._settings().trust_entries(request.path, roots)
+        entries = await self._trust().trust_entries(request.path, roots)
         return pb.ListTrustResponse(entries=[trust_to_pb(e) for e in entries])
 
     @_unary
     async def ApproveTrust(self, request: pb.ApproveTrustRequest, context: Any) -> pb.TrustEntry:
-        entry = await self._settings().approve(
+        entry = await self._trust().approve(
             _require(request.path, "path"),
             _require(request.sha256, "sha256"),
             f"person via {context.peer()}",
@@ -438,5 +438,5 @@ class Servicer(pb_grpc.AgentdServicer):
     async def RevokeTrust(
         self, request: pb.RevokeTrustRequest, context: Any
     ) -> pb.RevokeTrustResponse:
-        gone = self._settings().revoke(_require(request.path, "path"), request.sha256)
+        gone = self._trust().revoke(_require(request.path, "path"), request.sha256)
         return pb.RevokeTrustResponse(revoked=[trust_to_pb(e) for e in gone])

@@ -5,6 +5,7 @@ rules.py     parse_rule and matching in Claude Code's rule syntax
 paths.py     gitignore-style path patterns for Read/Edit rules
 settings.py  the sources merged: daemon config, .claude/settings*.json, session rules
 trust.py     which settings content may widen permissions; reading settings files safely
+approvals.py the "trust these settings?" prompt, reports, and agentctl trust's requests
 hooks.py     PreToolUse / PostToolUse command hooks (Claude Code's protocol)
 asker.py     Asker: PermissionRequested out, the first ResolvePermission in
 """

@@ -37,7 +37,6 @@ A path outside the roots that a decision allows is added to `ctx.granted_paths`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -51,7 +50,8 @@ from agentd import sandboxing
 from agentd.config import Config
 from agentd.executor import Decision
 from agentd.permissions import hooks as hook_runner
-from agentd.permissions.asker import Answer, Asker
+from agentd.permissions.approvals import Approvals
+from agentd.permissions.asker import Asker
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import (
     EDIT_TOOLS,
@@ -62,14 +62,7 @@ from agentd.permissions.rules import (
     path_matches,
     url_host,
 )
-from agentd.permissions.settings import (
-    MergedSettings,
-    SettingsLoader,
-    UntrustedFile,
-    unreadable_reason,
-    untrusted_reason,
-)
-from agentd.permissions.trust import describe_widening
+from agentd.permissions.settings import MergedSettings, SettingsLoader
 from agentd.protected import protected_name
 from agentd.sessions import Session, SessionManager
 from agentd.tools.base import TextBlock, Tool, ToolContext, ToolResult
@@ -79,8 +72,6 @@ log = logging.getLogger(__name__)
 # Tools that touch nothing but the session's own state (its todo list, its own tasks'
 # output): Claude Code never asks for them, and plan mode lets them run.
 PERMISSIONLESS_TOOLS = frozenset({"TodoWrite", "BashOutput", "TaskStop", "KillShell", "KillBash"})
-# The tool_name of a PermissionRequested that asks a person to trust a settings file.
-TRUST_PROMPT = "TrustSettings"
 _GLOB_CHARS = frozenset("*?[")
 _REMEMBERED_POST_HOOKS = 1024
 
@@ -160,6 +151,7 @@ class PermissionEngine:
         *,
         settings: SettingsLoader | None = None,
         classify: Callable[[str], Any] | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self.config = config
         self.sessions = sessions
@@ -168,9 +160,7 @@ class PermissionEngine:
         if classify is None:
             from agentd.bashsec import classify as classify
         self.classify = classify
-        # (session id, path, sha256) already reported, and already offered for trust.
-        self._reported: set[tuple[str, str, str]] = set()
-        self._offered: set[tuple[str, str, str]] = set()
+        self.approvals = approvals or Approvals(self.sessions, self.asker, self.settings)
         # (session id, tool_use_id) -> the PostToolUse hooks the decision saw, for
         # after_call: the call's hooks come from the settings it was decided under, and
         # a call without any costs no second read. Bounded: a denied call never comes back.
@@ -183,7 +173,7 @@ class PermissionEngine:
     ) -> Decision:
         settings = await self.settings.for_session(session)
         if settings.untrusted or settings.unreadable:
-            settings = await self._untrusted_settings(session, ctx, settings)
+            settings = await self.approvals.settle(session, ctx, settings)
         mode = self.effective_mode(session, settings)
         if post := settings.hooks.get("PostToolUse"):
             self._post_hooks[(session.id, ctx.tool_use_id)] = post
@@ -330,68 +320,6 @@ class PermissionEngine:
             result.content.append(TextBlock(f"\n\nPostToolUse hook feedback:\n{note}"))
 
     # --- trust and protected paths ---------------------------------------------------------
-
-    async def _untrusted_settings(
-        self, session: Session, ctx: ToolContext, settings: MergedSettings
-    ) -> MergedSettings:
-        """Report what is left out (once per content); offer it for trust to a person."""
-        events = self.sessions.log(session.id)
-        for path, error in settings.unreadable:
-            if (session.id, path, error) not in self._reported:
-                self._reported.add((session.id, path, error))
-                events.emit(
-                    "settings_ignored",
-                    path=path,
-                    sha256="",
-                    widens_json="",
-                    reason=unreadable_reason(path, error),
-                )
-        approved = False
-        for file in settings.untrusted:
-            key = (session.id, file.path, file.sha256)
-            if key not in self._reported:
-                self._reported.add(key)
-                self._report_untrusted(session, file)
-            if key in self._offered or "dontAsk" in (
-                session.permission_mode,
-                settings.default_mode,
-            ):
-                continue
-            if not self.asker.has_listeners(session.id):
-                continue
-            self._offered.add(key)
-            answer = await self._offer_trust(session, ctx, file)
-            if answer.decision == "allow":
-                self.settings.trust.approve(file.path, file.sha256, answer.decided_by)
-                approved = True
-        return await self.settings.for_session(session) if approved else settings
-
-    def _report_untrusted(self, session: Session, file: UntrustedFile) -> None:
-        reason = untrusted_reason(file)
-        self.sessions.log(session.id).emit(
-            "settings_ignored",
-            path=file.path,
-            sha256=file.sha256,
-            widens_json=json.dumps(file.widens, sort_keys=True),
-            reason=reason,
-        )
-        log.warning("session %s: %s", session.id, reason)
-
-    async def _offer_trust(self, session: Session, ctx: ToolContext, file: UntrustedFile) -> Answer:
-        await ctx.progress(message="waiting for a person to trust the workspace settings")
-        return await self.asker.ask(
-            session.id,
-            tool_use_id=ctx.tool_use_id,
-            tool_name=TRUST_PROMPT,
-            tool_input={"path": file.path, "sha256": file.sha256, "widens": file.widens},
-            reasons=[
-                f"trust these settings? {file.path} (sha256 {file.sha256}) widens what runs "
-                "unasked; trusting applies exactly this content, until it changes:",
-                *describe_widening(file.widens),
-            ],
-            suggested_rule="",
-            cancelled=ctx.cancelled,
-        )
 
     def _protected(self, call: _Call, session: Session) -> str:
         """Why a file write touches a protected path, or ""; judged below the workspace root

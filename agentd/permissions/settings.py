@@ -34,17 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.config import Config
-from agentd.errors import InvalidRequest, NotFound
+from agentd.errors import InvalidRequest
 from agentd.permissions.rules import SourcedRule, parse_rule
 from agentd.permissions.trust import (
     SETTINGS_FILES,
     SettingsBytes,
-    Trust,
     TrustStore,
-    describe_widening,
-    read_settings,
     read_settings_files,
-    split_settings_path,
     stamp,
 )
 from agentd.sessions import PERMISSION_MODES, Session
@@ -159,38 +155,6 @@ class UntrustedFile:
     path: str
     sha256: str
     widens: dict[str, Any]
-
-
-def untrusted_reason(file: UntrustedFile) -> str:
-    """What is left out of an untrusted file, and the one command that applies it."""
-    return (
-        f"the widening parts of {file.path} are not applied: its content (sha256 "
-        f"{file.sha256}) is not trusted. Its deny and ask rules apply. To apply the rest "
-        f"({'; '.join(describe_widening(file.widens))}), review it and run "
-        f"`agentctl trust approve {file.path} --sha256 {file.sha256}`"
-    )
-
-
-def unreadable_reason(path: str, error: str) -> str:
-    return (
-        f"{path} was {error}, so none of it applies (deny and ask rules included); "
-        "make it a regular file"
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class TrustEntry:
-    """A row of `agentctl trust ls`: a trusted content, or a settings file as it is now."""
-
-    path: str
-    sha256: str
-    state: str  # "trusted", "untrusted" or "unreadable"
-    source: str = ""
-    approved_by: str = ""
-    approved_ms: int = 0
-    widens: dict[str, Any] | None = None
-    current: bool = False
-    error: str = ""
 
 
 @dataclass(slots=True)
@@ -376,84 +340,3 @@ class SettingsLoader:
                 except InvalidRequest as exc:
                     log.warning("session %s: %s (rule ignored)", session.id, exc)
         return merged
-
-    # --- what is left out, and trust given or taken by people -----------------------------
-
-    async def ignored(self, session: Session) -> list[tuple[str, str, dict[str, Any], str]]:
-        """(path, sha256, widens, reason) of every file or part not applied to `session` now."""
-        merged = await self.for_session(session)
-        out = [(f.path, f.sha256, f.widens, untrusted_reason(f)) for f in merged.untrusted]
-        out += [(path, "", {}, unreadable_reason(path, err)) for path, err in merged.unreadable]
-        return out
-
-    async def trust_entries(self, path: str, roots: list[str]) -> list[TrustEntry]:
-        """The trusted contents and the settings files as they are now: of `path` only, or
-        of every file under `roots`."""
-        if path:
-            root, name = split_settings_path(path)
-            path = os.path.join(root, name)
-            reads = [await read_settings(root, name)]
-            trusts = [t for t in self.trust.all() if t.path == path]
-        else:
-            reads = await self.files(list(dict.fromkeys(roots)))
-            trusts = self.trust.all()
-        now = {r.path: r for r in reads}
-        entries: list[TrustEntry] = []
-        listed: set[tuple[str, str]] = set()
-        for t in trusts:
-            read = now.get(t.path)
-            current = read is not None and read.sha256 == t.sha256
-            widens = self.parsed(read).widens if current and read is not None else None
-            entries.append(_trusted_entry(t, widens, current))
-            listed.add((t.path, t.sha256))
-        for read in reads:
-            if read.error:
-                entries.append(TrustEntry(read.path, "", "unreadable", error=read.error))
-            elif read.sha256 and (read.path, read.sha256) not in listed:
-                widens = self.parsed(read).widens
-                if widens:
-                    entries.append(
-                        TrustEntry(read.path, read.sha256, "untrusted", widens=widens, current=True)
-                    )
-        return entries
-
-    async def approve(self, path: str, sha256: str, by: str) -> TrustEntry:
-        """Trust `sha256` for `path`, which must hold exactly that content now: a person
-        approves what they were shown, not what the file says by the time they answer."""
-        root, name = split_settings_path(path)
-        read = await read_settings(root, name)
-        if read.error:
-            raise InvalidRequest(f"{read.path} was {read.error}; nothing to trust")
-        if not read.sha256:
-            raise NotFound(f"{read.path} does not exist")
-        if read.sha256 != sha256:
-            raise InvalidRequest(
-                f"{read.path} holds other content now (sha256 {read.sha256}, not {sha256}); "
-                f"review it with `agentctl trust ls --path {read.path}` and approve that"
-            )
-        trust = self.trust.approve(read.path, sha256, by)
-        return _trusted_entry(trust, self.parsed(read).widens, True)
-
-    def revoke(self, path: str, sha256: str) -> list[TrustEntry]:
-        root, name = split_settings_path(path)
-        path = os.path.join(root, name)
-        gone = self.trust.revoke(path, sha256)
-        if not gone and self.trust.in_config(path, sha256):
-            raise InvalidRequest(
-                f"{path} is trusted by the daemon's config (trusted_settings); remove it there "
-                "and restart the daemon"
-            )
-        return [_trusted_entry(t, None, False) for t in gone]
-
-
-def _trusted_entry(t: Trust, widens: dict[str, Any] | None, current: bool) -> TrustEntry:
-    return TrustEntry(
-        t.path,
-        t.sha256,
-        "trusted",
-        t.source,
-        t.approved_by,
-        t.approved_ms,
-        widens,
-        current,
-    )
