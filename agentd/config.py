@@ -56,8 +56,11 @@ class Config:
     allow_rules: list[str] = field(default_factory=list)
     deny_rules: list[str] = field(default_factory=list)
     ask_rules: list[str] = field(default_factory=list)
-    # Workspaces whose .claude/settings*.json hooks may run on this host.
-    trusted_workspaces: list[str] = field(default_factory=list)
+    # Workspace settings files whose widening parts (allow rules, additionalDirectories,
+    # a widening defaultMode, hooks...) apply: exact content only, as
+    # [{path = "/ws/.claude/settings.json", sha256 = "<hex>"}] (`agentctl trust ls` shows
+    # both). People's approvals (`agentctl trust approve`) live in the state DB.
+    trusted_settings: list[dict[str, str]] = field(default_factory=list)
     # The uid a root daemon's sandboxed commands run as when the session owner is root.
     sandbox_uid: int = 65534
     sandbox_gid: int = 65534
@@ -94,6 +97,12 @@ class Config:
                 raise InvalidRequest(f"cannot read config file {path}: {exc}") from exc
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
+        if "trusted_workspaces" in unknown:
+            raise InvalidRequest(
+                f"{path}: trusted_workspaces was removed (it trusted whatever a workspace's "
+                "settings say); trust exact content instead: `agentctl trust approve "
+                "WS/.claude/settings.json`, or trusted_settings = [{path = ..., sha256 = ...}]"
+            )
         if unknown:
             raise InvalidRequest(f"unknown settings in {path}: {', '.join(unknown)}")
         for key, env in (("socket_path", "AGENTD_SOCKET"), ("state_dir", "AGENTD_STATE_DIR")):

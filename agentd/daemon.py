@@ -10,7 +10,7 @@ from typing import Any
 import agentd_sandbox
 from agentd.config import Config
 from agentd.executor import Executor
-from agentd.permissions import Asker, PermissionEngine, parse_rule
+from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.server import Server
 from agentd.service import Servicer
 from agentd.sessions import Session, SessionManager
@@ -50,8 +50,12 @@ class Daemon:
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
         asker = Asker(self.sessions, config.permission_timeout_seconds)
-        self.executor.permissions = PermissionEngine(config, self.sessions, asker)
+        settings = SettingsLoader(config, TrustStore(config, self.store))
+        self.executor.permissions = PermissionEngine(
+            config, self.sessions, asker, settings=settings
+        )
         self.services["asker"] = asker
+        self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule
         self.servicer = Servicer(
             self.sessions,

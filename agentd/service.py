@@ -100,6 +100,20 @@ def session_to_pb(s: Session, log_: EventLog | None = None) -> pb.Session:
     )
 
 
+def trust_to_pb(e: Any) -> pb.TrustEntry:
+    return pb.TrustEntry(
+        path=e.path,
+        sha256=e.sha256,
+        state=e.state,
+        source=e.source,
+        approved_by=e.approved_by,
+        approved_ms=e.approved_ms,
+        widens_json=json.dumps(e.widens, sort_keys=True) if e.widens is not None else "",
+        current=e.current,
+        error=e.error,
+    )
+
+
 def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
     blocks = []
     for block in payload["content"]:
@@ -166,6 +180,8 @@ def event_to_pb(event: Event) -> pb.Event:
             out.permission_decided.CopyFrom(pb.PermissionDecided(**p))
         case "cwd_changed":
             out.cwd_changed.CopyFrom(pb.CwdChanged(**p))
+        case "settings_ignored":
+            out.settings_ignored.CopyFrom(pb.SettingsIgnored(**p))
         case "session_closed":
             out.session_closed.SetInParent()
         case "gap":
@@ -235,7 +251,16 @@ class Servicer(pb_grpc.AgentdServicer):
     @_unary
     async def GetSession(self, request: pb.GetSessionRequest, context: Any) -> pb.Session:
         session = self.sessions.get(_require(request.session_id, "session_id"))
-        return session_to_pb(session, self.sessions.log(session.id))
+        out = session_to_pb(session, self.sessions.log(session.id))
+        if (trust := self.services.get("trust")) and not session.closed:
+            for path, sha, widens, reason in await trust.ignored(session):
+                out.ignored_settings.add(
+                    path=path,
+                    sha256=sha,
+                    widens_json=json.dumps(widens, sort_keys=True) if widens else "",
+                    reason=reason,
+                )
+        return out
 
     @_unary
     async def ListSessions(
@@ -396,3 +421,31 @@ class Servicer(pb_grpc.AgentdServicer):
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:
         result = classify(request.command).to_dict()
         return pb.ClassifyResponse(classification_json=json.dumps(result))
+
+    def _trust(self) -> Any:
+        trust = self.services.get("trust")
+        if trust is None:
+            raise NotFound("this daemon has no workspace trust store")
+        return trust
+
+    @_unary
+    async def ListTrust(self, request: pb.ListTrustRequest, context: Any) -> pb.ListTrustResponse:
+        roots = [r for s in self.sessions.list() for r in s.workspace_roots]
+        entries = await self._trust().trust_entries(request.path, roots)
+        return pb.ListTrustResponse(entries=[trust_to_pb(e) for e in entries])
+
+    @_unary
+    async def ApproveTrust(self, request: pb.ApproveTrustRequest, context: Any) -> pb.TrustEntry:
+        entry = await self._trust().approve(
+            _require(request.path, "path"),
+            _require(request.sha256, "sha256"),
+            f"person via {context.peer()}",
+        )
+        return trust_to_pb(entry)
+
+    @_unary
+    async def RevokeTrust(
+        self, request: pb.RevokeTrustRequest, context: Any
+    ) -> pb.RevokeTrustResponse:
+        gone = self._trust().revoke(_require(request.path, "path"), request.sha256)
+        return pb.RevokeTrustResponse(revoked=[trust_to_pb(e) for e in gone])

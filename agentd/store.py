@@ -1,4 +1,4 @@
-"""SQLite persistence: sessions, their event journal, and background tasks.
+"""SQLite persistence: sessions, their event journal, background tasks, and trusted settings.
 
 One connection, owned by the event loop's thread. Commits are grouped: a write
 marks the store dirty and a commit follows within `flush_delay` seconds (or at
@@ -39,6 +39,13 @@ CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
     body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trusted_settings (
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_ms INTEGER NOT NULL,
+    PRIMARY KEY (path, sha256)
 );
 """
 
@@ -169,3 +176,27 @@ class Store:
             rows = self._db.execute("SELECT body FROM tasks WHERE session_id = ?", (session_id,))
         for (body,) in rows:
             yield json.loads(body)
+
+    # trusted settings content: committed at once, a trust given or revoked must not be lost
+    def save_trust(self, path: str, sha256: str, approved_by: str, approved_ms: int) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO trusted_settings (path, sha256, approved_by, approved_ms) "
+            "VALUES (?, ?, ?, ?)",
+            (path, sha256, approved_by, approved_ms),
+        )
+        self.flush()
+
+    def delete_trust(self, path: str, sha256: str = "") -> None:
+        if sha256:
+            self._db.execute(
+                "DELETE FROM trusted_settings WHERE path = ? AND sha256 = ?", (path, sha256)
+            )
+        else:
+            self._db.execute("DELETE FROM trusted_settings WHERE path = ?", (path,))
+        self.flush()
+
+    def load_trust(self) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT path, sha256, approved_by, approved_ms FROM trusted_settings ORDER BY path"
+        )
+        return [{"path": p, "sha256": h, "by": b, "ms": m} for p, h, b, m in rows]

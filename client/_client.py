@@ -312,6 +312,24 @@ class Client:
         reply = self.stub.Classify(pb.ClassifyRequest(command=command), timeout=self.timeout)
         return json.loads(reply.classification_json)
 
+    # workspace trust
+    def list_trust(self, path: str = "") -> list[pb.TrustEntry]:
+        """Trusted settings contents, and the settings files of open sessions (or `path`)."""
+        reply = self.stub.ListTrust(pb.ListTrustRequest(path=path), timeout=self.timeout)
+        return list(reply.entries)
+
+    def approve_trust(self, path: str, sha256: str) -> pb.TrustEntry:
+        """Trust exactly this content of a settings file; refused if the file holds other."""
+        return self.stub.ApproveTrust(
+            pb.ApproveTrustRequest(path=path, sha256=sha256), timeout=self.timeout
+        )
+
+    def revoke_trust(self, path: str, sha256: str = "") -> list[pb.TrustEntry]:
+        reply = self.stub.RevokeTrust(
+            pb.RevokeTrustRequest(path=path, sha256=sha256), timeout=self.timeout
+        )
+        return list(reply.revoked)
+
 
 class AsyncClient:
     """The same calls on asyncio. `async with AsyncClient() as c:`."""
@@ -430,3 +448,19 @@ class AsyncClient:
             timeout=self.timeout,
         )
         return list(reply.tasks)
+
+    # workspace trust
+    async def list_trust(self, path: str = "") -> list[pb.TrustEntry]:
+        reply = await self.stub.ListTrust(pb.ListTrustRequest(path=path), timeout=self.timeout)
+        return list(reply.entries)
+
+    async def approve_trust(self, path: str, sha256: str) -> pb.TrustEntry:
+        return await self.stub.ApproveTrust(
+            pb.ApproveTrustRequest(path=path, sha256=sha256), timeout=self.timeout
+        )
+
+    async def revoke_trust(self, path: str, sha256: str = "") -> list[pb.TrustEntry]:
+        reply = await self.stub.RevokeTrust(
+            pb.RevokeTrustRequest(path=path, sha256=sha256), timeout=self.timeout
+        )
+        return list(reply.revoked)

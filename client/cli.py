@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 
-from agentd_client import commands, contexts
+from agentd_client import _trust_cli, commands, contexts
 from agentd_client.display import print_json
 from agentd_client.errors import EXIT_CODES_HELP, INTERRUPTED, OK, CliError, Usage, from_rpc_error
 
@@ -191,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     comp = top.leaf("completion", "print a shell completion script", cmd_completion, daemon=False)
     comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
+
+    _trust_cli.add_commands(top)
     return p
 
 

@@ -79,6 +79,8 @@ def describe_event(e: pb.Event) -> str:
             )
         case "cwd_changed":
             return f"{head} cwd {e.cwd_changed.previous} -> {e.cwd_changed.cwd}"
+        case "settings_ignored":
+            return f"{head} ! settings: {e.settings_ignored.reason}"
         case "session_closed":
             return f"{head} session closed"
         case "gap":

@@ -4,6 +4,7 @@ command, contexts and their precedence, session gc, --version, completion."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -52,6 +53,10 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
     ca.write_text("not checked until used\n")
     token = tmp / "token"
     token.write_text("t\n")
+    settings = workspace / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text('{"permissions": {"allow": ["Bash(make:*)"]}}\n')
+    sha = hashlib.sha256(settings.read_bytes()).hexdigest()
     return {
         ("status",): [],
         ("session", "new"): ["--workspace", str(workspace)],
@@ -76,6 +81,9 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("context", "show"): [],
         ("context", "rm"): ["x"],
         ("completion",): ["bash"],
+        ("trust", "ls"): [],
+        ("trust", "approve"): [str(settings), "--sha256", sha],
+        ("trust", "revoke"): [str(settings)],
     }  # fmt: skip
 
 

@@ -4,6 +4,8 @@ engine.py    PermissionEngine: the executor's PermissionChecker (decide, after_c
 rules.py     parse_rule and matching in Claude Code's rule syntax
 paths.py     gitignore-style path patterns for Read/Edit rules
 settings.py  the sources merged: daemon config, .claude/settings*.json, session rules
+trust.py     which settings content may widen permissions; reading settings files safely
+approvals.py the "trust these settings?" prompt, reports, and agentctl trust's requests
 hooks.py     PreToolUse / PostToolUse command hooks (Claude Code's protocol)
 asker.py     Asker: PermissionRequested out, the first ResolvePermission in
 """
@@ -12,6 +14,7 @@ from agentd.permissions.asker import Answer, Asker
 from agentd.permissions.engine import PERMISSIONLESS_TOOLS, PermissionEngine
 from agentd.permissions.rules import Rule, SourcedRule, parse_rule
 from agentd.permissions.settings import SettingsLoader
+from agentd.permissions.trust import TrustStore
 
 __all__ = [
     "PERMISSIONLESS_TOOLS",
@@ -21,5 +24,6 @@ __all__ = [
     "Rule",
     "SettingsLoader",
     "SourcedRule",
+    "TrustStore",
     "parse_rule",
 ]

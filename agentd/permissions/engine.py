@@ -2,15 +2,23 @@
 
 The order, first match wins:
 
- 1. PreToolUse hooks (trusted workspaces only) run; an `updatedInput` replaces those
-    keys of the input for everything below. A hook's deny (or exit 2) denies.
+ 0. The workspace's settings files are read; what they restrict applies, what they
+    widen only while their exact content is trusted (settings.py, trust.py). An
+    untrusted widening part is reported once per content (a `settings_ignored` event)
+    and, when a person is attached, offered for trust ("trust these settings?").
+ 1. PreToolUse hooks (trusted settings content only) run, in the session's sandbox; an
+    `updatedInput` replaces those keys of the input for everything below. A hook's deny
+    (or exit 2) denies.
  2. Deny rules deny. A Bash command is denied if the whole command or any of its
     simple commands (wrappers and VAR= prefixes seen through) matches.
  3. Plan mode denies anything that is not read-only.
- 4. A recursive or forced `rm` (or `find -delete`/`-exec rm`) of /, the home directory,
-    a workspace root or one of its parents, as bash would resolve it, asks in every
-    mode, whatever the allow rules say (permissions/critical.py). A Bash call with
-    `dangerouslyDisableSandbox` asks a person here too, whatever the mode and rules.
+ 4. A write to a protected path (agentd/protected.py: `.git/`, `.claude/`, shell rc
+    files...) asks, in every mode, unless an allow rule names that path explicitly
+    (no wildcard). A recursive or forced `rm` (or `find -delete`/`-exec rm`) of /, the
+    home directory, a workspace root or one of its parents, as bash would resolve it,
+    asks in every mode, whatever the allow rules say (permissions/critical.py). A Bash
+    call with `dangerouslyDisableSandbox` asks a person here too, whatever the mode
+    and rules.
  5. A hook's ask asks; a hook's allow allows.
  6. bypassPermissions allows.
  7. Ask rules ask.
@@ -39,14 +47,17 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd import sandboxing
 from agentd.config import Config
 from agentd.executor import Decision
 from agentd.permissions import bashrules
 from agentd.permissions import hooks as hook_runner
+from agentd.permissions.approvals import Approvals
 from agentd.permissions.asker import Asker
 from agentd.permissions.critical import critical_rm
 from agentd.permissions.paths import is_within
@@ -60,6 +71,7 @@ from agentd.permissions.rules import (
     url_host,
 )
 from agentd.permissions.settings import MergedSettings, SettingsLoader
+from agentd.protected import protected_name
 from agentd.sessions import Session, SessionManager
 from agentd.tools.base import TextBlock, Tool, ToolContext, ToolResult
 
@@ -68,6 +80,8 @@ log = logging.getLogger(__name__)
 # Tools that touch nothing but the session's own state (its todo list, its own tasks'
 # output): Claude Code never asks for them, and plan mode lets them run.
 PERMISSIONLESS_TOOLS = frozenset({"TodoWrite", "BashOutput", "TaskStop", "KillShell", "KillBash"})
+_GLOB_CHARS = frozenset("*?[")
+_REMEMBERED_POST_HOOKS = 1024
 
 
 @dataclass
@@ -149,6 +163,7 @@ class PermissionEngine:
         *,
         settings: SettingsLoader | None = None,
         classify: Callable[[str], Any] | None = None,
+        approvals: Approvals | None = None,
     ) -> None:
         self.config = config
         self.sessions = sessions
@@ -157,20 +172,33 @@ class PermissionEngine:
         if classify is None:
             from agentd.bashsec import classify as classify
         self.classify = classify
+        self.approvals = approvals or Approvals(self.sessions, self.asker, self.settings)
+        # (session id, tool_use_id) -> the PostToolUse hooks the decision saw, for
+        # after_call: the call's hooks come from the settings it was decided under, and
+        # a call without any costs no second read. Bounded: a denied call never comes back.
+        self._post_hooks: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
 
     # --- the protocol ---------------------------------------------------------------------
 
     async def decide(
         self, session: Session, tool: Tool, args: dict[str, Any], ctx: ToolContext
     ) -> Decision:
-        settings = self.settings.for_session(session)
+        settings = await self.settings.for_session(session)
+        if settings.untrusted or settings.unreadable:
+            settings = await self.approvals.settle(session, ctx, settings)
         mode = self.effective_mode(session, settings)
+        if post := settings.hooks.get("PostToolUse"):
+            self._post_hooks[(session.id, ctx.tool_use_id)] = post
+            while len(self._post_hooks) > _REMEMBERED_POST_HOOKS:
+                self._post_hooks.popitem(last=False)
 
         verdict = hook_runner.PreVerdict()
         pre_hooks = settings.hooks.get("PreToolUse", [])
         if pre_hooks:
             payload = self._hook_payload(session, tool, args, ctx, mode, "PreToolUse")
-            verdict = await hook_runner.run_pre_hooks(pre_hooks, tool.name, payload, session.cwd)
+            verdict = await hook_runner.run_pre_hooks(
+                pre_hooks, tool.name, payload, self._hook_sandbox(session)
+            )
         updated: dict[str, Any] | None = None
         if verdict.updated_input is not None:
             updated = {**args, **verdict.updated_input}
@@ -180,6 +208,11 @@ class PermissionEngine:
             return self._deny(session, ctx, tool.name, "hook", reason)
 
         call = self._describe(session, tool, args)
+        # A trusted additionalDirectory is a root the call may use once allowed, as the
+        # session's own are (a grant only takes effect if the call runs).
+        for extra in settings.additional_dirs:
+            if call.path and is_within(call.path, extra) and extra not in ctx.granted_paths:
+                ctx.granted_paths.append(extra)
 
         if rule := self._first_match(settings.deny, call, session, kind="deny"):
             return self._deny(
@@ -207,7 +240,24 @@ class PermissionEngine:
             return await self._ask_unsandboxed(session, ctx, call, mode, updated)
 
         ask: _Ask | None = None
-        if call.is_bash and (critical := self._critical_rm(call, session)):
+        if protected := self._protected(call, session):
+            if rule := self._explicit_allow(call, settings, session):
+                return self._allow(
+                    session,
+                    ctx,
+                    call,
+                    "rule",
+                    f"allow rule {_rule_note(rule)} names the protected path",
+                    updated,
+                    self._grants(call, ctx),
+                )
+            ask = _Ask(
+                "protected",
+                [protected],
+                self._suggest(call, settings, session),
+                self._grants(call, ctx),
+            )
+        elif call.is_bash and (critical := self._critical_rm(call, session)):
             ask = _Ask("classifier", [critical, *call.classification.reasons], "")
         elif verdict.behavior == "ask":
             ask = _Ask(
@@ -285,16 +335,59 @@ class PermissionEngine:
         ctx: ToolContext,
     ) -> None:
         """PostToolUse hooks; what they block with is added to the result for the model."""
-        settings = self.settings.for_session(session)
-        post_hooks = settings.hooks.get("PostToolUse", [])
+        post_hooks = self._post_hooks.pop((session.id, ctx.tool_use_id), None)
         if not post_hooks:
             return
+        settings = await self.settings.for_session(session)
         mode = self.effective_mode(session, settings)
         payload = self._hook_payload(session, tool, args, ctx, mode, "PostToolUse")
         payload["tool_response"] = result.data if result.data is not None else result.text_content()
-        notes = await hook_runner.run_post_hooks(post_hooks, tool.name, payload, session.cwd)
+        notes = await hook_runner.run_post_hooks(
+            post_hooks, tool.name, payload, self._hook_sandbox(session)
+        )
         for note in notes:
             result.content.append(TextBlock(f"\n\nPostToolUse hook feedback:\n{note}"))
+
+    # --- trust and protected paths ---------------------------------------------------------
+
+    def _protected(self, call: _Call, session: Session) -> str:
+        """Why a file write touches a protected path, or ""; judged below the workspace root
+        (a `.git` or `.claude` above the root does not count) and on where links lead."""
+        if not call.path or not (call.access_mode == "write" or call.name in EDIT_TOOLS):
+            return ""
+        for path in dict.fromkeys((call.path, call.real_path)):
+            roots = [
+                os.path.normpath(r)
+                for r in session.workspace_roots
+                if is_within(path, os.path.normpath(r))
+            ]
+            rel = os.path.relpath(path, max(roots, key=len)) if roots else path
+            if name := protected_name(rel):
+                return (
+                    f"{path} is a protected path ({name} holds configuration that makes code "
+                    "run later), so a change to it always needs a person's approval"
+                )
+        return ""
+
+    def _explicit_allow(
+        self, call: _Call, settings: MergedSettings, session: Session
+    ) -> SourcedRule | None:
+        """An allow rule that names this very path (no wildcard, same file name)."""
+        name = os.path.basename(call.path)
+        for r in settings.allow:
+            spec = r.rule.specifier
+            if not spec or _GLOB_CHARS & set(spec) or os.path.basename(spec.rstrip("/")) != name:
+                continue
+            if self._rule_matches(r, call, session, kind="allow"):
+                return r
+        return None
+
+    def _hook_sandbox(self, session: Session) -> hook_runner.PolicyFactory:
+        def policy() -> Any:
+            tmp_dir = sandboxing.session_tmp_dir(session, self.config)
+            return sandboxing.policy_for(session, self.config, tmp_dir)
+
+        return policy
 
     # --- pieces ---------------------------------------------------------------------------
 
@@ -613,13 +706,19 @@ class PermissionEngine:
     ) -> Decision:
         why = "; ".join(ask.reasons) or "needs approval"
         if mode == "dontAsk":
+            how = (
+                f" The user can allow it with `agentctl perms --session {session.id} "
+                f"--allow '{ask.suggested_rule}'`."
+                if ask.suggested_rule
+                else ""
+            )
             return self._deny(
                 session,
                 ctx,
                 call.name,
                 "mode",
                 f"Permission to use {call.describe()} was not granted: it needs approval "
-                f"({why}) and the session is in dontAsk mode, where that is a deny. "
+                f"({why}) and the session is in dontAsk mode, where that is a deny.{how} "
                 "Try another way that needs no approval.",
             )
         self._record(session, ctx, call.name, "ask", ask.decided_by, why)

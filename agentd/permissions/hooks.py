@@ -1,8 +1,14 @@
 """PreToolUse and PostToolUse command hooks, speaking Claude Code's hook protocol.
 
-A hook is a shell command from a trusted workspace's settings. It runs on the host,
-not sandboxed (it is the user's own configuration), in the session's cwd, with the
-event as JSON on stdin:
+A hook is a shell command from a workspace's settings whose exact content a person
+trusted (trust.py). It runs inside the session's own sandbox, as any Bash call does:
+as the session's sandbox uid, in a fresh pid namespace, with the workspace writable,
+secrets hidden and the network as the session allows; never as the daemon's user.
+Trusting a settings file trusts its text, not the files a hook command names
+(`./scripts/check.sh`), which any sandboxed command may have rewritten since; run
+outside, such a hook would hand that command the daemon's privileges. It runs in the
+session's cwd, with $CLAUDE_PROJECT_DIR set, and the event as JSON on stdin (a pipe the
+daemon owns):
 
     {session_id, transcript_path, cwd, hook_event_name, tool_name, tool_input,
      tool_use_id, permission_mode, [tool_response]}
@@ -26,14 +32,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import os
-import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agentd.permissions.settings import HookCommand, HookGroup
+from agentd_sandbox import SandboxPolicy, SandboxUnavailable, spawn
+
+# The sandbox a hook runs in: the session's policy, built when the hook runs.
+PolicyFactory = Callable[[], SandboxPolicy]
 
 log = logging.getLogger(__name__)
 
@@ -83,30 +94,45 @@ async def _read_bounded(stream: asyncio.StreamReader | None) -> bytes:
     return bytes(kept)
 
 
-async def run_hook(hook: HookCommand, payload: dict[str, Any], cwd: str) -> HookRun:
-    """Run one hook command with `payload` on stdin; kill its process group on timeout."""
-    env = dict(os.environ)
-    if hook.project_dir:
-        env["CLAUDE_PROJECT_DIR"] = hook.project_dir
+def _write_all(fd: int, data: bytes) -> None:
+    """Feed the hook's stdin; a hook that exits without reading ends it with EPIPE."""
     try:
-        proc = await asyncio.create_subprocess_shell(
-            hook.command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd if os.path.isdir(cwd) else None,
-            env=env,
-            start_new_session=True,
-        )
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+async def run_hook(hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFactory) -> HookRun:
+    """Run one hook command in the session's sandbox with `payload` on stdin; kill the
+    whole sandbox on timeout."""
+    try:
+        policy = copy.deepcopy(sandbox())
     except OSError as exc:
-        return HookRun(hook, None, "", "", f"could not start: {exc}")
+        return HookRun(hook, None, "", "", f"could not prepare its sandbox: {exc}")
+    if hook.project_dir:
+        policy.env = {**policy.env, "CLAUDE_PROJECT_DIR": hook.project_dir}
+    if not (policy.cwd and os.path.isdir(policy.cwd)):
+        policy.cwd = hook.project_dir or None
+    policy.limits.wall_seconds = hook.timeout + 5  # a backstop; our own timeout comes first
+    stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
+    # bash reads the command from its argument, stdin from the fd the daemon passed in.
+    script = f"exec 0<&{stdin_r} {stdin_r}<&-\n{hook.command}"
+    try:
+        proc = await spawn(policy, ["/bin/bash", "-c", script], pass_fds=(stdin_r,))
+    except (SandboxUnavailable, OSError) as exc:
+        os.close(stdin_w)
+        return HookRun(hook, None, "", "", f"could not start in the sandbox: {exc}")
+    finally:
+        os.close(stdin_r)
+    feeding = asyncio.ensure_future(
+        asyncio.to_thread(_write_all, stdin_w, json.dumps(payload).encode())
+    )
 
     async def talk() -> tuple[bytes, bytes]:
-        assert proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            proc.stdin.write(json.dumps(payload).encode())
-            await proc.stdin.drain()
-        proc.stdin.close()
         out, err = await asyncio.gather(_read_bounded(proc.stdout), _read_bounded(proc.stderr))
         await proc.wait()
         return out, err
@@ -114,13 +140,15 @@ async def run_hook(hook: HookCommand, payload: dict[str, Any], cwd: str) -> Hook
     try:
         out, err = await asyncio.wait_for(talk(), hook.timeout)
     except (TimeoutError, asyncio.CancelledError) as exc:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), 5)
         if isinstance(exc, asyncio.CancelledError):
             raise
         return HookRun(hook, None, "", "", f"timed out after {hook.timeout:g}s (killed)")
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(feeding), 5)
     return HookRun(
         hook,
         proc.returncode,
@@ -207,24 +235,24 @@ def combine(verdicts: list[PreVerdict]) -> PreVerdict:
 
 
 async def run_pre_hooks(
-    groups: list[HookGroup], tool_name: str, payload: dict[str, Any], cwd: str
+    groups: list[HookGroup], tool_name: str, payload: dict[str, Any], sandbox: PolicyFactory
 ) -> PreVerdict:
     hooks = matching(groups, tool_name)
     if not hooks:
         return PreVerdict()
-    runs = await asyncio.gather(*(run_hook(h, payload, cwd) for h in hooks))
+    runs = await asyncio.gather(*(run_hook(h, payload, sandbox) for h in hooks))
     return combine([pre_verdict(r) for r in runs])
 
 
 async def run_post_hooks(
-    groups: list[HookGroup], tool_name: str, payload: dict[str, Any], cwd: str
+    groups: list[HookGroup], tool_name: str, payload: dict[str, Any], sandbox: PolicyFactory
 ) -> list[str]:
     """Notes for the model from PostToolUse hooks (exit 2's stderr, block reasons, context)."""
     hooks = matching(groups, tool_name)
     if not hooks:
         return []
     notes: list[str] = []
-    for run in await asyncio.gather(*(run_hook(h, payload, cwd) for h in hooks)):
+    for run in await asyncio.gather(*(run_hook(h, payload, sandbox) for h in hooks)):
         _log_failure(run, "PostToolUse")
         if run.exit_code == 2:
             if text := run.stderr.strip():

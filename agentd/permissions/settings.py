@@ -2,40 +2,62 @@
 
 Sources, each rule keeping its source for messages and the journal:
   - the daemon's config (allow_rules, deny_rules, ask_rules);
-  - each workspace root's `.claude/settings.json` and `.claude/settings.local.json`
-    (`permissions.allow/deny/ask`, `permissions.defaultMode`,
-    `permissions.additionalDirectories`, `hooks`), re-read when a file's mtime or size
-    changes, so an edit applies to the next call without a restart;
+  - each workspace root's `.claude/settings.json` and `.claude/settings.local.json`,
+    read afresh for every call (trust.read_settings: safely, off the event loop);
   - the session's own rules, added by clients.
 
-A workspace's hooks are commands that run on the host, unsandboxed: they are taken
-only from workspaces listed in `config.trusted_workspaces` (or under one), so a cloned
-repository cannot run code here by shipping a settings file. For the same reason a
-workspace's `defaultMode: bypassPermissions` counts only when the workspace is trusted.
-A settings file that cannot be read or parsed, and a rule in it that does not parse,
-are logged and skipped: a typo in one rule must not disable the others. A bad rule in
-the daemon's config raises InvalidRequest at start-up instead.
+A workspace settings file is hostile input: a cloned repository ships it, a sandboxed
+command can write it. So each file is split in two (`split_settings`):
+  - what restricts always applies: `permissions.deny`, `permissions.ask`, and a
+    `permissions.defaultMode` that narrows (`default`, `plan`, `dontAsk`);
+  - everything else widens, and applies only while the file's exact content is trusted
+    (trust.py): allow rules (WebFetch domains included), `additionalDirectories`, a
+    widening defaultMode (`acceptEdits`, `bypassPermissions`), hooks. The split is a
+    list of what restricts, not of what widens: a key added later, or one agentd does
+    not know, counts as widening until someone puts it on the restricting list.
+An untrusted file's widening parts are never applied; MergedSettings.untrusted names
+them, for the event log, `session show` and the "trust these settings?" prompt.
+A file that cannot be read or parsed, and a rule in it that does not parse, are logged
+and skipped: a typo in one rule must not disable the others. A bad rule in the daemon's
+config raises InvalidRequest at start-up instead.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.config import Config
 from agentd.errors import InvalidRequest
 from agentd.permissions.rules import SourcedRule, parse_rule
+from agentd.permissions.trust import (
+    SETTINGS_FILES,
+    SettingsBytes,
+    TrustStore,
+    read_settings_files,
+    stamp,
+)
 from agentd.sessions import PERMISSION_MODES, Session
 
 log = logging.getLogger(__name__)
 
-SETTINGS_FILES = (".claude/settings.json", ".claude/settings.local.json")
 HOOK_EVENTS = ("PreToolUse", "PostToolUse")
 DEFAULT_HOOK_TIMEOUT = 60.0
+# Modes that only narrow what `default` allows: plan denies whatever is not read-only,
+# dontAsk turns every ask into a deny. acceptEdits and bypassPermissions widen.
+RESTRICTING_MODES = frozenset({"default", "plan", "dontAsk"})
+# The keys that always apply; everything else in a settings file widens.
+RESTRICTING_PERMISSION_KEYS = frozenset({"deny", "ask"})
+# Keys that say nothing about permissions at all.
+NEUTRAL_KEYS = frozenset({"$schema"})
+# Parsed files remembered, by (path, sha256).
+_PARSED_CACHE = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,33 +83,6 @@ class HookGroup:
             return re.fullmatch(self.matcher, tool_name) is not None
         except re.error:
             return self.matcher == tool_name
-
-
-@dataclass(frozen=True, slots=True)
-class FileSettings:
-    """One settings file, parsed."""
-
-    path: str
-    allow: tuple[SourcedRule, ...] = ()
-    deny: tuple[SourcedRule, ...] = ()
-    ask: tuple[SourcedRule, ...] = ()
-    default_mode: str = ""
-    additional_dirs: tuple[str, ...] = ()
-    hooks: dict[str, tuple[HookGroup, ...]] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class MergedSettings:
-    """Everything that applies to one session's next call."""
-
-    allow: list[SourcedRule] = field(default_factory=list)
-    deny: list[SourcedRule] = field(default_factory=list)
-    ask: list[SourcedRule] = field(default_factory=list)
-    # The workspace's defaultMode ("" if none); settings.local.json wins over settings.json.
-    default_mode: str = ""
-    additional_dirs: list[str] = field(default_factory=list)
-    # Hooks of trusted workspaces only.
-    hooks: dict[str, list[HookGroup]] = field(default_factory=dict)
 
 
 def _parse_rules(values: Any, source: str, base: str) -> tuple[SourcedRule, ...]:
@@ -133,17 +128,84 @@ def _parse_hooks(values: Any, source: str, root: str) -> dict[str, tuple[HookGro
     return out
 
 
-def parse_settings_file(path: str, root: str) -> FileSettings:
-    """Parse one settings file of workspace `root`; problems are logged, never raised."""
+@dataclass(frozen=True, slots=True)
+class FileSettings:
+    """One settings file, parsed and split into what restricts and what widens."""
+
+    path: str
+    sha256: str = ""
+    # always applied
+    deny: tuple[SourcedRule, ...] = ()
+    ask: tuple[SourcedRule, ...] = ()
+    restricting_mode: str = ""
+    # applied only while (path, sha256) is trusted
+    allow: tuple[SourcedRule, ...] = ()
+    widening_mode: str = ""
+    additional_dirs: tuple[str, ...] = ()
+    hooks: dict[str, tuple[HookGroup, ...]] = field(default_factory=dict)
+    # The file's widening parts as written (restricting and neutral keys removed): what
+    # a person approves, shown as is. Empty: the file widens nothing.
+    widens: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UntrustedFile:
+    """A settings file whose widening parts are not applied: its content is not trusted."""
+
+    path: str
+    sha256: str
+    widens: dict[str, Any]
+
+
+@dataclass(slots=True)
+class MergedSettings:
+    """Everything that applies to one session's next call."""
+
+    allow: list[SourcedRule] = field(default_factory=list)
+    deny: list[SourcedRule] = field(default_factory=list)
+    ask: list[SourcedRule] = field(default_factory=list)
+    # The workspace's defaultMode ("" if none); settings.local.json wins over settings.json.
+    default_mode: str = ""
+    additional_dirs: list[str] = field(default_factory=list)
+    # Hooks of trusted settings content only.
+    hooks: dict[str, list[HookGroup]] = field(default_factory=dict)
+    # Files whose widening parts were left out, and files that could not be read.
+    untrusted: list[UntrustedFile] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _pruned(value: Any) -> Any:
+    """`value` without empty containers and nulls, which widen nothing."""
+    if isinstance(value, dict):
+        out = {k: v for k, v in ((k, _pruned(v)) for k, v in value.items()) if v is not None}
+        return out or None
+    if isinstance(value, list):
+        return value or None
+    return value
+
+
+def widening_parts(body: dict[str, Any]) -> dict[str, Any]:
+    """The file's JSON minus what restricts and what is neutral: what trust would add."""
+    widens = {k: copy.deepcopy(v) for k, v in body.items() if k not in NEUTRAL_KEYS}
+    perms = widens.get("permissions")
+    if isinstance(perms, dict):
+        for key in RESTRICTING_PERMISSION_KEYS:
+            perms.pop(key, None)
+        if perms.get("defaultMode") in RESTRICTING_MODES:
+            perms.pop("defaultMode")
+    return _pruned(widens) or {}
+
+
+def parse_settings(data: bytes, path: str, root: str, sha256: str = "") -> FileSettings:
+    """Parse one settings file's bytes; problems are logged, never raised."""
     try:
-        with open(path, encoding="utf-8") as f:
-            body = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        log.warning("cannot read settings file %s: %s (ignored)", path, exc)
-        return FileSettings(path)
+        body = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        log.warning("cannot parse settings file %s: %s (ignored)", path, exc)
+        return FileSettings(path, sha256)
     if not isinstance(body, dict):
         log.warning("settings file %s does not hold a JSON object (ignored)", path)
-        return FileSettings(path)
+        return FileSettings(path, sha256)
     perms = body.get("permissions") if isinstance(body.get("permissions"), dict) else {}
     mode = perms.get("defaultMode") or ""
     if mode and mode not in PERMISSION_MODES:
@@ -156,20 +218,24 @@ def parse_settings_file(path: str, root: str) -> FileSettings:
             dirs.append(os.path.normpath(os.path.join(root, expanded)))
     return FileSettings(
         path,
-        allow=_parse_rules(perms.get("allow"), path, root),
+        sha256,
         deny=_parse_rules(perms.get("deny"), path, root),
         ask=_parse_rules(perms.get("ask"), path, root),
-        default_mode=mode,
+        restricting_mode=mode if mode in RESTRICTING_MODES else "",
+        allow=_parse_rules(perms.get("allow"), path, root),
+        widening_mode=mode if mode and mode not in RESTRICTING_MODES else "",
         additional_dirs=tuple(dirs),
         hooks=_parse_hooks(body.get("hooks"), path, root),
+        widens=widening_parts(body),
     )
 
 
 class SettingsLoader:
-    """Merges the sources for a session; caches each file until its mtime or size changes."""
+    """Merges the sources for a session, applying a file's widening parts only if trusted."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, trust: TrustStore | None = None) -> None:
         self.config = config
+        self.trust = trust or TrustStore(config)
         # A bad rule in the daemon's own config stops start-up: a deny rule silently
         # dropped would leave the operator believing something is denied.
         self._config_rules: dict[str, tuple[SourcedRule, ...]] = {}
@@ -181,57 +247,90 @@ class SettingsLoader:
                 except InvalidRequest as exc:
                     raise InvalidRequest(f"config {kind}_rules: {exc}") from None
             self._config_rules[kind] = tuple(parsed)
-        self._cache: dict[str, tuple[tuple[int, int], FileSettings]] = {}
+        self._parsed: OrderedDict[tuple[str, str], FileSettings] = OrderedDict()
+        self._unreadable_logged: set[tuple[str, str]] = set()
+        # path -> its last settled read (see files)
+        self._settled: OrderedDict[str, SettingsBytes] = OrderedDict()
 
-    def is_trusted(self, root: str) -> bool:
-        if not self.config.trusted_workspaces:
-            return False  # the usual case; spares a realpath on every call
-        real = os.path.realpath(root)
-        for trusted in self.config.trusted_workspaces:
-            t = os.path.realpath(os.path.expanduser(trusted))
-            if real == t or real.startswith(t.rstrip("/") + "/"):
-                return True
-        return False
-
-    def _file(self, path: str, root: str) -> FileSettings | None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            self._cache.pop(path, None)
-            return None
-        stamp = (st.st_mtime_ns, st.st_size)
-        cached = self._cache.get(path)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        parsed = parse_settings_file(path, root)
-        self._cache[path] = (stamp, parsed)
+    def parsed(self, read: SettingsBytes) -> FileSettings:
+        """The file as read, parsed once per content."""
+        key = (read.path, read.sha256)
+        cached = self._parsed.get(key)
+        if cached is not None:
+            self._parsed.move_to_end(key)
+            return cached
+        parsed = parse_settings(read.data, read.path, read.root, read.sha256)
+        self._parsed[key] = parsed
+        while len(self._parsed) > _PARSED_CACHE:
+            self._parsed.popitem(last=False)
         return parsed
 
-    def for_session(self, session: Session) -> MergedSettings:
+    async def files(self, roots: list[str]) -> list[SettingsBytes]:
+        """Every settings file of `roots`, read (settings.json before settings.local.json).
+
+        An lstat on the loop answers the usual cases without a thread: no file, or a
+        file whose stamp equals that of its last settled read (trust.stamp), whose bytes
+        and hash are reused. Anything else is read afresh in a worker thread.
+        """
+        pairs = [(root, name) for root in roots for name in SETTINGS_FILES]
+        out: list[SettingsBytes | None] = [None] * len(pairs)
+        pending: list[int] = []
+        for i, (root, name) in enumerate(pairs):
+            path = os.path.join(root, name)
+            try:
+                marks = stamp(root, name, os.lstat(path))
+            except (FileNotFoundError, NotADirectoryError):
+                out[i] = SettingsBytes(path, root)
+                continue
+            except OSError:
+                marks = ()
+            cached = self._settled.get(path)
+            if marks and cached is not None and cached.stamp == marks:
+                out[i] = cached
+            else:
+                pending.append(i)
+        if pending:
+            reads = await read_settings_files([pairs[i] for i in pending])
+            for i, read in zip(pending, reads, strict=True):
+                out[i] = read
+                if read.stamp:
+                    self._settled[read.path] = read
+                    self._settled.move_to_end(read.path)
+                    while len(self._settled) > _PARSED_CACHE:
+                        self._settled.popitem(last=False)
+                else:
+                    self._settled.pop(read.path, None)
+        return [r for r in out if r is not None]
+
+    async def for_session(self, session: Session) -> MergedSettings:
         merged = MergedSettings()
         for kind in ("allow", "deny", "ask"):
             getattr(merged, kind).extend(self._config_rules[kind])
-        for root in session.workspace_roots:
-            trusted = self.is_trusted(root)
-            for name in SETTINGS_FILES:
-                parsed = self._file(os.path.join(root, name), root)
-                if parsed is None:
-                    continue
-                merged.allow.extend(parsed.allow)
-                merged.deny.extend(parsed.deny)
-                merged.ask.extend(parsed.ask)
-                merged.additional_dirs.extend(parsed.additional_dirs)
-                if parsed.default_mode and (trusted or parsed.default_mode != "bypassPermissions"):
-                    merged.default_mode = parsed.default_mode
-                if trusted:
-                    for event, groups in parsed.hooks.items():
-                        merged.hooks.setdefault(event, []).extend(groups)
-                elif parsed.hooks:
-                    log.info(
-                        "hooks in %s not run: workspace %s is not in trusted_workspaces",
-                        parsed.path,
-                        root,
-                    )
+        for read in await self.files(session.workspace_roots):
+            if read.error:
+                merged.unreadable.append((read.path, read.error))
+                if (read.path, read.error) not in self._unreadable_logged:
+                    self._unreadable_logged.add((read.path, read.error))
+                    log.warning("settings file %s %s (ignored)", read.path, read.error)
+                continue
+            if not read.sha256:
+                continue  # no such file
+            parsed = self.parsed(read)
+            merged.deny.extend(parsed.deny)
+            merged.ask.extend(parsed.ask)
+            if parsed.restricting_mode:
+                merged.default_mode = parsed.restricting_mode
+            if not parsed.widens:
+                continue
+            if self.trust.trusted(parsed.path, parsed.sha256) is None:
+                merged.untrusted.append(UntrustedFile(parsed.path, parsed.sha256, parsed.widens))
+                continue
+            merged.allow.extend(parsed.allow)
+            merged.additional_dirs.extend(parsed.additional_dirs)
+            if parsed.widening_mode:
+                merged.default_mode = parsed.widening_mode
+            for event, groups in parsed.hooks.items():
+                merged.hooks.setdefault(event, []).extend(groups)
         for kind in ("allow", "deny", "ask"):
             for text in getattr(session, f"{kind}_rules"):
                 try:

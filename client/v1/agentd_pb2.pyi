@@ -33,7 +33,7 @@ class Status(_message.Message):
     def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox_json: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms")
+    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +65,7 @@ class Session(_message.Message):
     ALLOW_UNSANDBOXED_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_ACTIVITY_MS_FIELD_NUMBER: _ClassVar[int]
+    IGNORED_SETTINGS_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -82,7 +83,20 @@ class Session(_message.Message):
     allow_unsandboxed: bool
     last_seq: int
     last_activity_ms: int
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ...) -> None: ...
+    ignored_settings: _containers.RepeatedCompositeFieldContainer[IgnoredSettings]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ...) -> None: ...
+
+class IgnoredSettings(_message.Message):
+    __slots__ = ("path", "sha256", "widens_json", "reason")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    WIDENS_JSON_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    sha256: str
+    widens_json: str
+    reason: str
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens_json: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed")
@@ -342,6 +356,18 @@ class TaskFinished(_message.Message):
     task: Task
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
+class SettingsIgnored(_message.Message):
+    __slots__ = ("path", "sha256", "widens_json", "reason")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    WIDENS_JSON_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    sha256: str
+    widens_json: str
+    reason: str
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens_json: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class PermissionRequested(_message.Message):
     __slots__ = ("request_id", "tool_use_id", "tool_name", "input_json", "reasons", "suggested_rule", "expires_ms")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -407,7 +433,7 @@ class Gap(_message.Message):
     def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided")
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -423,6 +449,7 @@ class Event(_message.Message):
     SESSION_CLOSED_FIELD_NUMBER: _ClassVar[int]
     GAP_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_DECIDED_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_IGNORED_FIELD_NUMBER: _ClassVar[int]
     seq: int
     session_id: str
     time_ms: int
@@ -438,7 +465,8 @@ class Event(_message.Message):
     session_closed: SessionClosed
     gap: Gap
     permission_decided: PermissionDecided
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ...) -> None: ...
+    settings_ignored: SettingsIgnored
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ...) -> None: ...
 
 class ResolvePermissionRequest(_message.Message):
     __slots__ = ("session_id", "request_id", "decision", "scope")
@@ -485,3 +513,59 @@ class ClassifyResponse(_message.Message):
     CLASSIFICATION_JSON_FIELD_NUMBER: _ClassVar[int]
     classification_json: str
     def __init__(self, classification_json: _Optional[str] = ...) -> None: ...
+
+class ListTrustRequest(_message.Message):
+    __slots__ = ("path",)
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class TrustEntry(_message.Message):
+    __slots__ = ("path", "sha256", "state", "source", "approved_by", "approved_ms", "widens_json", "current", "error")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    APPROVED_BY_FIELD_NUMBER: _ClassVar[int]
+    APPROVED_MS_FIELD_NUMBER: _ClassVar[int]
+    WIDENS_JSON_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    sha256: str
+    state: str
+    source: str
+    approved_by: str
+    approved_ms: int
+    widens_json: str
+    current: bool
+    error: str
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., state: _Optional[str] = ..., source: _Optional[str] = ..., approved_by: _Optional[str] = ..., approved_ms: _Optional[int] = ..., widens_json: _Optional[str] = ..., current: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ListTrustResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[TrustEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[TrustEntry, _Mapping]]] = ...) -> None: ...
+
+class ApproveTrustRequest(_message.Message):
+    __slots__ = ("path", "sha256")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    sha256: str
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class RevokeTrustRequest(_message.Message):
+    __slots__ = ("path", "sha256")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    sha256: str
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class RevokeTrustResponse(_message.Message):
+    __slots__ = ("revoked",)
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    revoked: _containers.RepeatedCompositeFieldContainer[TrustEntry]
+    def __init__(self, revoked: _Optional[_Iterable[_Union[TrustEntry, _Mapping]]] = ...) -> None: ...

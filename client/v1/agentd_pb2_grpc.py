@@ -109,6 +109,21 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ClassifyRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ClassifyResponse.FromString,
                 _registered_method=True)
+        self.ListTrust = channel.unary_unary(
+                '/agentd.v1.Agentd/ListTrust',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ListTrustRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListTrustResponse.FromString,
+                _registered_method=True)
+        self.ApproveTrust = channel.unary_unary(
+                '/agentd.v1.Agentd/ApproveTrust',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ApproveTrustRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TrustEntry.FromString,
+                _registered_method=True)
+        self.RevokeTrust = channel.unary_unary(
+                '/agentd.v1.Agentd/RevokeTrust',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.FromString,
+                _registered_method=True)
 
 
 class AgentdServicer:
@@ -211,6 +226,28 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTrust(self, request, context):
+        """Workspace trust: which exact contents of .claude/settings*.json may widen
+        permissions. List shows the trusted contents and the settings files of open
+        sessions (or one file), with what each widens.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApproveTrust(self, request, context):
+        """Trust one exact content (path + sha256) of a settings file: its widening parts apply.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeTrust(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentdServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -288,6 +325,21 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.Classify,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ClassifyRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ClassifyResponse.SerializeToString,
+            ),
+            'ListTrust': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTrust,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListTrustRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ListTrustResponse.SerializeToString,
+            ),
+            'ApproveTrust': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApproveTrust,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ApproveTrustRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TrustEntry.SerializeToString,
+            ),
+            'RevokeTrust': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeTrust,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -695,6 +747,87 @@ class Agentd:
             '/agentd.v1.Agentd/Classify',
             agentd_dot_v1_dot_agentd__pb2.ClassifyRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ClassifyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTrust(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ListTrust',
+            agentd_dot_v1_dot_agentd__pb2.ListTrustRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ListTrustResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApproveTrust(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ApproveTrust',
+            agentd_dot_v1_dot_agentd__pb2.ApproveTrustRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TrustEntry.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeTrust(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/RevokeTrust',
+            agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.FromString,
             options,
             channel_credentials,
             insecure,

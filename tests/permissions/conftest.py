@@ -11,6 +11,9 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +24,8 @@ import pytest
 from agentd.config import Config
 from agentd.events import Event, EventLog
 from agentd.executor import Decision
-from agentd.permissions import Asker, PermissionEngine
+from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
+from agentd.permissions.trust import SETTINGS_FILES
 from agentd.sessions import Session, SessionManager
 from agentd.store import Store
 from agentd.tools.base import FileAccess, Tool, ToolContext
@@ -107,19 +111,47 @@ class Env:
         path.write_text(json.dumps(body))
         return path
 
+    def trust(self, name: str = "settings.json") -> str:
+        """Approve the settings file's current content, as a person would; its sha256."""
+        import hashlib
+
+        path = self.ws / ".claude" / name
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        self.engine.settings.trust.approve(str(path), sha, "test person")
+        return sha
+
+    def trust_all(self) -> None:
+        for name in SETTINGS_FILES:
+            if (self.ws / name).is_file():
+                self.trust(os.path.basename(name))
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        rows = self.store.events_after(self.session.id, 0, self.log.last_seq)
+        return [payload for _, _, k, payload in rows if k == kind]
+
     def decided(self) -> list[dict[str, Any]]:
         rows = self.store.events_after(self.session.id, 0, self.log.last_seq)
         return [payload for _, _, kind, payload in rows if kind == "permission_decided"]
 
 
+# The uid a root daemon's sandbox (and so a hook) runs as in a workspace root owns.
+SANDBOX_UID = 65534
+
+
 @pytest.fixture
 def make_env(tmp_path: Path) -> Iterator[Callable[..., Env]]:
     stores: list[Store] = []
+    # Hooks run in the session's sandbox, as the sandbox uid: the workspace must be
+    # reachable by it (pytest's tmp_path sits in a 0700 directory of root's).
+    base = Path(tempfile.mkdtemp(prefix="agentd-perm-", dir="/tmp"))
+    base.chmod(0o755)
+    ws = base / "ws"
+    ws.mkdir(mode=0o755)
+    if os.geteuid() == 0:
+        os.chown(ws, SANDBOX_UID, SANDBOX_UID)
 
     def make(**config: Any) -> Env:
-        ws = tmp_path / "ws"
         home = tmp_path / "home"
-        ws.mkdir(exist_ok=True)
         home.mkdir(exist_ok=True)
         cfg = Config(
             socket_path=str(tmp_path / "sock"), state_dir=str(tmp_path / "state"), **config
@@ -129,12 +161,14 @@ def make_env(tmp_path: Path) -> Iterator[Callable[..., Env]]:
         sessions = SessionManager(store, cfg)
         session = sessions.create([str(ws)])
         session.home = str(home)
-        engine = PermissionEngine(cfg, sessions)
+        settings = SettingsLoader(cfg, TrustStore(cfg, store))
+        engine = PermissionEngine(cfg, sessions, settings=settings)
         return Env(tmp_path, ws, home, cfg, store, sessions, session, engine)
 
     yield make
     for store in stores:
         store.close()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
@@ -188,12 +222,12 @@ async def attached(log: EventLog) -> AsyncIterator[Watcher]:
 
 
 def write_hook(dir_: Path, name: str, body: str) -> str:
-    """A Python hook script; returns the command that runs it."""
-    import sys
-
+    """A Python hook script in `dir_` (the workspace: hooks run in the session's sandbox);
+    returns the command that runs it."""
     path = dir_ / name
     path.write_text("import json, sys\nevent = json.load(sys.stdin)\n" + body)
-    return f"{sys.executable} {path}"
+    path.chmod(0o644)
+    return f"/usr/bin/python3 {path}"
 
 
 __all__ = ["Asker", "Env", "TOOLS", "Watcher", "attached", "write_hook"]

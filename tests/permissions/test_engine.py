@@ -111,6 +111,7 @@ def test_bad_config_rule_stops_start_up(make_env: Callable[..., Env]) -> None:
 async def test_settings_json_and_local_rules_and_reload(env: Env) -> None:
     env.settings({"permissions": {"allow": ["Bash(make:*)"], "deny": ["Edit(/secrets/**)"]}})
     env.settings({"permissions": {"allow": ["Bash(cargo build:*)"]}}, "settings.local.json")
+    env.trust_all()  # allow rules widen: they apply to trusted content only
     env.session.permission_mode = "acceptEdits"
     assert (await env.bash("make -j4")).decided_by == "rule"
     assert (await env.bash("cargo build --release")).decided_by == "rule"
@@ -126,10 +127,11 @@ async def test_settings_default_mode_and_additional_directories(env: Env) -> Non
     extra = env.tmp / "shared"
     extra.mkdir()
     env.settings({"permissions": {"defaultMode": "plan", "additionalDirectories": [str(extra)]}})
+    env.trust()  # additionalDirectories widens: trusted content only
     assert (await env.bash("touch x")).reason.count("plan mode") == 1
     ctx = env.ctx()
     assert (await env.decide("Read", {"file_path": str(extra / "f")}, ctx)).behavior == "allow"
-    assert ctx.granted_paths == [str(extra / "f")]  # the tool may open it now
+    assert ctx.granted_paths == [str(extra)]  # the tool may open it now
 
 
 async def test_untrusted_workspace_cannot_bypass(env: Env) -> None:

@@ -21,16 +21,23 @@ def hooks(event: str, command: str, matcher: str = "Bash", timeout: float = 10) 
 
 
 def trusted(make_env: Callable[..., Env], tmp_path: Path) -> Env:
-    return make_env(trusted_workspaces=[str(tmp_path / "ws")])
+    """An env whose settings files are trusted as each test writes them (`settle`)."""
+    return make_env()
+
+
+def settle(env: Env, body: dict[str, Any], name: str = "settings.json") -> None:
+    """Write a settings file and trust exactly that content, as a person would."""
+    env.settings(body, name)
+    env.trust(name)
 
 
 async def test_pre_hook_gets_claude_codes_payload_and_allows(
     make_env: Callable[..., Env], tmp_path: Path
 ) -> None:
     env = trusted(make_env, tmp_path)
-    seen = tmp_path / "seen.json"
+    seen = env.ws / "seen.json"
     cmd = write_hook(
-        tmp_path,
+        env.ws,
         "allow.py",
         f"""
 import os
@@ -40,7 +47,7 @@ print(json.dumps({{"hookSpecificOutput": {{"hookEventName": "PreToolUse",
     "permissionDecision": "allow", "permissionDecisionReason": "trusted build"}}}}))
 """,
     )
-    env.settings(hooks("PreToolUse", cmd))
+    settle(env, hooks("PreToolUse", cmd))
     ctx = env.ctx()
     decision = await env.engine.decide(env.session, TOOLS["Bash"], {"command": "make"}, ctx)
     assert (decision.behavior, decision.decided_by) == ("allow", "hook")
@@ -63,7 +70,7 @@ async def test_pre_hook_deny_json_and_legacy_block(
 ) -> None:
     env = trusted(make_env, tmp_path)
     cmd = write_hook(
-        tmp_path,
+        env.ws,
         "deny.py",
         """
 if "push" in event["tool_input"]["command"]:
@@ -73,7 +80,7 @@ else:
     print(json.dumps({"decision": "block", "reason": "legacy says no"}))
 """,
     )
-    env.settings(hooks("PreToolUse", cmd))
+    settle(env, hooks("PreToolUse", cmd))
     pushed = await env.bash("git push")
     assert (pushed.behavior, pushed.decided_by) == ("deny", "hook")
     assert "no pushes today" in pushed.reason
@@ -84,8 +91,8 @@ async def test_pre_hook_exit_2_blocks_with_stderr(
     make_env: Callable[..., Env], tmp_path: Path
 ) -> None:
     env = trusted(make_env, tmp_path)
-    cmd = write_hook(tmp_path, "exit2.py", "sys.stderr.write('use pnpm, not npm'); sys.exit(2)")
-    env.settings(hooks("PreToolUse", cmd, matcher="Bash|Write"))
+    cmd = write_hook(env.ws, "exit2.py", "sys.stderr.write('use pnpm, not npm'); sys.exit(2)")
+    settle(env, hooks("PreToolUse", cmd, matcher="Bash|Write"))
     decision = await env.bash("npm install")
     assert decision.behavior == "deny" and "use pnpm, not npm" in decision.reason
     # the matcher is a regex on the tool name: Read does not match
@@ -97,14 +104,14 @@ async def test_pre_hook_ask_asks_even_for_read_only(
 ) -> None:
     env = trusted(make_env, tmp_path)
     cmd = write_hook(
-        tmp_path,
+        env.ws,
         "ask.py",
         """
 print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
     "permissionDecision": "ask", "permissionDecisionReason": "double-check"}}))
 """,
     )
-    env.settings(hooks("PreToolUse", cmd, matcher=""))
+    settle(env, hooks("PreToolUse", cmd, matcher=""))
     decision = await env.bash("ls")
     assert decision.decided_by == "nobody-attached" and "double-check" in decision.reason
 
@@ -112,7 +119,7 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
 async def test_pre_hook_updated_input(make_env: Callable[..., Env], tmp_path: Path) -> None:
     env = trusted(make_env, tmp_path)
     cmd = write_hook(
-        tmp_path,
+        env.ws,
         "rewrite.py",
         """
 cmd = event["tool_input"]["command"]
@@ -120,7 +127,7 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
     "updatedInput": {"command": cmd.replace("npm", "pnpm")}}}))
 """,
     )
-    env.settings(hooks("PreToolUse", cmd))
+    settle(env, hooks("PreToolUse", cmd))
     env.session.allow_rules.append("Bash(pnpm test:*)")
     decision = await env.bash("npm test")
     # the rewritten input went through the rules, and goes to the tool
@@ -132,11 +139,11 @@ async def test_pre_hook_failure_and_timeout_do_not_decide(
     make_env: Callable[..., Env], tmp_path: Path, caplog: Any
 ) -> None:
     env = trusted(make_env, tmp_path)
-    crash = write_hook(tmp_path, "crash.py", "sys.exit(1)")
-    env.settings(hooks("PreToolUse", crash))
+    crash = write_hook(env.ws, "crash.py", "sys.exit(1)")
+    settle(env, hooks("PreToolUse", crash))
     assert (await env.bash("ls")).decided_by == "classifier"
-    slow = write_hook(tmp_path, "slow.py", "import time; time.sleep(30)")
-    env.settings(hooks("PreToolUse", slow, timeout=0.5))
+    slow = write_hook(env.ws, "slow.py", "import time; time.sleep(30)")
+    settle(env, hooks("PreToolUse", slow, timeout=0.5))
     decision = await env.bash("npm install")
     assert decision.decided_by == "nobody-attached"  # the normal rules decided
     assert (await env.bash("ls")).behavior == "allow"
@@ -144,8 +151,8 @@ async def test_pre_hook_failure_and_timeout_do_not_decide(
 
 
 async def test_untrusted_workspace_hooks_do_not_run(env: Env, tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    cmd = write_hook(tmp_path, "evil.py", f"open({str(marker)!r}, 'w').write('x'); sys.exit(2)")
+    marker = env.ws / "ran"
+    cmd = write_hook(env.ws, "evil.py", f"open({str(marker)!r}, 'w').write('x'); sys.exit(2)")
     env.settings(hooks("PreToolUse", cmd, matcher=""))
     env.settings(hooks("PostToolUse", cmd, matcher=""), "settings.local.json")
     args = {"command": "ls"}
@@ -159,9 +166,9 @@ async def test_post_hook_gets_response_and_exit_2_adds_a_note(
     make_env: Callable[..., Env], tmp_path: Path
 ) -> None:
     env = trusted(make_env, tmp_path)
-    seen = tmp_path / "post.json"
+    seen = env.ws / "post.json"
     cmd = write_hook(
-        tmp_path,
+        env.ws,
         "post.py",
         f"""
 open({str(seen)!r}, "w").write(json.dumps(event))
@@ -169,9 +176,11 @@ sys.stderr.write("lint: 2 errors in a.py")
 sys.exit(2)
 """,
     )
-    env.settings(hooks("PostToolUse", cmd, matcher="Edit|Write"))
+    settle(env, hooks("PostToolUse", cmd, matcher="Edit|Write"))
     result = ToolResult.text("edited", data={"filePath": "a.py"})
     ctx = env.ctx()
+    # the hooks of a call are those of the settings it was decided under
+    await env.engine.decide(env.session, TOOLS["Edit"], {"file_path": "a.py"}, ctx)
     await env.engine.after_call(env.session, TOOLS["Edit"], {"file_path": "a.py"}, result, ctx)
     event = json.loads(seen.read_text())
     assert event["hook_event_name"] == "PostToolUse"
