@@ -13,7 +13,7 @@ import sys
 
 from agentd.config import Config
 from agentd.daemon import Daemon
-from agentd.errors import AgentdError
+from agentd.errors import AgentdError, ConfigError
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -72,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asyncio.run(_serve(config))
+    except ConfigError as exc:  # a path or setting refused at start-up
+        print(f"agentd: {exc}", file=sys.stderr)
+        return 2
     except AgentdError as exc:
         print(f"agentd: {exc}", file=sys.stderr)
         return 1

@@ -1,8 +1,8 @@
 """The grpc.aio server: listeners, health checking and reflection.
 
-The unix socket lives in a 0700 directory and is itself 0600, so only its owner
-(and root) can connect. TCP is off unless configured, and then requires TLS and
-a bearer token on every call.
+The unix socket is 0600, in a directory of the daemon's user that no one else may
+write to (privdir.py), so only its owner (and root) can connect. TCP is off unless
+configured, and then requires TLS and a bearer token on every call.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import contextlib
 import hmac
 import logging
 import os
+import socket
 import stat
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,7 +21,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from agentd.config import Config
-from agentd.errors import InvalidRequest
+from agentd.errors import ConfigError
+from agentd.privdir import ensure_private_dir
 from agentd.service import Servicer
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
@@ -53,26 +55,24 @@ class TokenAuth(grpc.aio.ServerInterceptor):
 
 
 def prepare_socket(path: str) -> None:
-    """Make the socket's directory (0700) and clear a stale socket; refuse a live one."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    st = os.stat(directory)
-    if st.st_uid != os.getuid():
-        raise InvalidRequest(f"socket directory {directory} belongs to another user")
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(directory, 0o700)
-    if os.path.exists(path):
-        import socket
-
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(path)
-        except OSError:
-            os.unlink(path)  # stale: nobody listens
-        else:
-            raise InvalidRequest(f"another agentd is already listening on {path}")
-        finally:
-            probe.close()
+    """Make the socket's directory (0700) unless it exists, refuse a shared or foreign one,
+    clear a stale socket and refuse a live one or anything that is not a socket."""
+    ensure_private_dir(os.path.dirname(path), "socket directory", readable_by_others=True)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise ConfigError(f"{path} exists and is not a socket; agentd will not replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)  # stale: nobody listens
+    else:
+        raise ConfigError(f"another agentd is already listening on {path}")
+    finally:
+        probe.close()
 
 
 def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.HealthServicer:
@@ -110,12 +110,13 @@ class Server:
             os.umask(old_umask)
         self._servers.append(unix)
         if config.tcp_listen:
-            if not (config.tls_cert and config.tls_key and config.token):
-                raise InvalidRequest("tcp_listen needs tls_cert, tls_key and token")
             tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(config.token)])
             self._health.append(_add_services(tcp, servicer))
-            with open(config.tls_key, "rb") as k, open(config.tls_cert, "rb") as c:
-                creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+            try:
+                with open(config.tls_key, "rb") as k, open(config.tls_cert, "rb") as c:
+                    creds = grpc.ssl_server_credentials([(k.read(), c.read())])
+            except OSError as exc:
+                raise ConfigError(f"cannot read tls_key or tls_cert: {exc}") from None
             tcp.add_secure_port(config.tcp_listen, creds)
             self._servers.append(tcp)
 
