@@ -21,6 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from agentd.config import Config
+from agentd.decoding import DecodeGuard
 from agentd.errors import ConfigError
 from agentd.privdir import ensure_private_dir
 from agentd.service import Servicer
@@ -100,7 +101,7 @@ class Server:
         ]
         self._servers: list[grpc.aio.Server] = []
         self._health: list[health.aio.HealthServicer] = []
-        unix = grpc.aio.server(options=options)
+        unix = grpc.aio.server(options=options, interceptors=[DecodeGuard()])
         self._health.append(_add_services(unix, servicer))
         prepare_socket(config.socket_path)
         old_umask = os.umask(0o177)
@@ -110,7 +111,9 @@ class Server:
             os.umask(old_umask)
         self._servers.append(unix)
         if config.tcp_listen:
-            tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(config.token)])
+            tcp = grpc.aio.server(
+                options=options, interceptors=[TokenAuth(config.token), DecodeGuard()]
+            )
             self._health.append(_add_services(tcp, servicer))
             try:
                 with open(config.tls_key, "rb") as k, open(config.tls_cert, "rb") as c:
