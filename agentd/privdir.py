@@ -22,23 +22,32 @@ def describe_mode(st: os.stat_result) -> str:
     return f"mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}"
 
 
-def ensure_private_dir(path: str, what: str, *, readable_by_others: bool = False) -> None:
+def ensure_private_dir(
+    path: str,
+    what: str,
+    *,
+    readable_by_others: bool = False,
+    owner: tuple[int, int] | None = None,
+) -> None:
     """Make `path` if it is missing (0700); else check that it is the daemon user's own.
 
     `readable_by_others` allows an existing directory that others may list and read
-    but not write (a socket's directory: the socket itself is 0600). Raises ConfigError
-    with one line saying what to do otherwise.
+    but not write (a socket's directory: the socket itself is 0600). `owner` (uid, gid)
+    is who a new directory is given to and who an existing one must belong to, when
+    that is not the daemon's user. Raises ConfigError with one line saying what to do.
     """
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)  # the umask can only take bits away: this is 0700 or less
+        if owner is not None:
+            os.chown(path, *owner)
         return
     st = os.stat(path)
     if not stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{what} {path} exists and is not a directory")
-    if st.st_uid != os.geteuid():
+    if st.st_uid != (owner[0] if owner is not None else os.geteuid()):
         raise ConfigError(
             f"{what} {path} belongs to another user ({describe_mode(st)}); agentd will not "
             f"use it. Choose a path of your own, e.g. {suggestion(path)}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 from agentd.config import Config
+from agentd.errors import ConfigError, ToolError
+from agentd.privdir import ensure_private_dir
 from agentd.sessions import Session
 from agentd_sandbox import Limits, SandboxPolicy
 
@@ -43,11 +45,15 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     path = os.path.join(base, session.id)
     if os.path.isdir(path):
         return path  # made by an earlier call of this session
+    try:
+        # /tmp is shared: a base someone else made (or made writable) is refused, and
+        # never chmod-ed or chown-ed into ours.
+        ensure_private_dir(base, "sandbox temp dir", owner=ident, readable_by_others=True)
+    except ConfigError as exc:
+        raise ToolError(f"Cannot prepare the sandbox: {exc}") from None
     os.makedirs(path, mode=0o700, exist_ok=True)
     if ident is not None:
-        for p in (base, path):
-            os.chown(p, *ident)
-    os.chmod(base, 0o700)
+        os.chown(path, *ident)
     return path
 
 
