@@ -23,6 +23,7 @@ from agentd.store import Store
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.daemon import DaemonProcess, start_daemon
+from tests.waiting import task_finished, wait_for_event
 
 GARBAGE = [b"\xff\xff\xff\xff", b"\x0a\x05ab", b"\x08" + b"\xff" * 11]  # parse as no message
 
@@ -198,3 +199,22 @@ def test_bash_commands_that_nest_deeply_are_answered(
         r = c.run_tool(session_id, "Bash", {"command": value})
         assert "bug in agentd" not in r.text, r.text[:500]
         assert "read_only" in json.dumps(c.classify(value))
+
+
+def test_a_backtracking_filter_is_stopped_and_loses_no_output(
+    daemon: DaemonProcess, session_id: str
+) -> None:
+    """`^(a|a)*$` against forty `a` and a `b` backtracks for days under `re`, holding
+    the event loop; it is stopped after a bounded time, and the output stays unread."""
+    line = "a" * 40 + "b"
+    with Client(daemon.socket, timeout=120) as c:
+        task = c.run_tool(
+            session_id, "Bash", {"command": f"echo {line}; echo ok", "run_in_background": True}
+        )
+        task_id = task.data["backgroundTaskId"]
+        wait_for_event(c, session_id, task_finished(task_id))
+        r = c.run_tool(session_id, "BashOutput", {"bash_id": task_id, "filter": "^(a|a)*$"})
+        assert r.is_error and "took more than" in r.text, r.text
+        assert c.status().pid == daemon.proc.pid
+        r = c.run_tool(session_id, "BashOutput", {"bash_id": task_id, "filter": "^a+b$"})
+        assert not r.is_error and line in r.text and "ok" not in r.text.split("<output>")[1]
