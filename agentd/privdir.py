@@ -12,10 +12,13 @@ where they were told it is.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat
 
 from agentd.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 def describe_mode(st: os.stat_result) -> str:
@@ -31,10 +34,10 @@ def ensure_private_dir(
 ) -> None:
     """Make `path` if it is missing (0700); else check that it is the daemon user's own.
 
-    `readable_by_others` allows an existing directory that others may list and read
-    but not write (a socket's directory: the socket itself is 0600). `owner` (uid, gid)
-    is who a new directory is given to and who an existing one must belong to, when
-    that is not the daemon's user. Raises ConfigError with one line saying what to do.
+    An existing directory others may read but not write is used as it is, with a
+    warning unless `readable_by_others` (a socket's directory: the socket is 0600).
+    `owner` (uid, gid) is who a new directory is given to and who an existing one must
+    belong to, when that is not the daemon's user. Raises ConfigError with one line saying what to do.
     """
     parent = os.path.dirname(path)
     if parent:
@@ -59,10 +62,14 @@ def ensure_private_dir(
             f"{suggestion(path)} (agentd creates it 0700)"
         )
     if st.st_mode & 0o077 and not readable_by_others:
-        raise ConfigError(
-            f"{what} {path} is readable by other users ({describe_mode(st)}); run "
-            f"`chmod 700 {path}` if that is what you want, or choose a path agentd creates "
-            f"itself (0700)"
+        # Not shared (no one else can write), so usable; but not ours to chmod.
+        log.warning(
+            "%s %s is readable by other users (%s); run `chmod 700 %s` to keep what "
+            "agentd stores there private",
+            what,
+            path,
+            describe_mode(st),
+            path,
         )
 
 

@@ -115,14 +115,15 @@ def test_directories_of_another_user_are_refused(tmp_path: Path) -> None:
     assert os.stat(theirs).st_uid == SANDBOX_UID and mode(theirs) == 0o755
 
 
-def test_readable_state_dir_is_refused_not_chmodded(tmp_path: Path) -> None:
+def test_readable_state_dir_is_used_with_a_warning_not_chmodded(tmp_path: Path) -> None:
+    """Others may read it but not write it: not shared, so usable; not ours to chmod
+    (systemd's StateDirectory= is 0755 unless StateDirectoryMode= says otherwise)."""
     state = tmp_path / "state"
     state.mkdir()
     state.chmod(0o755)
-    line = one_line_exit_2(
-        serve("--socket", str(tmp_path / "run" / "s.sock"), "--state-dir", str(state))
-    )
-    assert f"chmod 700 {state}" in line
+    d = start_daemon(tmp_path / "d", ["--state-dir", str(state)])
+    assert d.stop() == 0, d.log
+    assert f"chmod 700 {state}" in d.log
     assert mode(state) == 0o755
 
 
