@@ -37,7 +37,7 @@ def ensure_private_dir(
     An existing directory others may read but not write is used as it is, with a
     warning unless `readable_by_others` (a socket's directory: the socket is 0600).
     `owner` (uid, gid) is who a new directory is given to and who an existing one must
-    belong to, when that is not the daemon's user. Raises ConfigError with one line saying what to do.
+    belong to, when that is not the daemon's user. Raises ConfigError (one line) otherwise.
     """
     parent = os.path.dirname(path)
     if parent:
