@@ -14,7 +14,7 @@ import sys
 
 from agentd.config import Config
 from agentd.daemon import Daemon
-from agentd.errors import AgentdError
+from agentd.errors import AgentdError, ConfigError
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asyncio.run(_serve(config))
+    except ConfigError as exc:  # a path or setting refused at start-up
+        print(f"agentd: {exc}", file=sys.stderr)
+        return 2
     except AgentdError as exc:
         # A fault in the settings or the environment found at start-up (a missing
         # cert, a bad key, a busy port, a live socket): one line, exit 2.

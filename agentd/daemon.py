@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from typing import Any
 
 import agentd_sandbox
 from agentd.config import Config
 from agentd.executor import Executor
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
+from agentd.privdir import ensure_private_dir
 from agentd.server import Server
 from agentd.service import Servicer
 from agentd.sessions import Session, SessionManager
@@ -33,8 +33,7 @@ def _sandbox_report() -> dict[str, Any]:
 class Daemon:
     def __init__(self, config: Config) -> None:
         self.config = config
-        os.makedirs(config.state_dir, mode=0o700, exist_ok=True)
-        os.chmod(config.state_dir, 0o700)
+        ensure_private_dir(config.state_dir, "state dir")
         self.store = Store(config.db_path)
         self.sessions = SessionManager(self.store, config)
         self.tasks = TaskManager(self.store, self._emit, config.task_max_seconds)
@@ -46,14 +45,17 @@ class Daemon:
             "sandbox_report": _sandbox_report(),
         }
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
-        self.executor = Executor(default_registry(), self.sessions, config, services=self.services)
-        # Closing a session ends its running calls too, not only its background tasks.
-        self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
         asker = Asker(self.sessions, config.permission_timeout_seconds)
         settings = SettingsLoader(config, TrustStore(config, self.store))
-        self.executor.permissions = PermissionEngine(
-            config, self.sessions, asker, settings=settings
+        self.executor = Executor(
+            default_registry(),
+            self.sessions,
+            config,
+            PermissionEngine(config, self.sessions, asker, settings=settings),
+            services=self.services,
         )
+        # Closing a session ends its running calls too, not only its background tasks.
+        self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
         self.services["asker"] = asker
         self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule

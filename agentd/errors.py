@@ -5,7 +5,8 @@
     ├── NotFound                unknown session, task, request -> NOT_FOUND
     │   └── SessionNotFound
     ├── SessionClosed           the session is closed          -> FAILED_PRECONDITION
-    └── Unavailable             the daemon is shutting down    -> UNAVAILABLE
+    ├── Unavailable             the daemon is shutting down    -> UNAVAILABLE
+    └── ConfigError             a setting is invalid; `agentd serve` exits 2
 
     ToolError                   a tool call failed; the model sees the message
     └── InputError              the input was invalid; shown in <tool_use_error>
@@ -49,6 +50,13 @@ class SessionClosed(AgentdError):
 
 class Unavailable(AgentdError):
     status = grpc.StatusCode.UNAVAILABLE
+
+
+class ConfigError(AgentdError):
+    """A setting has the wrong type or value, or a path is unsafe to use; the message is
+    one line naming the key (or path) and what is expected."""
+
+    status = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class ToolError(Exception):

@@ -106,12 +106,15 @@ class EventLog:
                     sub.wake.clear()
                     getter = asyncio.ensure_future(sub.queue.get())
                     waker = asyncio.ensure_future(sub.wake.wait())
-                    done, _ = await asyncio.wait(
-                        {getter, waker}, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    waker.cancel()
-                    if getter not in done:
-                        getter.cancel()
+                    try:
+                        await asyncio.wait({getter, waker}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        # Also when the subscriber goes away (a cancelled Attach): a task
+                        # left pending is reported as destroyed when it is collected.
+                        waker.cancel()
+                        if not getter.done():
+                            getter.cancel()
+                    if not getter.done() or getter.cancelled():
                         continue
                     event = getter.result()
                 else:

@@ -100,12 +100,19 @@ class _Running:
 
 @dataclass
 class Executor:
+    """Runs calls; `permissions` is required: without a checker nothing would decide, and
+    an executor that cannot ask must not run anything (it is never "allow everything")."""
+
     registry: Registry
     sessions: SessionManager
     config: Config
-    permissions: PermissionChecker | None = None
+    permissions: PermissionChecker
     services: dict[str, Any] = field(default_factory=dict)
     _running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.permissions, "decide", None)):
+            raise TypeError("Executor needs a permission checker; none was given")
 
     @property
     def running_count(self) -> int:
@@ -231,16 +238,15 @@ class Executor:
             args = validation.coerce(args, tool.input_schema)
             validation.validate(tool.name, args, tool.input_schema)
             await tool.validate_input(args, ctx)
-            if self.permissions is not None:
-                decision = await self.permissions.decide(session, tool, args, ctx)
-                if decision.behavior != "allow":
-                    return ToolResult.error(decision.reason or "Permission denied.")
-                ctx.sandbox = decision.sandbox
-                if decision.updated_input is not None:
-                    # A hook rewrote the input: it must be as valid as the model's own.
-                    args = validation.coerce(decision.updated_input, tool.input_schema)
-                    validation.validate(tool.name, args, tool.input_schema)
-                    await tool.validate_input(args, ctx)
+            decision = await self.permissions.decide(session, tool, args, ctx)
+            if decision.behavior != "allow":
+                return ToolResult.error(decision.reason or "Permission denied.")
+            ctx.sandbox = decision.sandbox
+            if decision.updated_input is not None:
+                # A hook rewrote the input: it must be as valid as the model's own.
+                args = validation.coerce(decision.updated_input, tool.input_schema)
+                validation.validate(tool.name, args, tool.input_schema)
+                await tool.validate_input(args, ctx)
             result = await tool.call(args, ctx)
         except InputError as exc:
             return ToolResult.error(str(exc), input_error=True)
@@ -262,11 +268,10 @@ class Executor:
                 f"The {tool.name} tool failed unexpectedly: {type(exc).__name__}: {exc}. "
                 "This is a bug in agentd; try another way."
             )
-        if self.permissions is not None:
-            try:
-                await self.permissions.after_call(session, tool, args, result, ctx)
-            except Exception:
-                log.exception("PostToolUse handling failed for %s", call.tool_use_id)
+        try:
+            await self.permissions.after_call(session, tool, args, result, ctx)
+        except Exception:
+            log.exception("PostToolUse handling failed for %s", call.tool_use_id)
         return results.persist_if_large(
             result, tool.max_result_chars, f"{ctx.state_dir}/tool-results", call.tool_use_id
         )

@@ -6,6 +6,8 @@ import os
 
 from agentd import readonly
 from agentd.config import Config, default_config_file
+from agentd.errors import ConfigError, ToolError
+from agentd.privdir import ensure_private_dir
 from agentd.protected import sandbox_protection
 from agentd.sessions import Session
 from agentd_sandbox import Limits, SandboxPolicy
@@ -45,11 +47,15 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     path = os.path.join(base, session.id)
     if os.path.isdir(path):
         return path  # made by an earlier call of this session
+    try:
+        # /tmp is shared: a base someone else made (or made writable) is refused, and
+        # never chmod-ed or chown-ed into ours.
+        ensure_private_dir(base, "sandbox temp dir", owner=ident, readable_by_others=True)
+    except ConfigError as exc:
+        raise ToolError(f"Cannot prepare the sandbox: {exc}") from None
     os.makedirs(path, mode=0o700, exist_ok=True)
     if ident is not None:
-        for p in (base, path):
-            os.chown(p, *ident)
-    os.chmod(base, 0o700)
+        os.chown(path, *ident)
     return path
 
 

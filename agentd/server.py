@@ -1,8 +1,8 @@
 """The grpc.aio server: listeners, health checking and reflection.
 
-The unix socket lives in a 0700 directory and is itself 0600, so only its owner
-(and root) can connect. TCP is off unless configured, and then requires TLS and
-a bearer token on every call.
+The unix socket is 0600, in a directory of the daemon's user that no one else may
+write to (privdir.py), so only its owner (and root) can connect. TCP is off unless
+configured, and then requires TLS and a bearer token on every call.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from agentd.config import Config
-from agentd.errors import InvalidRequest
+from agentd.decoding import DecodeGuard
+from agentd.errors import ConfigError
+from agentd.privdir import ensure_private_dir
 from agentd.service import Servicer
 from agentd.tls import load_server_pair, load_token
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
@@ -71,7 +73,7 @@ def _check_port_free(listen: str) -> None:
             host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )
     except (ValueError, OSError) as exc:
-        raise InvalidRequest(
+        raise ConfigError(
             f"tcp_listen {listen!r} is not HOST:PORT on this machine ({exc})"
         ) from None
     for family, kind, proto, _, addr in infos:
@@ -81,36 +83,32 @@ def _check_port_free(listen: str) -> None:
                 probe.bind(addr)
             except OSError as exc:
                 if exc.errno == errno.EADDRINUSE:
-                    raise InvalidRequest(
+                    raise ConfigError(
                         f"cannot listen on tcp_listen {listen}: port {port} is in use "
                         "(another agentd?); stop it or pick another port"
                     ) from None
-                raise InvalidRequest(
-                    f"cannot listen on tcp_listen {listen}: {exc.strerror}"
-                ) from None
+                raise ConfigError(f"cannot listen on tcp_listen {listen}: {exc.strerror}") from None
 
 
 def prepare_socket(path: str) -> None:
-    """Make the socket's directory (0700) and clear a stale socket; refuse a live one."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    st = os.stat(directory)
-    if st.st_uid != os.getuid():
-        raise InvalidRequest(f"socket directory {directory} belongs to another user")
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(directory, 0o700)
-    if os.path.exists(path):
-        import socket
-
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(path)
-        except OSError:
-            os.unlink(path)  # stale: nobody listens
-        else:
-            raise InvalidRequest(f"another agentd is already listening on {path}")
-        finally:
-            probe.close()
+    """Make the socket's directory (0700) unless it exists, refuse a shared or foreign one,
+    clear a stale socket and refuse a live one or anything that is not a socket."""
+    ensure_private_dir(os.path.dirname(path), "socket directory", readable_by_others=True)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(st.st_mode):
+        raise ConfigError(f"{path} exists and is not a socket; agentd will not replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)  # stale: nobody listens
+    else:
+        raise ConfigError(f"another agentd is already listening on {path}")
+    finally:
+        probe.close()
 
 
 def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.HealthServicer:
@@ -140,7 +138,7 @@ class Server:
         self._health: list[health.aio.HealthServicer] = []
         # The TCP settings are checked first: a fault there leaves no socket behind.
         tcp = self._tcp_server(config, servicer, options) if config.tcp_listen else None
-        unix = grpc.aio.server(options=options)
+        unix = grpc.aio.server(options=options, interceptors=[DecodeGuard()])
         self._health.append(_add_services(unix, servicer))
         prepare_socket(config.socket_path)
         old_umask = os.umask(0o177)
@@ -158,7 +156,7 @@ class Server:
         """The TLS listener; every fault in its settings is one line that names the fix."""
         token = load_token(config.token, config.token_file)
         if not (config.tls_cert and config.tls_key and token):
-            raise InvalidRequest(
+            raise ConfigError(
                 "tcp_listen needs tls_cert, tls_key and token_file; "
                 "`agentd tls init` makes them and prints the lines to add"
             )
@@ -166,13 +164,13 @@ class Server:
             log.warning("token_file %s is readable by other users; chmod 600 it", config.token_file)
         key_pem, cert_pem = load_server_pair(config.tls_cert, config.tls_key)
         _check_port_free(config.tcp_listen)
-        tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(token)])
+        tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(token), DecodeGuard()])
         self._health.append(_add_services(tcp, servicer))
         creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
         try:
             tcp.add_secure_port(config.tcp_listen, creds)
         except RuntimeError:
-            raise InvalidRequest(
+            raise ConfigError(
                 f"cannot listen on tcp_listen {config.tcp_listen}: the port is in use or the "
                 "address is not this machine's; pick another in the config"
             ) from None

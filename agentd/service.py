@@ -8,6 +8,7 @@ logged, and answered INTERNAL, so one bad request never takes the daemon down.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -30,6 +31,8 @@ from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
+# Sequence numbers are SQLite integers.
+MAX_SEQ = 2**63 - 1
 # Progress updates a slow caller may have queued before newer ones are dropped.
 MAX_QUEUED_PROGRESS = 256
 
@@ -384,8 +387,12 @@ class Servicer(pb_grpc.AgentdServicer):
     @_stream
     async def Attach(self, request: pb.AttachRequest, context: Any) -> AsyncIterator[pb.Event]:
         log_ = self.sessions.log(_require(request.session_id, "session_id"))
-        async for event in log_.subscribe(request.after_seq):
-            yield event_to_pb(event)
+        if request.after_seq > MAX_SEQ:
+            raise InvalidRequest(f"after_seq {request.after_seq} is out of range (0 to {MAX_SEQ})")
+        # Closed here, not whenever it is collected, when the caller goes away.
+        async with contextlib.aclosing(log_.subscribe(request.after_seq)) as events:
+            async for event in events:
+                yield event_to_pb(event)
 
     @_unary
     async def ResolvePermission(

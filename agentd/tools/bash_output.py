@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, ClassVar
 
 from agentd.errors import InputError
 from agentd.tools.base import ReadOnlyTool, ToolContext, ToolResult
+from agentd.tools.patterns import compile_pattern, matching_lines
 
 DESCRIPTION = """\
 Returns the output a background task printed since the last BashOutput call for it \
@@ -31,10 +31,7 @@ class BashOutputTool(ReadOnlyTool):
 
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
         if args.get("filter"):
-            try:
-                re.compile(args["filter"])
-            except re.error as exc:
-                raise InputError(f"filter is not a valid regular expression: {exc}") from None
+            compile_pattern(args["filter"], "filter")
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         tasks = ctx.services["tasks"]
@@ -51,12 +48,13 @@ class BashOutputTool(ReadOnlyTool):
         running = tasks.is_running(task.id)
         if running and b"\n" in data and not data.endswith(b"\n"):
             data = data[: data.rindex(b"\n") + 1]
-        task.read_offset += len(data)
-        more = os.path.getsize(task.output_path) > task.read_offset if data else False
         text = data.decode(errors="replace")
         if args.get("filter"):
-            pattern = re.compile(args["filter"])
-            text = "".join(line for line in text.splitlines(keepends=True) if pattern.search(line))
+            # Filtered before the output counts as read: a filter that fails loses nothing.
+            pattern = compile_pattern(args["filter"], "filter")
+            text = await matching_lines(pattern, text, "filter")
+        task.read_offset += len(data)
+        more = os.path.getsize(task.output_path) > task.read_offset if data else False
         status = "running" if running else task.status
         parts = [f"<status>{status}</status>"]
         if task.exit_code is not None and not running:

@@ -4,6 +4,11 @@ agentd runs no model, so the `prompt` is not applied here: the result carries it
 the content and the calling model applies it. Redirects are followed within one host
 only; a redirect elsewhere is reported, not followed, so the permission for the new host
 is asked for again.
+
+Every connection goes through web_address.CheckedTransport: loopback, private,
+link-local (cloud metadata), unique-local, multicast and reserved addresses are refused
+after DNS resolution, and the socket is pinned to the address that was checked, unless
+the daemon's config lists the host in `webfetch_allow_private_hosts`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from markdownify import MarkdownConverter
 
 from agentd import __version__ as AGENTD_VERSION
 from agentd.tools.base import InputError, Tool, ToolContext, ToolError, ToolResult
+from agentd.tools.web_address import AllowList, CheckedTransport, Resolver, system_resolve
 
 MAX_URL_LENGTH = 2000
 FETCH_TIMEOUT_S = 30.0
@@ -72,6 +78,9 @@ part by part fetches it only once.
 
 Redirects within the same host are followed. A redirect to a different host is not:
 the result gives the new URL, and you call WebFetch again with it.
+
+Only public addresses can be fetched: localhost, private networks, link-local and
+cloud metadata addresses are refused unless the operator has allowed that host.
 
 This tool only reads, but it reaches the network; it asks for permission per domain
 unless a rule such as WebFetch(domain:example.com) allows it."""
@@ -137,8 +146,9 @@ class PageCache:
         self._chars -= len(page.text)
 
 
-def checked_url(url: str) -> str:
-    """The URL to fetch: validated, and upgraded to https unless it is loopback."""
+def checked_url(url: str, allow: AllowList | None = None) -> str:
+    """The URL to fetch: validated, and upgraded to https unless it is loopback or a host
+    the operator allowed as internal (internal services often speak plain http)."""
     if len(url) > MAX_URL_LENGTH:
         raise InputError(f"The URL is {len(url)} characters long; the limit is {MAX_URL_LENGTH}.")
     try:
@@ -156,7 +166,8 @@ def checked_url(url: str) -> str:
             f"Invalid URL {url!r}: URLs with a user name or password cannot be fetched."
         )
     scheme = parts.scheme.lower()
-    if scheme == "http" and host.lower() not in LOOPBACK_HOSTS:
+    internal = host.lower() in LOOPBACK_HOSTS or (allow is not None and allow.names_host(host))
+    if scheme == "http" and not internal:
         scheme = "https"
     return urlunsplit((scheme, parts.netloc, parts.path or "/", parts.query, ""))
 
@@ -247,8 +258,9 @@ class WebFetch(Tool):
     # A full page of content plus the header and the note fits without being saved to a file.
     max_result_chars: ClassVar[int] = PAGE_CHARS + 20_000
 
-    def __init__(self) -> None:
+    def __init__(self, resolve: Resolver = system_resolve) -> None:
         self.cache = PageCache(CACHE_TTL_S, CACHE_MAX_ENTRIES, CACHE_MAX_CHARS)
+        self.resolve = resolve
 
     def is_read_only(self, args: dict[str, Any]) -> bool:
         return True
@@ -261,13 +273,15 @@ class WebFetch(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
-        url = checked_url(str(args.get("url", "")))
+        config = ctx.services.get("config")
+        allow = AllowList(getattr(config, "webfetch_allow_private_hosts", ()))
+        url = checked_url(str(args.get("url", "")), allow)
         prompt = str(args.get("prompt", ""))
         offset = int(args.get("offset") or 0)
 
         page = self.cache.get(url)
         if page is None:
-            fetched = await self._fetch_cancellable(url, ctx)
+            fetched = await self._fetch_cancellable(url, allow, ctx)
             if isinstance(fetched, Redirect):
                 return self._redirect_result(fetched, prompt, offset, started)
             page = fetched
@@ -345,8 +359,10 @@ class WebFetch(Tool):
         }
         return ToolResult.text(text, data)
 
-    async def _fetch_cancellable(self, url: str, ctx: ToolContext) -> Page | Redirect:
-        fetch = asyncio.ensure_future(self._fetch(url))
+    async def _fetch_cancellable(
+        self, url: str, allow: AllowList, ctx: ToolContext
+    ) -> Page | Redirect:
+        fetch = asyncio.ensure_future(self._fetch(url, allow))
         cancelled = asyncio.ensure_future(ctx.cancelled.wait())
         try:
             await asyncio.wait({fetch, cancelled}, return_when=asyncio.FIRST_COMPLETED)
@@ -360,10 +376,10 @@ class WebFetch(Tool):
             raise ToolError("The fetch was cancelled.")
         return fetch.result()
 
-    async def _fetch(self, url: str) -> Page | Redirect:
+    async def _fetch(self, url: str, allow: AllowList) -> Page | Redirect:
         try:
             async with asyncio.timeout(FETCH_TIMEOUT_S):
-                fetched = await self._fetch_following(url)
+                fetched = await self._fetch_following(url, allow)
         except (TimeoutError, httpx.TimeoutException):
             raise ToolError(
                 f"Fetching {url} timed out after {FETCH_TIMEOUT_S:.0f} seconds."
@@ -380,7 +396,7 @@ class WebFetch(Tool):
         return await self._page(*fetched)
 
     async def _fetch_following(
-        self, url: str
+        self, url: str, allow: AllowList
     ) -> tuple[str, httpx.Response, bytes, bool] | Redirect:
         """The final URL, its response and its body (and whether the body was cut), or a
         redirect to another host."""
@@ -389,7 +405,10 @@ class WebFetch(Tool):
             "Accept": ACCEPT,
         }
         async with httpx.AsyncClient(
-            timeout=FETCH_TIMEOUT_S, follow_redirects=False, headers=headers
+            timeout=FETCH_TIMEOUT_S,
+            follow_redirects=False,
+            headers=headers,
+            transport=CheckedTransport(allow, self.resolve),
         ) as client:
             current = url
             for _ in range(MAX_REDIRECTS + 1):

@@ -173,7 +173,7 @@ def test_config_trusted_hash_of_a_huge_file_is_still_refused(
     ("toml", "message"),
     [
         ('trusted_workspaces = ["/home/me/src"]\n', "trusted_workspaces was removed"),
-        ('trusted_settings = "/home/me/src"\n', "trusted_settings must be a list"),
+        ('trusted_settings = "/home/me/src"\n', "setting trusted_settings"),
         (
             'trusted_settings = [{path = "/ws/.claude/settings.json", sha256 = "abc"}]\n',
             "trusted_settings[0].sha256",

@@ -1,5 +1,8 @@
 """WebFetch: against a real HTTP server on 127.0.0.1 — conversion, paging, redirects,
-errors, the body cap, the cache and cancellation. Nothing here reaches past loopback."""
+errors, the body cap, the cache and cancellation. Nothing here reaches past loopback.
+
+The default refuses loopback and every other internal address (test_seams_webfetch.py
+attacks that); these tests run with the daemon's opt-in for 127.0.0.1 and localhost."""
 
 from __future__ import annotations
 
@@ -15,8 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from agentd.config import Config
+from agentd.errors import InputError
 from agentd.sessions import Session
-from agentd.tools.base import ToolContext, ToolError
+from agentd.tools.base import ImageBlock, TextBlock, ToolContext, ToolError, ToolResult
+from agentd.tools.web_address import AllowList, CheckedBackend
 from agentd.tools.web_fetch import (
     MAX_BODY_BYTES,
     PAGE_CHARS,
@@ -49,6 +55,8 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 class Site:
     port: int
     hits: Counter[str] = field(default_factory=Counter)
+    # The Host header of every request, in order.
+    hosts: list[str] = field(default_factory=list)
     slow_started: threading.Event = field(default_factory=threading.Event)
     release_slow: threading.Event = field(default_factory=threading.Event)
 
@@ -78,6 +86,7 @@ def make_handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - the http.server hook's name
             site.hits[self.path] += 1
+            site.hosts.append(self.headers.get("Host", ""))
             if self.path == "/page.html":
                 self.send(200, "text/html; charset=utf-8", HTML)
             elif self.path == "/agent":
@@ -143,6 +152,50 @@ def site() -> Iterator[Site]:
 
 async def fetch(call, url: str, prompt: str = "Summarize the page", **kw):
     return await call("WebFetch", {"url": url, "prompt": prompt, **kw})
+
+
+@dataclass
+class CallResult:
+    content: list[TextBlock | ImageBlock]
+    is_error: bool
+    data: object
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+LOCAL_OK = Config(webfetch_allow_private_hosts=["127.0.0.1", "localhost", "::1"])
+
+
+@pytest.fixture
+def call(session: Session, tmp_path: Path):
+    """Runs WebFetch as the daemon does, with a config that allows the local test site."""
+    tool = WebFetch()
+
+    async def progress(**kw: object) -> None:
+        pass
+
+    async def run(name: str, args: dict) -> CallResult:
+        assert name == "WebFetch"
+        ctx = ToolContext(
+            session=session,
+            tool_use_id="toolu_1",
+            state_dir=str(tmp_path),
+            progress=progress,
+            services={"config": LOCAL_OK},
+        )
+        try:
+            await tool.validate_input(args, ctx)
+            result: ToolResult = await tool.call(args, ctx)
+        except InputError as exc:
+            result = ToolResult.error(str(exc), input_error=True)
+        except ToolError as exc:
+            result = ToolResult.error(str(exc))
+        json.dumps(result.data)
+        return CallResult(result.content, result.is_error, result.data)
+
+    return run
 
 
 # --- content ------------------------------------------------------------------------------
@@ -310,13 +363,95 @@ async def test_cancel_stops_the_fetch(site: Site, session: Session, tmp_path: Pa
     async def progress(**kw: object) -> None:
         pass
 
-    ctx = ToolContext(session=session, tool_use_id="t", state_dir=str(tmp_path), progress=progress)
+    ctx = ToolContext(
+        session=session,
+        tool_use_id="t",
+        state_dir=str(tmp_path),
+        progress=progress,
+        services={"config": LOCAL_OK},
+    )
     tool = WebFetch()
     task = asyncio.create_task(tool.call({"url": site.url("/slow"), "prompt": "p"}, ctx))
     assert await asyncio.to_thread(site.slow_started.wait, 10)
     ctx.cancelled.set()
     with pytest.raises(ToolError, match="The fetch was cancelled."):
         await asyncio.wait_for(task, 10)
+
+
+# --- internal addresses ---------------------------------------------------------------
+
+
+def _ctx(session: Session, tmp_path: Path, config: Config | None) -> ToolContext:
+    async def progress(**kw: object) -> None:
+        pass
+
+    services = {"config": config} if config else {}
+    return ToolContext(
+        session=session,
+        tool_use_id="t",
+        state_dir=str(tmp_path),
+        progress=progress,
+        services=services,
+    )
+
+
+async def test_without_the_opt_in_the_local_site_is_refused(
+    site: Site, session: Session, tmp_path: Path
+) -> None:
+    for config in (None, Config()):
+        with pytest.raises(ToolError, match="refused to connect to 127.0.0.1: .* loopback"):
+            await WebFetch().call(
+                {"url": site.url("/page.html"), "prompt": "p"}, _ctx(session, tmp_path, config)
+            )
+    assert site.hits["/page.html"] == 0
+
+
+async def test_connection_is_pinned_to_the_checked_address(
+    site: Site, session: Session, tmp_path: Path
+) -> None:
+    """The name is resolved once per connection, by the check; the socket goes to that
+    address and the Host header keeps the name."""
+    asked: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return ["127.0.0.1"]
+
+    config = Config(webfetch_allow_private_hosts=["intranet.test"])
+    tool = WebFetch(resolve=resolve)
+    url = f"http://intranet.test:{site.port}/redirect-same"
+    r = await tool.call({"url": url, "prompt": "p"}, _ctx(session, tmp_path, config))
+    assert not r.is_error, r.text_content()
+    assert "# Main title" in r.text_content()
+    # Two requests (one redirect), two connections: one resolution each, by the check.
+    assert asked == ["intranet.test"] * 2
+    assert site.hosts == [f"intranet.test:{site.port}"] * 2
+
+
+async def test_rebinding_is_refused_at_the_next_connection(site: Site) -> None:
+    """A name that answers with an allowed address first and an internal one next (DNS
+    rebinding) gets the first connection, to the address checked, and not the second."""
+    answers = iter([["127.0.0.1"], ["10.0.0.1"]])
+
+    async def resolve(host: str, port: int) -> list[str]:
+        return next(answers)
+
+    backend = CheckedBackend(AllowList(["127.0.0.1"]), resolve)
+    stream = await backend.connect_tcp("rebind.test", site.port)
+    assert stream.get_extra_info("server_addr")[0] == "127.0.0.1"
+    await stream.aclose()
+    with pytest.raises(ToolError, match=r"rebind.test \(it resolves to 10.0.0.1\).*private"):
+        await backend.connect_tcp("rebind.test", site.port)
+
+
+async def test_any_internal_answer_refuses_the_name(session: Session, tmp_path: Path) -> None:
+    async def resolve(host: str, port: int) -> list[str]:
+        return ["93.184.215.14", "169.254.169.254"]
+
+    with pytest.raises(ToolError, match="cloud metadata"):
+        await WebFetch(resolve=resolve).call(
+            {"url": "https://mixed.test/", "prompt": "p"}, _ctx(session, tmp_path, None)
+        )
 
 
 # --- pieces -------------------------------------------------------------------------------
