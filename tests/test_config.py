@@ -91,9 +91,7 @@ def test_good_values_load(tmp_path: Path) -> None:
         'tcp_listen = "[::1]:7777"\ntls_cert = "c"\ntls_key = "k"\ntoken = "t"\n'
     )
     config = Config.load(str(path))
-    assert config.trusted_settings == [
-        {"path": "/src/mine/.claude/settings.json", "sha256": "ab"}
-    ]
+    assert config.trusted_settings == [{"path": "/src/mine/.claude/settings.json", "sha256": "ab"}]
     assert config.permission_timeout_seconds == 5.0
     assert config.log_level == "DEBUG"
     assert config.webfetch_allow_private_hosts == ["wiki.corp", "10.1.0.0/16", "::1", "intra.net"]
