@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agentd.bashsec import shellvars
+
 if TYPE_CHECKING:
     from agentd.bashsec.classifier import Ctx, Word
     from agentd.bashsec.table import Spec
@@ -543,3 +545,4 @@ CHECKS: dict[str, Callable[[Ctx, Spec, list[Word], list[Word]], None]] = {
     "alias": alias,
     "git_config": git_config,
 }
+CHECKS.update(shellvars.CHECKS)

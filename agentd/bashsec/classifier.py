@@ -18,7 +18,7 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from agentd.bashsec import checks
+from agentd.bashsec import checks, shellvars
 from agentd.bashsec.model import Classification, SimpleCommand
 from agentd.bashsec.table import Spec, load
 
@@ -59,6 +59,16 @@ class Dyn:
         return f"Dyn({self.text!r})"
 
 
+class Assigned(Dyn):
+    """A NAME=VALUE argument of declare/export… whose assignment the walk already recorded."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, text: str, name: str) -> None:
+        super().__init__(text, False)
+        self.name = name
+
+
 Word = str | Dyn
 
 
@@ -67,7 +77,7 @@ class Ctx:
 
     __slots__ = (
         "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe", "defined",
-        "depth", "src",
+        "depth", "src", "assigned", "arith_refs", "indirect", "integers", "repo_configured",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -81,6 +91,16 @@ class Ctx:
         self.defined: set[str] = set()
         self.depth = 0
         self.src = b""
+        # Every assignment by any route: name -> values (a str, a Dyn, or shellvars.INT).
+        self.assigned: dict[str, list[object]] = {}
+        # Names whose value bash evaluates as arithmetic -> where.
+        self.arith_refs: dict[str, str] = {}
+        # ${!name}: name -> the expansion.
+        self.indirect: dict[str, str] = {}
+        # Names declared -i: every value they get is evaluated as arithmetic.
+        self.integers: set[str] = set()
+        # Program name -> why the workspace's own configuration decides what it does.
+        self.repo_configured: dict[str, str] = {}
 
     def add(self, cats: frozenset[str] | set[str], reason: str) -> None:
         if cats:
@@ -137,6 +157,7 @@ def classify_uncached(command: str) -> Classification:
             # Fail closed on anything the walk did not expect (e.g. absurd nesting).
             ctx.parse_ok = False
             ctx.opaque(f"the classifier could not read the command ({type(exc).__name__})")
+        shellvars.finish(ctx)
         for cmd in ctx.commands:
             if cmd.program in ctx.defined:
                 ctx.opaque(f"calls {cmd.program}, a function or alias defined in the command")
@@ -187,6 +208,30 @@ def _walk(node: Node, ctx: Ctx) -> None:
         _redirect(node, ctx)
     elif t == "variable_assignment":
         _assignment(node, ctx)
+    elif t == "declaration_command" or t == "unset_command":
+        _declaration(node, ctx)
+    elif t == "expansion":
+        shellvars.expansion(ctx, node)
+        for child in node.named_children:
+            _walk(child, ctx)
+    elif t == "arithmetic_expansion":
+        for child in node.named_children:
+            shellvars.arith(ctx, child, "$((…))")
+    elif t == "compound_statement" and node.child_count and node.children[0].type == "((":
+        for child in node.named_children:
+            shellvars.arith(ctx, child, "((…))")
+    elif t == "c_style_for_statement":
+        for child in node.named_children:
+            if child.type == "do_group" or child.type == "compound_statement":
+                _walk(child, ctx)
+            else:
+                shellvars.arith(ctx, child, "for ((…))")
+    elif t == "for_statement":
+        _for(node, ctx)
+    elif t == "test_command":
+        shellvars.test_command(ctx, node)
+        for child in node.named_children:
+            _walk(child, ctx)
     elif t == "function_definition":
         name = node.child_by_field_name("name")
         if name is not None:
@@ -251,18 +296,96 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
 
 def _assignment(node: Node, ctx: Ctx) -> None:
     name_node = node.child_by_field_name("name")
+    value_node = node.child_by_field_name("value")
+    value = _value(value_node, ctx)
     if name_node is not None:
-        if name_node.type == "subscript":
-            name_node = name_node.named_children[0]
-        _check_env(name_node.text.decode("utf-8", "replace"), ctx)
-    value = node.child_by_field_name("value")
-    if value is not None:
-        _walk(value, ctx)
+        shellvars.assignment_node(ctx, name_node, value)
 
 
-def _check_env(name: str, ctx: Ctx) -> None:
-    if name in SETTINGS.unsafe_env or name.startswith(SETTINGS.unsafe_env_prefixes):
-        ctx.opaque(f"sets {name}, which changes what programs run")
+def _value(node: Node | None, ctx: Ctx) -> Word:
+    if node is None:
+        return ""
+    return _array(node, ctx) if node.type == "array" else _word(node, ctx)
+
+
+def _array(node: Node, ctx: Ctx) -> Word:
+    """(a b c): a number array only if every element is a number; [i]=v indices are arithmetic."""
+    numbers = True
+    for child in node.named_children:
+        value = _word(child, ctx)
+        text = child.text.decode("utf-8", "replace")
+        if text.startswith("["):
+            index, sep, rest = text[1:].partition("]=")
+            if isinstance(value, Dyn) and ("$" in index or "`" in index):
+                ctx.opaque(f"the array index in {text} is evaluated as arithmetic")
+            elif sep:
+                shellvars.arith_text(ctx, index, f"the array index in {text}")
+                value = rest
+        numbers = numbers and shellvars.is_number(value)
+    return "0" if numbers else Dyn(node.text.decode("utf-8", "replace"))
+
+
+def _for(node: Node, ctx: Ctx) -> None:
+    """for/select NAME in WORDS: NAME takes each word (the positional words without `in`)."""
+    name_node = node.child_by_field_name("variable")
+    values: list[Word] = []
+    has_in = False
+    for child in node.named_children:
+        if child.type in ("do_group", "compound_statement", "comment") or (
+            name_node is not None and child.start_byte == name_node.start_byte
+        ):
+            continue
+        has_in = True
+        values.append(_word(child, ctx))
+    if node.children and node.children[0].type == "select" or not has_in:
+        values.append(Dyn("<input>"))
+    if name_node is not None:
+        name = name_node.text.decode("utf-8", "replace")
+        for value in values:
+            shellvars.assign(ctx, name, value, "for")
+    for child in node.named_children:
+        if child.type in ("do_group", "compound_statement"):
+            _walk(child, ctx)
+
+
+def _declaration(node: Node, ctx: Ctx) -> None:
+    """declare/local/export/readonly/typeset/unset as a simple command the table reads."""
+    argv: list[Word] = []
+    starts: list[int] = []
+    for child in node.children:
+        if not child.is_named:
+            if not argv:
+                argv.append(child.type)
+                starts.append(child.start_byte)
+            continue
+        starts.append(child.start_byte)
+        if child.type == "variable_assignment":
+            name_node = child.child_by_field_name("name")
+            value_node = child.child_by_field_name("value")
+            value = _value(value_node, ctx)
+            if name_node is None:
+                argv.append(Dyn(child.text.decode("utf-8", "replace")))
+                continue
+            shellvars.assignment_node(ctx, name_node, value, argv[0] if argv else "")
+            name = name_node.text.decode("utf-8", "replace")
+            if name_node.type == "subscript":
+                inner = name_node.child_by_field_name("name") or name_node.named_children[0]
+                name = inner.text.decode("utf-8", "replace")
+            argv.append(Assigned(child.text.decode("utf-8", "replace"), name))
+        elif child.type == "variable_name":
+            argv.append(child.text.decode("utf-8", "replace"))
+        else:
+            argv.append(_word(child, ctx))
+    if argv:
+        run(ctx, argv, starts, node.end_byte, ())
+
+
+def check_env(name: str, ctx: Ctx, how: str = "") -> None:
+    """Setting `name` by any route: variables bash or programs run, or that pick programs."""
+    unsafe = name in SETTINGS.unsafe_env or name.startswith(SETTINGS.unsafe_env_prefixes)
+    if unsafe and name not in SETTINGS.safe_env:
+        via = f" ({how})" if how else ""
+        ctx.opaque(f"sets {name}{via}, which changes what programs run")
 
 
 def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
@@ -681,7 +804,8 @@ def _wrapper(
             i += 1
             break
         if spec.name == "env" and "=" in arg and not arg.startswith("-"):
-            _check_env(arg.partition("=")[0], ctx)
+            env_name, _, env_value = arg.partition("=")
+            check_env(env_name, ctx, "env")
             i += 1
             continue
         if not arg.startswith("-") or arg == "-" and spec.name != "env":
@@ -709,3 +833,7 @@ def _wrapper(
     if spec.name == "exec" and (isinstance(head, Dyn) or PROGRAMS.get(resolve(head) or "") is None):
         ctx.opaque("exec of a program it cannot see")
     run(ctx, inner, inner_starts, end, (*wrappers, spec.name))
+
+
+walk = _walk
+word = _word

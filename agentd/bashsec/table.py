@@ -15,7 +15,11 @@ from typing import Any
 CATEGORIES = frozenset({"write", "destructive", "network", "privileged", "opaque"})
 _EMPTY: frozenset[str] = frozenset()
 # Checks for which a run-time argument cannot turn on anything unsafe.
-_CHECKS_BLIND_TO_OPTIONS = frozenset({"", "cd", "alias"})
+# (The shell builtins' checks read their own arguments, run-time words included.)
+_CHECKS_BLIND_TO_OPTIONS = frozenset(
+    {"", "cd", "alias", "read", "mapfile", "printf", "getopts", "let", "test", "wait",
+     "unset", "declare"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,7 @@ class Settings:
     harmless_targets: frozenset[str]
     unsafe_env: frozenset[str]
     unsafe_env_prefixes: tuple[str, ...]
+    safe_env: frozenset[str]
     path_vars: frozenset[str]
     shells: frozenset[str]
 
@@ -153,6 +158,7 @@ def load() -> tuple[Settings, dict[str, Spec]]:
         harmless_targets=frozenset(raw_settings["harmless_targets"]),
         unsafe_env=frozenset(raw_settings["unsafe_env"]),
         unsafe_env_prefixes=tuple(raw_settings["unsafe_env_prefixes"]),
+        safe_env=frozenset(raw_settings.get("safe_env", ())),
         path_vars=frozenset(raw_settings["path_vars"]),
         shells=frozenset(lists["shells"]),
     )
