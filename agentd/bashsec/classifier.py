@@ -170,6 +170,7 @@ def classify_uncached(command: str) -> Classification:
         cd_targets=tuple(ctx.cds),
         reasons=tuple(dict.fromkeys(ctx.reasons)),
         parse_ok=ctx.parse_ok,
+        repo_configured=frozenset(ctx.repo_configured),
     )
 
 
@@ -380,9 +381,22 @@ def _declaration(node: Node, ctx: Ctx) -> None:
         run(ctx, argv, starts, node.end_byte, ())
 
 
-def check_env(name: str, ctx: Ctx, how: str = "") -> None:
+# Values that make a pager or terminal variable harmless.
+_SAFE_VALUES = {
+    "PAGER": ("", "cat"), "GIT_PAGER": ("", "cat"), "MANPAGER": ("", "cat"),
+    "SYSTEMD_PAGER": ("", "cat"), "BAT_PAGER": ("", "cat"),
+}  # fmt: skip
+_TERM_NAME = re.compile(r"[A-Za-z0-9._+-]*")
+
+
+def check_env(name: str, ctx: Ctx, how: str = "", value: object = None) -> None:
     """Setting `name` by any route: variables bash or programs run, or that pick programs."""
     unsafe = name in SETTINGS.unsafe_env or name.startswith(SETTINGS.unsafe_env_prefixes)
+    if unsafe and isinstance(value, str):
+        if value in _SAFE_VALUES.get(name, ()):
+            return
+        if name == "TERM" and _TERM_NAME.fullmatch(value):
+            return
     if unsafe and name not in SETTINGS.safe_env:
         via = f" ({how})" if how else ""
         ctx.opaque(f"sets {name}{via}, which changes what programs run")
@@ -600,6 +614,7 @@ def _record(
             prefix=prefix,
             text=_text(ctx, argv, starts, end),
             wrappers=wrappers,
+            repo_configured=program in ctx.repo_configured,
         )
     )
 
@@ -626,6 +641,9 @@ def run(
     if spec.wrapper is not None:
         _wrapper(ctx, spec, argv, starts, end, wrappers)
         return
+    if spec.repo_config and program not in ctx.repo_configured:
+        ctx.repo_configured[program] = spec.repo_config
+        ctx.reasons.append(spec.repo_config)
     # Keep source order: this command before those its arguments run (sh -c, find -exec).
     slot = len(ctx.commands)
     prefix = _apply(ctx, spec, argv, 1, program)
@@ -740,11 +758,21 @@ def _option(ctx: Ctx, spec: Spec, argv: list[Word], i: int) -> int:
         name, eq, value = arg.partition("=")
         cats = spec.options.get(name)
         matched = name
-        if cats is None and not spec.single_dash and len(name) > 3:
+        # GNU getopt_long takes any unambiguous prefix (--o for --output): a word that is a
+        # prefix of a risky option counts as it (an ambiguous one only makes it fail).
+        if cats is None and not spec.single_dash and len(name) >= 3:
             for long_name, long_cats in spec.long_options:
                 if long_name.startswith(name):
                     cats, matched = long_cats, long_name
                     break
+        if (
+            spec.strict
+            and cats is None
+            and name not in spec.options
+            and name not in spec.value_opts
+            and name not in spec.known
+        ):
+            ctx.add(set(), f"{spec.name} {name}: an option the table does not know")
         takes_value = not eq and (
             name in spec.value_opts
             or (not spec.single_dash and any(o.startswith(name) for o in spec.long_value_opts))
@@ -794,6 +822,7 @@ def _wrapper(
     i = 1
     n = len(argv)
     lookup_only = False
+    replace: Word | None = None
     while i < n:
         arg = argv[i]
         if isinstance(arg, Dyn):
@@ -805,13 +834,17 @@ def _wrapper(
             break
         if spec.name == "env" and "=" in arg and not arg.startswith("-"):
             env_name, _, env_value = arg.partition("=")
-            check_env(env_name, ctx, "env")
+            check_env(env_name, ctx, "env", env_value)
             i += 1
             continue
         if not arg.startswith("-") or arg == "-" and spec.name != "env":
             break
-        if spec.name == "command" and arg in ("-v", "-V"):
+        if spec.name == "command" and not arg.startswith("--") and ("v" in arg or "V" in arg):
             lookup_only = True
+        if spec.name == "xargs":
+            found = _xargs_replace(arg, argv[i + 1] if i + 1 < n else None)
+            if found is not None:
+                replace = found
         if spec.name == "nice" and arg[1:].isdigit():
             i += 1
             continue
@@ -826,7 +859,11 @@ def _wrapper(
         else:
             _record(ctx, argv, starts, end, spec.name, spec.name, wrappers)
             return
-    if wrapper.stdin_args:
+    if replace is not None:
+        # xargs -I R puts each input line wherever R appears: in the program name too.
+        inner = [_replaced(w, replace) for w in inner]
+        inner_starts = None
+    elif wrapper.stdin_args:
         inner = [*inner, Dyn("<words from stdin>")]
         inner_starts = None
     head = inner[0]
@@ -837,3 +874,29 @@ def _wrapper(
 
 walk = _walk
 word = _word
+
+
+def _xargs_replace(arg: str, nxt: Word | None) -> Word | None:
+    """The replace string an xargs option word sets (-I R, -iR, -i, --replace[=R]), or None."""
+    if arg.startswith("--"):
+        name, eq, value = arg.partition("=")
+        if len(name) >= 3 and "--replace".startswith(name):
+            return value if eq else "{}"
+        return None
+    for k in range(1, len(arg)):
+        letter = arg[k]
+        if letter == "I":
+            return arg[k + 1 :] or (nxt if nxt is not None else "")
+        if letter == "i":
+            return arg[k + 1 :] or "{}"
+        if letter in "adELnPsel":
+            return None
+    return None
+
+
+def _replaced(word: Word, replace: Word) -> Word:
+    if not isinstance(replace, str):
+        return Dyn(_shown(word))  # a run-time replace string could be anywhere
+    if isinstance(word, str) and replace and replace in word:
+        return Dyn(word)
+    return word

@@ -16,6 +16,8 @@ class SimpleCommand:
     prefix: the program and its subcommand words, for rules such as `Bash(npm run test:*)`.
     text: the source text of the command from its program word on.
     wrappers: the wrapper programs stripped in front of it, outermost first.
+    repo_configured: the program reads configuration from the workspace that can make it
+      run programs or write (git's .git/config…); run unasked, that must be neutralised.
     """
 
     argv: tuple[str | None, ...]
@@ -23,6 +25,7 @@ class SimpleCommand:
     prefix: str
     text: str
     wrappers: tuple[str, ...] = ()
+    repo_configured: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -31,12 +34,18 @@ class SimpleCommand:
             "prefix": self.prefix,
             "text": self.text,
             "wrappers": list(self.wrappers),
+            "repo_configured": self.repo_configured,
         }
 
 
 @dataclass(frozen=True, slots=True)
 class Classification:
-    """What a bash command does, read from its syntax tree without running it."""
+    """What a bash command does, read from its syntax tree without running it.
+
+    repo_configured: the programs in it whose behaviour the workspace's own configuration
+    decides (git); a read-only verdict for them holds only with that configuration
+    neutralised (for git: GIT_CONFIG_* overrides of core.fsmonitor, core.pager…).
+    """
 
     read_only: bool
     categories: frozenset[str]
@@ -45,6 +54,7 @@ class Classification:
     cd_targets: tuple[str, ...]
     reasons: tuple[str, ...]
     parse_ok: bool
+    repo_configured: frozenset[str] = frozenset()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,4 +65,5 @@ class Classification:
             "cd_targets": list(self.cd_targets),
             "reasons": list(self.reasons),
             "parse_ok": self.parse_ok,
+            "repo_configured": sorted(self.repo_configured),
         }

@@ -61,7 +61,7 @@ def assign(ctx: Ctx, name: str, value: Word | str, how: str = "") -> None:
     """Record that the command sets `name` to `value` (a Word, or INT)."""
     from agentd.bashsec.classifier import check_env
 
-    check_env(name, ctx, how)
+    check_env(name, ctx, how, value if isinstance(value, str) and value is not INT else None)
     ctx.assigned.setdefault(name, []).append(value)
 
 

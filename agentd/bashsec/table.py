@@ -55,6 +55,11 @@ class Spec:
     wrapper: Wrapper | None = None
     # True when a run-time argument could turn on something unsafe.
     risky: bool = False
+    # strict: a long option that is not in the table makes the command not read-only.
+    strict: bool = False
+    known: frozenset[str] = _EMPTY
+    # Why the workspace's configuration decides what this program runs ("" if it does not).
+    repo_config: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +83,22 @@ def _cats(value: str | list[str]) -> frozenset[str]:
     return cats
 
 
+def _inherit(raw: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """A subcommand's entry with the options every subcommand of its program shares."""
+    if not shared:
+        return raw
+    out = dict(raw)
+    out["options"] = {**shared.get("options", {}), **raw.get("options", {})}
+    for key in ("value_opts", "write_value", "known"):
+        out[key] = [*shared.get(key, ()), *raw.get(key, ())]
+    if "strict" in shared:
+        out.setdefault("strict", shared["strict"])
+    out["sub_shared"] = shared
+    return out
+
+
 def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "") -> Spec:
+    shared = raw.get("sub_shared", {})
     options = {opt: _cats(c) for opt, c in raw.get("options", {}).items()}
     value_opts = frozenset(raw.get("value_opts", ()))
     sub = raw.get("sub")
@@ -100,7 +120,7 @@ def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "")
         list_opts=frozenset(raw.get("list_opts", ())),
         operand_patterns=tuple((k, _cats(v)) for k, v in raw.get("operand_patterns", {}).items()),
         sub=(
-            {k: _spec(f"{name} {k}", v, _EMPTY) for k, v in sub.items()}
+            {k: _spec(f"{name} {k}", _inherit(v, shared), _EMPTY) for k, v in sub.items()}
             if sub is not None
             else None
         ),
@@ -108,6 +128,9 @@ def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "")
         prefix_words=raw.get("prefix_words", 0),
         check=check,
         wrapper=Wrapper(**wrapper) if wrapper is not None else None,
+        strict=raw.get("strict", False),
+        known=frozenset(raw.get("known", ())),
+        repo_config=raw.get("repo_config", ""),
         risky=(
             check not in _CHECKS_BLIND_TO_OPTIONS
             or any(options.values())

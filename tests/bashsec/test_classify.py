@@ -115,12 +115,14 @@ def test_to_dict_shape() -> None:
                 "prefix": "rm",
                 "text": "rm -rf build",
                 "wrappers": ["sudo"],
+                "repo_configured": False,
             }
         ],
         "writes": ["log.txt", "build"],
         "cd_targets": [],
         "reasons": d["reasons"],
         "parse_ok": True,
+        "repo_configured": [],
     }
     assert d["reasons"] and all("\n" not in r for r in d["reasons"])
 
