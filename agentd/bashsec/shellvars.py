@@ -515,23 +515,38 @@ CHECKS = {
 # ------------------------------------------------------------------ the ruling
 
 
+_COPY = re.compile(r'"?\$\{?([A-Za-z_][A-Za-z0-9_]*|[#?$!])\}?"?')
+
+
+def _numeric(ctx: Ctx, value: object, seen: set[str]) -> bool:
+    """A number, or a copy of a variable that only ever holds numbers (x=$n)."""
+    if is_number(value):
+        return True
+    text = getattr(value, "text", None)
+    m = _COPY.fullmatch(text) if isinstance(text, str) else None
+    return m is not None and _numeric_name(ctx, m.group(1), seen)
+
+
+def _numeric_name(ctx: Ctx, name: str, seen: set[str]) -> bool:
+    if name in seen:
+        return True  # a cycle adds no value of its own
+    values = ctx.assigned.get(name)
+    if values is None:
+        return name in _INT_SPECIALS
+    seen.add(name)
+    return all(_numeric(ctx, v, seen) for v in values)
+
+
 def finish(ctx: Ctx) -> None:
     """Rule on every evaluation context with all assignments of the command known."""
     assigned = ctx.assigned
     for name, where in ctx.arith_refs.items():
-        values = assigned.get(name)
-        if values is None:
-            if name in _INT_SPECIALS:
-                continue
-            ctx.opaque(
-                f"{where} evaluates the value of {name}, which the command does not set to a number"
-            )
-        elif not all(is_number(v) for v in values):
+        if not _numeric_name(ctx, name, set()):
             ctx.opaque(f"{where} evaluates the value of {name}, which is not a number it can see")
     for name, text in ctx.indirect.items():
         values = assigned.get(name)
         if not values or not all(is_name(v) for v in values):
             ctx.opaque(f"{text} expands the variable named by {name}, which it cannot see")
     for name in ctx.integers:
-        if not all(is_number(v) for v in assigned.get(name, ())):
+        if not all(_numeric(ctx, v, set()) for v in assigned.get(name, ())):
             ctx.opaque(f"{name} is an integer variable: its value is evaluated as arithmetic")
