@@ -332,7 +332,7 @@ def _awk_script(ctx: Ctx, prog: str) -> None:
     if _AWK_SYSTEM.search(code):
         ctx.opaque("awk runs a command (system)")
     if "@" in code:
-        ctx.opaque("gawk @ directives and indirect calls (@include, @load, @f()) run code it cannot see")
+        ctx.opaque("gawk @ directives and indirect calls (@include, @f()) run code it cannot see")
     if re.search(r"(?<!\|)\|(?!\|)", code):
         ctx.opaque("awk pipes to or from a command")
     for m in _AWK_PRINT.finditer(code):
@@ -380,7 +380,7 @@ def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             name, eq, value = arg.partition("=")
             matches = [o for o in _AWK_SAFE_LONG if len(name) >= 3 and o.startswith(name)]
             if not matches or len(matches) > 1 and name not in matches:
-                ctx.opaque(f"awk {name} reads code, writes a file, or is an option it does not know")
+                ctx.opaque(f"awk {name} reads code, writes a file, or is not known")
                 return
             if matches[0] in ("--assign", "--field-separator", "--source") and not eq:
                 value, i = (nxt if nxt is not None else ""), i + 1  # type: ignore[assignment]
@@ -397,7 +397,7 @@ def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
                     programs.append(value)
                 break
             if letter not in _AWK_SAFE_FLAGS:
-                ctx.opaque(f"awk -{letter} reads code, writes a file, or is an option it does not know")
+                ctx.opaque(f"awk -{letter} reads code, writes a file, or is not known")
                 return
     if not programs:
         if i < len(args):
