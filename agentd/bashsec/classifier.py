@@ -152,7 +152,8 @@ def classify_uncached(command: str) -> Classification:
         ctx.opaque(f"command is longer than {SETTINGS.max_length} characters")
     else:
         try:
-            _parse_into(ctx, command)
+            if not _plain_into(ctx, command):
+                _parse_into(ctx, command)
         except Exception as exc:  # noqa: BLE001
             # Fail closed on anything the walk did not expect (e.g. absurd nesting).
             ctx.parse_ok = False
@@ -172,6 +173,57 @@ def classify_uncached(command: str) -> Classification:
         parse_ok=ctx.parse_ok,
         repo_configured=frozenset(ctx.repo_configured),
     )
+
+
+# A command of plain words and list operators only: nothing in it is quoted, expanded,
+# globbed, redirected or grouped, so bash splits it at blanks and operators alone, and
+# the classifier can read it without a parse (most commands agents run look like this).
+_PLAIN = re.compile(r"[A-Za-z0-9_\-./=:,@%+ \t|;&]*[A-Za-z0-9_\-./=:,@%+;&]")
+_PLAIN_TOKEN = re.compile(r"\|\||&&|\|&|[|;&]|[^ \t|;&]+")
+_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_RESERVED = frozenset(
+    {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
+     "do", "done", "function", "time", "coproc", "in", "{", "}", "[[", "]]", "!"}
+)  # fmt: skip
+
+
+def _plain_into(ctx: Ctx, command: str) -> bool:
+    """Classify a plain command without a parse; False (nothing done) if it is not plain."""
+    if _PLAIN.fullmatch(command) is None:
+        return False
+    segments: list[list[re.Match[str]]] = [[]]
+    for m in _PLAIN_TOKEN.finditer(command):
+        if m.group(0)[0] in "|;&":
+            if not segments[-1]:
+                return False  # an operator with no command before it: let the parser say
+            segments.append([])
+        else:
+            segments[-1].append(m)
+    if not segments[-1]:
+        segments.pop()
+        if command.rstrip()[-1] not in ";&" or command.rstrip().endswith("&&"):
+            return False
+    for words in segments:
+        k = 0
+        while k < len(words) and _ASSIGNMENT_WORD.match(words[k].group(0)):
+            k += 1
+        if k < len(words) and words[k].group(0) in _RESERVED:
+            return False
+    ctx.src = command.encode("ascii")  # _PLAIN admits ASCII only: offsets are byte offsets
+    for words in segments:
+        argv: list[Word] = []
+        starts: list[int] = []
+        for m in words:
+            text = m.group(0)
+            if not argv and _ASSIGNMENT_WORD.match(text):
+                name, _, value = text.partition("=")
+                shellvars.assign(ctx, name.rstrip("+"), value)
+                continue
+            argv.append(text)
+            starts.append(m.start())
+        if argv:
+            run(ctx, argv, starts, words[-1].end(), ())
+    return True
 
 
 def _parse_into(ctx: Ctx, command: str) -> None:
@@ -372,7 +424,12 @@ def _declaration(node: Node, ctx: Ctx) -> None:
             if name_node.type == "subscript":
                 inner = name_node.child_by_field_name("name") or name_node.named_children[0]
                 name = inner.text.decode("utf-8", "replace")
-            argv.append(Assigned(child.text.decode("utf-8", "replace"), name))
+            if isinstance(value, str) and "=" not in name_node.text.decode("utf-8", "replace"):
+                # Static: the word bash sees (the check records the assignment again).
+                op = "+=" if any(c.type == "+=" for c in child.children) else "="
+                argv.append(f"{name_node.text.decode('utf-8', 'replace')}{op}{value}")
+            else:
+                argv.append(Assigned(child.text.decode("utf-8", "replace"), name))
         elif child.type == "variable_name":
             argv.append(child.text.decode("utf-8", "replace"))
         else:
@@ -609,7 +666,7 @@ def _record(
 ) -> None:
     ctx.commands.append(
         SimpleCommand(
-            argv=tuple(a if isinstance(a, str) else None for a in argv),
+            argv=tuple([a if isinstance(a, str) else None for a in argv]),
             program=program,
             prefix=prefix,
             text=_text(ctx, argv, starts, end),

@@ -224,3 +224,16 @@ def test_absurd_nesting_fails_closed() -> None:
     result = classify_uncached("echo " + "$(echo " * 600 + ")" * 600)
     assert not result.read_only
     assert "opaque" in result.categories
+
+
+def test_plain_commands_read_without_a_parse_match_the_parse(monkeypatch) -> None:
+    """The no-parse path for plain commands gives exactly what the tree walk gives."""
+    from agentd.bashsec import classifier
+
+    plain = [c["command"] for c in CORPUS if classifier._PLAIN.fullmatch(c["command"])]
+    plain += ["ls -la; git status &", "a=1 b=2", "FOO=1 ls | wc -l && echo ok || true"]
+    fast = [classify_uncached(c) for c in plain]
+    monkeypatch.setattr(classifier, "_plain_into", lambda ctx, command: False)
+    assert len(plain) > 100
+    for command, result in zip(plain, fast, strict=True):
+        assert result == classify_uncached(command), command
