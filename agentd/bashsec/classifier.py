@@ -454,6 +454,9 @@ def check_env(name: str, ctx: Ctx, how: str = "", value: object = None) -> None:
             return
         if name == "TERM" and _TERM_NAME.fullmatch(value):
             return
+    if not unsafe and (name in ("LANG", "LANGUAGE") or name.startswith("LC_")):
+        # A locale name with a slash is a path glibc loads locale data from.
+        unsafe = not isinstance(value, str) or "/" in value
     if unsafe and name not in SETTINGS.safe_env:
         via = f" ({how})" if how else ""
         ctx.opaque(f"sets {name}{via}, which changes what programs run")
