@@ -861,7 +861,8 @@ def _option(ctx: Ctx, spec: Spec, argv: list[Word], i: int) -> int:
 
 def _option_effect(ctx: Ctx, spec: Spec, opt: str, cats: frozenset[str], value: str) -> None:
     if opt in spec.write_value and value:
-        if value in SETTINGS.harmless_targets or value == "-":
+        # (A value of "-" is a file named "-" to sort -o, shuf -o and git --output.)
+        if value in SETTINGS.harmless_targets:
             return
         ctx.writes.append(value)
     ctx.add(cats, f"{spec.name} {opt}: {', '.join(sorted(cats))}")
@@ -901,6 +902,15 @@ def _wrapper(
             break
         if spec.name == "command" and not arg.startswith("--") and ("v" in arg or "V" in arg):
             lookup_only = True
+        if spec.name == "xargs" and arg.startswith("--p") and "--process-slot-var".startswith(
+            arg.partition("=")[0]
+        ):
+            # Each command gets this variable set to its slot number.
+            slot_var = arg.partition("=")[2] if "=" in arg else argv[i + 1] if i + 1 < n else ""
+            if isinstance(slot_var, str):
+                check_env(slot_var, ctx, "xargs --process-slot-var")
+            else:
+                ctx.opaque("xargs --process-slot-var names a variable known only at run time")
         if spec.name == "xargs":
             found = _xargs_replace(arg, argv[i + 1] if i + 1 < n else None)
             if found is not None:
