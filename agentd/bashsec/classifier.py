@@ -19,7 +19,12 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from agentd.bashsec import checks, shellvars
-from agentd.bashsec.model import Classification, SimpleCommand
+from agentd.bashsec.model import (
+    Classification,
+    SimpleCommand,
+    new_classification,
+    new_simple_command,
+)
 from agentd.bashsec.table import Spec, load
 
 _LANGUAGE = Language(tree_sitter_bash.language())
@@ -158,21 +163,23 @@ def classify_uncached(command: str) -> Classification:
             # Fail closed on anything the walk did not expect (e.g. absurd nesting).
             ctx.parse_ok = False
             ctx.opaque(f"the classifier could not read the command ({type(exc).__name__})")
-        shellvars.finish(ctx)
-        for cmd in ctx.commands:
+        if ctx.arith_refs or ctx.indirect or ctx.integers:
+            shellvars.finish(ctx)
+        for cmd in ctx.commands if ctx.defined else ():
             if cmd.program in ctx.defined:
                 ctx.opaque(f"calls {cmd.program}, a function or alias defined in the command")
     read_only = ctx.parse_ok and not ctx.cats and not ctx.unsafe
-    return Classification(
-        read_only=read_only,
-        categories=frozenset(ctx.cats),
-        commands=tuple(ctx.commands),
-        writes=tuple(dict.fromkeys(ctx.writes)),
-        cd_targets=tuple(ctx.cds),
-        reasons=tuple(dict.fromkeys(ctx.reasons)),
-        parse_ok=ctx.parse_ok,
-        repo_configured=frozenset(ctx.repo_configured),
+    result: Classification = new_classification(
+        read_only,
+        frozenset(ctx.cats),
+        tuple(ctx.commands),
+        tuple(dict.fromkeys(ctx.writes)),
+        tuple(ctx.cds),
+        tuple(dict.fromkeys(ctx.reasons)),
+        ctx.parse_ok,
+        frozenset(ctx.repo_configured),
     )
+    return result
 
 
 # A command of plain words and list operators only: nothing in it is quoted, expanded,
@@ -191,38 +198,39 @@ def _plain_into(ctx: Ctx, command: str) -> bool:
     """Classify a plain command without a parse; False (nothing done) if it is not plain."""
     if _PLAIN.fullmatch(command) is None:
         return False
-    segments: list[list[re.Match[str]]] = [[]]
+    segments: list[list[tuple[str, int, int]]] = []
+    words: list[tuple[str, int, int]] = []
+    last_op = ""
     for m in _PLAIN_TOKEN.finditer(command):
-        if m.group(0)[0] in "|;&":
-            if not segments[-1]:
+        text = m.group()
+        if text[0] in "|;&":
+            if not words:
                 return False  # an operator with no command before it: let the parser say
-            segments.append([])
+            segments.append(words)
+            words = []
+            last_op = text
         else:
-            segments[-1].append(m)
-    if not segments[-1]:
-        segments.pop()
-        if command.rstrip()[-1] not in ";&" or command.rstrip().endswith("&&"):
-            return False
+            words.append((text, m.start(), m.end()))
+    if words:
+        segments.append(words)
+    elif last_op not in (";", "&"):
+        return False
+    heads: list[int] = []
     for words in segments:
         k = 0
-        while k < len(words) and _ASSIGNMENT_WORD.match(words[k].group(0)):
+        while k < len(words) and _ASSIGNMENT_WORD.match(words[k][0]):
             k += 1
-        if k < len(words) and words[k].group(0) in _RESERVED:
+        if k < len(words) and words[k][0] in _RESERVED:
             return False
+        heads.append(k)
     ctx.src = command.encode("ascii")  # _PLAIN admits ASCII only: offsets are byte offsets
-    for words in segments:
-        argv: list[Word] = []
-        starts: list[int] = []
-        for m in words:
-            text = m.group(0)
-            if not argv and _ASSIGNMENT_WORD.match(text):
-                name, _, value = text.partition("=")
-                shellvars.assign(ctx, name.rstrip("+"), value)
-                continue
-            argv.append(text)
-            starts.append(m.start())
-        if argv:
-            run(ctx, argv, starts, words[-1].end(), ())
+    for words, k in zip(segments, heads, strict=True):
+        for text, _, _ in words[:k]:
+            name, _, value = text.partition("=")
+            shellvars.assign(ctx, name.rstrip("+"), value)
+        if k < len(words):
+            rest = words[k:]
+            run(ctx, [w[0] for w in rest], [w[1] for w in rest], rest[-1][2], ())
     return True
 
 
@@ -253,47 +261,55 @@ def run_shell_literal(ctx: Ctx, script: str) -> None:
 
 def _walk(node: Node, ctx: Ctx) -> None:
     t = node.type
-    if t == "command":
-        _command(node, ctx, [])
-    elif t == "redirected_statement":
-        _redirected(node, ctx)
-    elif t in _REDIRECTS:
-        _redirect(node, ctx)
-    elif t == "variable_assignment":
-        _assignment(node, ctx)
-    elif t == "declaration_command" or t == "unset_command":
-        _declaration(node, ctx)
-    elif t == "expansion":
-        shellvars.expansion(ctx, node)
-        for child in node.named_children:
-            _walk(child, ctx)
-    elif t == "arithmetic_expansion":
-        for child in node.named_children:
-            shellvars.arith(ctx, child, "$((…))")
-    elif t == "compound_statement" and node.child_count and node.children[0].type == "((":
-        for child in node.named_children:
-            shellvars.arith(ctx, child, "((…))")
-    elif t == "c_style_for_statement":
-        for child in node.named_children:
-            if child.type == "do_group" or child.type == "compound_statement":
-                _walk(child, ctx)
-            else:
-                shellvars.arith(ctx, child, "for ((…))")
-    elif t == "for_statement":
-        _for(node, ctx)
-    elif t == "test_command":
-        shellvars.test_command(ctx, node)
-        for child in node.named_children:
-            _walk(child, ctx)
-    elif t == "function_definition":
-        name = node.child_by_field_name("name")
-        if name is not None:
-            ctx.defined.add(name.text.decode("utf-8", "replace"))
-        for child in node.named_children:
-            _walk(child, ctx)
+    handler = _HANDLERS.get(t)
+    if handler is not None:
+        handler(node, ctx)
     elif t not in _LEAVES:
         for child in node.named_children:
             _walk(child, ctx)
+
+
+def _children(node: Node, ctx: Ctx) -> None:
+    for child in node.named_children:
+        _walk(child, ctx)
+
+
+def _expansion(node: Node, ctx: Ctx) -> None:
+    shellvars.expansion(ctx, node)
+    _children(node, ctx)
+
+
+def _arithmetic_expansion(node: Node, ctx: Ctx) -> None:
+    for child in node.named_children:
+        shellvars.arith(ctx, child, "$((…))")
+
+
+def _compound(node: Node, ctx: Ctx) -> None:
+    if node.child_count and node.children[0].type == "((":
+        for child in node.named_children:
+            shellvars.arith(ctx, child, "((…))")
+    else:
+        _children(node, ctx)
+
+
+def _c_style_for(node: Node, ctx: Ctx) -> None:
+    for child in node.named_children:
+        if child.type == "do_group" or child.type == "compound_statement":
+            _walk(child, ctx)
+        else:
+            shellvars.arith(ctx, child, "for ((…))")
+
+
+def _test(node: Node, ctx: Ctx) -> None:
+    shellvars.test_command(ctx, node)
+    _children(node, ctx)
+
+
+def _function(node: Node, ctx: Ctx) -> None:
+    name = node.child_by_field_name("name")
+    if name is not None:
+        ctx.defined.add(name.text.decode("utf-8", "replace"))
+    _children(node, ctx)
 
 
 def _redirected(node: Node, ctx: Ctx) -> None:
@@ -668,13 +684,13 @@ def _record(
     wrappers: tuple[str, ...],
 ) -> None:
     ctx.commands.append(
-        SimpleCommand(
-            argv=tuple([a if isinstance(a, str) else None for a in argv]),
-            program=program,
-            prefix=prefix,
-            text=_text(ctx, argv, starts, end),
-            wrappers=wrappers,
-            repo_configured=program in ctx.repo_configured,
+        new_simple_command(
+            tuple([a if isinstance(a, str) else None for a in argv]),
+            program,
+            prefix,
+            _text(ctx, argv, starts, end),
+            wrappers,
+            program in ctx.repo_configured,
         )
     )
 
@@ -902,8 +918,10 @@ def _wrapper(
             break
         if spec.name == "command" and not arg.startswith("--") and ("v" in arg or "V" in arg):
             lookup_only = True
-        if spec.name == "xargs" and arg.startswith("--p") and "--process-slot-var".startswith(
-            arg.partition("=")[0]
+        if (
+            spec.name == "xargs"
+            and arg.startswith("--p")
+            and "--process-slot-var".startswith(arg.partition("=")[0])
         ):
             # Each command gets this variable set to its slot number.
             slot_var = arg.partition("=")[2] if "=" in arg else argv[i + 1] if i + 1 < n else ""
@@ -941,6 +959,24 @@ def _wrapper(
         ctx.opaque("exec of a program it cannot see")
     run(ctx, inner, inner_starts, end, (*wrappers, spec.name))
 
+
+_HANDLERS = {
+    "command": lambda node, ctx: _command(node, ctx, []),
+    "redirected_statement": _redirected,
+    "file_redirect": _redirect,
+    "heredoc_redirect": _redirect,
+    "herestring_redirect": _redirect,
+    "variable_assignment": _assignment,
+    "declaration_command": _declaration,
+    "unset_command": _declaration,
+    "expansion": _expansion,
+    "arithmetic_expansion": _arithmetic_expansion,
+    "compound_statement": _compound,
+    "c_style_for_statement": _c_style_for,
+    "for_statement": _for,
+    "test_command": _test,
+    "function_definition": _function,
+}
 
 walk = _walk
 word = _word
