@@ -171,22 +171,34 @@ def classify_uncached(command: str) -> Classification:
     read_only = ctx.parse_ok and not ctx.cats and not ctx.unsafe
     result: Classification = new_classification(
         read_only,
-        frozenset(ctx.cats),
+        frozenset(ctx.cats) if ctx.cats else _NONE,
         tuple(ctx.commands),
-        tuple(dict.fromkeys(ctx.writes)),
+        tuple(dict.fromkeys(ctx.writes)) if ctx.writes else (),
         tuple(ctx.cds),
-        tuple(dict.fromkeys(ctx.reasons)),
+        tuple(dict.fromkeys(ctx.reasons)) if ctx.reasons else (),
         ctx.parse_ok,
-        frozenset(ctx.repo_configured),
+        frozenset(ctx.repo_configured) if ctx.repo_configured else _NONE,
     )
     return result
 
 
-# A command of plain words and list operators only: nothing in it is quoted, expanded,
-# globbed, redirected or grouped, so bash splits it at blanks and operators alone, and
-# the classifier can read it without a parse (most commands agents run look like this).
-_PLAIN = re.compile(r"[A-Za-z0-9_\-./=:,@%+ \t|;&]*[A-Za-z0-9_\-./=:,@%+;&]")
-_PLAIN_TOKEN = re.compile(r"\|\||&&|\|&|[|;&]|[^ \t|;&]+")
+_NONE: frozenset[str] = frozenset()
+
+
+# A command of plain words and list operators only: nothing in it is expanded, globbed,
+# redirected or grouped, and its quotes hold literal text ('…' anything, "…" without $,
+# ` or \), so bash splits it at blanks and operators alone and the classifier can read
+# it without a parse (most commands agents run look like this). The tree walk gives the
+# same answer (tests/bashsec: test_plain_commands_read_without_a_parse_match_the_parse).
+_PLAIN_CHARS = r"[A-Za-z0-9_\-./=:,@%+]"
+_PLAIN_QUOTED = r"""'[^']*'|"[^"$`\\!]*\""""
+_PLAIN_WORD = rf"(?:{_PLAIN_CHARS}|{_PLAIN_QUOTED})++"
+# Possessive quantifiers: no backtracking, linear in the length of the command.
+_PLAIN = re.compile(rf"(?:[ \t]++|{_PLAIN_WORD}|\|\||&&|\|&|[|;&])++")
+_PLAIN_TOKEN = re.compile(rf"{_PLAIN_WORD}|\|\||&&|\|&|[|;&]")
+# One simple command of unquoted plain words (split by str.split, the cheapest way).
+_PLAIN_SIMPLE = re.compile(r"[A-Za-z0-9_\-./=:,@%+ \t]*")
+_UNQUOTE = re.compile(r"""'([^']*)'|"([^"]*)\"""")
 _ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _RESERVED = frozenset(
     {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
@@ -194,8 +206,18 @@ _RESERVED = frozenset(
 )  # fmt: skip
 
 
+def _unquote(text: str) -> str:
+    if "'" not in text and '"' not in text:
+        return text
+    return _UNQUOTE.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+
+
 def _plain_into(ctx: Ctx, command: str) -> bool:
     """Classify a plain command without a parse; False (nothing done) if it is not plain."""
+    if not command.isascii():
+        return False
+    if _PLAIN_SIMPLE.fullmatch(command) is not None:
+        return _plain_simple(ctx, command)
     if _PLAIN.fullmatch(command) is None:
         return False
     segments: list[list[tuple[str, int, int]]] = []
@@ -220,17 +242,46 @@ def _plain_into(ctx: Ctx, command: str) -> bool:
         k = 0
         while k < len(words) and _ASSIGNMENT_WORD.match(words[k][0]):
             k += 1
-        if k < len(words) and words[k][0] in _RESERVED:
-            return False
+        if k < len(words):
+            name = words[k][0]
+            if name in _RESERVED or "'" in name or '"' in name:
+                return False  # keywords, and quoted names, are the parser's
         heads.append(k)
-    ctx.src = command.encode("ascii")  # _PLAIN admits ASCII only: offsets are byte offsets
+    ctx.src = command.encode("ascii")
     for words, k in zip(segments, heads, strict=True):
         for text, _, _ in words[:k]:
             name, _, value = text.partition("=")
-            shellvars.assign(ctx, name.rstrip("+"), value)
+            shellvars.assign(ctx, name.rstrip("+"), _unquote(value))
         if k < len(words):
             rest = words[k:]
-            run(ctx, [w[0] for w in rest], [w[1] for w in rest], rest[-1][2], ())
+            argv: list[Word] = [_unquote(w[0]) for w in rest]
+            run(ctx, argv, [w[1] for w in rest], rest[-1][2], ())
+    return True
+
+
+def _plain_simple(ctx: Ctx, command: str) -> bool:
+    """_plain_into for one simple command of unquoted words: the most common case."""
+    words = command.split()
+    k = 0
+    while k < len(words) and _ASSIGNMENT_WORD.match(words[k]):
+        k += 1
+    if k < len(words) and words[k] in _RESERVED:
+        return False
+    ctx.src = command.encode("ascii")
+    pos = 0
+    for text in words[:k]:
+        name, _, value = text.partition("=")
+        shellvars.assign(ctx, name.rstrip("+"), value)
+        pos = command.index(text, pos) + len(text)
+    if k < len(words):
+        argv: list[Word] = []
+        starts: list[int] = []
+        for text in words[k:]:
+            pos = command.index(text, pos)
+            argv.append(text)
+            starts.append(pos)
+            pos += len(text)
+        run(ctx, argv, starts, pos, ())
     return True
 
 
@@ -730,6 +781,8 @@ def run(
 
 def _apply(ctx: Ctx, spec: Spec, argv: list[Word], i: int, prefix: str) -> str:
     """Apply spec to argv[i:]; descend into subcommands; return the rule prefix."""
+    if spec.inert and not spec.categories and not spec.ask:
+        return prefix
     if spec.categories:
         ctx.add(spec.categories, f"{spec.name}: {', '.join(sorted(spec.categories))}")
     if spec.ask:

@@ -6,6 +6,7 @@ the lookups precomputed (option letters, long-option prefixes), once per process
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -60,6 +61,9 @@ class Spec:
     known: frozenset[str] = _EMPTY
     # Why the workspace's configuration decides what this program runs ("" if it does not).
     repo_config: str = ""
+    # True when no argument can change the verdict (cat, ls, echo…): no option or operand
+    # rule, no check, nothing run-time words could turn on.
+    inert: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +143,21 @@ def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "")
     )
 
 
+def _inert(spec: Spec) -> bool:
+    return not (
+        spec.sub is not None
+        or spec.risky
+        or spec.strict
+        or spec.check
+        or spec.writes
+        or spec.operands
+        or spec.operand_patterns
+        or spec.prefix_words
+        or spec.wrapper is not None
+        or any(spec.options.values())
+    )
+
+
 @lru_cache(maxsize=1)
 def load() -> tuple[Settings, dict[str, Spec]]:
     """Parse programs.toml once: (settings, program name -> Spec)."""
@@ -172,7 +191,8 @@ def load() -> tuple[Settings, dict[str, Spec]]:
         raw = dict(entries.get(name, {}))
         if name in asks:
             raw.setdefault("ask", f"{name} can run commands from inside (shell escapes)")
-        programs[name] = _spec(name, raw, _cats(sorted(base.get(name, ()))), checks.get(name, ""))
+        spec = _spec(name, raw, _cats(sorted(base.get(name, ()))), checks.get(name, ""))
+        programs[name] = dataclasses.replace(spec, inert=_inert(spec))
 
     settings = Settings(
         max_length=raw_settings["max_length"],

@@ -231,7 +231,8 @@ def test_plain_commands_read_without_a_parse_match_the_parse(monkeypatch) -> Non
     from agentd.bashsec import classifier
 
     plain = [c["command"] for c in CORPUS if classifier._PLAIN.fullmatch(c["command"])]
-    plain += ["ls -la; git status &", "a=1 b=2", "FOO=1 ls | wc -l && echo ok || true"]
+    plain += ["ls -la; git status &", "a=1 b=2", "FOO=1 ls | wc -l && echo ok || true", "", "  "]
+    plain += ["a='x y' ls '-la'\"b\"", "echo \"a b\" '|' | grep '$x'", "export X='a b'"]
     fast = [classify_uncached(c) for c in plain]
     monkeypatch.setattr(classifier, "_plain_into", lambda ctx, command: False)
     assert len(plain) > 100
