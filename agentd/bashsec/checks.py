@@ -135,20 +135,28 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             end_opts = True
         elif arg.startswith("--"):
             name, eq, value = arg.partition("=")
-            if "--in-place".startswith(name) and len(name) >= 3:
+            # GNU sed takes any unambiguous prefix; an ambiguous one only makes it fail.
+            chosen = {name} if name in _SED_LONG else {o for o in _SED_LONG if o.startswith(name)}
+            if len(name) < 3 or not chosen:
+                ctx.opaque(f"sed {name}: an option it does not know")
+                continue
+            if "--in-place" in chosen:
                 in_place = True
-            elif "--expression".startswith(name) and len(name) >= 3:
+            if "--expression" in chosen:
                 if not eq:
                     value, i = nxt, i + 1  # type: ignore[assignment]
                 scripts.append(value)
-            elif "--file".startswith(name) and len(name) >= 3:
+            elif "--file" in chosen:
                 ctx.opaque("sed -f reads its script from a file")
                 i += 0 if eq else 1
-            elif name in ("--line-length", "-l"):
+            elif "--line-length" in chosen:
                 i += 0 if eq else 1
         else:
             for k in range(1, len(arg)):
                 letter = arg[k]
+                if letter not in "nefliErsuzb":
+                    ctx.opaque(f"sed -{letter}: an option it does not know")
+                    break
                 if letter == "i":
                     in_place = True
                     break  # the rest is the backup suffix
@@ -181,6 +189,12 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
 
 
 _SED_SIMPLE = set("pPnNdDgGhHxz=Fl")
+_SED_LONG = (
+    "--expression", "--file", "--in-place", "--line-length", "--null-data",
+    "--zero-terminated", "--quiet", "--silent", "--regexp-extended", "--separate",
+    "--sandbox", "--unbuffered", "--binary", "--follow-symlinks", "--posix", "--debug",
+    "--help", "--version",
+)  # fmt: skip
 
 
 def _sed_script(ctx: Ctx, s: str) -> None:

@@ -498,7 +498,35 @@ def compgen(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> Non
             ctx.opaque(f"compgen -{letter} runs or expands code")
 
 
+def set_(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
+    """set -k (keyword) makes NAME=VALUE words anywhere assignments to the command's
+    environment (PS4=… after the command name reaches bash -x); set -- sets $1…."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not isinstance(arg, str):
+            if arg.optlike:
+                ctx.opaque(f"set: the argument {arg.text} is known only at run time")
+            return
+        if arg == "--" or arg[:1] not in "-+" or arg == "-":
+            return
+        if "o" in arg[1:]:  # -o NAME, also inside a cluster (-eo keyword)
+            option = args[i + 1] if i + 1 < len(args) else ""
+            if not isinstance(option, str):
+                ctx.opaque(f"set -o {option.text}: an option known only at run time")
+            elif option == "keyword":
+                ctx.opaque("set -o keyword makes every NAME=VALUE word an environment variable")
+            if arg[0] == "-" and "k" in arg:
+                ctx.opaque("set -k makes every NAME=VALUE word an environment variable")
+            i += 2
+            continue
+        if arg[0] == "-" and "k" in arg:
+            ctx.opaque("set -k makes every NAME=VALUE word an environment variable")
+        i += 1
+
+
 CHECKS = {
+    "set": set_,
     "read": read,
     "mapfile": mapfile,
     "printf": printf,

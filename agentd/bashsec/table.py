@@ -19,7 +19,7 @@ _EMPTY: frozenset[str] = frozenset()
 # (The shell builtins' checks read their own arguments, run-time words included.)
 _CHECKS_BLIND_TO_OPTIONS = frozenset(
     {"", "cd", "alias", "read", "mapfile", "printf", "getopts", "let", "test", "wait",
-     "unset", "declare"}
+     "unset", "declare", "set"}
 )  # fmt: skip
 
 
@@ -103,6 +103,9 @@ def _inherit(raw: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
 
 def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "") -> Spec:
     shared = raw.get("sub_shared", {})
+    if shared and "sub_shared" not in raw.get("_inherited", ()):
+        # What every subcommand shares, the program's own options before one share too.
+        raw = {**_inherit(raw, shared), "_inherited": ("sub_shared",)}
     options = {opt: _cats(c) for opt, c in raw.get("options", {}).items()}
     value_opts = frozenset(raw.get("value_opts", ()))
     sub = raw.get("sub")
