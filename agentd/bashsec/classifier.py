@@ -403,6 +403,10 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
     if dest is None:
         return extra
     target = _word(dest, ctx)
+    shown = target if isinstance(target, str) else target.text
+    if shown.startswith(("/dev/tcp/", "/dev/udp/")):
+        # bash itself opens a socket for these paths, in either direction.
+        ctx.add({"network"}, f"redirects to {shown}, a network connection bash opens")
     is_write = op in _WRITE_REDIRECTS or (
         op == ">&" and not (isinstance(target, str) and (target.isdigit() or target == "-"))
     )
