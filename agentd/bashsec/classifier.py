@@ -195,7 +195,7 @@ _PLAIN_QUOTED = r"""'[^']*'|"[^"$`\\!]*\""""
 _PLAIN_WORD = rf"(?:{_PLAIN_CHARS}|{_PLAIN_QUOTED})++"
 # Possessive quantifiers: no backtracking, linear in the length of the command.
 _PLAIN = re.compile(rf"(?:[ \t]++|{_PLAIN_WORD}|\|\||&&|\|&|[|;&])++")
-_PLAIN_TOKEN = re.compile(rf"{_PLAIN_WORD}|\|\||&&|\|&|[|;&]")
+_PLAIN_TOKEN = re.compile(rf"[ \t]++|({_PLAIN_WORD})|\|\||&&|\|&|[|;&]")
 # One simple command of unquoted plain words (split by str.split, the cheapest way).
 _PLAIN_SIMPLE = re.compile(r"[A-Za-z0-9_\-./=:,@%+ \t]*")
 _UNQUOTE = re.compile(r"""'([^']*)'|"([^"]*)\"""")
@@ -207,8 +207,12 @@ _RESERVED = frozenset(
 
 
 def _unquote(text: str) -> str:
-    if "'" not in text and '"' not in text:
-        return text
+    single = "'" in text
+    double = '"' in text
+    if not double:
+        return text.replace("'", "") if single else text
+    if not single:
+        return text.replace('"', "")
     return _UNQUOTE.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
 
 
@@ -218,21 +222,27 @@ def _plain_into(ctx: Ctx, command: str) -> bool:
         return False
     if _PLAIN_SIMPLE.fullmatch(command) is not None:
         return _plain_simple(ctx, command)
-    if _PLAIN.fullmatch(command) is None:
-        return False
     segments: list[list[tuple[str, int, int]]] = []
     words: list[tuple[str, int, int]] = []
     last_op = ""
+    pos = 0
     for m in _PLAIN_TOKEN.finditer(command):
+        if m.start() != pos:
+            return False  # something between tokens: not plain
+        pos = m.end()
         text = m.group()
-        if text[0] in "|;&":
+        if m.group(1) is None and text[0] in " \t":
+            continue
+        if m.group(1) is None:
             if not words:
                 return False  # an operator with no command before it: let the parser say
             segments.append(words)
             words = []
             last_op = text
         else:
-            words.append((text, m.start(), m.end()))
+            words.append((text, m.start(), pos))
+    if pos != len(command):
+        return False
     if words:
         segments.append(words)
     elif last_op not in (";", "&"):
@@ -317,12 +327,14 @@ def _walk(node: Node, ctx: Ctx) -> None:
         handler(node, ctx)
     elif t not in _LEAVES:
         for child in node.named_children:
-            _walk(child, ctx)
+            if child.type not in _LEAVES:
+                _walk(child, ctx)
 
 
 def _children(node: Node, ctx: Ctx) -> None:
     for child in node.named_children:
-        _walk(child, ctx)
+        if child.type not in _LEAVES:
+            _walk(child, ctx)
 
 
 def _expansion(node: Node, ctx: Ctx) -> None:
