@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentd.bashsec import shellvars
+from agentd.bashsec import bashbuiltins
 
 if TYPE_CHECKING:
     from agentd.bashsec.classifier import Ctx, Word
@@ -594,4 +594,4 @@ CHECKS: dict[str, Callable[[Ctx, Spec, list[Word], list[Word]], None]] = {
     "alias": alias,
     "git_config": git_config,
 }
-CHECKS.update(shellvars.CHECKS)
+CHECKS.update(bashbuiltins.CHECKS)

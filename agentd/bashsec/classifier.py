@@ -18,7 +18,7 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from agentd.bashsec import checks, shellvars
+from agentd.bashsec import checks, plain, shellvars
 from agentd.bashsec.model import (
     Classification,
     SimpleCommand,
@@ -157,7 +157,7 @@ def classify_uncached(command: str) -> Classification:
         ctx.opaque(f"command is longer than {SETTINGS.max_length} characters")
     else:
         try:
-            if not _plain_into(ctx, command):
+            if not plain.plain_into(ctx, command):
                 _parse_into(ctx, command)
         except Exception as exc:  # noqa: BLE001
             # Fail closed on anything the walk did not expect (e.g. absurd nesting).
@@ -183,116 +183,6 @@ def classify_uncached(command: str) -> Classification:
 
 
 _NONE: frozenset[str] = frozenset()
-
-
-# A command of plain words and list operators only: nothing in it is expanded, globbed,
-# redirected or grouped, and its quotes hold literal text ('…' anything, "…" without $,
-# ` or \), so bash splits it at blanks and operators alone and the classifier can read
-# it without a parse (most commands agents run look like this). The tree walk gives the
-# same answer (tests/bashsec: test_plain_commands_read_without_a_parse_match_the_parse).
-_PLAIN_CHARS = r"[A-Za-z0-9_\-./=:,@%+]"
-_PLAIN_QUOTED = r"""'[^']*'|"[^"$`\\!]*\""""
-_PLAIN_WORD = rf"(?:{_PLAIN_CHARS}|{_PLAIN_QUOTED})++"
-# Possessive quantifiers: no backtracking, linear in the length of the command.
-_PLAIN = re.compile(rf"(?:[ \t]++|{_PLAIN_WORD}|\|\||&&|\|&|[|;&])++")
-_PLAIN_TOKEN = re.compile(rf"[ \t]++|({_PLAIN_WORD})|\|\||&&|\|&|[|;&]")
-# One simple command of unquoted plain words (split by str.split, the cheapest way).
-_PLAIN_SIMPLE = re.compile(r"[A-Za-z0-9_\-./=:,@%+ \t]*")
-_UNQUOTE = re.compile(r"""'([^']*)'|"([^"]*)\"""")
-_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
-_RESERVED = frozenset(
-    {"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
-     "do", "done", "function", "time", "coproc", "in", "{", "}", "[[", "]]", "!"}
-)  # fmt: skip
-
-
-def _unquote(text: str) -> str:
-    single = "'" in text
-    double = '"' in text
-    if not double:
-        return text.replace("'", "") if single else text
-    if not single:
-        return text.replace('"', "")
-    return _UNQUOTE.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
-
-
-def _plain_into(ctx: Ctx, command: str) -> bool:
-    """Classify a plain command without a parse; False (nothing done) if it is not plain."""
-    if not command.isascii():
-        return False
-    if _PLAIN_SIMPLE.fullmatch(command) is not None:
-        return _plain_simple(ctx, command)
-    segments: list[list[tuple[str, int, int]]] = []
-    words: list[tuple[str, int, int]] = []
-    last_op = ""
-    pos = 0
-    for m in _PLAIN_TOKEN.finditer(command):
-        if m.start() != pos:
-            return False  # something between tokens: not plain
-        pos = m.end()
-        text = m.group()
-        if m.group(1) is None and text[0] in " \t":
-            continue
-        if m.group(1) is None:
-            if not words:
-                return False  # an operator with no command before it: let the parser say
-            segments.append(words)
-            words = []
-            last_op = text
-        else:
-            words.append((text, m.start(), pos))
-    if pos != len(command):
-        return False
-    if words:
-        segments.append(words)
-    elif last_op not in (";", "&"):
-        return False
-    heads: list[int] = []
-    for words in segments:
-        k = 0
-        while k < len(words) and _ASSIGNMENT_WORD.match(words[k][0]):
-            k += 1
-        if k < len(words):
-            name = words[k][0]
-            if name in _RESERVED or "'" in name or '"' in name:
-                return False  # keywords, and quoted names, are the parser's
-        heads.append(k)
-    ctx.src = command.encode("ascii")
-    for words, k in zip(segments, heads, strict=True):
-        for text, _, _ in words[:k]:
-            name, _, value = text.partition("=")
-            shellvars.assign(ctx, name.rstrip("+"), _unquote(value))
-        if k < len(words):
-            rest = words[k:]
-            argv: list[Word] = [_unquote(w[0]) for w in rest]
-            run(ctx, argv, [w[1] for w in rest], rest[-1][2], ())
-    return True
-
-
-def _plain_simple(ctx: Ctx, command: str) -> bool:
-    """_plain_into for one simple command of unquoted words: the most common case."""
-    words = command.split()
-    k = 0
-    while k < len(words) and _ASSIGNMENT_WORD.match(words[k]):
-        k += 1
-    if k < len(words) and words[k] in _RESERVED:
-        return False
-    ctx.src = command.encode("ascii")
-    pos = 0
-    for text in words[:k]:
-        name, _, value = text.partition("=")
-        shellvars.assign(ctx, name.rstrip("+"), value)
-        pos = command.index(text, pos) + len(text)
-    if k < len(words):
-        argv: list[Word] = []
-        starts: list[int] = []
-        for text in words[k:]:
-            pos = command.index(text, pos)
-            argv.append(text)
-            starts.append(pos)
-            pos += len(text)
-        run(ctx, argv, starts, pos, ())
-    return True
 
 
 def _parse_into(ctx: Ctx, command: str) -> None:
@@ -519,30 +409,6 @@ def _declaration(node: Node, ctx: Ctx) -> None:
             argv.append(_word(child, ctx))
     if argv:
         run(ctx, argv, starts, node.end_byte, ())
-
-
-# Values that make a pager or terminal variable harmless.
-_SAFE_VALUES = {
-    "PAGER": ("", "cat"), "GIT_PAGER": ("", "cat"), "MANPAGER": ("", "cat"),
-    "SYSTEMD_PAGER": ("", "cat"), "BAT_PAGER": ("", "cat"),
-}  # fmt: skip
-_TERM_NAME = re.compile(r"[A-Za-z0-9._+-]*")
-
-
-def check_env(name: str, ctx: Ctx, how: str = "", value: object = None) -> None:
-    """Setting `name` by any route: variables bash or programs run, or that pick programs."""
-    unsafe = name in SETTINGS.unsafe_env or name.startswith(SETTINGS.unsafe_env_prefixes)
-    if unsafe and isinstance(value, str):
-        if value in _SAFE_VALUES.get(name, ()):
-            return
-        if name == "TERM" and _TERM_NAME.fullmatch(value):
-            return
-    if not unsafe and (name in ("LANG", "LANGUAGE") or name.startswith("LC_")):
-        # A locale name with a slash is a path glibc loads locale data from.
-        unsafe = not isinstance(value, str) or "/" in value
-    if unsafe and name not in SETTINGS.safe_env:
-        via = f" ({how})" if how else ""
-        ctx.opaque(f"sets {name}{via}, which changes what programs run")
 
 
 def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
@@ -980,7 +846,7 @@ def _wrapper(
             break
         if spec.name == "env" and "=" in arg and not arg.startswith("-"):
             env_name, _, env_value = arg.partition("=")
-            check_env(env_name, ctx, "env", env_value)
+            shellvars.check_env(env_name, ctx, "env", env_value)
             i += 1
             continue
         if not arg.startswith("-") or arg == "-" and spec.name != "env":
@@ -995,7 +861,7 @@ def _wrapper(
             # Each command gets this variable set to its slot number.
             slot_var = arg.partition("=")[2] if "=" in arg else argv[i + 1] if i + 1 < n else ""
             if isinstance(slot_var, str):
-                check_env(slot_var, ctx, "xargs --process-slot-var")
+                shellvars.check_env(slot_var, ctx, "xargs --process-slot-var")
             else:
                 ctx.opaque("xargs --process-slot-var names a variable known only at run time")
         if spec.name == "xargs":

@@ -228,13 +228,13 @@ def test_absurd_nesting_fails_closed() -> None:
 
 def test_plain_commands_read_without_a_parse_match_the_parse(monkeypatch) -> None:
     """The no-parse path for plain commands gives exactly what the tree walk gives."""
-    from agentd.bashsec import classifier
+    from agentd.bashsec import plain as plain_path
 
-    plain = [c["command"] for c in CORPUS if classifier._PLAIN.fullmatch(c["command"])]
+    plain = [c["command"] for c in CORPUS if plain_path.PLAIN.fullmatch(c["command"])]
     plain += ["ls -la; git status &", "a=1 b=2", "FOO=1 ls | wc -l && echo ok || true", "", "  "]
     plain += ["a='x y' ls '-la'\"b\"", "echo \"a b\" '|' | grep '$x'", "export X='a b'"]
     fast = [classify_uncached(c) for c in plain]
-    monkeypatch.setattr(classifier, "_plain_into", lambda ctx, command: False)
+    monkeypatch.setattr(plain_path, "plain_into", lambda ctx, command: False)
     assert len(plain) > 100
     for command, result in zip(plain, fast, strict=True):
         assert result == classify_uncached(command), command
