@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 _PLAIN_CHARS = r"[A-Za-z0-9_\-./=:,@%+]"
 _PLAIN_QUOTED = r"""'[^']*'|"[^"$`\\!]*\""""
 _PLAIN_WORD = rf"(?:{_PLAIN_CHARS}|{_PLAIN_QUOTED})++"
-# Possessive quantifiers: no backtracking, linear in the length of the command.
+# What plain_into accepts (the tests select plain commands with it). Possessive
+# quantifiers: no backtracking, linear in the length of the command.
 PLAIN = re.compile(rf"(?:[ \t]++|{_PLAIN_WORD}|\|\||&&|\|&|[|;&])++")
 _PLAIN_TOKEN = re.compile(rf"[ \t]++|({_PLAIN_WORD})|\|\||&&|\|&|[|;&]")
 # One simple command of unquoted plain words (split by str.split, the cheapest way).

@@ -227,6 +227,8 @@ def _arith_expansion(ctx: Ctx, node: Node, where: str) -> None:
 
 def expansion(ctx: Ctx, node: Node) -> None:
     """${…}: @P runs its value; ${!x} names a variable; subscripts and offsets are arithmetic."""
+    if node.child_count == 3 and node.children[1].type == "variable_name":
+        return  # ${name}: nothing evaluated
     children = node.children
     tokens = [c.type for c in children if not c.is_named]
     head = None
