@@ -238,3 +238,34 @@ def test_plain_commands_read_without_a_parse_match_the_parse(monkeypatch) -> Non
     assert len(plain) > 100
     for command, result in zip(plain, fast, strict=True):
         assert result == classify_uncached(command), command
+
+
+@pytest.mark.parametrize(
+    ("command", "programs"),
+    [
+        ("git status", {"git"}),
+        ("timeout 5 git log -1 | head", {"git"}),
+        ("sh -c 'git diff'", {"git"}),
+        ("pip list && npm ls", {"pip", "npm"}),
+        ("go version", {"go"}),
+        ("ls -la; cat f", set()),
+    ],
+)
+def test_repo_configured_names_programs_the_workspace_configures(
+    command: str, programs: set[str]
+) -> None:
+    """The engine neutralises (for git: GIT_CONFIG_* overrides) what this field names."""
+    result = classify_uncached(command)
+    assert result.read_only
+    assert result.repo_configured == programs
+    assert {c.program for c in result.commands if c.repo_configured} == programs
+    assert result.to_dict()["repo_configured"] == sorted(programs)
+
+
+@pytest.mark.parametrize(
+    "command", ["cargo tree", "cargo metadata", "yarn why x", "pnpm ls", "ack foo", "make -n"]
+)
+def test_workspace_configured_programs_that_cannot_be_neutralised_are_not_read_only(
+    command: str,
+) -> None:
+    assert not classify_uncached(command).read_only
