@@ -187,8 +187,8 @@ def declare(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> Non
         if isinstance(arg, Dyn):
             ctx.opaque(f"{how} {arg.text}: a name or value known only at run time")
             continue
-        if functions:
-            continue
+        if functions and "=" not in arg and "[" not in arg:
+            continue  # function names
         name, eq, value = arg.partition("=")
         if name.endswith("+"):
             name = name[:-1]

@@ -321,11 +321,52 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
 
 
 def _assignment(node: Node, ctx: Ctx) -> None:
+    if _not_an_assignment(node):
+        run(ctx, [_assignment_word(node, ctx)], [node.start_byte], node.end_byte, ())
+        return
     name_node = node.child_by_field_name("name")
     value_node = node.child_by_field_name("value")
     value = _value(value_node, ctx)
     if name_node is not None:
         shellvars.assignment_node(ctx, name_node, value)
+
+
+def _assignments(node: Node, ctx: Ctx) -> None:
+    """a=1 b=2 with no command; from a word bash cannot assign to on, it is a command."""
+    argv: list[Word] = []
+    starts: list[int] = []
+    for child in node.named_children:
+        if child.type != "variable_assignment":
+            _walk(child, ctx)
+        elif argv or _not_an_assignment(child):
+            argv.append(_assignment_word(child, ctx))
+            starts.append(child.start_byte)
+        else:
+            _assignment(child, ctx)
+    if argv:
+        run(ctx, argv, starts, node.end_byte, ())
+
+
+_ASSIGNABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[.*\])?\+?", re.S)
+
+
+def _not_an_assignment(node: Node) -> bool:
+    """tree-sitter-bash takes `--x=1` for an assignment; bash takes it for a word."""
+    name_node = node.child_by_field_name("name")
+    if name_node is None:
+        return True
+    return _ASSIGNABLE.fullmatch(name_node.text.decode("utf-8", "replace")) is None
+
+
+def _assignment_word(node: Node, ctx: Ctx) -> Word:
+    """A NAME=VALUE that bash reads as an ordinary word."""
+    name_node = node.child_by_field_name("name")
+    value = _value(node.child_by_field_name("value"), ctx)
+    name = name_node.text.decode("utf-8", "replace") if name_node is not None else ""
+    op = "+=" if any(c.type == "+=" for c in node.children) else "="
+    if isinstance(value, str) and "\\" not in name and "'" not in name and '"' not in name:
+        return f"{name}{op}{value}"
+    return Dyn(node.text.decode("utf-8", "replace"))
 
 
 def _value(node: Node | None, ctx: Ctx) -> Word:
@@ -418,7 +459,11 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
     for child in node.named_children:
         t = child.type
         if t == "variable_assignment":
-            _assignment(child, ctx)
+            if argv or _not_an_assignment(child):
+                argv.append(_assignment_word(child, ctx))
+                starts.append(child.start_byte)
+            else:
+                _assignment(child, ctx)
         elif t in _REDIRECTS:
             extra.extend(_redirect(child, ctx))
         elif t == "command_name":
@@ -902,6 +947,7 @@ _HANDLERS = {
     "heredoc_redirect": _redirect,
     "herestring_redirect": _redirect,
     "variable_assignment": _assignment,
+    "variable_assignments": _assignments,
     "declaration_command": _declaration,
     "unset_command": _declaration,
     "expansion": _expansion,
