@@ -4,7 +4,10 @@
 
 Runs on one core (pinned where the OS allows). Reports classifications per second and
 p50/p99 latency for: a bare tree-sitter-bash parse, classify without its cache, and
-classify with a warm cache. The numbers are ratios to read, not assertions.
+classify with a warm cache. Then, for every command of the typical set and of the test
+corpus, the parse and the uncached classification are timed side by side (best of
+--reps, interleaved, so load on the machine hits both alike): the p50 of the per-command
+ratios and the ratio of the totals. The numbers are ratios to read, not assertions.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ import argparse
 import os
 import statistics
 import time
+import tomllib
 from collections.abc import Callable
+from pathlib import Path
 
 import tree_sitter_bash
 from tree_sitter import Language, Parser
@@ -78,9 +83,45 @@ def _measure(fn: Callable[[str], object], rounds: int) -> tuple[float, float, fl
     return per_second, p50, p99
 
 
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "bashsec" / "corpus.toml"
+
+
+def _corpus() -> list[str]:
+    cases = tomllib.loads(CORPUS.read_text("utf-8"))["case"]
+    return [c["command"] for c in cases if "command" in c and len(c["command"]) < 5000]
+
+
+def _best(fn: Callable[[str], object], command: str, reps: int) -> int:
+    clock = time.perf_counter_ns
+    best = 1 << 62
+    for _ in range(reps):
+        t0 = clock()
+        fn(command)
+        best = min(best, clock() - t0)
+    return best
+
+
+def _side_by_side(
+    parse: Callable[[str], object], commands: list[str], reps: int
+) -> tuple[float, float, int]:
+    """(p50 of per-command classify/parse ratios, ratio of totals, commands)."""
+    ratios: list[float] = []
+    total_parse = total_classify = 0
+    for command in commands:
+        p = c = 1 << 62
+        for _ in range(reps):  # interleaved: the same load hits both
+            p = min(p, _best(parse, command, 1))
+            c = min(c, _best(classify_uncached, command, 1))
+        ratios.append(c / max(p, 1))
+        total_parse += p
+        total_classify += c
+    return statistics.median(ratios), total_classify / total_parse, len(commands)
+
+
 def main() -> None:
     parser_args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser_args.add_argument("--rounds", type=int, default=400)
+    parser_args.add_argument("--reps", type=int, default=15)
     args = parser_args.parse_args()
 
     pinned = _pin_one_core()
@@ -100,6 +141,11 @@ def main() -> None:
     for name, (per_second, p50, p99) in rows:
         ratio = base / per_second
         print(f"{name:24} {per_second:12,.0f} {p50:9.1f} {p99:9.1f} {ratio:8.2f}x")
+    print()
+    print("classify_uncached / tree-sitter parse, per command, side by side (budget: 3x)")
+    for label, commands in (("typical", TYPICAL), ("corpus", _corpus())):
+        p50, total, count = _side_by_side(bare_parse, commands, args.reps)
+        print(f"{label:10} {count:5} commands   p50 {p50:5.2f}x   total {total:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@
     >>> classify("git status && ls -la").read_only
     True
 
-The knowledge about programs is data, in programs.toml; classifier.py walks the
-tree-sitter-bash syntax tree; checks.py reads the arguments of the few programs whose
-arguments are a language of their own (sed, awk, find, tar, sh -c…).
+The knowledge about programs is data, in programs.toml (loaded by table.py);
+classifier.py walks the tree-sitter-bash syntax tree (plain.py reads plain commands
+without it); shellvars.py knows where bash evaluates a variable's value as code and
+every way a command sets one; checks.py and bashbuiltins.py read the arguments of the
+programs and builtins whose arguments are a language of their own (sed, awk, find, tar,
+sh -c, read, declare, let…). model.py holds the answer.
 """
 
 from agentd.bashsec.classifier import classify, classify_uncached

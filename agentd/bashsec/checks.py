@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agentd.bashsec import bashbuiltins
+
 if TYPE_CHECKING:
     from agentd.bashsec.classifier import Ctx, Word
     from agentd.bashsec.table import Spec
@@ -133,20 +135,28 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             end_opts = True
         elif arg.startswith("--"):
             name, eq, value = arg.partition("=")
-            if "--in-place".startswith(name) and len(name) > 3:
+            # GNU sed takes any unambiguous prefix; an ambiguous one only makes it fail.
+            chosen = {name} if name in _SED_LONG else {o for o in _SED_LONG if o.startswith(name)}
+            if len(name) < 3 or not chosen:
+                ctx.opaque(f"sed {name}: an option it does not know")
+                continue
+            if "--in-place" in chosen:
                 in_place = True
-            elif "--expression".startswith(name) and len(name) > 3:
+            if "--expression" in chosen:
                 if not eq:
                     value, i = nxt, i + 1  # type: ignore[assignment]
                 scripts.append(value)
-            elif "--file".startswith(name) and len(name) > 3:
+            elif "--file" in chosen:
                 ctx.opaque("sed -f reads its script from a file")
                 i += 0 if eq else 1
-            elif name in ("--line-length", "-l"):
+            elif "--line-length" in chosen:
                 i += 0 if eq else 1
         else:
             for k in range(1, len(arg)):
                 letter = arg[k]
+                if letter not in "nefliErsuzb":
+                    ctx.opaque(f"sed -{letter}: an option it does not know")
+                    break
                 if letter == "i":
                     in_place = True
                     break  # the rest is the backup suffix
@@ -179,6 +189,12 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
 
 
 _SED_SIMPLE = set("pPnNdDgGhHxz=Fl")
+_SED_LONG = (
+    "--expression", "--file", "--in-place", "--line-length", "--null-data",
+    "--zero-terminated", "--quiet", "--silent", "--regexp-extended", "--separate",
+    "--sandbox", "--unbuffered", "--binary", "--follow-symlinks", "--posix", "--debug",
+    "--help", "--version",
+)  # fmt: skip
 
 
 def _sed_script(ctx: Ctx, s: str) -> None:
@@ -235,7 +251,10 @@ def _sed_script(ctx: Ctx, s: str) -> None:
         elif cmd in "aicrR":
             i = _eol(s, i)
         elif cmd in "btT:v":
-            while i < n and s[i] not in ";\n":
+            # GNU sed ends a label at whitespace or `;` (`b x;w f` and `b x w f` both write f).
+            while i < n and s[i] in " \t":
+                i += 1
+            while i < n and s[i] not in "; \t\n":
                 i += 1
         elif cmd in "qQLl":
             while i < n and s[i].isdigit() or i < n and s[i] == " ":
@@ -278,8 +297,10 @@ def _sed_address(s: str, i: int) -> int:
 
 
 _AWK_REGEX_BEFORE = set("(,!~&|{};\n?:=")
-_AWK_SYSTEM = re.compile(r"\bsystem\s*\(|@load|\bextension\s*\(")
+_AWK_SYSTEM = re.compile(r"\bsystem\s*\(|\bextension\s*\(")
 _AWK_PRINT = re.compile(r"\bprintf?\b")
+# A newline after these continues the statement (awk's grammar), as does backslash-newline.
+_AWK_CONTINUES = re.compile(r"(,|&&|\|\||\bdo|\belse|\\)[ \t]*\n")
 
 
 def _awk_code(prog: str) -> str:
@@ -321,9 +342,11 @@ def _awk_code(prog: str) -> str:
 
 
 def _awk_script(ctx: Ctx, prog: str) -> None:
-    code = _awk_code(prog)
+    code = _AWK_CONTINUES.sub(lambda m: m.group(1).rstrip("\\") + " ", _awk_code(prog))
     if _AWK_SYSTEM.search(code):
         ctx.opaque("awk runs a command (system)")
+    if "@" in code:
+        ctx.opaque("gawk @ directives and indirect calls (@include, @f()) run code it cannot see")
     if re.search(r"(?<!\|)\|(?!\|)", code):
         ctx.opaque("awk pipes to or from a command")
     for m in _AWK_PRINT.finditer(code):
@@ -340,12 +363,23 @@ def _awk_script(ctx: Ctx, prog: str) -> None:
                 break
 
 
+# Options of gawk/mawk/busybox awk that neither run code, write nor read a program file.
+_AWK_SAFE_FLAGS = frozenset("bcCghMnNOPrsStVY")
+_AWK_SAFE_LONG = (
+    "--characters-as-bytes", "--traditional", "--copyright", "--gen-pot", "--help",
+    "--lint", "--bignum", "--use-lc-numeric", "--non-decimal-data", "--optimize",
+    "--no-optimize", "--posix", "--re-interval", "--sandbox", "--version", "--csv",
+    "--lint-old", "--assign", "--field-separator", "--source",
+)  # fmt: skip
+
+
 def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
-    """awk's script: system(), "cmd" | getline, print > "file", print | "cmd"."""
+    """awk's programs (-e/--source too): system(), "cmd" | getline, print > "file"."""
     i = 0
-    program: Word | None = None
+    programs: list[Word] = []
     while i < len(args):
         arg = args[i]
+        nxt = args[i + 1] if i + 1 < len(args) else None
         if _is_dyn(arg):
             ctx.opaque(f"awk: the argument {_shown(arg)} is known only at run time")
             return
@@ -355,25 +389,42 @@ def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             break
         if not arg.startswith("-") or arg == "-":
             break
-        name = arg.partition("=")[0]
-        if name in ("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load") or (
-            arg.startswith("-f") and not arg.startswith("--")
-        ):
-            ctx.opaque(f"awk {name} reads code it cannot see")
-            return
-        if arg in ("-v", "-F", "--assign", "--field-separator"):
-            i += 2
-            continue
         i += 1
-    if i < len(args):
-        program = args[i]
-    if program is None:
-        ctx.opaque("awk without a program")
-    elif _is_dyn(program):
-        ctx.opaque(f"awk program {_shown(program)} is known only at run time")
-    else:
-        assert isinstance(program, str)
-        _awk_script(ctx, program)
+        if arg.startswith("--"):
+            name, eq, value = arg.partition("=")
+            matches = [o for o in _AWK_SAFE_LONG if len(name) >= 3 and o.startswith(name)]
+            if not matches or len(matches) > 1 and name not in matches:
+                ctx.opaque(f"awk {name} reads code, writes a file, or is not known")
+                return
+            if matches[0] in ("--assign", "--field-separator", "--source") and not eq:
+                value, i = (nxt if nxt is not None else ""), i + 1  # type: ignore[assignment]
+            if matches[0] == "--source":
+                programs.append(value)
+            continue
+        for k in range(1, len(arg)):
+            letter = arg[k]
+            if letter in "vFe":
+                value = arg[k + 1 :]
+                if not value:
+                    value, i = (nxt if nxt is not None else ""), i + 1  # type: ignore[assignment]
+                if letter == "e":
+                    programs.append(value)
+                break
+            if letter not in _AWK_SAFE_FLAGS:
+                ctx.opaque(f"awk -{letter} reads code, writes a file, or is not known")
+                return
+    if not programs:
+        if i < len(args):
+            programs.append(args[i])
+        else:
+            ctx.opaque("awk without a program")
+            return
+    for program in programs:
+        if _is_dyn(program):
+            ctx.opaque(f"awk program {_shown(program)} is known only at run time")
+        else:
+            assert isinstance(program, str)
+            _awk_script(ctx, program)
 
 
 # ------------------------------------------------------------------ find, dd, tar, remote
@@ -543,3 +594,4 @@ CHECKS: dict[str, Callable[[Ctx, Spec, list[Word], list[Word]], None]] = {
     "alias": alias,
     "git_config": git_config,
 }
+CHECKS.update(bashbuiltins.CHECKS)

@@ -18,8 +18,13 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from agentd.bashsec import checks
-from agentd.bashsec.model import Classification, SimpleCommand
+from agentd.bashsec import checks, plain, shellvars
+from agentd.bashsec.model import (
+    Classification,
+    SimpleCommand,
+    new_classification,
+    new_simple_command,
+)
 from agentd.bashsec.table import Spec, load
 
 _LANGUAGE = Language(tree_sitter_bash.language())
@@ -59,6 +64,16 @@ class Dyn:
         return f"Dyn({self.text!r})"
 
 
+class Assigned(Dyn):
+    """A NAME=VALUE argument of declare/export… whose assignment the walk already recorded."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, text: str, name: str) -> None:
+        super().__init__(text, False)
+        self.name = name
+
+
 Word = str | Dyn
 
 
@@ -67,7 +82,7 @@ class Ctx:
 
     __slots__ = (
         "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe", "defined",
-        "depth", "src",
+        "depth", "src", "assigned", "arith_refs", "indirect", "integers", "repo_configured",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -81,6 +96,16 @@ class Ctx:
         self.defined: set[str] = set()
         self.depth = 0
         self.src = b""
+        # Every assignment by any route: name -> values (a str, a Dyn, or shellvars.INT).
+        self.assigned: dict[str, list[object]] = {}
+        # Names whose value bash evaluates as arithmetic -> where.
+        self.arith_refs: dict[str, str] = {}
+        # ${!name}: name -> the expansion.
+        self.indirect: dict[str, str] = {}
+        # Names declared -i: every value they get is evaluated as arithmetic.
+        self.integers: set[str] = set()
+        # Program name -> why the workspace's own configuration decides what it does.
+        self.repo_configured: dict[str, str] = {}
 
     def add(self, cats: frozenset[str] | set[str], reason: str) -> None:
         if cats:
@@ -132,24 +157,32 @@ def classify_uncached(command: str) -> Classification:
         ctx.opaque(f"command is longer than {SETTINGS.max_length} characters")
     else:
         try:
-            _parse_into(ctx, command)
+            if not plain.plain_into(ctx, command):
+                _parse_into(ctx, command)
         except Exception as exc:  # noqa: BLE001
             # Fail closed on anything the walk did not expect (e.g. absurd nesting).
             ctx.parse_ok = False
             ctx.opaque(f"the classifier could not read the command ({type(exc).__name__})")
-        for cmd in ctx.commands:
+        if ctx.arith_refs or ctx.indirect or ctx.integers:
+            shellvars.finish(ctx)
+        for cmd in ctx.commands if ctx.defined else ():
             if cmd.program in ctx.defined:
                 ctx.opaque(f"calls {cmd.program}, a function or alias defined in the command")
     read_only = ctx.parse_ok and not ctx.cats and not ctx.unsafe
-    return Classification(
-        read_only=read_only,
-        categories=frozenset(ctx.cats),
-        commands=tuple(ctx.commands),
-        writes=tuple(dict.fromkeys(ctx.writes)),
-        cd_targets=tuple(ctx.cds),
-        reasons=tuple(dict.fromkeys(ctx.reasons)),
-        parse_ok=ctx.parse_ok,
+    result: Classification = new_classification(
+        read_only,
+        frozenset(ctx.cats) if ctx.cats else _NONE,
+        tuple(ctx.commands),
+        tuple(dict.fromkeys(ctx.writes)) if ctx.writes else (),
+        tuple(ctx.cds),
+        tuple(dict.fromkeys(ctx.reasons)) if ctx.reasons else (),
+        ctx.parse_ok,
+        frozenset(ctx.repo_configured) if ctx.repo_configured else _NONE,
     )
+    return result
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _parse_into(ctx: Ctx, command: str) -> None:
@@ -179,23 +212,57 @@ def run_shell_literal(ctx: Ctx, script: str) -> None:
 
 def _walk(node: Node, ctx: Ctx) -> None:
     t = node.type
-    if t == "command":
-        _command(node, ctx, [])
-    elif t == "redirected_statement":
-        _redirected(node, ctx)
-    elif t in _REDIRECTS:
-        _redirect(node, ctx)
-    elif t == "variable_assignment":
-        _assignment(node, ctx)
-    elif t == "function_definition":
-        name = node.child_by_field_name("name")
-        if name is not None:
-            ctx.defined.add(name.text.decode("utf-8", "replace"))
-        for child in node.named_children:
-            _walk(child, ctx)
+    handler = _HANDLERS.get(t)
+    if handler is not None:
+        handler(node, ctx)
     elif t not in _LEAVES:
         for child in node.named_children:
+            if child.type not in _LEAVES:
+                _walk(child, ctx)
+
+
+def _children(node: Node, ctx: Ctx) -> None:
+    for child in node.named_children:
+        if child.type not in _LEAVES:
             _walk(child, ctx)
+
+
+def _expansion(node: Node, ctx: Ctx) -> None:
+    shellvars.expansion(ctx, node)
+    _children(node, ctx)
+
+
+def _arithmetic_expansion(node: Node, ctx: Ctx) -> None:
+    for child in node.named_children:
+        shellvars.arith(ctx, child, "$((…))")
+
+
+def _compound(node: Node, ctx: Ctx) -> None:
+    if node.child_count and node.children[0].type == "((":
+        for child in node.named_children:
+            shellvars.arith(ctx, child, "((…))")
+    else:
+        _children(node, ctx)
+
+
+def _c_style_for(node: Node, ctx: Ctx) -> None:
+    for child in node.named_children:
+        if child.type == "do_group" or child.type == "compound_statement":
+            _walk(child, ctx)
+        else:
+            shellvars.arith(ctx, child, "for ((…))")
+
+
+def _test(node: Node, ctx: Ctx) -> None:
+    shellvars.test_command(ctx, node)
+    _children(node, ctx)
+
+
+def _function(node: Node, ctx: Ctx) -> None:
+    name = node.child_by_field_name("name")
+    if name is not None:
+        ctx.defined.add(name.text.decode("utf-8", "replace"))
+    _children(node, ctx)
 
 
 def _redirected(node: Node, ctx: Ctx) -> None:
@@ -238,6 +305,10 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
     if dest is None:
         return extra
     target = _word(dest, ctx)
+    shown = target if isinstance(target, str) else target.text
+    if shown.startswith(("/dev/tcp/", "/dev/udp/")):
+        # bash itself opens a socket for these paths, in either direction.
+        ctx.add({"network"}, f"redirects to {shown}, a network connection bash opens")
     is_write = op in _WRITE_REDIRECTS or (
         op == ">&" and not (isinstance(target, str) and (target.isdigit() or target == "-"))
     )
@@ -250,19 +321,135 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
 
 
 def _assignment(node: Node, ctx: Ctx) -> None:
+    if _not_an_assignment(node):
+        run(ctx, [_assignment_word(node, ctx)], [node.start_byte], node.end_byte, ())
+        return
     name_node = node.child_by_field_name("name")
+    value_node = node.child_by_field_name("value")
+    value = _value(value_node, ctx)
     if name_node is not None:
-        if name_node.type == "subscript":
-            name_node = name_node.named_children[0]
-        _check_env(name_node.text.decode("utf-8", "replace"), ctx)
-    value = node.child_by_field_name("value")
-    if value is not None:
-        _walk(value, ctx)
+        shellvars.assignment_node(ctx, name_node, value)
 
 
-def _check_env(name: str, ctx: Ctx) -> None:
-    if name in SETTINGS.unsafe_env or name.startswith(SETTINGS.unsafe_env_prefixes):
-        ctx.opaque(f"sets {name}, which changes what programs run")
+def _assignments(node: Node, ctx: Ctx) -> None:
+    """a=1 b=2 with no command; from a word bash cannot assign to on, it is a command."""
+    argv: list[Word] = []
+    starts: list[int] = []
+    for child in node.named_children:
+        if child.type != "variable_assignment":
+            _walk(child, ctx)
+        elif argv or _not_an_assignment(child):
+            argv.append(_assignment_word(child, ctx))
+            starts.append(child.start_byte)
+        else:
+            _assignment(child, ctx)
+    if argv:
+        run(ctx, argv, starts, node.end_byte, ())
+
+
+_ASSIGNABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[.*\])?\+?", re.S)
+
+
+def _not_an_assignment(node: Node) -> bool:
+    """tree-sitter-bash takes `--x=1` for an assignment; bash takes it for a word."""
+    name_node = node.child_by_field_name("name")
+    if name_node is None:
+        return True
+    return _ASSIGNABLE.fullmatch(name_node.text.decode("utf-8", "replace")) is None
+
+
+def _assignment_word(node: Node, ctx: Ctx) -> Word:
+    """A NAME=VALUE that bash reads as an ordinary word."""
+    name_node = node.child_by_field_name("name")
+    value = _value(node.child_by_field_name("value"), ctx)
+    name = name_node.text.decode("utf-8", "replace") if name_node is not None else ""
+    op = "+=" if any(c.type == "+=" for c in node.children) else "="
+    if isinstance(value, str) and "\\" not in name and "'" not in name and '"' not in name:
+        return f"{name}{op}{value}"
+    return Dyn(node.text.decode("utf-8", "replace"))
+
+
+def _value(node: Node | None, ctx: Ctx) -> Word:
+    if node is None:
+        return ""
+    return _array(node, ctx) if node.type == "array" else _word(node, ctx)
+
+
+def _array(node: Node, ctx: Ctx) -> Word:
+    """(a b c): a number array only if every element is a number; [i]=v indices are arithmetic."""
+    numbers = True
+    for child in node.named_children:
+        value = _word(child, ctx)
+        text = child.text.decode("utf-8", "replace")
+        if text.startswith("["):
+            index, sep, rest = text[1:].partition("]=")
+            if isinstance(value, Dyn) and ("$" in index or "`" in index):
+                ctx.opaque(f"the array index in {text} is evaluated as arithmetic")
+            elif sep:
+                shellvars.arith_text(ctx, index, f"the array index in {text}")
+                value = rest
+        numbers = numbers and shellvars.is_number(value)
+    return "0" if numbers else Dyn(node.text.decode("utf-8", "replace"))
+
+
+def _for(node: Node, ctx: Ctx) -> None:
+    """for/select NAME in WORDS: NAME takes each word (the positional words without `in`)."""
+    name_node = node.child_by_field_name("variable")
+    values: list[Word] = []
+    has_in = False
+    for child in node.named_children:
+        if child.type in ("do_group", "compound_statement", "comment") or (
+            name_node is not None and child.start_byte == name_node.start_byte
+        ):
+            continue
+        has_in = True
+        values.append(_word(child, ctx))
+    if node.children and node.children[0].type == "select" or not has_in:
+        values.append(Dyn("<input>"))
+    if name_node is not None:
+        name = name_node.text.decode("utf-8", "replace")
+        for value in values:
+            shellvars.assign(ctx, name, value, "for")
+    for child in node.named_children:
+        if child.type in ("do_group", "compound_statement"):
+            _walk(child, ctx)
+
+
+def _declaration(node: Node, ctx: Ctx) -> None:
+    """declare/local/export/readonly/typeset/unset as a simple command the table reads."""
+    argv: list[Word] = []
+    starts: list[int] = []
+    for child in node.children:
+        if not child.is_named:
+            if not argv:
+                argv.append(child.type)
+                starts.append(child.start_byte)
+            continue
+        starts.append(child.start_byte)
+        if child.type == "variable_assignment":
+            name_node = child.child_by_field_name("name")
+            value_node = child.child_by_field_name("value")
+            value = _value(value_node, ctx)
+            if name_node is None:
+                argv.append(Dyn(child.text.decode("utf-8", "replace")))
+                continue
+            shellvars.assignment_node(ctx, name_node, value, argv[0] if argv else "")
+            name = name_node.text.decode("utf-8", "replace")
+            if name_node.type == "subscript":
+                inner = name_node.child_by_field_name("name") or name_node.named_children[0]
+                name = inner.text.decode("utf-8", "replace")
+            if isinstance(value, str) and "=" not in name_node.text.decode("utf-8", "replace"):
+                # Static: the word bash sees (the check records the assignment again).
+                op = "+=" if any(c.type == "+=" for c in child.children) else "="
+                argv.append(f"{name_node.text.decode('utf-8', 'replace')}{op}{value}")
+            else:
+                argv.append(Assigned(child.text.decode("utf-8", "replace"), name))
+        elif child.type == "variable_name":
+            argv.append(child.text.decode("utf-8", "replace"))
+        else:
+            argv.append(_word(child, ctx))
+    if argv:
+        run(ctx, argv, starts, node.end_byte, ())
 
 
 def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
@@ -272,7 +459,11 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
     for child in node.named_children:
         t = child.type
         if t == "variable_assignment":
-            _assignment(child, ctx)
+            if argv or _not_an_assignment(child):
+                argv.append(_assignment_word(child, ctx))
+                starts.append(child.start_byte)
+            else:
+                _assignment(child, ctx)
         elif t in _REDIRECTS:
             extra.extend(_redirect(child, ctx))
         elif t == "command_name":
@@ -471,12 +662,13 @@ def _record(
     wrappers: tuple[str, ...],
 ) -> None:
     ctx.commands.append(
-        SimpleCommand(
-            argv=tuple(a if isinstance(a, str) else None for a in argv),
-            program=program,
-            prefix=prefix,
-            text=_text(ctx, argv, starts, end),
-            wrappers=wrappers,
+        new_simple_command(
+            tuple([a if isinstance(a, str) else None for a in argv]),
+            program,
+            prefix,
+            _text(ctx, argv, starts, end),
+            wrappers,
+            program in ctx.repo_configured,
         )
     )
 
@@ -503,6 +695,9 @@ def run(
     if spec.wrapper is not None:
         _wrapper(ctx, spec, argv, starts, end, wrappers)
         return
+    if spec.repo_config and program not in ctx.repo_configured:
+        ctx.repo_configured[program] = spec.repo_config
+        ctx.reasons.append(spec.repo_config)
     # Keep source order: this command before those its arguments run (sh -c, find -exec).
     slot = len(ctx.commands)
     prefix = _apply(ctx, spec, argv, 1, program)
@@ -513,6 +708,8 @@ def run(
 
 def _apply(ctx: Ctx, spec: Spec, argv: list[Word], i: int, prefix: str) -> str:
     """Apply spec to argv[i:]; descend into subcommands; return the rule prefix."""
+    if spec.inert and not spec.categories and not spec.ask:
+        return prefix
     if spec.categories:
         ctx.add(spec.categories, f"{spec.name}: {', '.join(sorted(spec.categories))}")
     if spec.ask:
@@ -617,11 +814,21 @@ def _option(ctx: Ctx, spec: Spec, argv: list[Word], i: int) -> int:
         name, eq, value = arg.partition("=")
         cats = spec.options.get(name)
         matched = name
-        if cats is None and not spec.single_dash and len(name) > 3:
+        # GNU getopt_long takes any unambiguous prefix (--o for --output): a word that is a
+        # prefix of a risky option counts as it (an ambiguous one only makes it fail).
+        if cats is None and not spec.single_dash and len(name) >= 3:
             for long_name, long_cats in spec.long_options:
                 if long_name.startswith(name):
                     cats, matched = long_cats, long_name
                     break
+        if (
+            spec.strict
+            and cats is None
+            and name not in spec.options
+            and name not in spec.value_opts
+            and name not in spec.known
+        ):
+            ctx.add(set(), f"{spec.name} {name}: an option the table does not know")
         takes_value = not eq and (
             name in spec.value_opts
             or (not spec.single_dash and any(o.startswith(name) for o in spec.long_value_opts))
@@ -650,7 +857,8 @@ def _option(ctx: Ctx, spec: Spec, argv: list[Word], i: int) -> int:
 
 def _option_effect(ctx: Ctx, spec: Spec, opt: str, cats: frozenset[str], value: str) -> None:
     if opt in spec.write_value and value:
-        if value in SETTINGS.harmless_targets or value == "-":
+        # (A value of "-" is a file named "-" to sort -o, shuf -o and git --output.)
+        if value in SETTINGS.harmless_targets:
             return
         ctx.writes.append(value)
     ctx.add(cats, f"{spec.name} {opt}: {', '.join(sorted(cats))}")
@@ -671,6 +879,7 @@ def _wrapper(
     i = 1
     n = len(argv)
     lookup_only = False
+    replace: Word | None = None
     while i < n:
         arg = argv[i]
         if isinstance(arg, Dyn):
@@ -681,13 +890,29 @@ def _wrapper(
             i += 1
             break
         if spec.name == "env" and "=" in arg and not arg.startswith("-"):
-            _check_env(arg.partition("=")[0], ctx)
+            env_name, _, env_value = arg.partition("=")
+            shellvars.check_env(env_name, ctx, "env", env_value)
             i += 1
             continue
         if not arg.startswith("-") or arg == "-" and spec.name != "env":
             break
-        if spec.name == "command" and arg in ("-v", "-V"):
+        if spec.name == "command" and not arg.startswith("--") and ("v" in arg or "V" in arg):
             lookup_only = True
+        if (
+            spec.name == "xargs"
+            and arg.startswith("--p")
+            and "--process-slot-var".startswith(arg.partition("=")[0])
+        ):
+            # Each command gets this variable set to its slot number.
+            slot_var = arg.partition("=")[2] if "=" in arg else argv[i + 1] if i + 1 < n else ""
+            if isinstance(slot_var, str):
+                shellvars.check_env(slot_var, ctx, "xargs --process-slot-var")
+            else:
+                ctx.opaque("xargs --process-slot-var names a variable known only at run time")
+        if spec.name == "xargs":
+            found = _xargs_replace(arg, argv[i + 1] if i + 1 < n else None)
+            if found is not None:
+                replace = found
         if spec.name == "nice" and arg[1:].isdigit():
             i += 1
             continue
@@ -702,10 +927,63 @@ def _wrapper(
         else:
             _record(ctx, argv, starts, end, spec.name, spec.name, wrappers)
             return
-    if wrapper.stdin_args:
+    if replace is not None:
+        # xargs -I R puts each input line wherever R appears: in the program name too.
+        inner = [_replaced(w, replace) for w in inner]
+        inner_starts = None
+    elif wrapper.stdin_args:
         inner = [*inner, Dyn("<words from stdin>")]
         inner_starts = None
     head = inner[0]
     if spec.name == "exec" and (isinstance(head, Dyn) or PROGRAMS.get(resolve(head) or "") is None):
         ctx.opaque("exec of a program it cannot see")
     run(ctx, inner, inner_starts, end, (*wrappers, spec.name))
+
+
+_HANDLERS = {
+    "command": lambda node, ctx: _command(node, ctx, []),
+    "redirected_statement": _redirected,
+    "file_redirect": _redirect,
+    "heredoc_redirect": _redirect,
+    "herestring_redirect": _redirect,
+    "variable_assignment": _assignment,
+    "variable_assignments": _assignments,
+    "declaration_command": _declaration,
+    "unset_command": _declaration,
+    "expansion": _expansion,
+    "arithmetic_expansion": _arithmetic_expansion,
+    "compound_statement": _compound,
+    "c_style_for_statement": _c_style_for,
+    "for_statement": _for,
+    "test_command": _test,
+    "function_definition": _function,
+}
+
+walk = _walk
+word = _word
+
+
+def _xargs_replace(arg: str, nxt: Word | None) -> Word | None:
+    """The replace string an xargs option word sets (-I R, -iR, -i, --replace[=R]), or None."""
+    if arg.startswith("--"):
+        name, eq, value = arg.partition("=")
+        if len(name) >= 3 and "--replace".startswith(name):
+            return value if eq else "{}"
+        return None
+    for k in range(1, len(arg)):
+        letter = arg[k]
+        if letter == "I":
+            return arg[k + 1 :] or (nxt if nxt is not None else "")
+        if letter == "i":
+            return arg[k + 1 :] or "{}"
+        if letter in "adELnPsel":
+            return None
+    return None
+
+
+def _replaced(word: Word, replace: Word) -> Word:
+    if not isinstance(replace, str):
+        return Dyn(_shown(word))  # a run-time replace string could be anywhere
+    if isinstance(word, str) and replace and replace in word:
+        return Dyn(word)
+    return word

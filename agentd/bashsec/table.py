@@ -6,6 +6,7 @@ the lookups precomputed (option letters, long-option prefixes), once per process
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -15,7 +16,11 @@ from typing import Any
 CATEGORIES = frozenset({"write", "destructive", "network", "privileged", "opaque"})
 _EMPTY: frozenset[str] = frozenset()
 # Checks for which a run-time argument cannot turn on anything unsafe.
-_CHECKS_BLIND_TO_OPTIONS = frozenset({"", "cd", "alias"})
+# (The shell builtins' checks read their own arguments, run-time words included.)
+_CHECKS_BLIND_TO_OPTIONS = frozenset(
+    {"", "cd", "alias", "read", "mapfile", "printf", "getopts", "let", "test", "wait",
+     "unset", "declare", "set"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +56,14 @@ class Spec:
     wrapper: Wrapper | None = None
     # True when a run-time argument could turn on something unsafe.
     risky: bool = False
+    # strict: a long option that is not in the table makes the command not read-only.
+    strict: bool = False
+    known: frozenset[str] = _EMPTY
+    # Why the workspace's configuration decides what this program runs ("" if it does not).
+    repo_config: str = ""
+    # True when no argument can change the verdict (cat, ls, echo…): no option or operand
+    # rule, no check, nothing run-time words could turn on.
+    inert: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +74,7 @@ class Settings:
     harmless_targets: frozenset[str]
     unsafe_env: frozenset[str]
     unsafe_env_prefixes: tuple[str, ...]
+    safe_env: frozenset[str]
     path_vars: frozenset[str]
     shells: frozenset[str]
 
@@ -73,7 +87,25 @@ def _cats(value: str | list[str]) -> frozenset[str]:
     return cats
 
 
+def _inherit(raw: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """A subcommand's entry with the options every subcommand of its program shares."""
+    if not shared:
+        return raw
+    out = dict(raw)
+    out["options"] = {**shared.get("options", {}), **raw.get("options", {})}
+    for key in ("value_opts", "write_value", "known"):
+        out[key] = [*shared.get(key, ()), *raw.get(key, ())]
+    if "strict" in shared:
+        out.setdefault("strict", shared["strict"])
+    out["sub_shared"] = shared
+    return out
+
+
 def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "") -> Spec:
+    shared = raw.get("sub_shared", {})
+    if shared and "sub_shared" not in raw.get("_inherited", ()):
+        # What every subcommand shares, the program's own options before one share too.
+        raw = {**_inherit(raw, shared), "_inherited": ("sub_shared",)}
     options = {opt: _cats(c) for opt, c in raw.get("options", {}).items()}
     value_opts = frozenset(raw.get("value_opts", ()))
     sub = raw.get("sub")
@@ -95,7 +127,7 @@ def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "")
         list_opts=frozenset(raw.get("list_opts", ())),
         operand_patterns=tuple((k, _cats(v)) for k, v in raw.get("operand_patterns", {}).items()),
         sub=(
-            {k: _spec(f"{name} {k}", v, _EMPTY) for k, v in sub.items()}
+            {k: _spec(f"{name} {k}", _inherit(v, shared), _EMPTY) for k, v in sub.items()}
             if sub is not None
             else None
         ),
@@ -103,11 +135,29 @@ def _spec(name: str, raw: dict[str, Any], base: frozenset[str], check: str = "")
         prefix_words=raw.get("prefix_words", 0),
         check=check,
         wrapper=Wrapper(**wrapper) if wrapper is not None else None,
+        strict=raw.get("strict", False),
+        known=frozenset(raw.get("known", ())),
+        repo_config=raw.get("repo_config", ""),
         risky=(
             check not in _CHECKS_BLIND_TO_OPTIONS
             or any(options.values())
             or bool(raw.get("operand_patterns"))
         ),
+    )
+
+
+def _inert(spec: Spec) -> bool:
+    return not (
+        spec.sub is not None
+        or spec.risky
+        or spec.strict
+        or spec.check
+        or spec.writes
+        or spec.operands
+        or spec.operand_patterns
+        or spec.prefix_words
+        or spec.wrapper is not None
+        or any(spec.options.values())
     )
 
 
@@ -144,7 +194,8 @@ def load() -> tuple[Settings, dict[str, Spec]]:
         raw = dict(entries.get(name, {}))
         if name in asks:
             raw.setdefault("ask", f"{name} can run commands from inside (shell escapes)")
-        programs[name] = _spec(name, raw, _cats(sorted(base.get(name, ()))), checks.get(name, ""))
+        spec = _spec(name, raw, _cats(sorted(base.get(name, ()))), checks.get(name, ""))
+        programs[name] = dataclasses.replace(spec, inert=_inert(spec))
 
     settings = Settings(
         max_length=raw_settings["max_length"],
@@ -153,6 +204,7 @@ def load() -> tuple[Settings, dict[str, Spec]]:
         harmless_targets=frozenset(raw_settings["harmless_targets"]),
         unsafe_env=frozenset(raw_settings["unsafe_env"]),
         unsafe_env_prefixes=tuple(raw_settings["unsafe_env_prefixes"]),
+        safe_env=frozenset(raw_settings.get("safe_env", ())),
         path_vars=frozenset(raw_settings["path_vars"]),
         shells=frozenset(lists["shells"]),
     )

@@ -115,12 +115,14 @@ def test_to_dict_shape() -> None:
                 "prefix": "rm",
                 "text": "rm -rf build",
                 "wrappers": ["sudo"],
+                "repo_configured": False,
             }
         ],
         "writes": ["log.txt", "build"],
         "cd_targets": [],
         "reasons": d["reasons"],
         "parse_ok": True,
+        "repo_configured": [],
     }
     assert d["reasons"] and all("\n" not in r for r in d["reasons"])
 
@@ -222,3 +224,92 @@ def test_absurd_nesting_fails_closed() -> None:
     result = classify_uncached("echo " + "$(echo " * 600 + ")" * 600)
     assert not result.read_only
     assert "opaque" in result.categories
+
+
+def test_plain_commands_read_without_a_parse_match_the_parse(monkeypatch) -> None:
+    """The no-parse path for plain commands gives exactly what the tree walk gives."""
+    from agentd.bashsec import plain as plain_path
+
+    plain = [c["command"] for c in CORPUS if plain_path.PLAIN.fullmatch(c["command"])]
+    plain += ["ls -la; git status &", "a=1 b=2", "FOO=1 ls | wc -l && echo ok || true", "", "  "]
+    plain += ["a='x y' ls '-la'\"b\"", "echo \"a b\" '|' | grep '$x'", "export X='a b'"]
+    fast = [classify_uncached(c) for c in plain]
+    monkeypatch.setattr(plain_path, "plain_into", lambda ctx, command: False)
+    assert len(plain) > 100
+    for command, result in zip(plain, fast, strict=True):
+        assert _same(result, classify_uncached(command)), command
+
+
+@pytest.mark.parametrize(
+    ("command", "programs"),
+    [
+        ("git status", {"git"}),
+        ("timeout 5 git log -1 | head", {"git"}),
+        ("sh -c 'git diff'", {"git"}),
+        ("pip list && npm ls", {"pip", "npm"}),
+        ("go version", {"go"}),
+        ("ls -la; cat f", set()),
+    ],
+)
+def test_repo_configured_names_programs_the_workspace_configures(
+    command: str, programs: set[str]
+) -> None:
+    """The engine neutralises (for git: GIT_CONFIG_* overrides) what this field names."""
+    result = classify_uncached(command)
+    assert result.read_only
+    assert result.repo_configured == programs
+    assert {c.program for c in result.commands if c.repo_configured} == programs
+    assert result.to_dict()["repo_configured"] == sorted(programs)
+
+
+@pytest.mark.parametrize(
+    "command", ["cargo tree", "cargo metadata", "yarn why x", "pnpm ls", "ack foo", "make -n"]
+)
+def test_workspace_configured_programs_that_cannot_be_neutralised_are_not_read_only(
+    command: str,
+) -> None:
+    assert not classify_uncached(command).read_only
+
+
+def test_random_plain_commands_match_the_parse(monkeypatch) -> None:
+    """Random plain commands (programs, options, quotes, assignments, operators, keywords):
+    the no-parse path and the tree walk agree on every field."""
+    import random
+
+    from agentd.bashsec import classifier
+    from agentd.bashsec import plain as plain_path
+
+    rnd = random.Random(8)
+    vocabulary = [
+        "ls", "git", "status", "log", "--output=p", "sort", "-o", "p", "--o=p", "rm", "-rf",
+        "x", "echo", "PS4=x", "A=1", "B+=2", "export", "declare", "-i", "n=5", "let",
+        "n+1", "read", "v", "printf", "-v", "'a b'", '"c d"', "'$(touch p)'", "'a[$x]'",
+        "if", "then", "fi", "time", "!", "|", "&&", "||", ";", "&", "xargs", "-I{}", "{}",
+        "env", "-S", "sed", "-n", "'w p'", "awk", "'{print}'", "find", "-delete", "cd",
+        "..", "sh", "-c", "'ls; rm x'", "timeout", "5", "npm", "--userconfig=x", "pip",
+        "list", "test", "-v", "unset", "mapfile", "set", "-k", "=x", "a=", "'if'",
+    ]  # fmt: skip
+    commands = []
+    while len(commands) < 1500:
+        command = " ".join(rnd.choice(vocabulary) for _ in range(rnd.randint(1, 7)))
+        if plain_path.plain_into(classifier.Ctx(), command):  # read without a parse
+            commands.append(command)
+    fast = [classify_uncached(c) for c in commands]
+    monkeypatch.setattr(plain_path, "plain_into", lambda ctx, command: False)
+    misparsed = 0
+    for command, result in zip(commands, fast, strict=True):
+        parsed = classify_uncached(command)
+        if not parsed.parse_ok:
+            # tree-sitter-bash fails on some odd words (`a= n=5 --o=p`) that bash splits
+            # plainly; the plain reading of those must not be more lenient.
+            misparsed += 1
+            assert not result.read_only, command
+            continue
+        assert _same(result, parsed), command
+    assert misparsed < len(commands) // 50
+
+
+def _same(a: Classification, b: Classification) -> bool:
+    """Equal in every field; the reasons in any order."""
+    da, db = a.to_dict(), b.to_dict()
+    return set(da.pop("reasons")) == set(db.pop("reasons")) and da == db
