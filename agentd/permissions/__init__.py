@@ -11,7 +11,8 @@ asker.py     Asker: PermissionRequested out, the first ResolvePermission in
 """
 
 from agentd.permissions.asker import Answer, Asker
-from agentd.permissions.engine import PERMISSIONLESS_TOOLS, PermissionEngine
+from agentd.permissions.call import PERMISSIONLESS_TOOLS
+from agentd.permissions.engine import PermissionEngine
 from agentd.permissions.rules import Rule, SourcedRule, parse_rule
 from agentd.permissions.settings import SettingsLoader
 from agentd.permissions.trust import TrustStore

@@ -1,0 +1,81 @@
+"""One tool call as the permission checks see it, and what a check can conclude."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentd.permissions.rules import SourcedRule
+from agentd.tools.base import Tool
+
+# Tools that touch nothing but the session's own state (its todo list, its own tasks'
+# output): Claude Code never asks for them, and plan mode lets them run.
+PERMISSIONLESS_TOOLS = frozenset({"TodoWrite", "BashOutput", "TaskStop", "KillShell", "KillBash"})
+
+
+@dataclass
+class Call:
+    """One call, described once for every check."""
+
+    tool: Tool
+    args: dict[str, Any]
+    # Bash
+    command: str = ""
+    classification: Any = None
+    # File tools: the absolute path as the session means it, and where it really leads.
+    access_mode: str = ""
+    path: str = ""
+    real_path: str = ""
+    # WebFetch
+    url: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def is_bash(self) -> bool:
+        return self.classification is not None
+
+    def read_only(self) -> bool:
+        if self.name in PERMISSIONLESS_TOOLS:
+            return True
+        if self.is_bash:
+            return bool(self.classification.read_only)
+        try:
+            return bool(self.tool.is_read_only(self.args))
+        except Exception:
+            return False
+
+    def describe(self) -> str:
+        if self.is_bash:
+            return f"the command `{self.command}`"
+        if self.path:
+            return f"{self.name} on {self.path}"
+        if self.url:
+            return f"{self.name} of {self.url}"
+        return f"the {self.name} tool"
+
+
+@dataclass
+class Allow:
+    decided_by: str
+    reason: str
+    grants: list[str] = field(default_factory=list)
+    # Decision.sandbox: "read_only" when only the classifier's verdict allows the call.
+    sandbox: str = "normal"
+
+
+@dataclass
+class Ask:
+    decided_by: str
+    reasons: list[str]
+    suggested_rule: str
+    # Paths to grant the call if a person allows it.
+    grants: list[str] = field(default_factory=list)
+    # Decision.sandbox if a person allows it.
+    sandbox: str = "normal"
+
+
+def rule_note(rule: SourcedRule) -> str:
+    return f"`{rule.rule.text}` ({rule.source})"

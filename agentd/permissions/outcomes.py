@@ -1,0 +1,165 @@
+"""What a permission check concludes, carried out: the journal entry, the Decision, and
+for an ask, the question put to the people attached (or the deny that replaces it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agentd.executor import Decision
+from agentd.permissions.asker import Asker
+from agentd.permissions.call import Ask, Call
+from agentd.sessions import Session, SessionManager
+from agentd.tools.base import ToolContext
+
+log = logging.getLogger("agentd.permissions.engine")
+
+
+class Outcomes:
+    """Records every decision and turns an ask into an answer."""
+
+    def __init__(self, sessions: SessionManager, asker: Asker) -> None:
+        self.sessions = sessions
+        self.asker = asker
+
+    def record(
+        self, session: Session, ctx: ToolContext, tool_name: str, behavior: str, by: str, why: str
+    ) -> None:
+        self.sessions.log(session.id).emit(
+            "permission_decided",
+            tool_use_id=ctx.tool_use_id,
+            tool_name=tool_name,
+            behavior=behavior,
+            decided_by=by,
+            reason=why,
+        )
+        log.info(
+            "session %s: %s %s: %s by %s (%s)",
+            session.id,
+            tool_name,
+            ctx.tool_use_id,
+            behavior,
+            by,
+            why,
+        )
+
+    def deny(
+        self, session: Session, ctx: ToolContext, tool_name: str, by: str, reason: str
+    ) -> Decision:
+        self.record(session, ctx, tool_name, "deny", by, reason)
+        return Decision("deny", reason=reason, decided_by=by)
+
+    def allow(
+        self,
+        session: Session,
+        ctx: ToolContext,
+        call: Call,
+        by: str,
+        reason: str,
+        updated: dict[str, Any] | None,
+        grants: list[str],
+        *,
+        sandbox: str = "normal",
+        mode: str = "",
+    ) -> Decision:
+        for path in grants:
+            if path not in ctx.granted_paths:
+                ctx.granted_paths.append(path)
+        if call.is_bash and mode == "plan" and sandbox in ("normal", "neutralised"):
+            # Plan mode let the command through only because it is read-only: hold it to that.
+            sandbox = "read_only"
+        if sandbox != "normal":
+            how = {"neutralised": "with the repository's git config neutralised"}
+            reason = f"{reason}; runs {how.get(sandbox, sandbox.replace('_', '-'))}"
+        self.record(session, ctx, call.name, "allow", by, reason)
+        return Decision(
+            "allow", reason=reason, decided_by=by, updated_input=updated, sandbox=sandbox
+        )
+
+    async def ask(
+        self,
+        session: Session,
+        ctx: ToolContext,
+        call: Call,
+        ask: Ask,
+        mode: str,
+        updated: dict[str, Any] | None,
+    ) -> Decision:
+        why = "; ".join(ask.reasons) or "needs approval"
+        if mode == "dontAsk":
+            how = (
+                f" The user can allow it with `agentctl perms --session {session.id} "
+                f"--allow '{ask.suggested_rule}'`."
+                if ask.suggested_rule
+                else ""
+            )
+            return self.deny(
+                session,
+                ctx,
+                call.name,
+                "mode",
+                f"Permission to use {call.describe()} was not granted: it needs approval "
+                f"({why}) and the session is in dontAsk mode, where that is a deny.{how} "
+                "Try another way that needs no approval.",
+            )
+        self.record(session, ctx, call.name, "ask", ask.decided_by, why)
+        if not self.asker.has_listeners(session.id):
+            how = [f"attach with `agentctl attach {session.id}` and answer the prompt"]
+            if ask.suggested_rule:
+                how.append(
+                    f"add a rule with `agentctl perms --session {session.id} "
+                    f"--allow '{ask.suggested_rule}'`"
+                )
+            how.append(f"switch mode with `agentctl perms --session {session.id} --mode MODE`")
+            return self.deny(
+                session,
+                ctx,
+                call.name,
+                "nobody-attached",
+                f"Permission to use {call.describe()} is needed ({why}), but no client is "
+                f"attached to session {session.id} to answer. The user can allow it: "
+                + "; or ".join(how)
+                + ". Tell the user, or do something that needs no approval.",
+            )
+        await ctx.progress(message="waiting for permission")
+        answer = await self.asker.ask(
+            session.id,
+            tool_use_id=ctx.tool_use_id,
+            tool_name=call.name,
+            tool_input=call.args,
+            reasons=ask.reasons,
+            suggested_rule=ask.suggested_rule,
+            cancelled=ctx.cancelled,
+        )
+        if answer.scope == "always" and ask.suggested_rule:
+            rules = session.allow_rules if answer.decision == "allow" else session.deny_rules
+            if ask.suggested_rule not in rules:
+                rules.append(ask.suggested_rule)
+                self.sessions.save(session)
+        if answer.decision == "allow":
+            return self.allow(
+                session,
+                ctx,
+                call,
+                answer.decided_by,
+                f"approved ({answer.scope})",
+                updated,
+                ask.grants,
+                sandbox=ask.sandbox,
+                mode=mode,
+            )
+        if answer.decided_by == "timeout":
+            reason = (
+                f"Permission to use {call.describe()} was not granted: nobody answered within "
+                f"{self.asker.timeout_seconds:g}s, so it is denied. Ask the user to approve it "
+                "or to add an allow rule, or do something that needs no approval."
+            )
+        elif answer.decided_by == "cancelled":
+            reason = "The call was cancelled while waiting for permission."
+        else:
+            reason = (
+                f"The user denied permission to use {call.describe()}. Do not retry it; "
+                "ask the user how to proceed, or take another approach."
+            )
+        return self.deny(session, ctx, call.name, answer.decided_by, reason)
