@@ -17,10 +17,14 @@ import hashlib
 import os
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from agentd import fsaccess
+from agentd import fsaccess, fsidentity
 from agentd.errors import InputError, ToolError
 from agentd.sessions import FileState, Session
+
+if TYPE_CHECKING:
+    from agentd.tools.base import ToolContext
 
 # Larger files are refused by the tools that rewrite a whole file in memory.
 MAX_EDIT_BYTES = 64 * 1024 * 1024
@@ -32,15 +36,25 @@ MODIFIED = (
 )
 
 
-def resolve(session: Session, raw: str, roots: list[str]) -> fsaccess.Located:
-    """The session's meaning of `raw`, inside one of `roots` (else PathOutsideWorkspace)."""
-    return fsaccess.locate(fsaccess.expand(raw, session.cwd, session.home), roots)
+def resolve(
+    session: Session, raw: str, roots: list[str], ctx: ToolContext | None = None
+) -> fsaccess.Located:
+    """The session's meaning of `raw`, inside one of `roots` (else PathOutsideWorkspace).
+
+    With the call's `ctx`, every later access to it is made with the session's sandbox
+    identity, except in the session's state dir (the daemon's own).
+    """
+    path = fsaccess.expand(raw, session.cwd, session.home)
+    if ctx is None:
+        return fsaccess.locate(path, roots)
+    return fsaccess.locate(path, roots, fsidentity.of_session(ctx), (ctx.state_dir,))
 
 
-def not_found(path: str, session: Session) -> str:
+def not_found(path: str, session: Session, identity: fsidentity.FsIdentity | None = None) -> str:
     """The text for a missing file: the cwd, and a similarly named neighbour if there is one."""
     message = f"File does not exist: {path}. The current working directory is {session.cwd}."
-    similar = similar_file(path)
+    with fsidentity.acting_as(identity):
+        similar = similar_file(path)
     if similar:
         message += f" Did you mean {similar}?"
     return message

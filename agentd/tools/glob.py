@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any, ClassVar
 
+from agentd import fsidentity
 from agentd.errors import PathOutsideWorkspace
 from agentd.tools import ripgrep
 from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
@@ -46,7 +47,7 @@ class Glob(ReadOnlyTool):
         if not args.get("pattern"):
             raise InputError("pattern must not be empty.")
         try:
-            root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
+            root = ripgrep.search_root(args.get("path"), ctx)
         except PathOutsideWorkspace:
             return  # the permission check decides; call() checks again with what it granted
         if not root.is_dir:
@@ -54,25 +55,27 @@ class Glob(ReadOnlyTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
-        root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
+        root = ripgrep.search_root(args.get("path"), ctx)
         # Glob looks at every file, ignored or not, as the reference does.
         out = await ripgrep.run_rg(
             ["--files", "--no-ignore", "--null", "--glob", args["pattern"]],
             root.path,
             ctx.cancelled,
+            sandbox=root.sandbox,
         )
         ripgrep.check_rg_failed(out)
 
         found: list[tuple[int, str]] = []
-        for rel in out.stdout.decode(errors="surrogateescape").split("\0"):
-            if not rel:
-                continue
-            full = os.path.normpath(os.path.join(root.path, rel))
-            try:
-                mtime_ns = os.lstat(full).st_mtime_ns
-            except OSError:
-                continue  # gone since rg listed it
-            found.append((mtime_ns, ripgrep.display(rel, root.path, ctx.session.cwd)))
+        with fsidentity.acting_as(ripgrep.identity_of(root)):
+            for rel in out.stdout.decode(errors="surrogateescape").split("\0"):
+                if not rel:
+                    continue
+                full = os.path.normpath(os.path.join(root.path, rel))
+                try:
+                    mtime_ns = os.lstat(full).st_mtime_ns
+                except OSError:
+                    continue  # gone since rg listed it
+                found.append((mtime_ns, ripgrep.display(rel, root.path, ctx.session.cwd)))
         found.sort()
         total = len(found)
         filenames = [

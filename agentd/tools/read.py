@@ -152,7 +152,7 @@ class ReadTool(ReadOnlyTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
-        loc = filestate.resolve(session, args["file_path"], ctx.roots("read"))
+        loc = filestate.resolve(session, args["file_path"], ctx.roots("read"), ctx)
         ext = os.path.splitext(loc.path)[1].lower()
         whole = args.get("offset") is None and args.get("limit") is None
         small = False
@@ -182,7 +182,7 @@ class ReadTool(ReadOnlyTool):
                 "and Read the files inside."
             ) from None
         if current is None:
-            raise ToolError(filestate.not_found(loc.path, session))
+            raise ToolError(filestate.not_found(loc.path, session, loc.identity))
         return self._render(args, session, loc, current)
 
     def _render(
