@@ -79,6 +79,13 @@ def locate(
     rel = os.path.relpath(path, best)
     if best in {os.path.normpath(r) for r in daemon_roots}:
         identity = None
+    if rel == "." and best != "/":
+        with acting_as(identity):
+            is_file = os.path.lexists(best) and not os.path.isdir(best)
+        if is_file:
+            # A granted file, not a directory: open it beneath its own directory, by its
+            # name alone (openat2 needs a directory to start from).
+            return Located(path, os.path.dirname(best), os.path.basename(best), identity)
     return Located(path, best, rel, identity)
 
 
