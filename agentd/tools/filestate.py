@@ -113,12 +113,18 @@ def read_current(loc: fsaccess.Located, limit: int | None = None) -> Current | N
                 f"{loc.path} is too large ({format_size(st.st_size)}; the limit is "
                 f"{format_size(limit)}). Work on it with shell tools (sed, head, tail, grep)."
             )
+        # A file the sandbox keeps appending to must not keep us reading: take what
+        # fstat saw, and a little more for files that report size 0 (/proc, /sys).
+        remaining = st.st_size + (1 << 20)
+        if limit is not None:
+            remaining = min(remaining, limit)
         chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
             if not chunk:
                 break
             chunks.append(chunk)
+            remaining -= len(chunk)
         return Current(b"".join(chunks), st)
     finally:
         os.close(fd)
