@@ -66,7 +66,11 @@ def _median_ms(fn: Callable[[], object], runs: int) -> float:
 
 def _rg(ws: str, *args: str) -> Callable[[], object]:
     return lambda: subprocess.run(
-        [RG, *COMMON, *args], cwd=ws, stdout=subprocess.DEVNULL, check=False
+        [RG, *COMMON, *args],
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        check=False,
     )
 
 
