@@ -117,3 +117,33 @@ def test_saved_large_results_in_the_state_dir_stay_readable(
     result = client.run_tool(session_id, "Read", {"file_path": saved, "offset": 1, "limit": 3})
     assert not result.is_error, result.text
     assert "1\t1" in result.text.replace(" ", "").replace("→", "\t")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("Edit", {"old_string": "", "new_string": "planted\n"}),
+        ("MultiEdit", {"edits": [{"old_string": "", "new_string": "planted\n"}]}),
+    ],
+)
+def test_edits_that_create_a_file_in_a_root_only_directory_are_refused(
+    client: Client, session_id: str, root_only_dir: Path, tool: str, args: dict
+) -> None:
+    target = root_only_dir / "planted.txt"
+    result = client.run_tool(session_id, tool, {"file_path": str(target), **args})
+    assert result.is_error, result.text
+    assert not target.exists()
+
+
+def test_edit_of_a_root_only_file_is_refused(
+    client: Client, session_id: str, root_only_file: Path
+) -> None:
+    client.run_tool(session_id, "Read", {"file_path": str(root_only_file)})
+    result = client.run_tool(
+        session_id,
+        "Edit",
+        {"file_path": str(root_only_file), "old_string": TOKEN, "new_string": "changed"},
+    )
+    assert result.is_error
+    assert TOKEN not in result.text
+    assert root_only_file.read_text() == f"{TOKEN}\n"
