@@ -8,8 +8,12 @@ rg walks the tree by name: a directory swapped for a symlink between its listing
 the open of a child is followed. So for a session rg runs inside that session's
 sandbox, as its identity, seeing nothing writable, no network, and of the host only
 what the session's own commands see (the workspace, granted paths, read-only); a
-swap can then lead it nowhere the session could not read anyway. bwrap costs ~10 ms
-per search, a few percent of a search of a large tree (bench/search.py).
+swap can then lead it nowhere the session could not read anyway. The price: one
+sandbox start (~10 ms idle) and the seccomp filter on each of rg's system calls;
+Grep on a 100 000-file tree measured 1.02-1.18x rg run directly (bench/search.py).
+Running rg only as the session's uid (setpriv, ~2 ms) would be cheaper but would
+still follow a swap to anything that uid can read, the secrets the sandbox hides
+included.
 """
 
 from __future__ import annotations
