@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 # The raw setgroups syscall (32-bit gids) per architecture.
 _SYS_SETGROUPS = {"x86_64": 116, "aarch64": 159, "riscv64": 159, "ppc64le": 81, "s390x": 206}
+_SETGROUPS_NR = _SYS_SETGROUPS.get(platform.machine())
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.setfsuid.restype = ctypes.c_int
@@ -59,24 +60,37 @@ def current_identity() -> FsIdentity | None:
 
 
 def _setgroups(groups: list[int]) -> None:
-    number = _SYS_SETGROUPS.get(platform.machine())
-    if number is None:
+    if _SETGROUPS_NR is None:
         raise IdentityError(
             f"agentd cannot switch supplementary groups per thread on {platform.machine()}"
         )
     array = (ctypes.c_uint * max(1, len(groups)))(*groups)
-    if _libc.syscall(number, len(groups), array) != 0:
+    if _libc.syscall(_SETGROUPS_NR, len(groups), array) != 0:
         err = ctypes.get_errno()
         raise IdentityError(f"setgroups failed: {os.strerror(err)}")
 
 
-def _setfs(uid: int, gid: int) -> None:
-    _libc.setfsgid(ctypes.c_uint(gid))
-    _libc.setfsuid(ctypes.c_uint(uid))
-    now_uid = _libc.setfsuid(_QUERY)
-    now_gid = _libc.setfsgid(_QUERY)
-    if (now_uid, now_gid) != (uid, gid):
-        raise IdentityError(f"could not take fsuid {uid}/fsgid {gid} (have {now_uid}/{now_gid})")
+def _setfs(uid: int, gid: int) -> tuple[int, int]:
+    """Take fsuid `uid` and fsgid `gid`; the ones the thread held before.
+
+    setfsuid/setfsgid report no error: the first switch of each thread reads the ids
+    back (each read costs as much as a switch); a later one cannot fail differently,
+    since the thread's capabilities do not change, and the ids it held are checked
+    again when it switches back.
+    """
+    old_gid = _libc.setfsgid(ctypes.c_uint(gid))
+    old_uid = _libc.setfsuid(ctypes.c_uint(uid))
+    if not getattr(_local, "verified", False):
+        now_uid = _libc.setfsuid(_QUERY)
+        now_gid = _libc.setfsgid(_QUERY)
+        if (now_uid, now_gid) != (uid, gid):
+            _libc.setfsuid(ctypes.c_uint(old_uid))
+            _libc.setfsgid(ctypes.c_uint(old_gid))
+            raise IdentityError(
+                f"could not take fsuid {uid}/fsgid {gid} (have {now_uid}/{now_gid})"
+            )
+        _local.verified = True
+    return old_uid, old_gid
 
 
 @contextmanager
@@ -90,30 +104,34 @@ def acting_as(identity: FsIdentity | None) -> Iterator[None]:
         return
     if current_identity() is not None:
         raise IdentityError("a thread acting for one identity cannot act for another")
-    uid, gid = os.geteuid(), os.getegid()
     groups = os.getgroups()
-    _setgroups([])
+    if groups:
+        _setgroups([])
     try:
-        _setfs(identity.uid, identity.gid)
+        uid, gid = _setfs(identity.uid, identity.gid)
     except BaseException:
-        _restore(uid, gid, groups)
+        if groups:
+            _setgroups(groups)
         raise
     _local.identity = identity
     try:
         yield
     finally:
         _local.identity = None
-        _restore(uid, gid, groups)
+        _restore(identity, uid, gid, groups)
 
 
-def _restore(uid: int, gid: int, groups: list[int]) -> None:
+def _restore(identity: FsIdentity, uid: int, gid: int, groups: list[int]) -> None:
     try:
-        _setfs(uid, gid)
-        _setgroups(groups)
+        held = _setfs(uid, gid)
+        if groups:
+            _setgroups(groups)
     except IdentityError:
-        # A thread left half-switched would do the daemon's own work with a session's
-        # rights, or a session's work with the daemon's: neither may go on.
-        os.write(2, b"agentd: could not restore a thread's identity; exiting\n")
+        held = (-1, -1)
+    if held != (identity.uid, identity.gid):
+        # The body ran with other ids than it should have, or the thread cannot get its
+        # own back: either way its work was done with the wrong rights; nothing may go on.
+        os.write(2, b"agentd: a thread's file identity was not what it should be; exiting\n")
         os._exit(70)
 
 
