@@ -144,3 +144,54 @@ def test_junk_on_the_cwd_channel_changes_nothing(
         assert "result" in box, box
         assert "junk >" in box["result"].text, box["result"].text  # the trap was replaced
         assert client.get_session(sid).cwd == str(workspace)
+
+
+# Run inside the sandbox (through the guard): look for the BASH_ENV script and the cwd
+# report wherever the command could reach them, and try to rewrite the script.
+REWRITE_ATTACK = r"""
+import glob, os
+tmp = os.environ["TMPDIR"]
+for path in glob.glob(os.path.join(tmp, ".agentd-*")):
+    print("channel file in TMPDIR:", path)
+    try:
+        with open(path, "w") as f:
+            f.write("echo pwned\n")
+        print("rewrote", path)
+    except OSError as exc:
+        print("could not rewrite", path, exc)
+scripts = 0
+for name in os.listdir("/proc/self/fd"):
+    target = os.readlink(f"/proc/self/fd/{name}")
+    if "agentd-bash-env" in target:
+        scripts += 1
+        try:
+            os.write(int(name), b"echo pwned\n")
+            print("rewrote the script through its fd")
+        except OSError:
+            pass
+        try:
+            with open(f"/proc/self/fd/{name}", "w") as f:
+                f.write("echo pwned\n")
+            print("rewrote the script by reopening it")
+        except OSError:
+            pass
+print("scripts seen", scripts, "done")
+"""
+
+
+def test_the_bash_env_script_is_nothing_a_command_can_rewrite(
+    own_daemon: DaemonProcess, workspace: Path
+) -> None:
+    with Client(own_daemon.socket, timeout=30) as client:
+        sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+        shutil.copy(GUARD, workspace / ".guard.py")
+        (workspace / ".rewrite.py").write_text(REWRITE_ATTACK)
+        command = f"{SYSTEM_PYTHON} .guard.py {host_pidns()} -- {SYSTEM_PYTHON} .rewrite.py"
+        result = client.run_tool(sid, "Bash", {"command": command})
+        assert "done" in result.text, result.text
+        assert "channel file in TMPDIR" not in result.text, result.text
+        assert "rewrote" not in result.text, result.text
+        # The next call still reports its cwd: nothing was changed for it.
+        (workspace / "sub").mkdir()
+        client.run_tool(sid, "Bash", {"command": "cd sub"})
+        assert client.get_session(sid).cwd == str(workspace / "sub")
