@@ -161,7 +161,10 @@ for path in glob.glob(os.path.join(tmp, ".agentd-*")):
         print("could not rewrite", path, exc)
 scripts = 0
 for name in os.listdir("/proc/self/fd"):
-    target = os.readlink(f"/proc/self/fd/{name}")
+    try:
+        target = os.readlink(f"/proc/self/fd/{name}")
+    except OSError:
+        continue  # the listing's own descriptor
     if "agentd-bash-env" in target:
         scripts += 1
         try:
