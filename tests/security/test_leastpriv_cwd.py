@@ -194,6 +194,7 @@ def test_the_bash_env_script_is_nothing_a_command_can_rewrite(
         assert "done" in result.text, result.text
         assert "channel file in TMPDIR" not in result.text, result.text
         assert "rewrote" not in result.text, result.text
+        assert "scripts seen 1" in result.text, result.text  # the attempt was made
         # The next call still reports its cwd: nothing was changed for it.
         (workspace / "sub").mkdir()
         client.run_tool(sid, "Bash", {"command": "cd sub"})
