@@ -18,9 +18,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from agentd.errors import InputError, PathOutsideWorkspace
+from agentd.fsidentity import FsIdentity, acting_as, current_identity
 
 _SYS_OPENAT2 = 437  # the same number on every architecture since 5.6
 _RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -49,10 +51,21 @@ class Located:
     path: str
     root: str
     rel: str  # "." for the root itself
+    # Whose permissions every access to it is made with; None: the daemon's own.
+    identity: FsIdentity | None = None
 
 
-def locate(path: str, roots: Iterable[str]) -> Located:
-    """The root that lexically holds `path`; raises PathOutsideWorkspace when none does."""
+def locate(
+    path: str,
+    roots: Iterable[str],
+    identity: FsIdentity | None = None,
+    daemon_roots: Iterable[str] = (),
+) -> Located:
+    """The root that lexically holds `path`; raises PathOutsideWorkspace when none does.
+
+    Files under it are then touched as `identity`, except under `daemon_roots` (the
+    daemon's own state, which no sandbox can write).
+    """
     roots = list(roots)
     best: str | None = None
     for root in roots:
@@ -64,7 +77,16 @@ def locate(path: str, roots: Iterable[str]) -> Located:
     if best is None:
         raise PathOutsideWorkspace(path, roots)
     rel = os.path.relpath(path, best)
-    return Located(path, best, rel)
+    if best in {os.path.normpath(r) for r in daemon_roots}:
+        identity = None
+    if rel == "." and best != "/":
+        with acting_as(identity):
+            is_file = os.path.lexists(best) and not os.path.isdir(best)
+        if is_file:
+            # A granted file, not a directory: open it beneath its own directory, by its
+            # name alone (openat2 needs a directory to start from).
+            return Located(path, os.path.dirname(best), os.path.basename(best), identity)
+    return Located(path, best, rel, identity)
 
 
 def _openat2(dir_fd: int, rel: str, flags: int, mode: int = 0o666) -> int:
@@ -80,12 +102,17 @@ def _openat2(dir_fd: int, rel: str, flags: int, mode: int = 0o666) -> int:
 
 
 def open_beneath(loc: Located, flags: int, mode: int = 0o666) -> int:
-    """Open `loc` with `flags`, refusing any resolution that leaves its root.
+    """Open `loc` with `flags`, as its identity, refusing any resolution that leaves its root.
 
     RESOLVE_BENEATH refuses every absolute symlink, even one that points back inside
     the root; for those we resolve the path and open the result, again beneath the
     root, so a symlink swapped in meanwhile still cannot lead out.
     """
+    with acting_as(loc.identity):
+        return _open_beneath(loc, flags, mode)
+
+
+def _open_beneath(loc: Located, flags: int, mode: int) -> int:
     root_fd = os.open(loc.root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
@@ -117,7 +144,7 @@ def check_inside(loc: Located) -> None:
             parent = os.path.dirname(probe.rel)
             if probe.rel in (".", "") or not parent:
                 return
-            probe = Located(os.path.dirname(probe.path), probe.root, parent)
+            probe = Located(os.path.dirname(probe.path), probe.root, parent, probe.identity)
         except NotADirectoryError:
             return
 
@@ -128,6 +155,23 @@ def stat_beneath(loc: Located) -> os.stat_result:
         return os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def open_dir_nofollow(root_fd: int, rel: str) -> int:
+    """A directory below `root_fd` opened for listing, refused if any part of `rel` is a
+    symlink (a directory swapped for one mid-walk is never followed)."""
+    how = struct.pack(
+        "QQQ",
+        os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC,
+        0,
+        _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_SYMLINKS,
+    )
+    buf = ctypes.create_string_buffer(how, len(how))
+    fd = _libc.syscall(_SYS_OPENAT2, root_fd, os.fsencode(rel or "."), buf, len(how))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), rel)
+    return fd
 
 
 def read_bytes(loc: Located, limit: int | None = None) -> bytes:
@@ -191,8 +235,14 @@ def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> N
     """Replace the file at `loc` with `data`: a crash leaves the old content or the new, never half.
 
     Temp file in the same directory, fsync, rename over the target, fsync the
-    directory. An existing file keeps its mode (and owner, when we may set it).
+    directory. An existing file keeps its mode (and owner, when we may set it). All of
+    it as `loc`'s identity: a new file belongs to that identity.
     """
+    with acting_as(loc.identity):
+        _write_atomic(loc, data, create_parents)
+
+
+def _write_atomic(loc: Located, data: bytes, create_parents: bool) -> None:
     name = os.path.basename(loc.rel)
     if not name or name in (".", ".."):
         raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
@@ -208,7 +258,8 @@ def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> N
                 real = os.readlink(f"/proc/self/fd/{target}")
             finally:
                 os.close(target)
-            write_atomic(locate(real, [loc.root]), data, create_parents=False)
+            inner = locate(real, [loc.root])
+            _write_atomic(Located(inner.path, inner.root, inner.rel, loc.identity), data, False)
             return
         if old is not None and stat.S_ISDIR(old.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
@@ -243,8 +294,9 @@ def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> N
 
 def _give_to_directory_owner(dir_fd: int, name: str) -> None:
     """A root daemon's new file or directory belongs to whoever owns the directory it is
-    made in: the sandboxed commands of that workspace's user can then change it."""
-    if os.geteuid() != 0:
+    made in: the sandboxed commands of that workspace's user can then change it. (Acting
+    as a session's identity, the file is that identity's already.)"""
+    if os.geteuid() != 0 or current_identity() is not None:
         return
     parent = os.fstat(dir_fd)
     if parent.st_uid != 0 or parent.st_gid != 0:
@@ -255,9 +307,11 @@ def _umask() -> int:
     # Read, not set-and-restore: os.umask(0) would let any file another thread creates
     # meanwhile (writes run in worker threads) come out world-writable.
     try:
-        with open("/proc/self/status", encoding="ascii") as status:
+        # Bytes: a codec looked up here would be imported as the session's identity,
+        # which may not read the interpreter's own files.
+        with open("/proc/self/status", "rb") as status:
             for line in status:
-                if line.startswith("Umask:"):
+                if line.startswith(b"Umask:"):
                     return int(line.split()[1], 8)
     except (OSError, ValueError):
         pass

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import shlex
 import time
 from typing import Any, ClassVar
 
-from agentd import readonly, sandboxing, unsandboxed
+from agentd import fsidentity, readonly, sandboxing, unsandboxed
 from agentd.errors import InputError, ToolError
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
@@ -60,9 +61,12 @@ _SOFT_FAILURES: dict[str, str] = {
 _SEPARATORS = re.compile(r"\|\||&&|[|;&\n]")
 _BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
 
-# Sourced by bash before the command (BASH_ENV): records the final cwd on exit, and
-# removes itself from the environment so nested shells do not run it.
-_BASH_ENV = "unset BASH_ENV\ntrap 'builtin pwd -P >| {cwd_file} 2>/dev/null' EXIT\n"
+# Sourced by bash before the command (BASH_ENV): reports the final cwd on exit into a
+# pipe the daemon made, and removes itself from the environment so nested shells do
+# not run it. The script is a sealed memfd: nothing in the sandbox can rewrite it.
+_BASH_ENV = "unset BASH_ENV\ntrap 'builtin pwd -P >&{cwd_fd} 2>/dev/null' EXIT\n"
+# The most of a cwd report the daemon reads: a path and its newline.
+_MAX_CWD_REPORT = 4096 + 1
 
 
 def _last_program(command: str) -> str:
@@ -130,10 +134,7 @@ class BashTool(Tool):
         os.makedirs(tasks_dir, mode=0o700, exist_ok=True)
         task_id = new_task_id()
         output = OutputFile(os.path.join(tasks_dir, f"{task_id}.output"), config.task_output_bytes)
-        cwd_file = os.path.join(tmp_dir, f".agentd-cwd-{task_id}")
-        env_file = os.path.join(tmp_dir, f".agentd-env-{task_id}")
-        with open(env_file, "w") as f:
-            f.write(_BASH_ENV.format(cwd_file=shlex.quote(cwd_file)))
+        channels = _Channels.open()
         start_notices: list[str] = []
         if not os.path.isdir(session.cwd):
             gone = session.cwd
@@ -143,7 +144,7 @@ class BashTool(Tool):
             )
         read_only = ctx.sandbox == "read_only"
         policy = sandboxing.policy_for(session, config, tmp_dir, read_only=read_only)
-        policy.env = {**policy.env, "BASH_ENV": env_file}
+        policy.env = {**policy.env, "BASH_ENV": channels.bash_env}
         staged = readonly.Staged()
         if read_only or ctx.sandbox == "neutralised":
             staged = await readonly.enforce(policy, session, config, command, read_only=read_only)
@@ -151,10 +152,13 @@ class BashTool(Tool):
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
             argv = shell_argv(policy, command)  # the text stays out of host `ps`
-            process = await launch(policy, argv, stdout=write_fd, stderr=write_fd)
+            process = await launch(
+                policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
+            )
         except SandboxUnavailable as exc:
             os.close(read_fd)
             staged.cleanup()
+            channels.close()
             output.finish(None)
             os.unlink(output.path)
             raise ToolError(
@@ -162,14 +166,13 @@ class BashTool(Tool):
             ) from None
         finally:
             os.close(write_fd)
+            channels.started()
         run = Run(process, read_fd, output)
         before = _read_files_state(session)
 
         def cleanup() -> None:
             staged.cleanup()
-            for path in (env_file, cwd_file):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+            channels.close()
 
         def as_task() -> Task:
             return Task(
@@ -225,11 +228,11 @@ class BashTool(Tool):
             run.kill()
         code = await run.done
         output.finish(None)
-        cleanup_cwd = _new_cwd(cwd_file)
+        reported_cwd = channels.reported_cwd()
         cleanup()
         notices: list[str] = start_notices
-        if cleanup_cwd is not None:
-            notices += _apply_cwd(ctx, cleanup_cwd)
+        if reported_cwd is not None:
+            notices += _apply_cwd(ctx, reported_cwd)
         changed = _changed_files(session, before)
         if changed:
             notices.append(
@@ -306,25 +309,105 @@ async def _after(run: Run, cleanup: Any) -> None:
     cleanup()
 
 
-def _new_cwd(cwd_file: str) -> str | None:
-    try:
-        with open(cwd_file) as f:
-            return f.read().strip() or None
-    except OSError:
+class _Channels:
+    """What the daemon hands a Bash call besides its argv, all made by the daemon and
+    passed as descriptors, none a path a sandboxed command could replace: the BASH_ENV
+    script (a sealed memfd, read-only) and the pipe its EXIT trap reports the cwd into.
+    """
+
+    def __init__(self, script_fd: int, cwd_read: int, cwd_write: int) -> None:
+        self.script_fd = script_fd
+        self.cwd_read = cwd_read
+        self.cwd_write = cwd_write
+
+    @classmethod
+    def open(cls) -> _Channels:
+        cwd_read, cwd_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        # The trap writes at most a path; a full pipe must block only the command.
+        os.set_blocking(cwd_write, True)
+        memfd = os.memfd_create("agentd-bash-env", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.write(memfd, _BASH_ENV.format(cwd_fd=cwd_write).encode())
+            seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+            fcntl.fcntl(memfd, fcntl.F_ADD_SEALS, seals | fcntl.F_SEAL_WRITE)
+            script_fd = os.open(f"/proc/self/fd/{memfd}", os.O_RDONLY | os.O_CLOEXEC)
+        except BaseException:
+            for fd in (cwd_read, cwd_write):
+                os.close(fd)
+            raise
+        finally:
+            os.close(memfd)
+        return cls(script_fd, cwd_read, cwd_write)
+
+    @property
+    def bash_env(self) -> str:
+        return f"/proc/self/fd/{self.script_fd}"
+
+    @property
+    def pass_fds(self) -> tuple[int, int]:
+        return (self.script_fd, self.cwd_write)
+
+    def started(self) -> None:
+        """The sandbox has its copies: drop ours of what only it uses."""
+        for name in ("script_fd", "cwd_write"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+
+    def reported_cwd(self) -> str | None:
+        """The last line the trap wrote, if any: read without waiting (a background
+        child may hold the pipe open), at most _MAX_CWD_REPORT bytes."""
+        if self.cwd_read < 0:
+            return None
+        data = b""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while len(data) < 4 * _MAX_CWD_REPORT:
+                chunk = os.read(self.cwd_read, _MAX_CWD_REPORT)
+                if not chunk:
+                    break
+                data += chunk
+        lines = [line for line in data.split(b"\n") if line]
+        if not lines or len(lines[-1]) >= _MAX_CWD_REPORT:
+            return None
+        try:
+            return os.fsdecode(lines[-1])
+        except UnicodeDecodeError:
+            return None
+
+    def close(self) -> None:
+        self.started()
+        if self.cwd_read >= 0:
+            os.close(self.cwd_read)
+            self.cwd_read = -1
+
+
+def contained_cwd(raw: str, roots: list[str]) -> str | None:
+    """`raw` made absolute and real, if it is an existing directory inside one of `roots`.
+
+    A report comes from the sandbox: `/ws/../elsewhere` or a symlink out must not move
+    the session there; the check is on the resolved path, not the text.
+    """
+    if not os.path.isabs(raw) or "\0" in raw:
         return None
+    real = os.path.realpath(raw)
+    for root in roots:
+        real_root = os.path.realpath(root)
+        if real == real_root or real.startswith(real_root.rstrip("/") + "/"):
+            return real if os.path.isdir(real) else None
+    return None
 
 
 def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
     session = ctx.session
     if new_cwd == session.cwd:
         return []
-    inside = any(
-        new_cwd == r or new_cwd.startswith(r.rstrip("/") + "/") for r in session.workspace_roots
-    )
+    with fsidentity.acting_as(fsidentity.of_session(ctx)):
+        checked = contained_cwd(new_cwd, session.workspace_roots)
     previous = session.cwd
     emit = ctx.services.get("on_cwd_changed")
-    if inside and os.path.isdir(new_cwd):
-        session.cwd = new_cwd
+    if checked is not None:
+        session.cwd = checked
         notices: list[str] = []
     else:
         session.cwd = session.workspace_roots[0]

@@ -109,19 +109,25 @@ class Target:
     stale: bool  # changed on disk since the session's last Read
 
 
-async def load_target(session: Session, file_path: str, creating: bool, roots: list[str]) -> Target:
+async def load_target(
+    session: Session,
+    file_path: str,
+    creating: bool,
+    roots: list[str],
+    ctx: ToolContext | None = None,
+) -> Target:
     """The file to edit, checked: read first, editable text, not a notebook.
 
     A missing file is fine only when `creating` (the edit has an empty old_string).
     """
-    loc = filestate.resolve(session, file_path, roots)
+    loc = filestate.resolve(session, file_path, roots, ctx)
     try:
         current = await asyncio.to_thread(filestate.read_current, loc, filestate.MAX_EDIT_BYTES)
     except IsADirectoryError:
         raise InputError(f"{loc.path} is a directory; give the path of a file.") from None
     if current is None:
         if not creating:
-            raise InputError(filestate.not_found(loc.path, session))
+            raise InputError(filestate.not_found(loc.path, session, loc.identity))
         return Target(loc, "", filestate.UTF8, exists=False, stale=False)
     if os.path.splitext(loc.path)[1].lower() == ".ipynb":
         raise InputError("This is a Jupyter notebook: change its cells with NotebookEdit.")
@@ -179,7 +185,7 @@ class EditTool(Tool):
         old = args["old_string"]
         replace_all = bool(args.get("replace_all", False))
         target = await load_target(
-            session, args["file_path"], creating=old == "", roots=ctx.roots("write")
+            session, args["file_path"], creating=old == "", roots=ctx.roots("write"), ctx=ctx
         )
         old_n = old.replace("\r\n", "\n") if target.codec.crlf else old
         new_n = (

@@ -17,10 +17,14 @@ import hashlib
 import os
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from agentd import fsaccess
+from agentd import fsaccess, fsidentity
 from agentd.errors import InputError, ToolError
 from agentd.sessions import FileState, Session
+
+if TYPE_CHECKING:
+    from agentd.tools.base import ToolContext
 
 # Larger files are refused by the tools that rewrite a whole file in memory.
 MAX_EDIT_BYTES = 64 * 1024 * 1024
@@ -32,15 +36,25 @@ MODIFIED = (
 )
 
 
-def resolve(session: Session, raw: str, roots: list[str]) -> fsaccess.Located:
-    """The session's meaning of `raw`, inside one of `roots` (else PathOutsideWorkspace)."""
-    return fsaccess.locate(fsaccess.expand(raw, session.cwd, session.home), roots)
+def resolve(
+    session: Session, raw: str, roots: list[str], ctx: ToolContext | None = None
+) -> fsaccess.Located:
+    """The session's meaning of `raw`, inside one of `roots` (else PathOutsideWorkspace).
+
+    With the call's `ctx`, every later access to it is made with the session's sandbox
+    identity, except in the session's state dir (the daemon's own).
+    """
+    path = fsaccess.expand(raw, session.cwd, session.home)
+    if ctx is None:
+        return fsaccess.locate(path, roots)
+    return fsaccess.locate(path, roots, fsidentity.of_session(ctx), (ctx.state_dir,))
 
 
-def not_found(path: str, session: Session) -> str:
+def not_found(path: str, session: Session, identity: fsidentity.FsIdentity | None = None) -> str:
     """The text for a missing file: the cwd, and a similarly named neighbour if there is one."""
     message = f"File does not exist: {path}. The current working directory is {session.cwd}."
-    similar = similar_file(path)
+    with fsidentity.acting_as(identity):
+        similar = similar_file(path)
     if similar:
         message += f" Did you mean {similar}?"
     return message
@@ -99,12 +113,18 @@ def read_current(loc: fsaccess.Located, limit: int | None = None) -> Current | N
                 f"{loc.path} is too large ({format_size(st.st_size)}; the limit is "
                 f"{format_size(limit)}). Work on it with shell tools (sed, head, tail, grep)."
             )
+        # A file the sandbox keeps appending to must not keep us reading: take what
+        # fstat saw, and a little more for files that report size 0 (/proc, /sys).
+        remaining = st.st_size + (1 << 20)
+        if limit is not None:
+            remaining = min(remaining, limit)
         chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
             if not chunk:
                 break
             chunks.append(chunk)
+            remaining -= len(chunk)
         return Current(b"".join(chunks), st)
     finally:
         os.close(fd)

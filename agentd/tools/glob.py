@@ -6,6 +6,7 @@ import os
 import time
 from typing import Any, ClassVar
 
+from agentd import fsaccess, fsidentity
 from agentd.errors import PathOutsideWorkspace
 from agentd.tools import ripgrep
 from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
@@ -46,7 +47,7 @@ class Glob(ReadOnlyTool):
         if not args.get("pattern"):
             raise InputError("pattern must not be empty.")
         try:
-            root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
+            root = ripgrep.search_root(args.get("path"), ctx)
         except PathOutsideWorkspace:
             return  # the permission check decides; call() checks again with what it granted
         if not root.is_dir:
@@ -54,27 +55,28 @@ class Glob(ReadOnlyTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
-        root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
+        root = ripgrep.search_root(args.get("path"), ctx)
         # Glob looks at every file, ignored or not, as the reference does.
         out = await ripgrep.run_rg(
             ["--files", "--no-ignore", "--null", "--glob", args["pattern"]],
             root.path,
             ctx.cancelled,
+            sandbox=root.sandbox,
         )
         ripgrep.check_rg_failed(out)
 
-        found: list[tuple[int, str]] = []
-        for rel in out.stdout.decode(errors="surrogateescape").split("\0"):
-            if not rel:
-                continue
-            full = os.path.normpath(os.path.join(root.path, rel))
-            try:
-                mtime_ns = os.lstat(full).st_mtime_ns
-            except OSError:
-                continue  # gone since rg listed it
-            found.append((mtime_ns, ripgrep.display(rel, root.path, ctx.session.cwd)))
-        found.sort()
+        listed = out.stdout.decode(errors="surrogateescape").split("\0")
+        found = _with_mtimes(root, listed)
         total = len(found)
+        cwd = ctx.session.cwd
+        if cwd.startswith(root.path.rstrip("/") + "/"):
+            # Some paths show relative to the cwd and others absolute: order the shown names.
+            found = sorted((m, ripgrep.display(rel, root.path, cwd)) for m, rel in found)
+        else:
+            # Every shown name is one prefix + rg's path, so rg's paths order alike: build
+            # names only for what is shown.
+            found.sort()
+            found = [(m, ripgrep.display(rel, root.path, cwd)) for m, rel in found[:MAX_RESULTS]]
         filenames = [
             name.encode(errors="surrogateescape").decode(errors="replace")
             for _, name in found[:MAX_RESULTS]
@@ -100,6 +102,27 @@ class Glob(ReadOnlyTool):
             "countIsComplete": not out.truncated,
         }
         return ToolResult.text(text, data)
+
+
+def _with_mtimes(root: ripgrep.SearchRoot, listed: list[str]) -> list[tuple[int, str]]:
+    """(mtime_ns, path) of each path rg listed that still exists, stat'ed from a descriptor
+    of the searched directory as the session's identity."""
+    found: list[tuple[int, str]] = []
+    with fsidentity.acting_as(ripgrep.identity_of(root)):
+        dir_fd = fsaccess.open_beneath(root.loc, os.O_PATH | os.O_DIRECTORY)
+        try:
+            for rel in listed:
+                if not rel:
+                    continue
+                try:
+                    found.append(
+                        (os.stat(rel, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns, rel)
+                    )
+                except OSError:
+                    continue  # gone since rg listed it
+        finally:
+            os.close(dir_fd)
+    return found
 
 
 TOOL = Glob

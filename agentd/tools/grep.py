@@ -7,6 +7,7 @@ import os
 import re
 from typing import Any, ClassVar
 
+from agentd import fsidentity
 from agentd.errors import PathOutsideWorkspace
 from agentd.tools import ripgrep
 from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
@@ -76,17 +77,17 @@ class Grep(ReadOnlyTool):
             _count_arg(args, key)
         # Outside the workspace: the permission check decides; call() checks again.
         with contextlib.suppress(PathOutsideWorkspace):
-            ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
+            ripgrep.search_root(args.get("path"), ctx)
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        root = ripgrep.search_root(args.get("path"), ctx.session, ctx.roots("read"))
+        root = ripgrep.search_root(args.get("path"), ctx)
         mode = args.get("output_mode", "files_with_matches")
         run_dir = root.path if root.is_dir else os.path.dirname(root.path)
 
         rg_args = _rg_args(args, mode)
         if not root.is_dir:
             rg_args += ["--", os.path.basename(root.path)]
-        out = await ripgrep.run_rg(rg_args, run_dir, ctx.cancelled)
+        out = await ripgrep.run_rg(rg_args, run_dir, ctx.cancelled, sandbox=root.sandbox)
         ripgrep.check_rg_failed(out)
         text_out = out.stdout.decode(errors="replace")
         cwd = ctx.session.cwd
@@ -110,7 +111,8 @@ class Grep(ReadOnlyTool):
 
         if mode == "files_with_matches":
             files = [shown(rel) for rel in text_out.split("\0") if rel]
-            files.sort(key=lambda name: (-_mtime(os.path.join(cwd, name)), name))
+            with fsidentity.acting_as(ripgrep.identity_of(root)):
+                files.sort(key=lambda name: (-_mtime(os.path.join(cwd, name)), name))
             page, applied_limit = _paginate(files, limit, offset)
             info = _limit_info(applied_limit, offset)
             if page:

@@ -7,17 +7,23 @@ What is left out, and why:
   into, since it would fill the whole listing;
 - symlinks: listed by name, never followed.
 Shallow entries come first under the cap: the tree is walked breadth-first.
+
+The walk runs as the session's sandbox identity, and each directory is opened from a
+descriptor of the listed one with no symlink allowed anywhere on the way, so a
+directory swapped for a symlink mid-walk is refused, not followed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fnmatch
 import os
+import stat
 from collections import deque
 from typing import Any, ClassVar
 
-from agentd import fsaccess
+from agentd import fsaccess, fsidentity
 from agentd.errors import PathOutsideWorkspace
 from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
 
@@ -62,9 +68,10 @@ class LS(ReadOnlyTool):
             _directory(args.get("path"), ctx)
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        root = _directory(args.get("path"), ctx)
+        loc = _directory(args.get("path"), ctx)
+        root = loc.path
         ignore = list(args.get("ignore") or [])
-        entries, truncated = _walk(root, ignore)
+        entries, truncated = await asyncio.to_thread(_walk_as, loc, ignore)
 
         lines = [f"- {root.rstrip('/')}/"]
         for rel, is_dir in sorted(entries, key=lambda e: e[0].split("/")):
@@ -87,18 +94,22 @@ class LS(ReadOnlyTool):
         return ToolResult.text(text, data)
 
 
-def _directory(raw: str | None, ctx: ToolContext) -> str:
+def _directory(raw: str | None, ctx: ToolContext) -> fsaccess.Located:
     session = ctx.session
     path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
-    loc = fsaccess.locate(path, ctx.roots("read"))
+    loc = fsaccess.locate(
+        path, ctx.roots("read"), fsidentity.of_session(ctx), daemon_roots=(ctx.state_dir,)
+    )
     fsaccess.check_inside(loc)
-    if not os.path.exists(path):
+    try:
+        st = fsaccess.stat_beneath(loc)
+    except (FileNotFoundError, NotADirectoryError):
         raise InputError(
             f"Path {path} does not exist. The current working directory is {session.cwd}."
-        )
-    if not os.path.isdir(path):
+        ) from None
+    if not stat.S_ISDIR(st.st_mode):
         raise InputError(f"Path {path} is not a directory; use Read for files.")
-    return path
+    return loc
 
 
 def _ignored(name: str, rel: str, patterns: list[str]) -> bool:
@@ -111,33 +122,52 @@ def _ignored(name: str, rel: str, patterns: list[str]) -> bool:
     return False
 
 
-def _walk(root: str, ignore: list[str]) -> tuple[list[tuple[str, bool]], bool]:
-    """Entries below `root` as (path relative to root, is_dir), breadth-first, capped."""
+def _walk_as(loc: fsaccess.Located, ignore: list[str]) -> tuple[list[tuple[str, bool]], bool]:
+    """`_walk` of the directory at `loc`, as `loc`'s identity."""
+    with fsidentity.acting_as(loc.identity):
+        root_fd = fsaccess.open_beneath(loc, os.O_PATH | os.O_DIRECTORY)
+        try:
+            return _walk(root_fd, ignore)
+        finally:
+            os.close(root_fd)
+
+
+def _walk(root_fd: int, ignore: list[str]) -> tuple[list[tuple[str, bool]], bool]:
+    """Entries below `root_fd` as (path relative to it, is_dir), breadth-first, capped."""
     entries: list[tuple[str, bool]] = []
     queue: deque[str] = deque([""])
     while queue:
         rel_dir = queue.popleft()
         try:
-            with os.scandir(os.path.join(root, rel_dir)) as it:
-                children = sorted(it, key=lambda e: e.name)
+            dir_fd = fsaccess.open_dir_nofollow(root_fd, rel_dir)
         except OSError:
-            continue  # unreadable, or gone since it was listed
-        for child in children:
-            if child.name.startswith(".") or child.name in SKIPPED_NAMES:
+            continue  # unreadable, swapped for a symlink, or gone since it was listed
+        try:
+            with os.scandir(dir_fd) as it:
+                children = sorted((e.name, _is_dir(e)) for e in it)
+        except OSError:
+            continue
+        finally:
+            os.close(dir_fd)
+        for name, is_dir in children:
+            if name.startswith(".") or name in SKIPPED_NAMES:
                 continue
-            rel = f"{rel_dir}/{child.name}" if rel_dir else child.name
-            if _ignored(child.name, rel, ignore):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if _ignored(name, rel, ignore):
                 continue
-            try:
-                is_dir = child.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
             if len(entries) == MAX_ENTRIES:
                 return entries, True
             entries.append((rel, is_dir))
-            if is_dir and child.name not in NOT_DESCENDED:
+            if is_dir and name not in NOT_DESCENDED:
                 queue.append(rel)
     return entries, False
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 TOOL = LS

@@ -77,6 +77,7 @@ class MultiEditTool(Tool):
             args["file_path"],
             creating=edits[0]["old_string"] == "",
             roots=ctx.roots("write"),
+            ctx=ctx,
         )
         crlf = target.codec.crlf
         content = target.content

@@ -89,13 +89,13 @@ class NotebookEditTool(Tool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
         mode = args.get("edit_mode") or "replace"
-        loc = filestate.resolve(session, args["notebook_path"], ctx.roots("write"))
+        loc = filestate.resolve(session, args["notebook_path"], ctx.roots("write"), ctx)
         try:
             current = await asyncio.to_thread(filestate.read_current, loc, filestate.MAX_EDIT_BYTES)
         except IsADirectoryError:
             raise InputError(f"{loc.path} is a directory, not a notebook.") from None
         if current is None:
-            raise InputError(filestate.not_found(loc.path, session))
+            raise InputError(filestate.not_found(loc.path, session, loc.identity))
         filestate.require_read(session, loc.path)
         if filestate.is_modified(session, loc.path, current):
             raise InputError(filestate.MODIFIED)

@@ -12,7 +12,7 @@ import re
 import stat
 from typing import Any
 
-from agentd import fsaccess
+from agentd import fsaccess, fsidentity
 from agentd.errors import InputError, ToolError
 from agentd.sessions import Session
 from agentd.tools import filestate
@@ -152,21 +152,24 @@ class ReadTool(ReadOnlyTool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
-        loc = filestate.resolve(session, args["file_path"], ctx.roots("read"))
+        loc = filestate.resolve(session, args["file_path"], ctx.roots("read"), ctx)
         ext = os.path.splitext(loc.path)[1].lower()
         whole = args.get("offset") is None and args.get("limit") is None
         small = False
-        if whole and not args.get("allow_large") and ext not in _NOT_PLAIN_TEXT:
-            # Refuse a big text file before loading it.
-            with contextlib.suppress(OSError):
-                st = fsaccess.stat_beneath(loc)
-                if stat.S_ISREG(st.st_mode) and st.st_size > MAX_TEXT_BYTES:
-                    raise ToolError(_too_large(loc.path, st.st_size))
-                small = stat.S_ISREG(st.st_mode) and st.st_size <= INLINE_READ_BYTES
-        if small:
-            # A small regular file the loop has just stat'ed: reading and numbering it
-            # costs less than the hop to a worker thread and back.
-            return self._read_and_render(args, session, loc)
+        # One switch to the session's identity for the stat and the small read.
+        with fsidentity.acting_as(loc.identity):
+            if whole and not args.get("allow_large") and ext not in _NOT_PLAIN_TEXT:
+                # Refuse a big text file before loading it.
+                with contextlib.suppress(OSError):
+                    st = fsaccess.stat_beneath(loc)
+                    if stat.S_ISREG(st.st_mode) and st.st_size > MAX_TEXT_BYTES:
+                        raise ToolError(_too_large(loc.path, st.st_size))
+                    small = stat.S_ISREG(st.st_mode) and st.st_size <= INLINE_READ_BYTES
+            # A small regular file the loop has just stat'ed: reading it costs less
+            # than the hop to a worker thread and back.
+            current = self._read(session, loc) if small else None
+        if current is not None:
+            return self._render(args, session, loc, current)
         # Anything else in one hop to a worker thread, the read and the rendering
         # together, so the loop never waits on a large file.
         return await asyncio.to_thread(self._read_and_render, args, session, loc)
@@ -174,6 +177,9 @@ class ReadTool(ReadOnlyTool):
     def _read_and_render(
         self, args: dict[str, Any], session: Session, loc: fsaccess.Located
     ) -> ToolResult:
+        return self._render(args, session, loc, self._read(session, loc))
+
+    def _read(self, session: Session, loc: fsaccess.Located) -> filestate.Current:
         try:
             current = filestate.read_current(loc, MAX_FILE_BYTES)
         except IsADirectoryError:
@@ -182,8 +188,8 @@ class ReadTool(ReadOnlyTool):
                 "and Read the files inside."
             ) from None
         if current is None:
-            raise ToolError(filestate.not_found(loc.path, session))
-        return self._render(args, session, loc, current)
+            raise ToolError(filestate.not_found(loc.path, session, loc.identity))
+        return current
 
     def _render(
         self,

@@ -38,7 +38,7 @@ class WriteTool(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
-        loc = filestate.resolve(session, args["file_path"], ctx.roots("write"))
+        loc = filestate.resolve(session, args["file_path"], ctx.roots("write"), ctx)
         content: str = args["content"]
         try:
             current = await asyncio.to_thread(filestate.read_current, loc, filestate.MAX_EDIT_BYTES)
