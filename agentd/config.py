@@ -68,6 +68,10 @@ class Config:
     task_output_bytes: int = 64 * 1024 * 1024
     # Seconds a task may run before it is stopped.
     task_max_seconds: float = 3600.0
+    # Log lines as text (default) or one JSON object per line ("json").
+    log_format: str = "text"
+    # Prometheus metrics on this local address ("127.0.0.1:9464"); off when empty.
+    metrics_listen: str = ""
 
     @classmethod
     def load(cls, path: str | None = None, **overrides: Any) -> Config:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agentd import results, validation
+from agentd import metrics, results, validation
 from agentd.config import Config
 from agentd.errors import InputError, ToolError
 from agentd.sessions import Session, SessionManager
@@ -204,6 +204,7 @@ class Executor:
             # The model hears of finished background tasks with its next result.
             result.content.append(TextBlock("\n".join(notices)))
         self.sessions.save(session)
+        metrics.call_finished(call.name, result.is_error, time.monotonic() - started)
         log_.emit(
             "call_finished",
             name=call.name,
@@ -223,6 +224,7 @@ class Executor:
             await tool.validate_input(args, ctx)
             if self.permissions is not None:
                 decision = await self.permissions.decide(session, tool, args, ctx)
+                metrics.permission_decided(decision.behavior)
                 if decision.behavior != "allow":
                     return ToolResult.error(decision.reason or "Permission denied.")
                 if decision.updated_input is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import sys
 import threading
@@ -14,6 +15,14 @@ from google.protobuf.json_format import MessageToDict
 
 from agentd_client._client import Client, ToolResult, default_socket_path
 from agentd_client.v1 import agentd_pb2 as pb
+
+
+def _version() -> str:
+    """The installed distribution's version: the client does not import the daemon."""
+    try:
+        return importlib.metadata.version("agentd")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -41,8 +50,9 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
         return 0
     print(f"agentd {st.version} (pid {st.pid}) up {st.uptime_seconds:.0f}s on {st.socket_path}")
     print(
-        f"sessions open: {st.open_sessions}  calls running: {st.running_calls}  "
-        f"tasks running: {st.running_tasks}"
+        f"calls served: {st.calls_served}  calls running: {st.running_calls}  "
+        f"tasks running: {st.running_tasks}  sessions open: {st.open_sessions}  "
+        f"asks pending: {st.pending_asks}"
     )
     print(f"state dir: {st.state_dir}")
     return 0
@@ -263,6 +273,7 @@ def cmd_attach(c: Client, args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="agentctl", description="Talk to the agentd daemon.")
+    p.add_argument("--version", action="version", version=f"agentctl {_version()}")
     p.add_argument("--socket", help=f"daemon socket (default {default_socket_path()})")
     sub = p.add_subparsers(dest="command", required=True)
 

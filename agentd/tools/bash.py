@@ -10,7 +10,7 @@ import shlex
 import time
 from typing import Any, ClassVar
 
-from agentd import sandboxing
+from agentd import metrics, sandboxing
 from agentd.errors import InputError, ToolError
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
@@ -140,9 +140,11 @@ class BashTool(Tool):
         policy.env = {**policy.env, "BASH_ENV": env_file}
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
+            spawned = time.monotonic()
             process = await spawn(
                 policy, ["/bin/bash", "-c", command], stdout=write_fd, stderr=write_fd
             )
+            metrics.sandbox_started(time.monotonic() - spawned)
         except SandboxUnavailable as exc:
             os.close(read_fd)
             output.finish(None)
