@@ -37,14 +37,14 @@ class JsonFormatter(logging.Formatter):
 
 def check_level(level: str) -> str:
     """The level's canonical name, or a one-line error naming the choices."""
-    name = level.upper()
-    if not isinstance(logging.getLevelName(name), int):
+    name = level.upper() if isinstance(level, str) else ""
+    if not name or not isinstance(logging.getLevelName(name), int):
         raise InvalidRequest(f"log_level must be DEBUG, INFO, WARNING or ERROR, got {level!r}")
     return name
 
 
 def check_format(fmt: str) -> str:
-    if fmt not in FORMATS:
+    if not isinstance(fmt, str) or fmt not in FORMATS:
         raise InvalidRequest(f"log_format must be text or json, got {fmt!r}")
     return fmt
 

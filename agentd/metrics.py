@@ -141,7 +141,7 @@ def exposition() -> bytes:
 
 def parse_listen(value: str) -> tuple[str, int]:
     """`host:port` (`[::1]:9464` for IPv6) into its parts, or a one-line error."""
-    host, sep, port = value.rpartition(":")
+    host, sep, port = value.rpartition(":") if isinstance(value, str) else ("", "", "")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise InvalidRequest(
