@@ -65,6 +65,7 @@ bench: system-deps $(STAMP)
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
+	rm -rf build  # setuptools builds in the tree; a stale one breaks the wheel
 	$(PREFIX)/lib/agentd/bin/pip install -q .
 	install -d $(PREFIX)/bin $(SYSTEMD_SYSTEM_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \
@@ -80,6 +81,7 @@ install:
 
 install-user:
 	$(PYTHON3) -m venv --clear $(USER_PREFIX)/share/agentd/venv
+	rm -rf build  # setuptools builds in the tree; a stale one breaks the wheel
 	$(USER_PREFIX)/share/agentd/venv/bin/pip install -q .
 	install -d $(USER_PREFIX)/bin $(SYSTEMD_USER_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \

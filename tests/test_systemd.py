@@ -285,8 +285,9 @@ def test_every_system_call_made_is_in_the_units_filter(tmp_path: Path, workspace
 
 @needs_systemd_analyze
 def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) -> None:
-    """Both installs, side by side into temp prefixes: the programs run, and the units as
-    installed verify against them (no namespace trick: ExecStart names the real file)."""
+    """Both installs into temp prefixes: the programs run, and the units as installed
+    verify against them (no namespace trick: ExecStart names the real file). One after
+    the other: both build in the source tree's build/."""
     prefix = tmp_path / "prefix"
     home = tmp_path / "home"
     runtime = tmp_path / "runtime"
@@ -294,20 +295,19 @@ def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) ->
     runtime.mkdir(mode=0o700)
     env = {**os.environ, "HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
     env.pop("VIRTUAL_ENV", None)
-    system = subprocess.Popen(
+    system = subprocess.run(
         [
             "make", "-s", "-C", str(ROOT), "install", f"PREFIX={prefix}",
             f"SYSTEMD_SYSTEM_DIR={tmp_path / 'units'}", f"CONFDIR={tmp_path / 'etc'}",
         ],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
-    user = subprocess.Popen(
+    assert system.returncode == 0, system.stdout + system.stderr
+    user = subprocess.run(
         ["make", "-s", "-C", str(ROOT), "install-user"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
-    for proc in (system, user):
-        out, _ = proc.communicate(timeout=600)
-        assert proc.returncode == 0, out
+    assert user.returncode == 0, user.stdout + user.stderr
 
     version = subprocess.run(
         [prefix / "bin" / "agentd", "--version"], capture_output=True, text=True, timeout=60
