@@ -13,6 +13,7 @@ import grpc
 import agentd_sandbox
 from agentd import logs, metrics
 from agentd.config import Config
+from agentd.errors import Unavailable
 from agentd.executor import Executor
 from agentd.notify import Notifier
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, parse_rule
@@ -104,7 +105,14 @@ class Daemon:
     async def _answers_on_socket(self) -> None:
         async with grpc.aio.insecure_channel(f"unix:{self.config.socket_path}") as channel:
             stub = agentd_pb2_grpc.AgentdStub(channel)
-            await stub.GetStatus(agentd_pb2.GetStatusRequest(), timeout=30, wait_for_ready=True)
+            try:
+                await stub.GetStatus(agentd_pb2.GetStatusRequest(), timeout=30, wait_for_ready=True)
+            except grpc.aio.AioRpcError as exc:
+                raise Unavailable(
+                    f"agentd does not answer on its own socket {self.config.socket_path} "
+                    f"({exc.code().name}: {exc.details()}); check that nothing else "
+                    "removed or replaced it"
+                ) from None
 
     def status_line(self) -> str:
         """The headline numbers, for systemctl status."""
