@@ -6,6 +6,7 @@ pid 1 is not systemd here, and need not be: the daemon only sees `$NOTIFY_SOCKET
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -88,17 +89,45 @@ def test_ready_only_once_the_socket_answers_then_status_and_stopping(
     assert started, "the daemon did not say it was serving"
     daemon = started[0]
     try:
-        # Sandboxes and hooks must not inherit the right to speak for the daemon.
         with Client(socket_path, timeout=60) as c:
-            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
-            r = c.run_tool(sid, "Bash", {"command": 'echo "[${NOTIFY_SOCKET-}]"'})
-        assert not r.is_error, r.text
-        assert "[]" in r.text
+            assert c.status().pid == daemon.proc.pid
     finally:
         daemon.proc.send_signal(signal.SIGTERM)
         stopping = recv_until(sock, "STOPPING")[-1]
         assert stopping == {"STOPPING": "1", "STATUS": "stopping"}
         assert daemon.stop() == 0, daemon.log
+
+
+def test_hooks_do_not_inherit_the_notify_socket(
+    tmp_path: Path, notify_socket: tuple[socket.socket, str], workspace: Path
+) -> None:
+    """Hooks run on the host with the daemon's environment: they must not get the
+    right to speak for the daemon (READY, STOPPING, WATCHDOG) or the test stall FIFO."""
+    sock, path = notify_socket
+    seen = tmp_path / "hook-env"
+    (workspace / ".claude").mkdir()
+    hook = {"type": "command", "command": f"env > {seen}"}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "LS", "hooks": [hook]}]}}
+    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    config = tmp_path / "config.toml"
+    config.write_text(f'trusted_workspaces = ["{workspace}"]\n')
+    env = {
+        "NOTIFY_SOCKET": path,
+        "WATCHDOG_USEC": str(WATCHDOG_USEC),
+        "AGENTD_TEST_STALL_FIFO": str(tmp_path / "fifo"),
+    }
+    daemon = start_daemon(tmp_path / "d", extra_args=["--config", str(config)], env=env)
+    try:
+        recv_until(sock, "READY")
+        with Client(daemon.socket, timeout=60) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            assert not c.run_tool(sid, "LS", {"path": str(workspace)}).is_error
+    finally:
+        assert daemon.stop() == 0, daemon.log
+    hook_env = seen.read_text()
+    assert "CLAUDE_PROJECT_DIR=" in hook_env  # the hook did run
+    for name in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "AGENTD_TEST_STALL_FIFO"):
+        assert f"{name}=" not in hook_env
 
 
 def test_status_follows_the_numbers_on_watchdog_pings(
