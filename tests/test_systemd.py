@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -30,7 +31,7 @@ USER_UNIT = ROOT / "systemd" / "user" / "agentd.service"
 AGENTD = Path(sys.executable).parent / "agentd"
 
 # `systemd-analyze security --offline=true` exposure, 0 (safe) to 10; the old unit had 9.6.
-# The system unit reaches 4.4: what stays open is what bwrap and a uid-switching root
+# The system unit reaches 4.3: what stays open is what bwrap and a uid-switching root
 # daemon need (user namespaces, SETUID/SETGID, mount syscalls, /proc for bwrap's own).
 # The user unit reaches 7.5: a user manager cannot drop capabilities or namespace the
 # file system without nesting bwrap in a second user namespace (see the README).
@@ -188,15 +189,25 @@ def exercise(socket: str, workspace: Path) -> list[tuple[str, bool, str]]:
         ]:
             r = c.run_tool(sid, tool, args)
             out.append((tool, r.is_error, r.text))
-        bg = c.run_tool(sid, "Bash", {"command": "sleep 300", "run_in_background": True})
+        marker = f"sleep 300.{secrets.randbelow(10**9)}"
+        bg = c.run_tool(sid, "Bash", {"command": marker, "run_in_background": True})
         task_id = bg.data["backgroundTaskId"] if bg.data else ""
         out.append(("Bash background", bg.is_error or not task_id, bg.text))
         if task_id:
             stop = c.run_tool(sid, "TaskStop", {"task_id": task_id})
             out.append(("TaskStop", stop.is_error, stop.text))
             wait_for_event(c, sid, task_finished(task_id))
+            left = [p for p in Path("/proc").glob("[0-9]*/cmdline") if marker in _cmdline(p)]
+            out.append(("nothing left after TaskStop", bool(left), str(left)))
         c.close_session(sid)
     return out
+
+
+def _cmdline(path: Path) -> str:
+    try:
+        return path.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @needs_root
