@@ -4,7 +4,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test proto lint format bench system-deps clean
+.PHONY: run test proto lint format bench system-deps clean install install-user
+
+# `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
+# system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
+# config in $(CONFDIR). The shipped unit names /usr/local/bin/agentd.
+PREFIX ?= /usr/local
+SYSTEMD_SYSTEM_DIR ?= /etc/systemd/system
+CONFDIR ?= /etc/agentd
+# `make install-user`: the same for one user, where `pipx install .` would put it.
+USER_PREFIX ?= $(HOME)/.local
+SYSTEMD_USER_DIR ?= $(HOME)/.config/systemd/user
+PYTHON3 ?= python3
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -23,6 +34,8 @@ system-deps:
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v git >/dev/null || missing="$$missing git"; \
+	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	command -v strace >/dev/null || missing="$$missing strace"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -50,6 +63,38 @@ bench: system-deps $(STAMP)
 	$(PY) bench/bash_rtt.py
 	$(PY) bench/bash_output.py
 	$(PY) bench/classify.py
+
+install:
+	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
+	rm -rf build  # setuptools builds in the tree; a stale one breaks the wheel
+	$(PREFIX)/lib/agentd/bin/pip install -q .
+	install -d $(PREFIX)/bin $(SYSTEMD_SYSTEM_DIR)
+	for cmd in agentd agentctl agentd-sandbox; do \
+		ln -sfn ../lib/agentd/bin/$$cmd $(PREFIX)/bin/$$cmd; \
+	done
+	sed 's|^ExecStart=/usr/local/bin/agentd |ExecStart=$(PREFIX)/bin/agentd |' \
+		systemd/system/agentd.service > $(SYSTEMD_SYSTEM_DIR)/agentd.service
+	chmod 0644 $(SYSTEMD_SYSTEM_DIR)/agentd.service
+	install -d -m 0755 $(CONFDIR)
+	test -e $(CONFDIR)/config.toml || \
+		printf '# agentd settings: see README.md, "Configuration".\n' > $(CONFDIR)/config.toml
+	@echo "installed; now: systemctl daemon-reload && systemctl enable --now agentd"
+
+install-user:
+	$(PYTHON3) -m venv --clear $(USER_PREFIX)/share/agentd/venv
+	rm -rf build  # setuptools builds in the tree; a stale one breaks the wheel
+	$(USER_PREFIX)/share/agentd/venv/bin/pip install -q .
+	install -d $(USER_PREFIX)/bin $(SYSTEMD_USER_DIR)
+	for cmd in agentd agentctl agentd-sandbox; do \
+		ln -sfn $(USER_PREFIX)/share/agentd/venv/bin/$$cmd $(USER_PREFIX)/bin/$$cmd; \
+	done
+	if [ "$(USER_PREFIX)" = "$(HOME)/.local" ]; then \
+		install -m 0644 systemd/user/agentd.service $(SYSTEMD_USER_DIR)/agentd.service; \
+	else \
+		sed 's|^ExecStart=%h/.local/bin/agentd |ExecStart=$(USER_PREFIX)/bin/agentd |' \
+			systemd/user/agentd.service > $(SYSTEMD_USER_DIR)/agentd.service; \
+	fi
+	@echo "installed; now: systemctl --user daemon-reload && systemctl --user enable --now agentd"
 
 clean:
 	rm -rf $(VENV) .pytest_cache

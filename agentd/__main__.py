@@ -4,27 +4,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import logging
-import logging.handlers
 import os
-import queue
 import signal
 import sys
 
+from agentd import __version__, logs, metrics
 from agentd.config import Config
 from agentd.daemon import Daemon
 from agentd.errors import AgentdError, ConfigError
 
+log = logging.getLogger("agentd")
+
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="agentd", description="The agentd daemon.")
+    parser.add_argument("--version", action="version", version=f"agentd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the daemon in the foreground")
     serve.add_argument("--config", help="TOML config file")
     serve.add_argument("--socket", dest="socket_path", help="unix socket path")
     serve.add_argument("--state-dir", help="where sessions, journal and outputs live")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
+    serve.add_argument("--log-format", choices=logs.FORMATS, help="text (default) or json")
+    serve.add_argument(
+        "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics here"
+    )
     tls = sub.add_parser("tls", help="TLS for the TCP listener")
     tls_sub = tls.add_subparsers(dest="tls_command", required=True)
     tls_init = tls_sub.add_parser(
@@ -63,32 +68,66 @@ def _tls_init(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(config: Config) -> None:
+def _load(args: argparse.Namespace) -> Config:
+    config = Config.load(
+        args.config,
+        socket_path=args.socket_path,
+        state_dir=args.state_dir,
+        log_level=args.log_level,
+        log_format=args.log_format,
+        metrics_listen=args.metrics_listen,
+    )
+    logs.check_level(config.log_level)
+    logs.check_format(config.log_format)
+    if config.metrics_listen:
+        metrics.parse_listen(config.metrics_listen)
+    return config
+
+
+def _reload(daemon: Daemon, args: argparse.Namespace) -> None:
+    """SIGHUP: read the config again and apply what can change live; a bad config is
+    logged and the running one kept. The flags still win over the file."""
+    try:
+        summary = daemon.reload(_load(args))
+    except AgentdError as exc:
+        metrics.RELOADS.labels("error").inc()
+        log.error("reload failed, keeping the running config: %s", exc)
+        return
+    metrics.RELOADS.labels("ok").inc()
+    log.info("%s", summary)
+
+
+def _stall_for_tests(loop: asyncio.AbstractEventLoop) -> None:
+    """Test-only: with AGENTD_TEST_STALL_FIFO set, SIGUSR2 blocks the event loop until a
+    line is written to that FIFO. The watchdog test needs a loop that is stuck while the
+    process runs on; nothing in a client's reach can do this, and without the variable
+    (every real deployment) no handler exists."""
+    fifo = os.environ.pop("AGENTD_TEST_STALL_FIFO", "")
+    if not fifo:
+        return
+
+    def stall() -> None:
+        log.warning("test stall: blocking the event loop until %s is written", fifo)
+        with open(fifo) as f:  # blocks the loop, on purpose
+            f.readline()
+        log.warning("test stall: event loop running again")
+
+    loop.add_signal_handler(signal.SIGUSR2, stall)
+
+
+async def _serve(config: Config, args: argparse.Namespace) -> None:
     daemon = Daemon(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(daemon.stop()))
+    loop.add_signal_handler(signal.SIGHUP, _reload, daemon, args)
+    _stall_for_tests(loop)
     await daemon.start()
-    print(
+    logs.announce(
         f"agentd serving on unix:{config.socket_path} (state in {config.state_dir})",
-        file=sys.stderr,
-        flush=True,
+        config.log_format,
     )
     await daemon.wait()
-
-
-def _log_off_the_loop(level: str) -> None:
-    """Log records are queued and written to stderr by a thread of their own: a slow
-    reader of stderr (journald, a full pipe) must never stall the event loop."""
-    records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-    stderr = logging.StreamHandler()
-    stderr.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    listener = logging.handlers.QueueListener(records, stderr)
-    listener.start()
-    atexit.register(listener.stop)
-    root = logging.getLogger()
-    root.addHandler(logging.handlers.QueueHandler(records))
-    root.setLevel(level.upper())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,20 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tls":
         return _tls_init(args)
     try:
-        config = Config.load(
-            args.config,
-            socket_path=args.socket_path,
-            state_dir=args.state_dir,
-            log_level=args.log_level,
-        )
+        config = _load(args)
     except AgentdError as exc:
         print(f"agentd: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.setup(config.log_level, config.log_format)
     try:
-        asyncio.run(_serve(config))
+        asyncio.run(_serve(config, args))
     except ConfigError as exc:  # a path or setting refused at start-up
         print(f"agentd: {exc}", file=sys.stderr)
         return 2

@@ -160,6 +160,11 @@ class Config:
     # The config file this config was read from (set by load); hidden from every sandbox.
     config_file: str = ""
 
+    # Log lines as text (default) or one JSON object per line ("json").
+    log_format: Literal["text", "json"] = "text"
+    # Prometheus metrics on this local address ("127.0.0.1:9464"); off when empty.
+    metrics_listen: ListenAddress = ""
+
     def __post_init__(self) -> None:
         for f in fields(self):
             setattr(self, f.name, check_setting(f.name, getattr(self, f.name)))

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import fields
 from typing import Any
 
+import grpc
+
 import agentd_sandbox
+from agentd import logs, metrics
 from agentd.config import Config
+from agentd.errors import Unavailable
 from agentd.executor import Executor
+from agentd.notify import Notifier
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.privdir import ensure_private_dir
 from agentd.server import Server
@@ -17,8 +23,12 @@ from agentd.sessions import Session, SessionManager
 from agentd.store import Store
 from agentd.tasks import TaskManager
 from agentd.tools import default_registry
+from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+# Settings a SIGHUP applies to the running daemon; any other change waits for a restart.
+LIVE_SETTINGS = ("allow_rules", "deny_rules", "ask_rules", "trusted_settings", "log_level")
 
 
 def _sandbox_report() -> dict[str, Any]:
@@ -68,6 +78,14 @@ class Daemon:
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
+        self.notifier = Notifier()
+        self._metrics_server: Any = None
+        tools = self.executor.registry.tools
+        metrics.know_tools({n: t.name for t in tools for n in (t.name, *t.aliases)})
+        metrics.watch(metrics.RUNNING_CALLS, lambda: self.executor.running_count)
+        metrics.watch(metrics.RUNNING_TASKS, self.tasks.running_count)
+        metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
+        metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
 
     async def _todos_changed(self, session: Session, todos: list[dict[str, Any]]) -> None:
         self.sessions.log(session.id).emit("todos_changed", todos=todos)
@@ -79,13 +97,71 @@ class Daemon:
         self.sessions.log(session.id).emit("cwd_changed", cwd=cwd, previous=previous)
 
     async def start(self) -> None:
+        self.notifier.status("starting")
+        if self.config.metrics_listen:  # first: a taken port must fail before we listen
+            self._metrics_server = metrics.serve(self.config.metrics_listen)
         self.server = Server(self.config, self.servicer)
         await self.server.start()
+        # READY only once the socket answers a real RPC: a client that systemd starts
+        # after us (After=agentd.service) must find a daemon that serves.
+        await self._answers_on_socket()
+        self.notifier.ready(self.status_line())
+        self.notifier.start_watchdog(self.status_line)
+
+    async def _answers_on_socket(self) -> None:
+        async with grpc.aio.insecure_channel(f"unix:{self.config.socket_path}") as channel:
+            stub = agentd_pb2_grpc.AgentdStub(channel)
+            try:
+                await stub.GetStatus(agentd_pb2.GetStatusRequest(), timeout=30, wait_for_ready=True)
+            except grpc.aio.AioRpcError as exc:
+                raise Unavailable(
+                    f"agentd does not answer on its own socket {self.config.socket_path} "
+                    f"({exc.code().name}: {exc.details()}); check that nothing else "
+                    "removed or replaced it"
+                ) from None
+
+    def status_line(self) -> str:
+        """The headline numbers, for systemctl status."""
+        return (
+            f"serving on unix:{self.config.socket_path}; sessions {len(self.sessions.list())}, "
+            f"calls running {self.executor.running_count}, "
+            f"tasks running {self.tasks.running_count()}, "
+            f"asks pending {self.services['asker'].pending_count}, "
+            f"calls served {metrics.calls_served()}"
+        )
+
+    def reload(self, new: Config) -> str:
+        """Apply the live settings of `new`; one line saying what changed. A bad config
+        raises (AgentdError) before anything is applied, so the old one stays whole."""
+        live = [k for k in LIVE_SETTINGS if getattr(new, k) != getattr(self.config, k)]
+        later = sorted(
+            f.name
+            for f in fields(Config)
+            if f.name not in LIVE_SETTINGS and getattr(new, f.name) != getattr(self.config, f.name)
+        )
+        logs.check_level(new.log_level)
+        # Parses every rule and trusted entry: a bad one raises here. People's approvals
+        # stay in the store and come along.
+        settings = SettingsLoader(new, TrustStore(new, self.store))
+        self.notifier.reloading()
+        for key in live:
+            setattr(self.config, key, getattr(new, key))
+        settings.config = self.config
+        if isinstance(self.executor.permissions, PermissionEngine):
+            self.executor.permissions.settings = settings
+            self.executor.permissions.approvals.settings = settings
+        logs.set_level(self.config.log_level)
+        self.notifier.reloaded(self.status_line())
+        summary = "reloaded: " + (", ".join(live) if live else "nothing changed")
+        if later:
+            summary += f"; needs a restart to apply: {', '.join(later)}"
+        return summary
 
     async def stop(self) -> None:
         if self._stopped.is_set():
             return
         log.info("agentd shutting down")
+        self.notifier.stopping()
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]
@@ -93,6 +169,9 @@ class Daemon:
             stopping.append(self.server.stop())
         await asyncio.gather(*stopping)
         await self.tasks.stop_all()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+        await self.notifier.close()
         self.store.close()
         self._stopped.set()
 

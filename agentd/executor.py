@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentd import results, validation
+from agentd import metrics, results, validation
 from agentd.config import Config
 from agentd.errors import InputError, ToolError
 from agentd.sessions import Session, SessionManager
@@ -221,6 +221,7 @@ class Executor:
             # The model hears of finished background tasks with its next result.
             result.content.append(TextBlock("\n".join(notices)))
         self.sessions.save(session)
+        metrics.call_finished(call.name, result.is_error, time.monotonic() - started)
         log_.emit(
             "call_finished",
             name=call.name,
@@ -239,6 +240,7 @@ class Executor:
             validation.validate(tool.name, args, tool.input_schema)
             await tool.validate_input(args, ctx)
             decision = await self.permissions.decide(session, tool, args, ctx)
+            metrics.permission_decided(decision.behavior)
             if decision.behavior != "allow":
                 return ToolResult.error(decision.reason or "Permission denied.")
             ctx.sandbox = decision.sandbox

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from agentd import __version__
+from agentd import __version__, metrics
 from agentd.bashsec import classify
 from agentd.errors import AgentdError, InvalidRequest, NotFound
 from agentd.events import Event, EventLog
@@ -235,6 +235,8 @@ class Servicer(pb_grpc.AgentdServicer):
             socket_path=self.socket_path,
             state_dir=self.state_dir,
             sandbox_json=json.dumps(sandbox),
+            calls_served=metrics.calls_served(),
+            pending_asks=asker.pending_count if (asker := self.services.get("asker")) else 0,
         )
 
     @_unary

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd import metrics
 from agentd.store import Store
 
 log = logging.getLogger(__name__)
@@ -230,6 +231,7 @@ class TaskManager:
         self._finished[task.id] = asyncio.Event()
         self._save(task)
         self._emit(task.session_id, "task_started", {"task": task.to_dict()})
+        metrics.task_started()
         asyncio.ensure_future(self._watch(task, run))
 
     async def _watch(self, task: Task, run: Run) -> None:

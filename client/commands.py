@@ -42,8 +42,9 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
         return OK
     print(f"agentd {st.version} (pid {st.pid}) up {st.uptime_seconds:.0f}s on {st.socket_path}")
     print(
-        f"sessions open: {st.open_sessions}  calls running: {st.running_calls}  "
-        f"tasks running: {st.running_tasks}"
+        f"calls served: {st.calls_served}  calls running: {st.running_calls}  "
+        f"tasks running: {st.running_tasks}  sessions open: {st.open_sessions}  "
+        f"asks pending: {st.pending_asks}"
     )
     print(f"state dir: {st.state_dir}")
     return OK

@@ -17,10 +17,26 @@ class DaemonProcess:
     state_dir: str
     proc: subprocess.Popen[bytes]
     log_lines: list[str] = field(default_factory=list)
+    logged: threading.Condition = field(default_factory=threading.Condition)
 
     @property
     def log(self) -> str:
         return "".join(self.log_lines)
+
+    def wait_for_log(self, text: str, after: int = 0, timeout: float = 30) -> str:
+        """The first log line from index `after` on that contains `text`."""
+        with self.logged:
+            found = self.logged.wait_for(
+                lambda: (
+                    any(text in line for line in self.log_lines[after:])
+                    or self.proc.poll() is not None
+                ),
+                timeout,
+            )
+            for line in self.log_lines[after:]:
+                if text in line:
+                    return line
+        raise TimeoutError(f"no log line with {text!r} (found={found}):\n{self.log}")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
         if self.proc.poll() is None:
@@ -37,6 +53,7 @@ def start_daemon(
     extra_args: list[str] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 20,
+    wrapper: list[str] | None = None,
 ) -> DaemonProcess:
     base.mkdir(parents=True, exist_ok=True)
     socket = str(base / "run" / "agentd.sock")
@@ -46,6 +63,7 @@ def start_daemon(
     proc_env.pop("AGENTD_STATE_DIR", None)
     proc = subprocess.Popen(
         [
+            *(wrapper or []),
             sys.executable,
             "-m",
             "agentd",
@@ -67,10 +85,14 @@ def start_daemon(
         assert proc.stderr is not None
         for raw in proc.stderr:
             line = raw.decode(errors="replace")
-            daemon.log_lines.append(line)
+            with daemon.logged:
+                daemon.log_lines.append(line)
+                daemon.logged.notify_all()
             if "agentd serving" in line:
                 ready.set()
         ready.set()  # the daemon exited; stop waiting
+        with daemon.logged:
+            daemon.logged.notify_all()
 
     threading.Thread(target=drain, daemon=True).start()
     if not ready.wait(timeout) or proc.poll() is not None:

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from agentd import metrics
 from agentd.sessions import SessionManager
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,10 @@ class Asker:
         self.timeout_seconds = timeout_seconds
         self._pending: dict[str, _Pending] = {}
         self._answered: OrderedDict[str, tuple[str, Answer]] = OrderedDict()
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
 
     def pending_ids(self, session_id: str) -> list[str]:
         return [rid for rid, p in self._pending.items() if p.session_id == session_id]
@@ -138,6 +143,7 @@ class Asker:
         if not pending.future.done():
             pending.future.set_result(answer)
         self._answered[request_id] = (pending.session_id, answer)
+        metrics.ask_answered(answer.decision, answer.decided_by)
         while len(self._answered) > _REMEMBERED:
             self._answered.popitem(last=False)
         self.sessions.log(pending.session_id).emit(

@@ -11,7 +11,7 @@ import shlex
 import time
 from typing import Any, ClassVar
 
-from agentd import fsidentity, readonly, sandboxing, unsandboxed
+from agentd import fsidentity, metrics, readonly, sandboxing, unsandboxed
 from agentd.errors import InputError, ToolError
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
@@ -152,9 +152,11 @@ class BashTool(Tool):
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
         try:
             argv = shell_argv(policy, command)  # the text stays out of host `ps`
+            spawned = time.monotonic()
             process = await launch(
                 policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
             )
+            metrics.sandbox_started(time.monotonic() - spawned)
         except SandboxUnavailable as exc:
             os.close(read_fd)
             staged.cleanup()

@@ -11,7 +11,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox_json")
+    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox_json", "calls_served", "pending_asks")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,8 @@ class Status(_message.Message):
     SOCKET_PATH_FIELD_NUMBER: _ClassVar[int]
     STATE_DIR_FIELD_NUMBER: _ClassVar[int]
     SANDBOX_JSON_FIELD_NUMBER: _ClassVar[int]
+    CALLS_SERVED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_ASKS_FIELD_NUMBER: _ClassVar[int]
     version: str
     pid: int
     uptime_seconds: float
@@ -30,7 +32,9 @@ class Status(_message.Message):
     socket_path: str
     state_dir: str
     sandbox_json: str
-    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox_json: _Optional[str] = ...) -> None: ...
+    calls_served: int
+    pending_asks: int
+    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox_json: _Optional[str] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
