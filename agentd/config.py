@@ -81,7 +81,7 @@ Id = Annotated[int, at.Ge(0), at.Le(2**32 - 2)]
 Seconds = Annotated[float, at.Gt(0), at.Le(10**9)]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 ListenAddress = Annotated[
-    str, AfterValidator(_listen_address), Expect('"host:port", or "" for no TCP listener')
+    str, AfterValidator(_listen_address), Expect('"host:port", or "" for none')
 ]
 LogLevel = Annotated[
     str, AfterValidator(_log_level), Expect("one of DEBUG, INFO, WARNING, ERROR, CRITICAL")

@@ -153,7 +153,7 @@ def test_a_bad_metrics_address_is_one_line(tmp_path: Path, listen: str) -> None:
     done = run_agentd(tmp_path, "--metrics-listen", listen)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0, done.stderr
-    assert "metrics_listen must look like 127.0.0.1:9464" in done.stderr
+    assert "setting metrics_listen" in done.stderr and "host:port" in done.stderr
 
 
 def test_a_taken_metrics_port_is_one_line_and_leaves_no_socket(tmp_path: Path) -> None:
@@ -164,7 +164,7 @@ def test_a_taken_metrics_port_is_one_line_and_leaves_no_socket(tmp_path: Path) -
         taken.listen()
         port = taken.getsockname()[1]
         done = run_agentd(tmp_path, "--metrics-listen", f"127.0.0.1:{port}")
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert f"cannot serve metrics on 127.0.0.1:{port}" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "run" / "agentd.sock").exists()

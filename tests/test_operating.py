@@ -44,16 +44,17 @@ def test_json_logs_are_one_object_per_line(tmp_path: Path, workspace: Path) -> N
 def test_bad_log_settings_are_one_line(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     for text, expect in [
-        ('log_format = "xml"', "log_format must be text or json, got 'xml'"),
-        ("log_format = 1", "log_format must be text or json, got 1"),
-        ('log_level = "LOUD"', "log_level must be DEBUG, INFO, WARNING or ERROR, got 'LOUD'"),
-        ("log_level = 10", "log_level must be DEBUG, INFO, WARNING or ERROR, got 10"),
-        ("metrics_listen = 9464", "metrics_listen must look like 127.0.0.1:9464, got 9464"),
+        ('log_format = "xml"', "setting log_format in"),
+        ("log_format = 1", "setting log_format in"),
+        ('log_level = "LOUD"', "setting log_level in"),
+        ("log_level = 10", "setting log_level in"),
+        ("metrics_listen = 9464", "setting metrics_listen in"),
     ]:
         config.write_text(text + "\n")
         done = run("agentd", "serve", "--config", str(config), "--socket", str(tmp_path / "s"))
         assert done.returncode == 2
         assert done.stderr.strip().startswith(f"agentd: {expect}"), done.stderr
+        assert "expected" in done.stderr, done.stderr
         assert done.stderr.strip().count("\n") == 0, done.stderr
 
 
@@ -86,7 +87,7 @@ def test_sighup_reloads_rules_and_keeps_the_old_config_when_the_new_one_is_bad(
                 ("deny_rules = [", "cannot read config file"),
                 ('deny_rules = ["Read("]', "deny_rules"),
                 ("no_such_setting = 1", "unknown settings"),
-                ('log_level = "LOUD"', "log_level must be"),
+                ('log_level = "LOUD"', "setting log_level"),
             ]:
                 config.write_text(bad + "\n")
                 line = reload("reload failed, keeping the running config")
