@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
         endpoint = _endpoint(args)
         args.default_session = endpoint.session
-        with contexts.open_client(endpoint) as client:
+        with contexts.open_client(endpoint, wait_for_ready=False) as client:
             return args.func(client, args)
     except CliError as exc:
         return _report(exc, as_json)

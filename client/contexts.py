@@ -226,10 +226,13 @@ def _read_file(path: str, what: str, endpoint: Endpoint) -> bytes:
         raise Unreachable(f"cannot read {what} {path}{hint}: {exc.strerror}") from None
 
 
-def open_client(endpoint: Endpoint) -> Client:
-    """A Client for the endpoint: the unix socket, or TLS with the token from its file."""
+def open_client(endpoint: Endpoint, *, wait_for_ready: bool = True) -> Client:
+    """A Client for the endpoint: the unix socket, or TLS with the token from its file.
+
+    agentctl passes wait_for_ready=False: a person waiting should hear at once that
+    the daemon is not there, not after a deadline."""
     if not endpoint.address:
-        return Client(endpoint.socket or None)
+        return Client(endpoint.socket or None, wait_for_ready=wait_for_ready)
     # Without a token file the call goes out without a token, and the daemon's refusal
     # (exit 3) says what is missing.
     token = ""
@@ -238,7 +241,12 @@ def open_client(endpoint: Endpoint) -> Client:
         if not token:
             raise Unreachable(f"token file {endpoint.token_file} is empty")
     roots = _read_file(endpoint.ca, "--ca", endpoint) if endpoint.ca else None
-    return Client(address=endpoint.address, token=token, root_certificates=roots)
+    return Client(
+        address=endpoint.address,
+        token=token,
+        root_certificates=roots,
+        wait_for_ready=wait_for_ready,
+    )
 
 
 def connect(context: str | None = None) -> Client:

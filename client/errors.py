@@ -1,4 +1,25 @@
-"""agentctl's exit codes, and the one place a failure becomes one of them.
+"""The errors of talking to agentd: typed exceptions for programs, exit codes for agentctl.
+
+For programs, every failed RPC raises one of these instead of a bare grpc.RpcError.
+The tree mirrors the daemon's own (agentd/errors.py maps each to a gRPC status), plus
+the failures that happen on the way there:
+
+    AgentdError                 an RPC failed; .code() and .details() as on grpc.RpcError
+    ├── InvalidRequest          malformed request fields         INVALID_ARGUMENT
+    ├── NotFound                unknown session, task, request    NOT_FOUND
+    │   └── SessionNotFound     ... the session, by its message
+    ├── SessionClosed           the session is closed             FAILED_PRECONDITION
+    ├── Unavailable             daemon not running, unreachable,  UNAVAILABLE
+    │                           or shutting down
+    ├── DeadlineExceeded        no answer within the deadline     DEADLINE_EXCEEDED
+    ├── Unauthenticated         missing or wrong bearer token     UNAUTHENTICATED
+    ├── Cancelled               the call was cancelled            CANCELLED
+    └── InternalError           a daemon bug; see its log         INTERNAL, anything else
+
+They subclass grpc.RpcError, so code written against grpc keeps working. A failed
+*tool call* is not an error here: it is a ToolResult with is_error set.
+
+For agentctl, each failure becomes one exit code:
 
 0    OK           done
 1    TOOL_FAILED  the tool call ran and returned an error result (is_error)
@@ -25,6 +46,93 @@ UNREACHABLE = 2
 REFUSED = 3
 USAGE = 64
 INTERRUPTED = 130
+
+
+class AgentdError(grpc.RpcError):
+    """An RPC to agentd failed. `code()` and `details()` answer as grpc.RpcError's do."""
+
+    status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+    def __init__(self, details: str, code: grpc.StatusCode | None = None) -> None:
+        super().__init__(details)
+        self._details = details
+        self._code = code or self.status
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def __str__(self) -> str:
+        return self._details or self._code.name
+
+
+class InvalidRequest(AgentdError):
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(AgentdError):
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class SessionNotFound(NotFound):
+    pass
+
+
+class SessionClosed(AgentdError):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Unavailable(AgentdError):
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+class DeadlineExceeded(AgentdError):
+    status = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class Unauthenticated(AgentdError):
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class Cancelled(AgentdError):
+    status = grpc.StatusCode.CANCELLED
+
+
+class InternalError(AgentdError):
+    status = grpc.StatusCode.INTERNAL
+
+
+_BY_CODE: dict[grpc.StatusCode, type[AgentdError]] = {
+    cls.status: cls
+    for cls in (
+        InvalidRequest,
+        NotFound,
+        SessionClosed,
+        Unavailable,
+        DeadlineExceeded,
+        Unauthenticated,
+        Cancelled,
+        InternalError,
+    )
+}
+
+
+def from_grpc(exc: grpc.RpcError) -> AgentdError:
+    """The typed error for a failed RPC (itself, if it is one already)."""
+    if isinstance(exc, AgentdError):
+        return exc
+    code = exc.code() if hasattr(exc, "code") else None
+    code = code or grpc.StatusCode.UNKNOWN
+    details = (exc.details() if hasattr(exc, "details") else "") or ""
+    cls = _BY_CODE.get(code, InternalError)
+    if cls is NotFound and details.startswith("no session"):
+        cls = SessionNotFound
+    error = cls(details, code)
+    error.__cause__ = exc
+    return error
+
 
 EXIT_CODES_HELP = """\
 exit status:
