@@ -13,7 +13,15 @@ import grpc
 
 from agentd_client import commands, contexts
 from agentd_client.display import print_json
-from agentd_client.errors import EXIT_CODES_HELP, INTERRUPTED, OK, CliError, Usage, from_rpc_error
+from agentd_client.errors import (
+    EXIT_CODES_HELP,
+    INTERRUPTED,
+    OK,
+    CliError,
+    Usage,
+    from_rpc_error,
+    need,
+)
 
 # Options that say where the daemon is; accepted before or after the command.
 CONNECTION = ("socket", "address", "token_file", "ca", "context")
@@ -257,6 +265,7 @@ def cmd_context_show(args: argparse.Namespace) -> int:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
+    need("shtab", "cli", "agentctl completion")
     import shtab
 
     script = shtab.complete(build_parser(), shell=args.shell)

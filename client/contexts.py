@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd_client._client import Client, default_socket_path
-from agentd_client.errors import Unreachable, Usage
+from agentd_client.errors import Unreachable, Usage, need
 
 FIELDS = ("address", "socket", "token_file", "ca", "session")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -89,6 +89,7 @@ def load() -> dict[str, Any]:
 
 def save(data: dict[str, Any]) -> Path:
     """Written whole to a temp file and renamed: a crash never leaves half a config."""
+    need("tomli_w", "cli", "changing contexts")
     import tomli_w
 
     path = config_path()

@@ -28,12 +28,14 @@ For agentctl, each failure becomes one exit code:
 3    REFUSED      the daemon refused the request: wrong token, unknown or
                   ambiguous session, invalid input, a closed session
 64   USAGE        the command line is wrong (EX_USAGE)
+69   MISSING      the command needs an optional part not installed (EX_UNAVAILABLE)
 130  INTERRUPTED  Ctrl-C
 
 CliError            one line for a person, and the exit code
 ├── Unreachable     -> 2
 ├── Refused         -> 3
-└── Usage           -> 64
+├── Usage           -> 64
+└── Missing         -> 69
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ TOOL_FAILED = 1
 UNREACHABLE = 2
 REFUSED = 3
 USAGE = 64
+MISSING = 69
 INTERRUPTED = 130
 
 
@@ -141,6 +144,7 @@ exit status:
   2    cannot reach the daemon (not running; wrong address, CA, token file or context)
   3    the daemon refused the request (wrong token, unknown session, invalid input)
   64   the command line is wrong
+  69   the command needs a part of agentctl that is not installed (an extra)
   130  interrupted (Ctrl-C; a running call is cancelled first)"""
 
 
@@ -163,6 +167,22 @@ class Refused(CliError):
 
 class Usage(CliError):
     exit_code = USAGE
+
+
+class Missing(CliError):
+    exit_code = MISSING
+
+
+def need(module: str, extra: str, what: str) -> None:
+    """Raises Missing, in one line saying what to install, unless `module` imports."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise Missing(
+            f"{what} needs the {module} package: pip install 'agentd-client[{extra}]'"
+        ) from None
 
 
 def _first_line(text: str) -> str:
