@@ -110,4 +110,3 @@ def test_a_missing_extra_is_one_line_saying_what_to_install(client_venv: Path) -
     )
     assert r.returncode == 69 and "agentd-client[cli]" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
-
