@@ -175,6 +175,21 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
 
+    mcp = top.leaf(
+        "mcp",
+        "serve a session's tools over MCP on stdio (for Claude Code, Codex, Cursor, ...)",
+        commands.cmd_mcp,
+    )
+    _session_option(mcp)
+    mcp.add_argument(
+        "--workspace",
+        action="append",
+        help="instead of --session: a new session on this workspace root (repeatable), "
+        "closed when the MCP client goes away",
+    )
+    mcp.add_argument("--mode", help="the new session's permission mode")
+    mcp.add_argument("--net", action="store_true", help="the new session's Bash may use the net")
+
     ctx = top.group("context", "named daemons to connect to (client.toml)", "context_command")
     add = ctx.leaf("add", "add or replace a context", cmd_context_add, daemon=False)
     add.add_argument("name")
@@ -306,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
         endpoint = _endpoint(args)
         args.default_session = endpoint.session
+        args.endpoint = endpoint
         with contexts.open_client(endpoint, wait_for_ready=False) as client:
             return args.func(client, args)
     except CliError as exc:

@@ -25,6 +25,7 @@ import os
 import re
 import tempfile
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,13 +228,15 @@ def _read_file(path: str, what: str, endpoint: Endpoint) -> bytes:
         raise Unreachable(f"cannot read {what} {path}{hint}: {exc.strerror}") from None
 
 
-def open_client(endpoint: Endpoint, *, wait_for_ready: bool = True) -> Client:
+def open_client(
+    endpoint: Endpoint, *, wait_for_ready: bool = True, factory: Callable[..., Any] = Client
+) -> Any:
     """A Client for the endpoint: the unix socket, or TLS with the token from its file.
 
     agentctl passes wait_for_ready=False: a person waiting should hear at once that
-    the daemon is not there, not after a deadline."""
+    the daemon is not there, not after a deadline. `factory=AsyncClient` for asyncio."""
     if not endpoint.address:
-        return Client(endpoint.socket or None, wait_for_ready=wait_for_ready)
+        return factory(endpoint.socket or None, wait_for_ready=wait_for_ready)
     # Without a token file the call goes out without a token, and the daemon's refusal
     # (exit 3) says what is missing.
     token = ""
@@ -242,7 +245,7 @@ def open_client(endpoint: Endpoint, *, wait_for_ready: bool = True) -> Client:
         if not token:
             raise Unreachable(f"token file {endpoint.token_file} is empty")
     roots = _read_file(endpoint.ca, "--ca", endpoint) if endpoint.ca else None
-    return Client(
+    return factory(
         address=endpoint.address,
         token=token,
         root_certificates=roots,
