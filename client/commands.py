@@ -6,6 +6,7 @@ Each returns an exit code (see agentd_client.errors) and honours `args.json`.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 import time
@@ -333,11 +334,15 @@ def cmd_mcp(c: Client, args: argparse.Namespace) -> int:
             args.workspace, permission_mode=args.mode or "", allow_network=args.net
         ).id
     session_id = created or _session(c, args)
-    print(
-        f"agentctl: serving session {session_id} over MCP on stdio; "
-        f"answer its asks with `agentctl attach {session_id}`",
-        file=sys.stderr,
-    )
+    # stdout is the protocol's: what a person should know goes to stderr.
+    if args.json:
+        print(json.dumps({"serving": session_id, "transport": "stdio"}), file=sys.stderr)
+    else:
+        print(
+            f"agentctl: serving session {session_id} over MCP on stdio; "
+            f"answer its asks with `agentctl attach {session_id}`",
+            file=sys.stderr,
+        )
 
     async def serve() -> None:
         async with contexts.open_client(args.endpoint, factory=AsyncClient) as aio:
