@@ -8,6 +8,7 @@ is an `isError` result the model reads; stdout carries only the protocol.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
@@ -19,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("agentctl mcp needs the MCP SDK: pip install 'agentd-client[mcp]'") from exc
 
 from agentd_client._aio import AsyncClient
-from agentd_client._calls import ImageBlock, ToolResult
+from agentd_client._calls import ImageBlock, ToolResult, new_tool_use_id
 from agentd_client.errors import AgentdError
 
 INSTRUCTIONS = (
@@ -55,8 +56,15 @@ def build_server(agentd: AsyncClient, session_id: str, version: str = "") -> Ser
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool_use_id = new_tool_use_id()
         try:
-            result = await agentd.run_tool(session_id, params.name, params.arguments or {})
+            result = await agentd.run_tool(
+                session_id, params.name, params.arguments or {}, tool_use_id
+            )
+        except asyncio.CancelledError:
+            # The MCP client cancelled the request: stop the call, not just our wait.
+            await asyncio.shield(agentd.cancel(session_id, tool_use_id))
+            raise
         except AgentdError as exc:
             text = f"agentd could not run {params.name}: {exc.details()}"
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import anyio
 import mcp
 from mcp.client.stdio import StdioServerParameters
 
 from agentd_client import Client, PermissionAsk
 from tests.daemon import DaemonProcess
+from tests.waiting import wait_for_event
 
 
 def _server(daemon: DaemonProcess, *argv: str) -> StdioServerParameters:
@@ -93,3 +95,28 @@ async def test_workspace_makes_a_session_closed_when_the_client_goes(
         assert [s.workspace_roots[0] for s in new] == [str(workspace)]
     closed = client.get_session(new[0].id)
     assert closed.closed
+
+
+async def test_a_request_the_mcp_client_cancels_stops_the_call_in_the_daemon(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    async with mcp.Client(_server(daemon, "--session", session_id)) as m:
+        scope = anyio.CancelScope()
+
+        async def call() -> None:
+            with scope:
+                await m.call_tool("Bash", {"command": "sleep 300"})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await anyio.to_thread.run_sync(
+                lambda: wait_for_event(client, session_id, lambda e: e.HasField("call_started"))
+            )
+            scope.cancel()
+        after = await m.call_tool("Bash", {"command": "echo after"})
+        assert _text(after).strip() == "after"
+    finished = [
+        e.call_finished for e in _journal(client, session_id) if e.HasField("call_finished")
+    ]
+    assert finished[0].duration_ms < 60_000, finished[0]
+    assert "interrupted" in finished[0].result.content[0].text.text
