@@ -111,7 +111,11 @@ class Approver:
         ping = _ping_id()
         self._thread = threading.Thread(target=self._follow, args=(ping,), daemon=True)
         self._thread.start()
-        self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
+        try:
+            self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
+        except BaseException:
+            self.close()
+            raise
         self._ready.wait(self.client.timeout)
         if self._error is not None or not self._ready.is_set():
             self.close()
@@ -176,7 +180,11 @@ class AsyncApprover:
         self._stream = self.client.attach(self.session_id, after)
         ping = _ping_id()
         self._task = asyncio.ensure_future(self._follow(ping))
-        await self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
+        try:
+            await self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
+        except BaseException:
+            await self.close()
+            raise
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._ready.wait(), self.client.timeout)
         if self._error is not None or not self._ready.is_set():

@@ -202,3 +202,10 @@ def test_a_failing_approver_callback_denies(client: Client, workspace: Path) -> 
     assert r.is_error and "denied" in r.text.lower()
     assert [(a.tool_name, d, s) for a, d, s in approver.answered] == [("Bash", "deny", "once")]
     assert not (workspace / "denied.txt").exists()
+
+
+def test_an_approver_on_a_closed_session_says_so(client: Client, workspace: Path) -> None:
+    sid = client.create_session(str(workspace)).id
+    client.close_session(sid)
+    with pytest.raises(errors.SessionClosed), client.approver(sid, lambda ask: True):
+        pass
