@@ -1,18 +1,20 @@
 """Real Claude Code running its tool calls through `agentctl mcp`, offline, against the fake API.
 
 Needs the Claude Code CLI (`npm install --prefix .oracle @anthropic-ai/claude-code`,
-or CLAUDE_BIN); skipped without it. What makes Claude Code use agentd's tools
-*instead of* its own, found by running it (2.1.328):
+or CLAUDE_BIN); skipped without it. What makes Claude Code (2.1.328) use agentd's
+tools *instead of* its own, found by running it, written only into the user's own
+configuration -- nothing into the workspace, whose files may be hostile:
 
-- `.mcp.json` in the workspace names the server, and `.claude/settings.json` enables
-  it (`enabledMcpjsonServers`), else it waits for an approval `-p` never gives;
-- the same settings' `env`: `ENABLE_TOOL_SEARCH=false`, else MCP tools hide behind
-  ToolSearch, and `MCP_CONNECTION_NONBLOCKING=false`, else the first request goes
-  out while the server is still "pending";
-- `permissions.allow: ["mcp__agentd"]` -- ignored unless `~/.claude.json` marks the
-  workspace trusted (`projects[WS].hasTrustDialogAccepted`);
-- the built-ins go with `--tools ""`: a deny rule `Bash` in settings also denies
-  `mcp__agentd__Bash`.
+- the server in `~/.claude.json` under `projects[WS].mcpServers` (Claude Code's
+  "local" scope: it needs no approval, unlike a workspace's `.mcp.json`, which also
+  needs `enabledMcpjsonServers` and, for its settings' allow rules, a trusted
+  workspace -- both would widen what a hostile repository's files can do);
+- in `~/.claude/settings.json`, `env`: `ENABLE_TOOL_SEARCH=false`, else MCP tools hide
+  behind ToolSearch, and `MCP_CONNECTION_NONBLOCKING=false`, else the first request
+  goes out while the server is still "pending"; and `permissions.allow:
+  ["mcp__agentd"]`, so agentd (not Claude Code) decides what asks;
+- the built-ins go with `claude --tools ""`: a deny rule `Bash` in settings also
+  denies `mcp__agentd__Bash`.
 """
 
 from __future__ import annotations
@@ -49,16 +51,14 @@ pytestmark = pytest.mark.skipif(CLAUDE is None, reason="Claude Code CLI not inst
 
 
 def _configure(workspace: Path, home: Path, server: dict) -> None:
-    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"agentd": server}}))
-    (workspace / ".claude").mkdir()
+    local = {"projects": {str(workspace): {"mcpServers": {"agentd": server}}}}
+    (home / ".claude.json").write_text(json.dumps(local))
+    (home / ".claude").mkdir()
     settings = {
-        "enabledMcpjsonServers": ["agentd"],
         "env": {"ENABLE_TOOL_SEARCH": "false", "MCP_CONNECTION_NONBLOCKING": "false"},
         "permissions": {"allow": ["mcp__agentd"]},
     }
-    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
-    trust = {"projects": {str(workspace): {"hasTrustDialogAccepted": True}}}
-    (home / ".claude.json").write_text(json.dumps(trust))
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
 
 
 def test_claude_code_runs_a_sandboxed_bash_through_agentd(
@@ -115,6 +115,7 @@ def test_claude_code_runs_a_sandboxed_bash_through_agentd(
     assert results[0]["tool_use_id"] == "toolu_oracle_0001" and not results[0]["is_error"]
     assert "via-agentd" in json.dumps(results[0]["content"])
     assert (workspace / "proof.txt").read_text() == "via-agentd\n"
+    assert sorted(p.name for p in workspace.iterdir()) == ["proof.txt"]  # nothing else written
     # It ran in the session: the daemon journaled it.
     stream = client.attach(sid, 0)
     first = next(e for e in stream if e.HasField("call_started"))
