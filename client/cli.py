@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from importlib import metadata
@@ -11,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from agentd_client import commands, contexts
+from agentd_client import claude_code, commands, contexts
 from agentd_client.display import print_json
 from agentd_client.errors import (
     EXIT_CODES_HELP,
@@ -189,6 +191,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--mode", help="the new session's permission mode")
     mcp.add_argument("--net", action="store_true", help="the new session's Bash may use the net")
+    mcp_sub = _Tree(mcp.add_subparsers(dest="mcp_command", required=False, parser_class=_Parser))
+    inst = mcp_sub.leaf(
+        "install",
+        "make an MCP client use agentd's tools instead of its own, in a workspace",
+        cmd_mcp_install,
+        daemon=False,
+        connection=True,
+    )
+    inst.add_argument("client", choices=["claude-code"], help="the MCP client")
+    inst.add_argument("--workspace", required=True, help="the workspace the client runs in")
+    _session_option(inst)
 
     ctx = top.group("context", "named daemons to connect to (client.toml)", "context_command")
     add = ctx.leaf("add", "add or replace a context", cmd_context_add, daemon=False)
@@ -276,6 +289,41 @@ def cmd_context_show(args: argparse.Namespace) -> int:
     print(f"agentctl connects to {endpoint.where}")
     for key, source in sorted(endpoint.sources.items()):
         print(f"  {key} = {getattr(endpoint, key)}  (from {source})")
+    return OK
+
+
+def _agentctl_path() -> str:
+    """This agentctl, by an absolute path: the MCP client starts it without our PATH."""
+    here = os.path.abspath(sys.argv[0])
+    if os.path.basename(here) == "agentctl":
+        return here
+    beside = os.path.join(os.path.dirname(sys.executable), "agentctl")
+    return beside if os.access(beside, os.X_OK) else shutil.which("agentctl") or "agentctl"
+
+
+def cmd_mcp_install(args: argparse.Namespace) -> int:
+    workspace = os.path.abspath(os.path.expanduser(args.workspace))
+    if not os.path.isdir(workspace):
+        raise Usage(f"--workspace {args.workspace} is not a directory")
+    where: list[str] = []
+    for flag, key in (
+        ("--context", "context"),
+        ("--socket", "socket"),
+        ("--address", "address"),
+        ("--token-file", "token_file"),
+        ("--ca", "ca"),
+    ):
+        if value := getattr(args, key, None):
+            where += [flag, value if key in ("context", "address") else os.path.abspath(value)]
+    which = ["--session", args.session] if args.session else ["--workspace", workspace]
+    server = {"command": _agentctl_path(), "args": [*where, "mcp", *which]}
+    files = claude_code.install(workspace, server)
+    if args.json:
+        print_json({"files": files, "server": server, "run": claude_code.RUN})
+    else:
+        for f in files:
+            print(f"updated {f}")
+        print(f"now run, in {workspace}: {claude_code.RUN}")
     return OK
 
 

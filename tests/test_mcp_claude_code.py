@@ -1,20 +1,10 @@
-"""Real Claude Code running its tool calls through `agentctl mcp`, offline, against the fake API.
+"""Real Claude Code running its tool calls through agentd, offline, against the fake API.
 
 Needs the Claude Code CLI (`npm install --prefix .oracle @anthropic-ai/claude-code`,
-or CLAUDE_BIN); skipped without it. What makes Claude Code (2.1.328) use agentd's
-tools *instead of* its own, found by running it, written only into the user's own
-configuration -- nothing into the workspace, whose files may be hostile:
-
-- the server in `~/.claude.json` under `projects[WS].mcpServers` (Claude Code's
-  "local" scope: it needs no approval, unlike a workspace's `.mcp.json`, which also
-  needs `enabledMcpjsonServers` and, for its settings' allow rules, a trusted
-  workspace -- both would widen what a hostile repository's files can do);
-- in `~/.claude/settings.json`, `env`: `ENABLE_TOOL_SEARCH=false`, else MCP tools hide
-  behind ToolSearch, and `MCP_CONNECTION_NONBLOCKING=false`, else the first request
-  goes out while the server is still "pending"; and `permissions.allow:
-  ["mcp__agentd"]`, so agentd (not Claude Code) decides what asks;
-- the built-ins go with `claude --tools ""`: a deny rule `Bash` in settings also
-  denies `mcp__agentd__Bash`.
+or CLAUDE_BIN); skipped without it. `agentctl mcp install claude-code` writes what
+makes Claude Code use agentd's tools instead of its own (agentd_client/claude_code.py
+says what and why); `claude --tools ""` then runs the scripted Bash call in the
+session's sandbox, and its result reaches the fake API.
 """
 
 from __future__ import annotations
@@ -24,11 +14,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from agentd_client import Client
+from tests import ctl
 from tests.daemon import DaemonProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,30 +42,18 @@ CLAUDE = _claude()
 pytestmark = pytest.mark.skipif(CLAUDE is None, reason="Claude Code CLI not installed")
 
 
-def _configure(workspace: Path, home: Path, server: dict) -> None:
-    local = {"projects": {str(workspace): {"mcpServers": {"agentd": server}}}}
-    (home / ".claude.json").write_text(json.dumps(local))
-    (home / ".claude").mkdir()
-    settings = {
-        "env": {"ENABLE_TOOL_SEARCH": "false", "MCP_CONNECTION_NONBLOCKING": "false"},
-        "permissions": {"allow": ["mcp__agentd"]},
-    }
-    (home / ".claude" / "settings.json").write_text(json.dumps(settings))
-
-
 def test_claude_code_runs_a_sandboxed_bash_through_agentd(
     daemon: DaemonProcess, client: Client, workspace: Path, tmp_path: Path
 ) -> None:
     assert CLAUDE is not None
     sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
     home = tmp_path / "home"
-    home.mkdir()
-    agentctl = str(Path(sys.executable).parent / "agentctl")
-    _configure(
-        workspace,
-        home,
-        {"command": agentctl, "args": ["--socket", daemon.socket, "mcp", "-s", sid]},
-    )
+    started = time.monotonic()
+    install = ctl.run(
+        "--socket", daemon.socket, "mcp", "install", "claude-code",
+        "--workspace", str(workspace), "--session", sid, env={"HOME": str(home)},
+    )  # fmt: skip
+    assert install.returncode == 0, install.stderr
     command = "echo via-agentd > proof.txt; cat proof.txt"
     script = tmp_path / "script.json"
     script.write_text(json.dumps([[{"name": "mcp__agentd__Bash", "input": {"command": command}}]]))
@@ -108,7 +88,9 @@ def test_claude_code_runs_a_sandboxed_bash_through_agentd(
     finally:
         api.terminate()
         api.wait(10)
+    took = time.monotonic() - started
     assert run.returncode == 0, run.stderr
+    print(f"from agentctl mcp install to the Bash result at the fake API: {took:.1f}s")
     init = next(json.loads(x) for x in run.stdout.splitlines() if '"subtype":"init"' in x)
     assert all(t.startswith("mcp__agentd__") for t in init["tools"]), init["tools"]
     results = [json.loads(x) for x in record.read_text().splitlines()]
