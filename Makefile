@@ -20,10 +20,15 @@ PYTHON3 ?= python3
 $(PY):
 	python3 -m venv $(VENV)
 
-# Reinstall when the project's metadata changes.
-$(STAMP): pyproject.toml | $(PY)
+# Reinstall when the project's metadata changes. The client is its own distribution
+# (client/pyproject.toml) that the daemon depends on: both are installed editable in
+# one resolve, so agentd-client comes from ./client and never from an index.
+$(STAMP): pyproject.toml client/pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e './client[cli,anthropic,mcp]' -e '.[dev]'
+	@# A venv from before the split: removing the old agentd removed the agentctl
+	@# script it used to own; the client's install puts it back.
+	$(PY) -m pip install -q --no-deps -e ./client
 	touch $(STAMP)
 
 system-deps:

@@ -7,6 +7,7 @@ with Client() as c:
     print(result.text, result.is_error, result.data)
 
 `connect("devbox")` opens a Client the way `agentctl --context devbox` connects.
+Failures raise the typed errors of `agentd_client.errors`.
 """
 
 import os
@@ -15,9 +16,8 @@ import os
 # also prints INFO lines (a failed TLS handshake) under agentctl's one-line errors.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-from agentd_client._client import (  # noqa: E402
-    AsyncClient,
-    Client,
+from agentd_client._aio import AsyncClient, AsyncStream  # noqa: E402
+from agentd_client._calls import (  # noqa: E402
     Event,
     ImageBlock,
     Progress,
@@ -25,17 +25,26 @@ from agentd_client._client import (  # noqa: E402
     Task,
     TextBlock,
     ToolResult,
-    default_socket_path,
 )
+from agentd_client._channel import default_socket_path  # noqa: E402
+from agentd_client._client import Client, Stream  # noqa: E402
+from agentd_client.approver import Approver, AsyncApprover, PermissionAsk  # noqa: E402
 from agentd_client.contexts import connect  # noqa: E402
+from agentd_client.errors import AgentdError  # noqa: E402
 
 __all__ = [
+    "AgentdError",
+    "Approver",
+    "AsyncApprover",
     "AsyncClient",
+    "AsyncStream",
     "Client",
     "Event",
     "ImageBlock",
+    "PermissionAsk",
     "Progress",
     "Session",
+    "Stream",
     "Task",
     "TextBlock",
     "ToolResult",

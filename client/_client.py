@@ -1,168 +1,98 @@
-"""Client and AsyncClient: the daemon's nouns over gRPC, for scripts and agentctl.
+"""Client: the daemon's calls, blocking. Its twin AsyncClient (in _aio.py) has the same
+methods with the same signatures; both read their requests and replies from _calls.
 
 Needs grpcio and protobuf only; imports nothing of the daemon.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import grpc
 
+from agentd_client import _calls as rpc
+from agentd_client._calls import Event, Session, Task, ToolResult
+from agentd_client._channel import default_socket_path, open_channel
+from agentd_client.approver import Approver, Decide
+from agentd_client.errors import from_grpc
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 
-Session = pb.Session
-Event = pb.Event
-Task = pb.Task
-Progress = pb.Progress
+T = TypeVar("T")
+
+# The deadline of a call that is not a tool call, unless the client or the call says.
+DEFAULT_TIMEOUT = 30.0
 
 
-def default_socket_path() -> str:
-    """The daemon's default socket, found the same way the daemon chooses it."""
-    if path := os.environ.get("AGENTD_SOCKET"):
-        return path
-    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
-        return os.path.join(runtime, "agentd", "agentd.sock")
-    return os.path.join(os.path.expanduser("~"), ".agentd", "agentd.sock")
+class Stream(Generic[T]):
+    """A server stream whose failures are typed errors; cancel() stops listening."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        try:
+            return next(self._call)
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+
+    def cancel(self) -> bool:
+        return self._call.cancel()
 
 
-@dataclass(frozen=True, slots=True)
-class TextBlock:
-    text: str
+class _Base:
+    """What both faces share: the channel's settings, and a call's deadline."""
+
+    def __init__(
+        self,
+        timeout: float | None,
+        tool_timeout: float | None,
+        wait_for_ready: bool,
+    ) -> None:
+        self.timeout = timeout
+        self.tool_timeout = tool_timeout
+        self.wait_for_ready = wait_for_ready
+
+    def _options(self, call: rpc.Call, timeout: float | None) -> dict[str, Any]:
+        if timeout is None:
+            timeout = self.tool_timeout if call.tool else self.timeout
+        options: dict[str, Any] = {"timeout": timeout}
+        if call.safe and self.wait_for_ready:
+            options["wait_for_ready"] = True
+        return options
 
 
-@dataclass(frozen=True, slots=True)
-class ImageBlock:
-    media_type: str
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    tool_use_id: str
-    content: list[TextBlock | ImageBlock]
-    is_error: bool
-    data: Any
-
-    @property
-    def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
-
-    @classmethod
-    def from_pb(cls, r: pb.ToolResult) -> ToolResult:
-        blocks: list[TextBlock | ImageBlock] = []
-        for b in r.content:
-            if b.HasField("text"):
-                blocks.append(TextBlock(b.text.text))
-            else:
-                blocks.append(ImageBlock(b.image.media_type, b.image.data))
-        data = json.loads(r.data_json) if r.data_json else None
-        return cls(r.tool_use_id, blocks, r.is_error, data)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The tool_result as plain data: content blocks in the Anthropic format."""
-        content: list[dict[str, Any]] = []
-        for b in self.content:
-            if isinstance(b, TextBlock):
-                content.append({"type": "text", "text": b.text})
-            else:
-                import base64
-
-                content.append(
-                    {
-                        "type": "image",
-                        "source": {
-                            "type": "base64",
-                            "media_type": b.media_type,
-                            "data": base64.b64encode(b.data).decode(),
-                        },
-                    }
-                )
-        return {"content": content, "is_error": self.is_error, "data": self.data}
-
-
-def _tool_use(name: str, input: Mapping[str, Any] | str, tool_use_id: str | None) -> pb.ToolUse:
-    text = input if isinstance(input, str) else json.dumps(input)
-    return pb.ToolUse(
-        tool_use_id=tool_use_id or f"toolu_{uuid.uuid4().hex[:24]}", name=name, input_json=text
-    )
-
-
-def _create_request(
-    workspace: str | Sequence[str],
-    cwd: str,
-    env: Mapping[str, str] | None,
-    name: str,
-    labels: Mapping[str, str] | None,
-    permission_mode: str,
-    allow_network: bool,
-) -> pb.CreateSessionRequest:
-    roots = [workspace] if isinstance(workspace, str) else list(workspace)
-    return pb.CreateSessionRequest(
-        workspace_roots=[os.path.abspath(r) for r in roots],
-        cwd=cwd,
-        env=dict(env or {}),
-        name=name,
-        labels=dict(labels or {}),
-        permission_mode=permission_mode,
-        allow_network=allow_network,
-    )
-
-
-def _target(socket: str | None) -> str:
-    return f"unix:{socket or default_socket_path()}"
-
-
-def _tls_credentials(root_certificates: bytes | None, token: str) -> grpc.ChannelCredentials:
-    """TLS for a daemon's TCP listener, with the bearer token it requires on every call
-    (without one, only health checks are answered)."""
-    tls = grpc.ssl_channel_credentials(root_certificates=root_certificates)
-    if not token:
-        return tls
-    return grpc.composite_channel_credentials(tls, grpc.access_token_call_credentials(token))
-
-
-def _channel(
-    flavour: Any, socket: str | None, address: str | None, token: str, roots: bytes | None
-) -> Any:
-    """A channel of `flavour` (grpc or grpc.aio): the unix socket, or TLS TCP with a token."""
-    if address:
-        creds = _tls_credentials(roots, token)
-        return flavour.secure_channel(address, creds, options=_OPTIONS)
-    return flavour.insecure_channel(_target(socket), options=_OPTIONS)
-
-
-_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-    ("grpc.max_send_message_length", 64 * 1024 * 1024),
-]
-
-
-class Client:
+class Client(_Base):
     """Blocking client. `with Client() as c:` closes the channel at the end.
 
     The daemon's unix socket by default; `address="host:port"` with `token` (and the
     server's CA as `root_certificates`, PEM bytes) for its TLS TCP listener.
+
+    Every call takes `timeout=` (seconds); without it, calls use the client's
+    `timeout` and tool calls its `tool_timeout` (None: the tool's own limits, which
+    the daemon enforces). Calls that only read are retried by gRPC when the daemon is
+    briefly unavailable and, with `wait_for_ready`, wait for it to come up until their
+    deadline. Failures raise agentd_client.errors.AgentdError subclasses.
     """
 
     def __init__(
         self,
         socket: str | None = None,
         *,
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        tool_timeout: float | None = None,
         address: str | None = None,
         token: str = "",
         root_certificates: bytes | None = None,
+        wait_for_ready: bool = True,
     ) -> None:
-        self.channel = _channel(grpc, socket, address, token, root_certificates)
+        super().__init__(timeout, tool_timeout, wait_for_ready)
+        self.channel = open_channel(grpc, socket, address, token, root_certificates)
         self.stub = pb_grpc.AgentdStub(self.channel)
-        self.timeout = timeout
 
     def __enter__(self) -> Client:
         return self
@@ -173,8 +103,18 @@ class Client:
     def close(self) -> None:
         self.channel.close()
 
-    def status(self) -> pb.Status:
-        return self.stub.GetStatus(pb.GetStatusRequest(), timeout=self.timeout)
+    def _unary(self, call: rpc.Call, timeout: float | None) -> Any:
+        try:
+            reply = getattr(self.stub, call.rpc)(call.request, **self._options(call, timeout))
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        return call.parse(reply)
+
+    def _stream(self, call: rpc.Call, timeout: float | None) -> Stream[Any]:
+        return Stream(getattr(self.stub, call.rpc)(call.request, **self._options(call, timeout)))
+
+    def status(self, *, timeout: float | None = None) -> pb.Status:
+        return self._unary(rpc.status(), timeout)
 
     def create_session(
         self,
@@ -186,25 +126,21 @@ class Client:
         labels: Mapping[str, str] | None = None,
         permission_mode: str = "",
         allow_network: bool = False,
+        timeout: float | None = None,
     ) -> Session:
-        request = _create_request(workspace, cwd, env, name, labels, permission_mode, allow_network)
-        return self.stub.CreateSession(request, timeout=self.timeout)
+        call = rpc.create_session(workspace, cwd, env, name, labels, permission_mode, allow_network)
+        return self._unary(call, timeout)
 
-    def get_session(self, session_id: str) -> Session:
-        return self.stub.GetSession(
-            pb.GetSessionRequest(session_id=session_id), timeout=self.timeout
-        )
+    def get_session(self, session_id: str, *, timeout: float | None = None) -> Session:
+        return self._unary(rpc.get_session(session_id), timeout)
 
-    def list_sessions(self, include_closed: bool = False) -> list[Session]:
-        reply = self.stub.ListSessions(
-            pb.ListSessionsRequest(include_closed=include_closed), timeout=self.timeout
-        )
-        return list(reply.sessions)
+    def list_sessions(
+        self, include_closed: bool = False, *, timeout: float | None = None
+    ) -> list[Session]:
+        return self._unary(rpc.list_sessions(include_closed), timeout)
 
-    def close_session(self, session_id: str) -> Session:
-        return self.stub.CloseSession(
-            pb.CloseSessionRequest(session_id=session_id), timeout=self.timeout
-        )
+    def close_session(self, session_id: str, *, timeout: float | None = None) -> Session:
+        return self._unary(rpc.close_session(session_id), timeout)
 
     def update_permissions(
         self,
@@ -214,28 +150,12 @@ class Client:
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         ask: Sequence[str] = (),
+        timeout: float | None = None,
     ) -> Session:
-        return self.stub.UpdatePermissions(
-            pb.UpdatePermissionsRequest(
-                session_id=session_id,
-                permission_mode=mode,
-                add_allow=list(allow),
-                add_deny=list(deny),
-                add_ask=list(ask),
-            ),
-            timeout=self.timeout,
-        )
+        return self._unary(rpc.update_permissions(session_id, mode, allow, deny, ask), timeout)
 
-    def list_tools(self) -> list[dict[str, Any]]:
-        reply = self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout)
-        return [
-            {
-                "name": t.name,
-                "description": t.description,
-                "input_schema": json.loads(t.input_schema_json),
-            }
-            for t in reply.tools
-        ]
+    def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return self._unary(rpc.list_tools(), timeout)
 
     def stream_tool(
         self,
@@ -243,11 +163,12 @@ class Client:
         name: str,
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
-    ) -> Iterator[pb.ToolCallUpdate]:
+        *,
+        timeout: float | None = None,
+    ) -> Stream[pb.ToolCallUpdate]:
         """Progress updates, then the result, as the daemon sends them; cancel() the
-        iterator to stop listening (CancelCall stops the call itself)."""
-        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
-        return self.stub.RunTool(request)
+        stream to stop listening (cancel(session, id) stops the call itself)."""
+        return self._stream(rpc.stream_tool(session_id, name, input, tool_use_id), timeout)
 
     def run_tool(
         self,
@@ -255,212 +176,78 @@ class Client:
         name: str,
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
-    ) -> ToolResult:
-        """One call's result (its progress reaches attached clients; see stream_tool)."""
-        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
-        return ToolResult.from_pb(self.stub.CallTool(request))
-
-    def run_tools(
-        self,
-        session_id: str,
-        calls: Sequence[tuple[str, Mapping[str, Any] | str]] | Sequence[dict[str, Any]],
-    ) -> list[ToolResult]:
-        """The tool_use blocks of one assistant message; results in call order."""
-        uses = []
-        for call in calls:
-            if isinstance(call, dict):
-                uses.append(_tool_use(call["name"], call.get("input", {}), call.get("id")))
-            else:
-                uses.append(_tool_use(call[0], call[1], None))
-        request = pb.RunToolsRequest(session_id=session_id, calls=uses)
-        return [
-            ToolResult.from_pb(u.result)
-            for u in self.stub.RunTools(request)
-            if u.HasField("result")
-        ]
-
-    def cancel(self, session_id: str, tool_use_id: str, timeout: float | None = None) -> bool:
-        """Cancel a running call; False when the daemon has no such call running."""
-        reply = self.stub.CancelCall(
-            pb.CancelCallRequest(session_id=session_id, tool_use_id=tool_use_id),
-            timeout=timeout or self.timeout,
-        )
-        return reply.cancelled
-
-    def attach(self, session_id: str, after_seq: int = 0) -> Iterator[Event]:
-        """The session's events after `after_seq`, then live ones; cancel() the iterator to stop."""
-        return self.stub.Attach(pb.AttachRequest(session_id=session_id, after_seq=after_seq))
-
-    def resolve_permission(
-        self, session_id: str, request_id: str, decision: str, scope: str = "once"
-    ) -> pb.ResolvePermissionResponse:
-        return self.stub.ResolvePermission(
-            pb.ResolvePermissionRequest(
-                session_id=session_id, request_id=request_id, decision=decision, scope=scope
-            ),
-            timeout=self.timeout,
-        )
-
-    def list_tasks(self, session_id: str, include_finished: bool = True) -> list[Task]:
-        reply = self.stub.ListTasks(
-            pb.ListTasksRequest(session_id=session_id, include_finished=include_finished),
-            timeout=self.timeout,
-        )
-        return list(reply.tasks)
-
-    def classify(self, command: str) -> dict[str, Any]:
-        reply = self.stub.Classify(pb.ClassifyRequest(command=command), timeout=self.timeout)
-        return json.loads(reply.classification_json)
-
-    # workspace trust
-    def list_trust(self, path: str = "") -> list[pb.TrustEntry]:
-        """Trusted settings contents, and the settings files of open sessions (or `path`)."""
-        reply = self.stub.ListTrust(pb.ListTrustRequest(path=path), timeout=self.timeout)
-        return list(reply.entries)
-
-    def approve_trust(self, path: str, sha256: str) -> pb.TrustEntry:
-        """Trust exactly this content of a settings file; refused if the file holds other."""
-        return self.stub.ApproveTrust(
-            pb.ApproveTrustRequest(path=path, sha256=sha256), timeout=self.timeout
-        )
-
-    def revoke_trust(self, path: str, sha256: str = "") -> list[pb.TrustEntry]:
-        reply = self.stub.RevokeTrust(
-            pb.RevokeTrustRequest(path=path, sha256=sha256), timeout=self.timeout
-        )
-        return list(reply.revoked)
-
-
-class AsyncClient:
-    """The same calls on asyncio. `async with AsyncClient() as c:`."""
-
-    def __init__(
-        self,
-        socket: str | None = None,
         *,
         timeout: float | None = None,
-        address: str | None = None,
-        token: str = "",
-        root_certificates: bytes | None = None,
-    ) -> None:
-        self.channel = _channel(grpc.aio, socket, address, token, root_certificates)
-        self.stub = pb_grpc.AgentdStub(self.channel)
-        self.timeout = timeout
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self.channel.close()
-
-    async def status(self) -> pb.Status:
-        return await self.stub.GetStatus(pb.GetStatusRequest(), timeout=self.timeout)
-
-    async def create_session(
-        self,
-        workspace: str | Sequence[str],
-        *,
-        cwd: str = "",
-        env: Mapping[str, str] | None = None,
-        name: str = "",
-        labels: Mapping[str, str] | None = None,
-        permission_mode: str = "",
-        allow_network: bool = False,
-    ) -> Session:
-        request = _create_request(workspace, cwd, env, name, labels, permission_mode, allow_network)
-        return await self.stub.CreateSession(request, timeout=self.timeout)
-
-    async def get_session(self, session_id: str) -> Session:
-        return await self.stub.GetSession(
-            pb.GetSessionRequest(session_id=session_id), timeout=self.timeout
-        )
-
-    async def close_session(self, session_id: str) -> Session:
-        return await self.stub.CloseSession(
-            pb.CloseSessionRequest(session_id=session_id), timeout=self.timeout
-        )
-
-    async def stream_tool(
-        self,
-        session_id: str,
-        name: str,
-        input: Mapping[str, Any] | str,
-        tool_use_id: str | None = None,
-    ) -> AsyncIterator[pb.ToolCallUpdate]:
-        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
-        async for update in self.stub.RunTool(request):
-            yield update
-
-    async def run_tool(
-        self,
-        session_id: str,
-        name: str,
-        input: Mapping[str, Any] | str,
-        tool_use_id: str | None = None,
     ) -> ToolResult:
         """One call's result (its progress reaches attached clients; see stream_tool)."""
-        request = pb.RunToolRequest(session_id=session_id, call=_tool_use(name, input, tool_use_id))
-        return ToolResult.from_pb(await self.stub.CallTool(request))
+        return self._unary(rpc.run_tool(session_id, name, input, tool_use_id), timeout)
 
-    async def run_tools(
+    def run_tools(
+        self, session_id: str, calls: Iterable[Any], *, timeout: float | None = None
+    ) -> list[ToolResult]:
+        """The tool_use blocks of one assistant message, run as the daemon's batch (reads
+        together, others alone, in order); results in call order, with the calls' ids.
+
+        `calls` may be the message's whole content: anthropic SDK ToolUseBlocks, tool_use
+        dicts, or (name, input[, id]) tuples; blocks of other types are skipped."""
+        call = rpc.run_tools(session_id, calls)
+        updates = list(self._stream(call, timeout))
+        assert call.finish is not None
+        return call.finish(updates)
+
+    def cancel(self, session_id: str, tool_use_id: str, *, timeout: float | None = None) -> bool:
+        """Cancel a running call; False when the daemon has no such call running."""
+        return self._unary(rpc.cancel(session_id, tool_use_id), timeout)
+
+    def attach(
+        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+    ) -> Stream[Event]:
+        """The session's events after `after_seq`, then live ones; cancel() to stop.
+        It follows until cancelled: only an explicit `timeout` ends it."""
+        call = rpc.attach(session_id, after_seq)
+        return Stream(self.stub.Attach(call.request, timeout=timeout))
+
+    def resolve_permission(
         self,
         session_id: str,
-        calls: Sequence[tuple[str, Mapping[str, Any] | str]],
-    ) -> list[ToolResult]:
-        request = pb.RunToolsRequest(
-            session_id=session_id, calls=[_tool_use(n, i, None) for n, i in calls]
-        )
-        return [
-            ToolResult.from_pb(u.result)
-            async for u in self.stub.RunTools(request)
-            if u.HasField("result")
-        ]
-
-    async def cancel(self, session_id: str, tool_use_id: str) -> bool:
-        reply = await self.stub.CancelCall(
-            pb.CancelCallRequest(session_id=session_id, tool_use_id=tool_use_id),
-            timeout=self.timeout,
-        )
-        return reply.cancelled
-
-    async def attach(self, session_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
-        async for event in self.stub.Attach(
-            pb.AttachRequest(session_id=session_id, after_seq=after_seq)
-        ):
-            yield event
-
-    async def resolve_permission(
-        self, session_id: str, request_id: str, decision: str, scope: str = "once"
+        request_id: str,
+        decision: str,
+        scope: str = "once",
+        *,
+        timeout: float | None = None,
     ) -> pb.ResolvePermissionResponse:
-        return await self.stub.ResolvePermission(
-            pb.ResolvePermissionRequest(
-                session_id=session_id, request_id=request_id, decision=decision, scope=scope
-            ),
-            timeout=self.timeout,
-        )
+        call = rpc.resolve_permission(session_id, request_id, decision, scope)
+        return self._unary(call, timeout)
 
-    async def list_tasks(self, session_id: str, include_finished: bool = True) -> list[Task]:
-        reply = await self.stub.ListTasks(
-            pb.ListTasksRequest(session_id=session_id, include_finished=include_finished),
-            timeout=self.timeout,
-        )
-        return list(reply.tasks)
+    def list_tasks(
+        self, session_id: str, include_finished: bool = True, *, timeout: float | None = None
+    ) -> list[Task]:
+        return self._unary(rpc.list_tasks(session_id, include_finished), timeout)
 
-    # workspace trust
-    async def list_trust(self, path: str = "") -> list[pb.TrustEntry]:
-        reply = await self.stub.ListTrust(pb.ListTrustRequest(path=path), timeout=self.timeout)
-        return list(reply.entries)
+    def classify(self, command: str, *, timeout: float | None = None) -> dict[str, Any]:
+        return self._unary(rpc.classify(command), timeout)
 
-    async def approve_trust(self, path: str, sha256: str) -> pb.TrustEntry:
-        return await self.stub.ApproveTrust(
-            pb.ApproveTrustRequest(path=path, sha256=sha256), timeout=self.timeout
-        )
+    def list_trust(self, path: str = "", *, timeout: float | None = None) -> list[pb.TrustEntry]:
+        """Trusted settings contents, and the settings files of open sessions (or `path`)."""
+        return self._unary(rpc.list_trust(path), timeout)
 
-    async def revoke_trust(self, path: str, sha256: str = "") -> list[pb.TrustEntry]:
-        reply = await self.stub.RevokeTrust(
-            pb.RevokeTrustRequest(path=path, sha256=sha256), timeout=self.timeout
-        )
-        return list(reply.revoked)
+    def approve_trust(
+        self, path: str, sha256: str, *, timeout: float | None = None
+    ) -> pb.TrustEntry:
+        """Trust exactly this content of a settings file; refused if the file holds other."""
+        return self._unary(rpc.approve_trust(path, sha256), timeout)
+
+    def revoke_trust(
+        self, path: str, sha256: str = "", *, timeout: float | None = None
+    ) -> list[pb.TrustEntry]:
+        """Drop approvals of a settings file (every content, or only `sha256`)."""
+        return self._unary(rpc.revoke_trust(path, sha256), timeout)
+
+    def approver(self, session_id: str, decide: Decide) -> Approver:
+        """Answers the session's permission asks with `decide` from a background thread.
+        `with c.approver(sid, decide):` returns once the daemon counts it as attached,
+        so the first call in the block can already be asked about."""
+        return Approver(self, session_id, decide)
+
+
+__all__ = ["Client", "Stream", "ToolResult", "default_socket_path"]

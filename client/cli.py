@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 from collections.abc import Callable
 from importlib import metadata
@@ -11,9 +13,17 @@ from typing import Any
 
 import grpc
 
-from agentd_client import _trust_cli, commands, contexts
+from agentd_client import _trust_cli, claude_code, commands, contexts
 from agentd_client.display import print_json
-from agentd_client.errors import EXIT_CODES_HELP, INTERRUPTED, OK, CliError, Usage, from_rpc_error
+from agentd_client.errors import (
+    EXIT_CODES_HELP,
+    INTERRUPTED,
+    OK,
+    CliError,
+    Usage,
+    from_rpc_error,
+    need,
+)
 
 # Options that say where the daemon is; accepted before or after the command.
 CONNECTION = ("socket", "address", "token_file", "ca", "context")
@@ -167,6 +177,32 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
 
+    mcp = top.leaf(
+        "mcp",
+        "serve a session's tools over MCP on stdio (for Claude Code, Codex, Cursor, ...)",
+        commands.cmd_mcp,
+    )
+    _session_option(mcp)
+    mcp.add_argument(
+        "--workspace",
+        action="append",
+        help="instead of --session: a new session on this workspace root (repeatable), "
+        "closed when the MCP client goes away",
+    )
+    mcp.add_argument("--mode", help="the new session's permission mode")
+    mcp.add_argument("--net", action="store_true", help="the new session's Bash may use the net")
+    mcp_sub = _Tree(mcp.add_subparsers(dest="mcp_command", required=False, parser_class=_Parser))
+    inst = mcp_sub.leaf(
+        "install",
+        "make an MCP client use agentd's tools instead of its own, in a workspace",
+        cmd_mcp_install,
+        daemon=False,
+        connection=True,
+    )
+    inst.add_argument("client", choices=["claude-code"], help="the MCP client")
+    inst.add_argument("--workspace", required=True, help="the workspace the client runs in")
+    _session_option(inst)
+
     ctx = top.group("context", "named daemons to connect to (client.toml)", "context_command")
     add = ctx.leaf("add", "add or replace a context", cmd_context_add, daemon=False)
     add.add_argument("name")
@@ -258,7 +294,43 @@ def cmd_context_show(args: argparse.Namespace) -> int:
     return OK
 
 
+def _agentctl_path() -> str:
+    """This agentctl, by an absolute path: the MCP client starts it without our PATH."""
+    here = os.path.abspath(sys.argv[0])
+    if os.path.basename(here) == "agentctl":
+        return here
+    beside = os.path.join(os.path.dirname(sys.executable), "agentctl")
+    return beside if os.access(beside, os.X_OK) else shutil.which("agentctl") or "agentctl"
+
+
+def cmd_mcp_install(args: argparse.Namespace) -> int:
+    workspace = os.path.abspath(os.path.expanduser(args.workspace))
+    if not os.path.isdir(workspace):
+        raise Usage(f"--workspace {args.workspace} is not a directory")
+    where: list[str] = []
+    for flag, key in (
+        ("--context", "context"),
+        ("--socket", "socket"),
+        ("--address", "address"),
+        ("--token-file", "token_file"),
+        ("--ca", "ca"),
+    ):
+        if value := getattr(args, key, None):
+            where += [flag, value if key in ("context", "address") else os.path.abspath(value)]
+    which = ["--session", args.session] if args.session else ["--workspace", workspace]
+    server = {"command": _agentctl_path(), "args": [*where, "mcp", *which]}
+    files = claude_code.install(workspace, server)
+    if args.json:
+        print_json({"files": files, "server": server, "run": claude_code.RUN})
+    else:
+        for f in files:
+            print(f"updated {f}")
+        print(f"now run, in {workspace}: {claude_code.RUN}")
+    return OK
+
+
 def cmd_completion(args: argparse.Namespace) -> int:
+    need("shtab", "cli", "agentctl completion")
     import shtab
 
     script = shtab.complete(build_parser(), shell=args.shell)
@@ -299,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
         endpoint = _endpoint(args)
         args.default_session = endpoint.session
-        with contexts.open_client(endpoint) as client:
+        args.endpoint = endpoint
+        with contexts.open_client(endpoint, wait_for_ready=False) as client:
             return args.func(client, args)
     except CliError as exc:
         return _report(exc, as_json)

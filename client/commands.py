@@ -6,6 +6,7 @@ Each returns an exit code (see agentd_client.errors) and honours `args.json`.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
 import time
@@ -17,7 +18,7 @@ import grpc
 from agentd_client import names
 from agentd_client._client import Client, ToolResult
 from agentd_client.display import as_dict, ask, describe_event, print_json, print_json_line
-from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage
+from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage, need
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -313,4 +314,44 @@ def cmd_attach(c: Client, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stream.cancel()
         return INTERRUPTED
+    return OK
+
+
+def cmd_mcp(c: Client, args: argparse.Namespace) -> int:
+    """The session's tools over MCP on stdin/stdout; a new session with --workspace."""
+    need("mcp", "mcp", "agentctl mcp")
+    import asyncio
+
+    from agentd_client import contexts
+    from agentd_client._aio import AsyncClient
+    from agentd_client.cli import version
+    from agentd_client.mcp_server import serve_stdio
+
+    if args.workspace and args.session:
+        raise Usage("give --session or --workspace, not both")
+    created = None
+    if args.workspace:
+        created = c.create_session(
+            args.workspace, permission_mode=args.mode or "", allow_network=args.net
+        ).id
+    session_id = created or _session(c, args)
+    # stdout is the protocol's: what a person should know goes to stderr.
+    if args.json:
+        print(json.dumps({"serving": session_id, "transport": "stdio"}), file=sys.stderr)
+    else:
+        print(
+            f"agentctl: serving session {session_id} over MCP on stdio; "
+            f"answer its asks with `agentctl attach {session_id}`",
+            file=sys.stderr,
+        )
+
+    async def serve() -> None:
+        async with contexts.open_client(args.endpoint, factory=AsyncClient) as aio:
+            await serve_stdio(aio, session_id, version())
+
+    try:
+        asyncio.run(serve())
+    finally:
+        if created:
+            c.close_session(created)
     return OK

@@ -25,12 +25,13 @@ import os
 import re
 import tempfile
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentd_client._client import Client, default_socket_path
-from agentd_client.errors import Unreachable, Usage
+from agentd_client.errors import Unreachable, Usage, need
 
 FIELDS = ("address", "socket", "token_file", "ca", "session")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -89,6 +90,7 @@ def load() -> dict[str, Any]:
 
 def save(data: dict[str, Any]) -> Path:
     """Written whole to a temp file and renamed: a crash never leaves half a config."""
+    need("tomli_w", "cli", "changing contexts")
     import tomli_w
 
     path = config_path()
@@ -226,10 +228,15 @@ def _read_file(path: str, what: str, endpoint: Endpoint) -> bytes:
         raise Unreachable(f"cannot read {what} {path}{hint}: {exc.strerror}") from None
 
 
-def open_client(endpoint: Endpoint) -> Client:
-    """A Client for the endpoint: the unix socket, or TLS with the token from its file."""
+def open_client(
+    endpoint: Endpoint, *, wait_for_ready: bool = True, factory: Callable[..., Any] = Client
+) -> Any:
+    """A Client for the endpoint: the unix socket, or TLS with the token from its file.
+
+    agentctl passes wait_for_ready=False: a person waiting should hear at once that
+    the daemon is not there, not after a deadline. `factory=AsyncClient` for asyncio."""
     if not endpoint.address:
-        return Client(endpoint.socket or None)
+        return factory(endpoint.socket or None, wait_for_ready=wait_for_ready)
     # Without a token file the call goes out without a token, and the daemon's refusal
     # (exit 3) says what is missing.
     token = ""
@@ -238,7 +245,12 @@ def open_client(endpoint: Endpoint) -> Client:
         if not token:
             raise Unreachable(f"token file {endpoint.token_file} is empty")
     roots = _read_file(endpoint.ca, "--ca", endpoint) if endpoint.ca else None
-    return Client(address=endpoint.address, token=token, root_certificates=roots)
+    return factory(
+        address=endpoint.address,
+        token=token,
+        root_certificates=roots,
+        wait_for_ready=wait_for_ready,
+    )
 
 
 def connect(context: str | None = None) -> Client:

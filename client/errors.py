@@ -1,4 +1,25 @@
-"""agentctl's exit codes, and the one place a failure becomes one of them.
+"""The errors of talking to agentd: typed exceptions for programs, exit codes for agentctl.
+
+For programs, every failed RPC raises one of these instead of a bare grpc.RpcError.
+The tree mirrors the daemon's own (agentd/errors.py maps each to a gRPC status), plus
+the failures that happen on the way there:
+
+    AgentdError                 an RPC failed; .code() and .details() as on grpc.RpcError
+    ├── InvalidRequest          malformed request fields         INVALID_ARGUMENT
+    ├── NotFound                unknown session, task, request    NOT_FOUND
+    │   └── SessionNotFound     ... the session, by its message
+    ├── SessionClosed           the session is closed             FAILED_PRECONDITION
+    ├── Unavailable             daemon not running, unreachable,  UNAVAILABLE
+    │                           or shutting down
+    ├── DeadlineExceeded        no answer within the deadline     DEADLINE_EXCEEDED
+    ├── Unauthenticated         missing or wrong bearer token     UNAUTHENTICATED
+    ├── Cancelled               the call was cancelled            CANCELLED
+    └── InternalError           a daemon bug; see its log         INTERNAL, anything else
+
+They subclass grpc.RpcError, so code written against grpc keeps working. A failed
+*tool call* is not an error here: it is a ToolResult with is_error set.
+
+For agentctl, each failure becomes one exit code:
 
 0    OK           done
 1    TOOL_FAILED  the tool call ran and returned an error result (is_error)
@@ -7,12 +28,14 @@
 3    REFUSED      the daemon refused the request: wrong token, unknown or
                   ambiguous session, invalid input, a closed session
 64   USAGE        the command line is wrong (EX_USAGE)
+69   MISSING      the command needs an optional part not installed (EX_UNAVAILABLE)
 130  INTERRUPTED  Ctrl-C
 
 CliError            one line for a person, and the exit code
 ├── Unreachable     -> 2
 ├── Refused         -> 3
-└── Usage           -> 64
+├── Usage           -> 64
+└── Missing         -> 69
 """
 
 from __future__ import annotations
@@ -24,7 +47,95 @@ TOOL_FAILED = 1
 UNREACHABLE = 2
 REFUSED = 3
 USAGE = 64
+MISSING = 69
 INTERRUPTED = 130
+
+
+class AgentdError(grpc.RpcError):
+    """An RPC to agentd failed. `code()` and `details()` answer as grpc.RpcError's do."""
+
+    status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+    def __init__(self, details: str, code: grpc.StatusCode | None = None) -> None:
+        super().__init__(details)
+        self._details = details
+        self._code = code or self.status
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return self._details
+
+    def __str__(self) -> str:
+        return self._details or self._code.name
+
+
+class InvalidRequest(AgentdError):
+    status = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(AgentdError):
+    status = grpc.StatusCode.NOT_FOUND
+
+
+class SessionNotFound(NotFound):
+    pass
+
+
+class SessionClosed(AgentdError):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Unavailable(AgentdError):
+    status = grpc.StatusCode.UNAVAILABLE
+
+
+class DeadlineExceeded(AgentdError):
+    status = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class Unauthenticated(AgentdError):
+    status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class Cancelled(AgentdError):
+    status = grpc.StatusCode.CANCELLED
+
+
+class InternalError(AgentdError):
+    status = grpc.StatusCode.INTERNAL
+
+
+_BY_CODE: dict[grpc.StatusCode, type[AgentdError]] = {
+    cls.status: cls
+    for cls in (
+        InvalidRequest,
+        NotFound,
+        SessionClosed,
+        Unavailable,
+        DeadlineExceeded,
+        Unauthenticated,
+        Cancelled,
+        InternalError,
+    )
+}
+
+
+def from_grpc(exc: grpc.RpcError) -> AgentdError:
+    """The typed error for a failed RPC (itself, if it is one already)."""
+    if isinstance(exc, AgentdError):
+        return exc
+    code = exc.code() if hasattr(exc, "code") else None
+    code = code or grpc.StatusCode.UNKNOWN
+    details = (exc.details() if hasattr(exc, "details") else "") or ""
+    cls = _BY_CODE.get(code, InternalError)
+    if cls is NotFound and details.startswith("no session"):
+        cls = SessionNotFound
+    error = cls(details, code)
+    error.__cause__ = exc
+    return error
+
 
 EXIT_CODES_HELP = """\
 exit status:
@@ -33,6 +144,7 @@ exit status:
   2    cannot reach the daemon (not running; wrong address, CA, token file or context)
   3    the daemon refused the request (wrong token, unknown session, invalid input)
   64   the command line is wrong
+  69   the command needs a part of agentctl that is not installed (an extra)
   130  interrupted (Ctrl-C; a running call is cancelled first)"""
 
 
@@ -55,6 +167,22 @@ class Refused(CliError):
 
 class Usage(CliError):
     exit_code = USAGE
+
+
+class Missing(CliError):
+    exit_code = MISSING
+
+
+def need(module: str, extra: str, what: str) -> None:
+    """Raises Missing, in one line saying what to install, unless `module` imports."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise Missing(
+            f"{what} needs the {module} package: pip install 'agentd-client[{extra}]'"
+        ) from None
 
 
 def _first_line(text: str) -> str:

@@ -1,0 +1,215 @@
+"""AsyncClient: Client's twin on asyncio, the same methods with the same signatures.
+
+Requests and replies come from _calls, as Client's do; only the awaiting differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+import grpc
+
+from agentd_client import _calls as rpc
+from agentd_client._calls import Event, Session, Task, ToolResult
+from agentd_client._channel import open_channel
+from agentd_client._client import DEFAULT_TIMEOUT, _Base
+from agentd_client.approver import AsyncApprover, AsyncDecide
+from agentd_client.errors import from_grpc
+from agentd_client.v1 import agentd_pb2 as pb
+from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
+
+T = TypeVar("T")
+
+
+class AsyncStream(Generic[T]):
+    """A server stream whose failures are typed errors; cancel() stops listening."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._it: AsyncIterator[T] | None = None
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._it is None:
+            self._it = self._call.__aiter__()
+        try:
+            return await self._it.__anext__()
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+
+    def cancel(self) -> bool:
+        return self._call.cancel()
+
+
+class AsyncClient(_Base):
+    """The same calls on asyncio. `async with AsyncClient() as c:`; see Client."""
+
+    def __init__(
+        self,
+        socket: str | None = None,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        tool_timeout: float | None = None,
+        address: str | None = None,
+        token: str = "",
+        root_certificates: bytes | None = None,
+        wait_for_ready: bool = True,
+    ) -> None:
+        super().__init__(timeout, tool_timeout, wait_for_ready)
+        self.channel = open_channel(grpc.aio, socket, address, token, root_certificates)
+        self.stub = pb_grpc.AgentdStub(self.channel)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def _unary(self, call: rpc.Call, timeout: float | None) -> Any:
+        try:
+            reply = await getattr(self.stub, call.rpc)(call.request, **self._options(call, timeout))
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        return call.parse(reply)
+
+    def _stream(self, call: rpc.Call, timeout: float | None) -> AsyncStream[Any]:
+        return AsyncStream(
+            getattr(self.stub, call.rpc)(call.request, **self._options(call, timeout))
+        )
+
+    async def status(self, *, timeout: float | None = None) -> pb.Status:
+        return await self._unary(rpc.status(), timeout)
+
+    async def create_session(
+        self,
+        workspace: str | Sequence[str],
+        *,
+        cwd: str = "",
+        env: Mapping[str, str] | None = None,
+        name: str = "",
+        labels: Mapping[str, str] | None = None,
+        permission_mode: str = "",
+        allow_network: bool = False,
+        timeout: float | None = None,
+    ) -> Session:
+        call = rpc.create_session(workspace, cwd, env, name, labels, permission_mode, allow_network)
+        return await self._unary(call, timeout)
+
+    async def get_session(self, session_id: str, *, timeout: float | None = None) -> Session:
+        return await self._unary(rpc.get_session(session_id), timeout)
+
+    async def list_sessions(
+        self, include_closed: bool = False, *, timeout: float | None = None
+    ) -> list[Session]:
+        return await self._unary(rpc.list_sessions(include_closed), timeout)
+
+    async def close_session(self, session_id: str, *, timeout: float | None = None) -> Session:
+        return await self._unary(rpc.close_session(session_id), timeout)
+
+    async def update_permissions(
+        self,
+        session_id: str,
+        *,
+        mode: str = "",
+        allow: Sequence[str] = (),
+        deny: Sequence[str] = (),
+        ask: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> Session:
+        call = rpc.update_permissions(session_id, mode, allow, deny, ask)
+        return await self._unary(call, timeout)
+
+    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return await self._unary(rpc.list_tools(), timeout)
+
+    def stream_tool(
+        self,
+        session_id: str,
+        name: str,
+        input: Mapping[str, Any] | str,
+        tool_use_id: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> AsyncStream[pb.ToolCallUpdate]:
+        """Progress updates, then the result; `async for` them, cancel() to stop."""
+        return self._stream(rpc.stream_tool(session_id, name, input, tool_use_id), timeout)
+
+    async def run_tool(
+        self,
+        session_id: str,
+        name: str,
+        input: Mapping[str, Any] | str,
+        tool_use_id: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        return await self._unary(rpc.run_tool(session_id, name, input, tool_use_id), timeout)
+
+    async def run_tools(
+        self, session_id: str, calls: Iterable[Any], *, timeout: float | None = None
+    ) -> list[ToolResult]:
+        """See Client.run_tools: results in call order, with the calls' own ids."""
+        call = rpc.run_tools(session_id, calls)
+        updates = [u async for u in self._stream(call, timeout)]
+        assert call.finish is not None
+        return call.finish(updates)
+
+    async def cancel(
+        self, session_id: str, tool_use_id: str, *, timeout: float | None = None
+    ) -> bool:
+        return await self._unary(rpc.cancel(session_id, tool_use_id), timeout)
+
+    def attach(
+        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+    ) -> AsyncStream[Event]:
+        """The session's events after `after_seq`, then live ones; cancel() to stop."""
+        call = rpc.attach(session_id, after_seq)
+        return AsyncStream(self.stub.Attach(call.request, timeout=timeout))
+
+    async def resolve_permission(
+        self,
+        session_id: str,
+        request_id: str,
+        decision: str,
+        scope: str = "once",
+        *,
+        timeout: float | None = None,
+    ) -> pb.ResolvePermissionResponse:
+        call = rpc.resolve_permission(session_id, request_id, decision, scope)
+        return await self._unary(call, timeout)
+
+    async def list_tasks(
+        self, session_id: str, include_finished: bool = True, *, timeout: float | None = None
+    ) -> list[Task]:
+        return await self._unary(rpc.list_tasks(session_id, include_finished), timeout)
+
+    async def classify(self, command: str, *, timeout: float | None = None) -> dict[str, Any]:
+        return await self._unary(rpc.classify(command), timeout)
+
+    async def list_trust(
+        self, path: str = "", *, timeout: float | None = None
+    ) -> list[pb.TrustEntry]:
+        """Trusted settings contents, and the settings files of open sessions (or `path`)."""
+        return await self._unary(rpc.list_trust(path), timeout)
+
+    async def approve_trust(
+        self, path: str, sha256: str, *, timeout: float | None = None
+    ) -> pb.TrustEntry:
+        """Trust exactly this content of a settings file; refused if the file holds other."""
+        return await self._unary(rpc.approve_trust(path, sha256), timeout)
+
+    async def revoke_trust(
+        self, path: str, sha256: str = "", *, timeout: float | None = None
+    ) -> list[pb.TrustEntry]:
+        """Drop approvals of a settings file (every content, or only `sha256`)."""
+        return await self._unary(rpc.revoke_trust(path, sha256), timeout)
+
+    def approver(self, session_id: str, decide: AsyncDecide) -> AsyncApprover:
+        """`async with c.approver(sid, decide):` -- see Client.approver."""
+        return AsyncApprover(self, session_id, decide)

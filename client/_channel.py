@@ -1,0 +1,64 @@
+"""The channel to the daemon: where it is, TLS and the token, and gRPC's retry policy."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import grpc
+
+from agentd_client._calls import SAFE_RPCS
+
+
+def default_socket_path() -> str:
+    """The daemon's default socket, found the same way the daemon chooses it."""
+    if path := os.environ.get("AGENTD_SOCKET"):
+        return path
+    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
+        return os.path.join(runtime, "agentd", "agentd.sock")
+    return os.path.join(os.path.expanduser("~"), ".agentd", "agentd.sock")
+
+
+# gRPC repeats only the calls that read (a daemon restarting answers UNAVAILABLE for a
+# moment); a tool call or a new session must never run twice behind the caller's back.
+SERVICE_CONFIG = {
+    "methodConfig": [
+        {
+            "name": [{"service": "agentd.v1.Agentd", "method": m} for m in SAFE_RPCS],
+            "retryPolicy": {
+                "maxAttempts": 4,
+                "initialBackoff": "0.1s",
+                "maxBackoff": "1s",
+                "backoffMultiplier": 2,
+                "retryableStatusCodes": ["UNAVAILABLE"],
+            },
+        }
+    ]
+}
+
+OPTIONS = [
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.enable_retries", 1),
+    ("grpc.service_config", json.dumps(SERVICE_CONFIG)),
+]
+
+
+def _tls_credentials(root_certificates: bytes | None, token: str) -> grpc.ChannelCredentials:
+    """TLS for a daemon's TCP listener, with the bearer token it requires on every call
+    (without one, only health checks are answered)."""
+    tls = grpc.ssl_channel_credentials(root_certificates=root_certificates)
+    if not token:
+        return tls
+    return grpc.composite_channel_credentials(tls, grpc.access_token_call_credentials(token))
+
+
+def open_channel(
+    flavour: Any, socket: str | None, address: str | None, token: str, roots: bytes | None
+) -> Any:
+    """A channel of `flavour` (grpc or grpc.aio): the unix socket, or TLS TCP with a token."""
+    if address:
+        creds = _tls_credentials(roots, token)
+        return flavour.secure_channel(address, creds, options=OPTIONS)
+    return flavour.insecure_channel(f"unix:{socket or default_socket_path()}", options=OPTIONS)

@@ -1,0 +1,229 @@
+"""An automated approver: a callback that answers a session's permission asks.
+
+The daemon asks only clients that are attached when an ask comes (with nobody
+attached, an ask is an immediate deny), so an approver is useful only once the
+daemon counts it. Attach gives no acknowledgement, so starting one proves it: the
+approver attaches from the session's latest event, then makes one event of its own
+-- a call of a tool that does not exist (`ApproverAttached`), which changes nothing
+and fails at once -- and returns when its stream delivers that call's start. The
+daemon registers a subscriber before it replays, so whichever way the event comes
+(replayed or live) the approver is attached: no sleeps, no races.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentd_client.errors import AgentdError, Cancelled
+
+if TYPE_CHECKING:
+    from agentd_client._aio import AsyncClient
+    from agentd_client._client import Client
+
+log = logging.getLogger(__name__)
+
+PING_TOOL = "ApproverAttached"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAsk:
+    """What the daemon asks about: a tool call, why it needs approval, and the rule an
+    `always` answer would add."""
+
+    request_id: str
+    tool_use_id: str
+    tool_name: str
+    input: dict[str, Any]
+    reasons: list[str]
+    suggested_rule: str
+
+    @classmethod
+    def from_pb(cls, x: Any) -> PermissionAsk:
+        try:
+            data = json.loads(x.input_json or "{}")
+        except ValueError:
+            data = {}
+        return cls(
+            x.request_id,
+            x.tool_use_id,
+            x.tool_name,
+            data if isinstance(data, dict) else {},
+            list(x.reasons),
+            x.suggested_rule,
+        )
+
+
+# The callback's answer: True/"allow" (once), "always" (allow, and add the suggested
+# rule), False/"deny". An exception or anything else is a deny.
+Answer = bool | str
+Decide = Callable[[PermissionAsk], Answer]
+AsyncDecide = Callable[[PermissionAsk], Answer | Awaitable[Answer]]
+
+
+def decision(answer: Any) -> tuple[str, str]:
+    """(decision, scope) for ResolvePermission."""
+    if answer is True or answer == "allow":
+        return "allow", "once"
+    if answer == "always":
+        return "allow", "always"
+    return "deny", "once"
+
+
+def _ping_id() -> str:
+    return f"toolu_approver_{uuid.uuid4().hex[:16]}"
+
+
+def _is_ping(event: Any, ping_id: str) -> bool:
+    return event.HasField("call_started") and event.call_started.tool_use_id == ping_id
+
+
+class Approver:
+    """`with client.approver(session_id, decide):` -- asks answered by `decide` in a
+    background thread until the block ends."""
+
+    def __init__(self, client: Client, session_id: str, decide: Decide) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.decide = decide
+        self.answered: list[tuple[PermissionAsk, str, str]] = []
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._stream: Any = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Approver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> Approver:
+        after = self.client.get_session(self.session_id).last_seq
+        self._stream = self.client.attach(self.session_id, after)
+        ping = _ping_id()
+        self._thread = threading.Thread(target=self._follow, args=(ping,), daemon=True)
+        self._thread.start()
+        try:
+            self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
+        except BaseException:
+            self.close()
+            raise
+        self._ready.wait(self.client.timeout)
+        if self._error is not None or not self._ready.is_set():
+            self.close()
+            raise self._error or AgentdError("the approver's attach was not confirmed in time")
+        return self
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _follow(self, ping: str) -> None:
+        try:
+            for event in self._stream:
+                if _is_ping(event, ping):
+                    self._ready.set()
+                elif event.HasField("permission_requested"):
+                    self._answer(PermissionAsk.from_pb(event.permission_requested))
+        except Cancelled:
+            pass
+        except BaseException as exc:  # reported to start() if it is still waiting
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    def _answer(self, ask: PermissionAsk) -> None:
+        try:
+            chosen = decision(self.decide(ask))
+        except Exception:
+            log.exception("the approver's callback failed on %s; denied", ask.request_id)
+            chosen = ("deny", "once")
+        self.answered.append((ask, *chosen))
+        try:
+            self.client.resolve_permission(self.session_id, ask.request_id, *chosen)
+        except AgentdError as exc:
+            log.warning("could not answer %s: %s", ask.request_id, exc)
+
+
+class AsyncApprover:
+    """`async with client.approver(session_id, decide):` -- the asyncio twin; `decide`
+    may be a coroutine function."""
+
+    def __init__(self, client: AsyncClient, session_id: str, decide: AsyncDecide) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.decide = decide
+        self.answered: list[tuple[PermissionAsk, str, str]] = []
+        self._ready = asyncio.Event()
+        self._error: BaseException | None = None
+        self._stream: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AsyncApprover:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> AsyncApprover:
+        after = (await self.client.get_session(self.session_id)).last_seq
+        self._stream = self.client.attach(self.session_id, after)
+        ping = _ping_id()
+        self._task = asyncio.ensure_future(self._follow(ping))
+        try:
+            await self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
+        except BaseException:
+            await self.close()
+            raise
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), self.client.timeout)
+        if self._error is not None or not self._ready.is_set():
+            await self.close()
+            raise self._error or AgentdError("the approver's attach was not confirmed in time")
+        return self
+
+    async def close(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _follow(self, ping: str) -> None:
+        try:
+            async for event in self._stream:
+                if _is_ping(event, ping):
+                    self._ready.set()
+                elif event.HasField("permission_requested"):
+                    await self._answer(PermissionAsk.from_pb(event.permission_requested))
+        except (Cancelled, asyncio.CancelledError):
+            pass
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    async def _answer(self, ask: PermissionAsk) -> None:
+        try:
+            answer = self.decide(ask)
+            if asyncio.iscoroutine(answer) or isinstance(answer, Awaitable):
+                answer = await answer
+            chosen = decision(answer)
+        except Exception:
+            log.exception("the approver's callback failed on %s; denied", ask.request_id)
+            chosen = ("deny", "once")
+        self.answered.append((ask, *chosen))
+        try:
+            await self.client.resolve_permission(self.session_id, ask.request_id, *chosen)
+        except AgentdError as exc:
+            log.warning("could not answer %s: %s", ask.request_id, exc)

@@ -1,0 +1,86 @@
+"""A session's tools as an MCP server on stdio (`agentctl mcp`), with the official SDK.
+
+Any MCP client -- Claude Code, Codex, Cursor, the Claude Agent SDK -- then runs its
+tool calls through agentd: sandboxed, journaled, and asked about on the terminals
+attached to the session, exactly as calls from any other client are. A failed call
+is an `isError` result the model reads; stdout carries only the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+try:
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("agentctl mcp needs the MCP SDK: pip install 'agentd-client[mcp]'") from exc
+
+from agentd_client._aio import AsyncClient
+from agentd_client._calls import ImageBlock, ToolResult, new_tool_use_id
+from agentd_client.errors import AgentdError
+
+INSTRUCTIONS = (
+    "These tools run inside an agentd session: commands are sandboxed and confined to "
+    "the session's workspace. A call that needs approval waits for a person attached to "
+    "the session; if it is denied, the result says how the user can allow it."
+)
+
+
+def _content(result: ToolResult) -> list[Any]:
+    blocks: list[Any] = []
+    for b in result.content:
+        if isinstance(b, ImageBlock):
+            data = base64.b64encode(b.data).decode()
+            blocks.append(types.ImageContent(data=data, mime_type=b.media_type))
+        elif b.text:
+            blocks.append(types.TextContent(text=b.text))
+    return blocks
+
+
+def build_server(agentd: AsyncClient, session_id: str, version: str = "") -> Server[Any]:
+    """An MCP server whose tools are the daemon's, each call run in `session_id`."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        specs = await agentd.list_tools()
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=s["name"], description=s["description"], input_schema=s["input_schema"]
+                )
+                for s in specs
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool_use_id = new_tool_use_id()
+        try:
+            result = await agentd.run_tool(
+                session_id, params.name, params.arguments or {}, tool_use_id
+            )
+        except asyncio.CancelledError:
+            # The MCP client cancelled the request: stop the call, not just our wait.
+            await asyncio.shield(agentd.cancel(session_id, tool_use_id))
+            raise
+        except AgentdError as exc:
+            text = f"agentd could not run {params.name}: {exc.details()}"
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        return types.CallToolResult(content=_content(result), is_error=result.is_error)
+
+    return Server(
+        "agentd",
+        version=version,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(agentd: AsyncClient, session_id: str, version: str = "") -> None:
+    """Serve until the MCP client closes stdin."""
+    server = build_server(agentd, session_id, version)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
