@@ -65,7 +65,10 @@ def _mounts(policy: SandboxPolicy, identity: Identity) -> list[str]:
     allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
     kept = visibility.kept_targets(covered)
     for path in [*visibility.allowed_home_paths(identity, allow), *kept]:
-        argv += ["--ro-bind", path, path]
+        # -try: an allow-listed file its owner removes meanwhile is simply not shown; a
+        # vanished entry must not stop every sandbox from starting. (Protected paths,
+        # below, stay strict: a protection that cannot be mounted fails the start.)
+        argv += ["--ro-bind-try", path, path]
         shown.append(path)
     sockets = [os.path.realpath(s) for s in policy.sockets]
     for path in sockets:

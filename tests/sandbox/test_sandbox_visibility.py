@@ -90,3 +90,36 @@ async def test_an_allowed_name_linked_to_a_secret_shows_nothing(home_tree, guard
         assert "T0K" not in res.out, res.out
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+def test_an_allow_listed_file_removed_before_the_start_does_not_stop_the_sandbox(
+    home_tree: str, ws: str
+) -> None:
+    """The allow-list is read when the command line is built; its owner may remove an
+    entry before bwrap mounts it. Every sandbox of the machine must still start."""
+    import subprocess
+
+    from agentd_sandbox import runner
+
+    gitconfig = os.path.join(home_tree, ".gitconfig")
+    with open(gitconfig, "w") as f:
+        f.write("[user]\n\tname = Gone Soon\n")
+    os.chmod(gitconfig, 0o644)
+    pol = policy(ws)
+    pol.home_allow = [".gitconfig"]
+    launch = runner.prepare(pol, ["/bin/true"])
+    try:
+        args_fd = launch.popen_kwargs["pass_fds"][1]  # bwrap's options, in a memfd
+        with open(f"/proc/self/fd/{args_fd}", "rb") as options:
+            assert gitconfig.encode() in options.read(), "the entry must be on the line"
+        os.unlink(gitconfig)  # the race: gone between the argv and bwrap's mounts
+        proc = subprocess.run(
+            launch.argv,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            **{k: v for k, v in launch.popen_kwargs.items()},
+        )
+    finally:
+        launch.close()
+    assert proc.returncode == 0, proc.stderr
