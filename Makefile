@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 PREFIX ?= /usr/local
 SYSTEMD_SYSTEM_DIR ?= /etc/systemd/system
 CONFDIR ?= /etc/agentd
-# `make install-user`: the same for one user, where `pipx install .` would put it.
+# `make install-user`: the same for one user, into ~/.local
 USER_PREFIX ?= $(HOME)/.local
 SYSTEMD_USER_DIR ?= $(HOME)/.config/systemd/user
 PYTHON3 ?= python3
@@ -71,8 +71,8 @@ bench: system-deps $(STAMP)
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
-	rm -rf build  # setuptools builds in the tree; a stale one breaks the wheel
-	$(PREFIX)/lib/agentd/bin/pip install -q .
+	rm -rf build client/build  # setuptools builds in the tree; a stale one breaks the wheel
+	$(PREFIX)/lib/agentd/bin/pip install -q "./client[cli]" .
 	install -d $(PREFIX)/bin $(SYSTEMD_SYSTEM_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \
 		ln -sfn ../lib/agentd/bin/$$cmd $(PREFIX)/bin/$$cmd; \
@@ -87,8 +87,8 @@ install:
 
 install-user:
 	$(PYTHON3) -m venv --clear $(USER_PREFIX)/share/agentd/venv
-	rm -rf build  # setuptools builds in the tree; a stale one breaks the wheel
-	$(USER_PREFIX)/share/agentd/venv/bin/pip install -q .
+	rm -rf build client/build  # setuptools builds in the tree; a stale one breaks the wheel
+	$(USER_PREFIX)/share/agentd/venv/bin/pip install -q "./client[cli]" .
 	install -d $(USER_PREFIX)/bin $(SYSTEMD_USER_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \
 		ln -sfn $(USER_PREFIX)/share/agentd/venv/bin/$$cmd $(USER_PREFIX)/bin/$$cmd; \

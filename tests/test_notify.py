@@ -6,6 +6,7 @@ pid 1 is not systemd here, and need not be: the daemon only sees `$NOTIFY_SOCKET
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -101,16 +102,19 @@ def test_ready_only_once_the_socket_answers_then_status_and_stopping(
 def test_hooks_do_not_inherit_the_notify_socket(
     tmp_path: Path, notify_socket: tuple[socket.socket, str], workspace: Path
 ) -> None:
-    """Hooks run on the host with the daemon's environment: they must not get the
-    right to speak for the daemon (READY, STOPPING, WATCHDOG) or the test stall FIFO."""
+    """Hooks run (in the session's sandbox) with what the daemon passes on: they must
+    not get the right to speak for the daemon (READY, STOPPING, WATCHDOG) or the test
+    stall FIFO."""
     sock, path = notify_socket
-    seen = tmp_path / "hook-env"
+    seen = workspace / "hook-env"  # the workspace is writable from the sandbox
     (workspace / ".claude").mkdir()
     hook = {"type": "command", "command": f"env > {seen}"}
     settings = {"hooks": {"PreToolUse": [{"matcher": "LS", "hooks": [hook]}]}}
-    (workspace / ".claude" / "settings.json").write_text(json.dumps(settings))
+    settings_file = workspace / ".claude" / "settings.json"
+    settings_file.write_text(json.dumps(settings))
+    sha = hashlib.sha256(settings_file.read_bytes()).hexdigest()
     config = tmp_path / "config.toml"
-    config.write_text(f'trusted_workspaces = ["{workspace}"]\n')
+    config.write_text(f'trusted_settings = [{{path = "{settings_file}", sha256 = "{sha}"}}]\n')
     env = {
         "NOTIFY_SOCKET": path,
         "WATCHDOG_USEC": str(WATCHDOG_USEC),
