@@ -68,6 +68,8 @@ bench: system-deps $(STAMP)
 	$(PY) bench/bash_rtt.py
 	$(PY) bench/bash_output.py
 	$(PY) bench/classify.py
+	$(PY) bench/search.py
+	$(PY) bench/enforce_corpus.py
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
