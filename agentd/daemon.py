@@ -10,6 +10,7 @@ from typing import Any
 import agentd_sandbox
 from agentd.config import Config
 from agentd.executor import Executor
+from agentd.outputs import Outputs
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.server import Server
 from agentd.service import Servicer
@@ -41,6 +42,7 @@ class Daemon:
         self.services: dict[str, Any] = {
             "config": config,
             "tasks": self.tasks,
+            "outputs": Outputs(config),
             "on_todos_changed": self._todos_changed,
             "on_cwd_changed": self._cwd_changed,
             "sandbox_report": _sandbox_report(),

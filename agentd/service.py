@@ -417,6 +417,21 @@ class Servicer(pb_grpc.AgentdServicer):
         found = tasks.list(request.session_id, request.include_finished) if tasks else []
         return pb.ListTasksResponse(tasks=[task_to_pb(t) for t in found])
 
+    @_stream
+    async def ReadOutput(
+        self, request: pb.ReadOutputRequest, context: Any
+    ) -> AsyncIterator[pb.OutputChunk]:
+        self.sessions.get(_require(request.session_id, "session_id"))
+        outputs = self.services.get("outputs")
+        if outputs is None:
+            raise NotFound("this daemon keeps no command output")
+        async for chunk in outputs.read(
+            request.session_id, _require(request.id, "id"), request.offset, request.follow
+        ):
+            yield pb.OutputChunk(
+                offset=chunk.offset, data=chunk.data, output_id=chunk.output_id, done=chunk.done
+            )
+
     @_unary
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:
         result = classify(request.command).to_dict()

@@ -291,6 +291,15 @@ class Client:
         """The session's events after `after_seq`, then live ones; cancel() the iterator to stop."""
         return self.stub.Attach(pb.AttachRequest(session_id=session_id, after_seq=after_seq))
 
+    def read_output(
+        self, session_id: str, id: str, offset: int = 0, follow: bool = False
+    ) -> Iterator[pb.OutputChunk]:
+        """A Bash call's (tool_use_id) or task's output from `offset`; with `follow`, until
+        it ends. Moves nobody's BashOutput cursor. cancel() the iterator to stop."""
+        return self.stub.ReadOutput(
+            pb.ReadOutputRequest(session_id=session_id, id=id, offset=offset, follow=follow)
+        )
+
     def resolve_permission(
         self, session_id: str, request_id: str, decision: str, scope: str = "once"
     ) -> pb.ResolvePermissionResponse:
@@ -431,6 +440,14 @@ class AsyncClient:
             pb.AttachRequest(session_id=session_id, after_seq=after_seq)
         ):
             yield event
+
+    async def read_output(
+        self, session_id: str, id: str, offset: int = 0, follow: bool = False
+    ) -> AsyncIterator[pb.OutputChunk]:
+        async for chunk in self.stub.ReadOutput(
+            pb.ReadOutputRequest(session_id=session_id, id=id, offset=offset, follow=follow)
+        ):
+            yield chunk
 
     async def resolve_permission(
         self, session_id: str, request_id: str, decision: str, scope: str = "once"

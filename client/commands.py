@@ -250,6 +250,45 @@ def cmd_tasks(c: Client, args: argparse.Namespace) -> int:
     return OK
 
 
+# `agentctl logs` without --from-start starts this far before the end, then keeps the
+# last TAIL_LINES lines of it (as tail does).
+_TAIL_BYTES = 16384
+TAIL_LINES = 10
+
+
+def cmd_logs(c: Client, args: argparse.Namespace) -> int:
+    """A task's or a Bash call's output, from the file: every byte, nobody's cursor moved."""
+    session_id = _session(c, args)
+    start = 0 if args.from_start else -_TAIL_BYTES
+    stream = c.read_output(session_id, args.id, start, follow=args.follow)
+    out = sys.stdout.buffer
+    first = not args.from_start
+    try:
+        for chunk in stream:
+            data = chunk.data
+            if first and data:
+                first = False
+                if chunk.offset > 0:  # started mid-file: drop the partial first line
+                    data = data[data.find(b"\n") + 1 :]
+                lines = data.splitlines(keepends=True)
+                data = b"".join(lines[-TAIL_LINES:])
+            if args.json:
+                print_json_line(
+                    {
+                        "offset": chunk.offset,
+                        "data": chunk.data.decode(errors="replace"),
+                        "done": chunk.done,
+                    }
+                )
+            elif data:
+                out.write(data)
+                out.flush()
+    except KeyboardInterrupt:
+        stream.cancel()
+        return INTERRUPTED
+    return OK
+
+
 def cmd_tasks_stop(c: Client, args: argparse.Namespace) -> int:
     # TaskStop is the one way the daemon stops a task; it needs no permission, and
     # running it as a call puts the stop in the session's journal for every terminal.

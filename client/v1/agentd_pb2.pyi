@@ -251,16 +251,22 @@ class ToolResult(_message.Message):
     def __init__(self, tool_use_id: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., is_error: _Optional[bool] = ..., data_json: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message")
+    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message", "output_id", "output_size", "last_line")
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    LAST_LINE_FIELD_NUMBER: _ClassVar[int]
     tool_use_id: str
     elapsed_ms: int
     output: str
     message: str
-    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    output_id: str
+    output_size: int
+    last_line: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ..., output_id: _Optional[str] = ..., output_size: _Optional[int] = ..., last_line: _Optional[str] = ...) -> None: ...
 
 class ToolCallUpdate(_message.Message):
     __slots__ = ("progress", "result")
@@ -569,3 +575,27 @@ class RevokeTrustResponse(_message.Message):
     REVOKED_FIELD_NUMBER: _ClassVar[int]
     revoked: _containers.RepeatedCompositeFieldContainer[TrustEntry]
     def __init__(self, revoked: _Optional[_Iterable[_Union[TrustEntry, _Mapping]]] = ...) -> None: ...
+
+class ReadOutputRequest(_message.Message):
+    __slots__ = ("session_id", "id", "offset", "follow")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    id: str
+    offset: int
+    follow: bool
+    def __init__(self, session_id: _Optional[str] = ..., id: _Optional[str] = ..., offset: _Optional[int] = ..., follow: _Optional[bool] = ...) -> None: ...
+
+class OutputChunk(_message.Message):
+    __slots__ = ("offset", "data", "output_id", "done")
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_ID_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    data: bytes
+    output_id: str
+    done: bool
+    def __init__(self, offset: _Optional[int] = ..., data: _Optional[bytes] = ..., output_id: _Optional[str] = ..., done: _Optional[bool] = ...) -> None: ...
