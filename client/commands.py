@@ -18,6 +18,7 @@ from agentd_client import names
 from agentd_client._client import Client, ToolResult
 from agentd_client.display import as_dict, ask, describe_event, print_json, print_json_line
 from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage
+from agentd_client.follow import Follower
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -188,15 +189,22 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
     tool_use_id = args.id or f"toolu_{uuid.uuid4().hex[:24]}"
     show_progress = sys.stderr.isatty() and not args.json
     stream = c.stream_tool(session_id, args.tool, text, tool_use_id)
+    # The live output, every byte, read from the daemon's file as the call runs.
+    follower = Follower(c, session_id, _to_stderr)
+    output_id = ""
     try:
         for update in stream:
             if update.HasField("progress"):
-                if show_progress and update.progress.output:
-                    sys.stderr.write(update.progress.output)
-                    sys.stderr.flush()
+                if show_progress and update.progress.output_id:
+                    output_id = update.progress.output_id
+                    follower.follow(output_id)
             else:
+                if output_id:
+                    follower.wait(output_id)  # its last bytes before the result
+                follower.stop()
                 return _print_result(ToolResult.from_pb(update.result), args.json)
     except KeyboardInterrupt:
+        follower.stop()
         cancelled = _cancel_after_interrupt(c, session_id, tool_use_id)
         stream.cancel()
         if args.json:
@@ -214,6 +222,11 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
             )
         return INTERRUPTED
     raise Refused("the daemon ended the call without a result")
+
+
+def _to_stderr(output_id: str, data: bytes) -> None:
+    sys.stderr.buffer.write(data)
+    sys.stderr.buffer.flush()
 
 
 def cmd_cancel(c: Client, args: argparse.Namespace) -> int:

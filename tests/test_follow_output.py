@@ -73,9 +73,7 @@ def test_foreground_call_output_is_kept_and_found_by_tool_use_id(
 
 
 def test_read_output_does_not_move_the_models_cursor(client: Client, session_id: str) -> None:
-    r = client.run_tool(
-        session_id, "Bash", {"command": "seq 1 100", "run_in_background": True}
-    )
+    r = client.run_tool(session_id, "Bash", {"command": "seq 1 100", "run_in_background": True})
     task_id = r.data["backgroundTaskId"]
     wait_for_event(client, session_id, task_finished(task_id))
     for _ in range(3):
@@ -122,8 +120,10 @@ def test_stable_path_inside_the_sandbox(client: Client, session_id: str) -> None
     probe = client.run_tool(
         session_id,
         "Bash",
-        {"command": f"echo x >> {path}; rm -f {path}; touch /run/agentd-tasks/new; "
-         f"stat -c '%a %u %g' {path}"},
+        {
+            "command": f"echo x >> {path}; rm -f {path}; touch /run/agentd-tasks/new; "
+            f"stat -c '%a %u %g' {path}"
+        },
     )
     # Not the sandbox's to write (root's, which shows as the overflow uid inside),
     # not to remove, and nothing can be added beside it.
@@ -145,8 +145,9 @@ def test_agentctl_logs_follows_every_byte(
         },
     )
     task_id = r.data["backgroundTaskId"]
-    proc = ctl.popen("--socket", daemon.socket, "logs", "-s", session_id, "-f", "--from-start",
-                     task_id)
+    proc = ctl.popen(
+        "--socket", daemon.socket, "logs", "-s", session_id, "-f", "--from-start", task_id
+    )
     client.run_tool(session_id, "Bash", {"command": "touch go2"})
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err

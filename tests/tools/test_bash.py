@@ -150,7 +150,7 @@ def test_attached_client_sees_progress(client: Client, session_id: str) -> None:
         wait_for_event(
             client,
             session_id,
-            lambda e: e.HasField("progress") and "watched-out" == e.progress.last_line,
+            lambda e: e.HasField("progress") and e.progress.last_line == "watched-out",
         )
         seen.set()
 
@@ -257,7 +257,7 @@ def test_cancel_ends_the_process_tree_and_returns_output(client: Client, session
         lambda e: (
             e.HasField("progress")
             and e.progress.tool_use_id == tool_use_id
-            and "before-cancel" == e.progress.last_line
+            and e.progress.last_line == "before-cancel"
         ),
     )
     started = time.monotonic()
@@ -372,7 +372,9 @@ def test_closing_the_session_ends_its_running_calls(client: Client, workspace: P
         target=lambda: result.update(r=bash(client, sid, f"echo started; sleep {marker}"))
     )
     caller.start()
-    wait_for_event(client, sid, lambda e: e.HasField("progress") and "started" == e.progress.last_line)
+    wait_for_event(
+        client, sid, lambda e: e.HasField("progress") and e.progress.last_line == "started"
+    )
     client.close_session(sid)
     caller.join(30)
     assert result["r"].is_error and "interrupted" in result["r"].text
