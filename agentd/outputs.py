@@ -23,6 +23,8 @@ from agentd.tasks import OutputFile
 
 # Where a session's output files are, read-only, inside its sandbox.
 TASKS_MOUNT = "/run/agentd-tasks"
+# Seconds a follower waits after a write before reading on (see read()).
+COALESCE = 0.05
 # Bytes per chunk a reader is sent.
 CHUNK = 256 * 1024
 _TASK_ID = re.compile(r"b[0-9a-f]{8}")
@@ -141,5 +143,8 @@ class Outputs:
                     return
                 if changed is not None:
                     await changed
+                    # Let a busy writer run: readers take its output in bursts of at
+                    # least COALESCE seconds, not a wake-up per write.
+                    await asyncio.sleep(COALESCE)
         finally:
             os.close(fd)
