@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -69,6 +70,24 @@ def _stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIte
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the daemon's log")
 
     return wrapper
+
+
+_IDENTITY = re.compile(r"agentd-client \(([^()]{1,300})\)")
+
+
+def client_identity(context: Any) -> str:
+    """Who a client says it is (user@host on terminal, sent as its user agent when it
+    connects), for the record of what a person decided; else its transport peer."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "user-agent" and (m := _IDENTITY.search(value)):
+            fields = dict(
+                part.strip().partition("=")[::2] for part in m.group(1).split(";") if "=" in part
+            )
+            who = f"{fields.get('user') or '?'}@{fields.get('host') or '?'}"
+            if tty := fields.get("tty"):
+                who += f" on {tty}"
+            return who
+    return f"person via {context.peer()}"
 
 
 def _require(value: str, what: str) -> str:
@@ -406,7 +425,8 @@ class Servicer(pb_grpc.AgentdServicer):
             request.request_id,
             request.decision,
             scope,
-            decided_by=f"person via {context.peer()}",
+            decided_by=client_identity(context),
+            rule=request.rule,
         )
         return pb.ResolvePermissionResponse(accepted=accepted, message=message)
 
@@ -454,7 +474,7 @@ class Servicer(pb_grpc.AgentdServicer):
         entry = await self._trust().approve(
             _require(request.path, "path"),
             _require(request.sha256, "sha256"),
-            f"person via {context.peer()}",
+            client_identity(context),
         )
         return trust_to_pb(entry)
 

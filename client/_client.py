@@ -138,9 +138,35 @@ def _channel(
     return flavour.insecure_channel(_target(socket), options=_OPTIONS)
 
 
+def identity() -> str:
+    """Who this client is (user, host, terminal), sent as its user agent when it connects:
+    the daemon records it with the decisions this client makes."""
+    import getpass
+    import socket as socket_
+
+    def clean(text: str) -> str:
+        return "".join(ch for ch in text if ch.isprintable() and ch not in "();=")[:80]
+
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = str(os.getuid())
+    tty = ""
+    for fd in (0, 1, 2):
+        try:
+            tty = os.ttyname(fd)
+            break
+        except OSError:
+            continue
+    return (
+        f"agentd-client (user={clean(user)}; host={clean(socket_.gethostname())}; tty={clean(tty)})"
+    )
+
+
 _OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.primary_user_agent", identity()),
 ]
 
 
@@ -301,11 +327,21 @@ class Client:
         )
 
     def resolve_permission(
-        self, session_id: str, request_id: str, decision: str, scope: str = "once"
+        self,
+        session_id: str,
+        request_id: str,
+        decision: str,
+        scope: str = "once",
+        rule: str = "",
     ) -> pb.ResolvePermissionResponse:
+        """Answer a request; with scope always, `rule` picks one of its rule_choices."""
         return self.stub.ResolvePermission(
             pb.ResolvePermissionRequest(
-                session_id=session_id, request_id=request_id, decision=decision, scope=scope
+                session_id=session_id,
+                request_id=request_id,
+                decision=decision,
+                scope=scope,
+                rule=rule,
             ),
             timeout=self.timeout,
         )
@@ -450,11 +486,20 @@ class AsyncClient:
             yield chunk
 
     async def resolve_permission(
-        self, session_id: str, request_id: str, decision: str, scope: str = "once"
+        self,
+        session_id: str,
+        request_id: str,
+        decision: str,
+        scope: str = "once",
+        rule: str = "",
     ) -> pb.ResolvePermissionResponse:
         return await self.stub.ResolvePermission(
             pb.ResolvePermissionRequest(
-                session_id=session_id, request_id=request_id, decision=decision, scope=scope
+                session_id=session_id,
+                request_id=request_id,
+                decision=decision,
+                scope=scope,
+                rule=rule,
             ),
             timeout=self.timeout,
         )

@@ -375,7 +375,7 @@ class SettingsIgnored(_message.Message):
     def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens_json: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class PermissionRequested(_message.Message):
-    __slots__ = ("request_id", "tool_use_id", "tool_name", "input_json", "reasons", "suggested_rule", "expires_ms")
+    __slots__ = ("request_id", "tool_use_id", "tool_name", "input_json", "reasons", "suggested_rule", "expires_ms", "rule_choices")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -383,6 +383,7 @@ class PermissionRequested(_message.Message):
     REASONS_FIELD_NUMBER: _ClassVar[int]
     SUGGESTED_RULE_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    RULE_CHOICES_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool_use_id: str
     tool_name: str
@@ -390,19 +391,22 @@ class PermissionRequested(_message.Message):
     reasons: _containers.RepeatedScalarFieldContainer[str]
     suggested_rule: str
     expires_ms: int
-    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., input_json: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., suggested_rule: _Optional[str] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+    rule_choices: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., input_json: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., suggested_rule: _Optional[str] = ..., expires_ms: _Optional[int] = ..., rule_choices: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PermissionResolved(_message.Message):
-    __slots__ = ("request_id", "decision", "scope", "decided_by")
+    __slots__ = ("request_id", "decision", "scope", "decided_by", "rule")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     decision: str
     scope: str
     decided_by: str
-    def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., decided_by: _Optional[str] = ...) -> None: ...
+    rule: str
+    def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., decided_by: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class PermissionDecided(_message.Message):
     __slots__ = ("tool_use_id", "tool_name", "behavior", "decided_by", "reason")
@@ -475,16 +479,18 @@ class Event(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ...) -> None: ...
 
 class ResolvePermissionRequest(_message.Message):
-    __slots__ = ("session_id", "request_id", "decision", "scope")
+    __slots__ = ("session_id", "request_id", "decision", "scope", "rule")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     request_id: str
     decision: str
     scope: str
-    def __init__(self, session_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ...) -> None: ...
+    rule: str
+    def __init__(self, session_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class ResolvePermissionResponse(_message.Message):
     __slots__ = ("accepted", "message")
