@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 import time
 import uuid
 from typing import Any
@@ -16,7 +15,8 @@ import grpc
 
 from agentd_client import names
 from agentd_client._client import Client, ToolResult
-from agentd_client.display import as_dict, ask, describe_event, print_json, print_json_line
+from agentd_client.attach import AttachView
+from agentd_client.display import as_dict, print_json, print_json_line
 from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage
 from agentd_client.follow import Follower
 
@@ -349,19 +349,7 @@ def _after_seq(c: Client, session_id: str, start: str) -> int:
 def cmd_attach(c: Client, args: argparse.Namespace) -> int:
     session_id = _session(c, args)
     after = args.after_seq if args.after_seq is not None else _after_seq(c, session_id, args.start)
-    interactive = sys.stdin.isatty() and not args.json
-    stream = c.attach(session_id, after)
-    try:
-        for event in stream:
-            if args.json:
-                print_json_line(as_dict(event))
-            else:
-                print(describe_event(event), flush=True)
-            if interactive and event.HasField("permission_requested"):
-                threading.Thread(
-                    target=ask, args=(c, session_id, event.permission_requested), daemon=True
-                ).start()
-    except KeyboardInterrupt:
-        stream.cancel()
-        return INTERRUPTED
-    return OK
+    view = AttachView(
+        c, session_id, after, as_json=args.json, interactive=sys.stdin.isatty() and not args.json
+    )
+    return view.run()
