@@ -93,6 +93,9 @@ class AttachView:
         self.offsets: dict[str, int] = {}
         self.call_outputs: dict[str, str] = {}  # tool_use_id -> output id
         self.history_tasks: list[str] = []  # started before we attached, maybe running
+        self.ended: set[str] = set()  # outputs followed to their end
+        # call_finished events held until their output is all shown
+        self.deferred: dict[str, pb.Event] = {}
 
     # threads
     def _read_events(self, stream: Any) -> None:
@@ -124,6 +127,12 @@ class AttachView:
             print(text, flush=True)
 
     def _output(self, output_id: str, data: bytes) -> None:
+        if not data:
+            self.ended.add(output_id)
+            if (e := self.deferred.pop(output_id, None)) is not None:
+                self._flush_output(output_id)
+                self._event(e, False)
+                return
         if self.as_json:
             if data:
                 offset = self.offsets.get(output_id, 0)
@@ -147,6 +156,10 @@ class AttachView:
         for line in lines[:-1]:
             text = line.decode(errors="replace")
             self._print(f"{output_id}│ {text}" if len(self.follower_ids()) > 1 else text)
+
+    def _flush_output(self, output_id: str) -> None:
+        if rest := self.partial.pop(output_id, b""):
+            self._print(rest.decode(errors="replace"))
 
     def follower_ids(self) -> list[str]:
         return [oid for oid in self.partial] + [
@@ -207,6 +220,12 @@ class AttachView:
     # events
     def _event(self, e: pb.Event, history: bool) -> None:
         kind = e.WhichOneof("kind")
+        if kind == "call_finished" and not self.as_json:
+            # Its output first: the end of a call is shown after everything it printed.
+            oid = self.call_outputs.get(e.call_finished.result.tool_use_id)
+            if oid is not None and oid not in self.ended and oid not in self.deferred:
+                self.deferred[oid] = e
+                return
         if self.as_json:
             print_json_line(as_dict(e))
         elif kind != "progress":
