@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from agentd import readonly, sandboxing, unsandboxed
 from agentd.errors import InputError, ToolError
-from agentd.outputs import TASKS_MOUNT, sandbox_path
+from agentd.outputs import TASKS_MOUNT, Outputs, sandbox_path
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
 from agentd_sandbox import SandboxUnavailable, shell_argv, spawn
@@ -129,7 +129,7 @@ class BashTool(Tool):
         session = ctx.session
         command: str = args["command"]
         tmp_dir = sandboxing.session_tmp_dir(session, config)
-        outputs = ctx.services["outputs"]
+        outputs = ctx.services.get("outputs") or Outputs(config)
         readers = _output_readers(session, config)
         tasks_dir = outputs.make_tasks_dir(session.id, readers)
         task_id = new_task_id()
