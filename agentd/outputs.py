@@ -142,7 +142,8 @@ class Outputs:
                     yield Chunk(offset, b"", output_id, done)
                     return
                 if changed is not None:
-                    await changed
+                    # Shared by every reader: one going away must not cancel it for all.
+                    await asyncio.shield(changed)
                     # Let a busy writer run: readers take its output in bursts of at
                     # least COALESCE seconds, not a wake-up per write.
                     await asyncio.sleep(COALESCE)

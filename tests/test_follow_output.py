@@ -156,3 +156,23 @@ def test_agentctl_logs_follows_every_byte(
     tail = ctl.run("--socket", daemon.socket, "logs", "-s", session_id, task_id)
     assert tail.stdout.splitlines()[-1] == "[exited with code 0]"
     assert len(tail.stdout.splitlines()) == 10
+
+
+def test_a_follower_going_away_does_not_stop_the_others(client: Client, session_id: str) -> None:
+    r = client.run_tool(
+        session_id,
+        "Bash",
+        {
+            "command": "echo one; while [ ! -e go3 ]; do sleep 0.05; done; echo two",
+            "run_in_background": True,
+        },
+    )
+    task_id = r.data["backgroundTaskId"]
+    quitter = client.read_output(session_id, task_id, 0, follow=True)
+    stayer = client.read_output(session_id, task_id, 0, follow=True)
+    assert next(quitter).data == b"one\n"
+    assert next(stayer).data == b"one\n"
+    quitter.cancel()  # both were waiting on the same write
+    client.run_tool(session_id, "Bash", {"command": "touch go3"})
+    rest = b"".join(c.data for c in stayer)
+    assert rest == b"two\n\n[exited with code 0]\n"
