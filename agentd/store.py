@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -167,7 +168,8 @@ class Store:
         only committed events are seen (flush first)."""
         db = getattr(self._readers, "db", None)
         if db is None:
-            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, isolation_level=None)
             self._readers.db = db
         rows = db.execute(
             "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? AND seq > ? "
