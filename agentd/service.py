@@ -403,6 +403,12 @@ class Servicer(pb_grpc.AgentdServicer):
     @_stream
     async def Attach(self, request: pb.AttachRequest, context: Any) -> AsyncIterator[pb.Event]:
         log_ = self.sessions.log(_require(request.session_id, "session_id"))
+        log.info(
+            "session %s: %s attached (after seq %d)",
+            request.session_id,
+            client_identity(context),
+            request.after_seq,
+        )
         async for event in log_.subscribe(request.after_seq):
             yield event_to_pb(event)
 

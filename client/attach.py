@@ -161,6 +161,9 @@ class AttachView:
         if rest := self.partial.pop(output_id, b""):
             self._print(rest.decode(errors="replace"))
 
+    def _all_followed_ended(self) -> bool:
+        return all(oid in self.ended for oid in self.follower.followed())
+
     def follower_ids(self) -> list[str]:
         return [oid for oid in self.partial] + [
             oid for oid in self.call_outputs.values() if oid not in self.partial
@@ -290,11 +293,21 @@ class AttachView:
         self._resume_live()
         if caught_up:
             self._prompt()
+        ending_by = 0.0
         try:
             while True:
-                item = self.q.get()
-                if item is _END:
+                if ending_by and self._all_followed_ended():
                     break
+                try:
+                    item = self.q.get(
+                        timeout=max(0.01, ending_by - time.monotonic()) if ending_by else None
+                    )
+                except queue.Empty:
+                    break  # the stream ended and an output did not finish in time
+                if item is _END:
+                    # The session's stream ended: show the rest of what it printed first.
+                    ending_by = time.monotonic() + 10
+                    continue
                 match item:
                     case ("event", e):
                         history = not caught_up and 0 < e.seq <= caught_up_at

@@ -39,6 +39,10 @@ class Follower:
             self._threads[output_id] = thread
         thread.start()
 
+    def followed(self) -> list[str]:
+        with self._lock:
+            return list(self._threads)
+
     def following(self, output_id: str) -> bool:
         with self._lock:
             return output_id in self._threads

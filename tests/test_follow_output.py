@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -176,3 +177,35 @@ def test_a_follower_going_away_does_not_stop_the_others(client: Client, session_
     client.run_tool(session_id, "Bash", {"command": "touch go3"})
     rest = b"".join(c.data for c in stayer)
     assert rest == b"two\n\n[exited with code 0]\n"
+
+
+def test_attach_json_lines_carry_every_byte_of_a_calls_output(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    after = client.get_session(session_id).last_seq
+    proc = ctl.popen(
+        "--socket", daemon.socket, "attach", session_id, "--json", "--from", str(after)
+    )
+    # It follows live once it shows a call made now.
+    client.run_tool(session_id, "Glob", {"pattern": "json-ready"})
+    assert proc.stdout is not None
+    lines = []
+    while "json-ready" not in (line := proc.stdout.readline()):
+        assert line, "attach ended early"
+        lines.append(line)
+    r = client.run_tool(session_id, "Bash", {"command": "seq 1 5000"})
+    assert not r.is_error
+    client.close_session(session_id)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    data = bytearray()
+    kinds = set()
+    for line in [*lines, *out.splitlines()]:
+        obj = json.loads(line)
+        if "output" in obj:
+            assert obj["output"]["offset"] == len(data)
+            data += obj["output"]["data"].encode()
+        else:
+            kinds.update(k for k in obj if k not in ("seq", "session_id", "time_ms"))
+    assert bytes(data) == _numbered(5000)
+    assert {"call_started", "progress", "call_finished", "session_closed"} <= kinds
