@@ -7,12 +7,10 @@ the output of a running command reaches every terminal in full.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pty
 import socket
 import subprocess
-import termios
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,14 +24,10 @@ from tests.daemon import DaemonProcess
 
 @contextmanager
 def attached(daemon: DaemonProcess, sid: str, *extra: str) -> Iterator[tuple[OnPty, str]]:
-    """agentctl attach on a pty that is its controlling terminal; (it, the pty's name)."""
+    """agentctl attach on a pty of its own; (it, the pty's name). No preexec_fn: running
+    Python in a child forked from this process, which has gRPC threads, is not safe."""
     master, slave = pty.openpty()
     name = os.ttyname(slave)
-
-    def controlling_terminal() -> None:
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTD_")}
     proc = subprocess.Popen(
         [AGENTCTL, "--socket", daemon.socket, "attach", sid, *extra],
@@ -41,7 +35,7 @@ def attached(daemon: DaemonProcess, sid: str, *extra: str) -> Iterator[tuple[OnP
         stdout=slave,
         stderr=slave,
         close_fds=True,
-        preexec_fn=controlling_terminal,
+        start_new_session=True,
         env={**env, "COLUMNS": "200"},
     )
     os.close(slave)
