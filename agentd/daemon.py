@@ -15,6 +15,7 @@ from agentd.config import Config
 from agentd.errors import Unavailable
 from agentd.executor import Executor
 from agentd.notify import Notifier
+from agentd.outputs import Outputs
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.privdir import ensure_private_dir
 from agentd.server import Server
@@ -50,6 +51,7 @@ class Daemon:
         self.services: dict[str, Any] = {
             "config": config,
             "tasks": self.tasks,
+            "outputs": Outputs(config),
             "on_todos_changed": self._todos_changed,
             "on_cwd_changed": self._cwd_changed,
             "sandbox_report": _sandbox_report(),

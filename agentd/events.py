@@ -1,20 +1,24 @@
 """A session's event log: sequence numbers, journal, fan-out to attached clients, replay.
 
 Every event gets the session's next sequence number. Events worth keeping go to
-the journal (SQLite); progress events are live only: they can be many (a command
-printing gigabytes) and everything they carry also reaches the call's result or
-the task's output file.
+the journal (SQLite); progress events are live only: they can be many, and they
+say only where a command's output file stands (its bytes are read from the file).
 
-A subscriber has a bounded queue. One that falls behind never slows the session:
-its queue stops taking events, and when it drains it receives a Gap and the
-journaled events it missed, then follows live again.
+What an attached client costs the daemon is bounded whatever the journal's size:
+replay reads the journal a page at a time on another thread, as the client takes
+it; live events wait in a backlog bounded in bytes. A client whose backlog is full
+loses it (the memory is freed at once); when it reads again it receives a Gap and
+the journaled events it missed, paged from the store, then follows live again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections import deque
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +26,12 @@ from agentd.store import Store
 
 # Kinds that are not journaled.
 LIVE_ONLY = frozenset({"progress"})
+# A subscriber's live backlog, in bytes of payload, before it is dropped for a Gap.
+BACKLOG_BYTES = 1 << 20
+# One page of replay, in bytes of payload (at least one event).
+PAGE_BYTES = 256 * 1024
+# Journal pages are read here: never on the event loop.
+_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="journal")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,11 +41,13 @@ class Event:
     time_ms: int
     kind: str
     payload: dict[str, Any]
+    size: int = 0  # bytes of payload as JSON, for backlog accounting
 
 
 @dataclass(eq=False)
 class _Subscriber:
-    queue: asyncio.Queue[Event]
+    backlog: deque[Event] = field(default_factory=deque)
+    bytes: int = 0
     # The seq of the first event this subscriber lost, while it is behind.
     lost_from: int | None = None
     last_seq: int = 0
@@ -43,14 +55,14 @@ class _Subscriber:
 
 
 class EventLog:
-    def __init__(self, session_id: str, store: Store, queue_size: int = 1024) -> None:
+    def __init__(self, session_id: str, store: Store, backlog_bytes: int = BACKLOG_BYTES) -> None:
         self.session_id = session_id
         self._store = store
         self._seq = store.last_seq(session_id)
         # When the session last did anything (progress included), for idle-session gc.
         self.last_time_ms = store.last_event_ms(session_id)
         self._subscribers: set[_Subscriber] = set()
-        self._queue_size = queue_size
+        self._backlog_bytes = backlog_bytes
         self.closed = False
 
     @property
@@ -63,18 +75,23 @@ class EventLog:
 
     def emit(self, kind: str, **payload: Any) -> Event:
         self._seq += 1
-        event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload)
+        text = json.dumps(payload)
+        event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload, len(text))
         self.last_time_ms = event.time_ms
         if kind not in LIVE_ONLY:
-            self._store.append_event(self.session_id, event.seq, event.time_ms, kind, payload)
+            self._store.append_event(self.session_id, event.seq, event.time_ms, kind, text)
         for sub in self._subscribers:
             if sub.lost_from is not None:
                 continue
-            try:
-                sub.queue.put_nowait(event)
-            except asyncio.QueueFull:
-                sub.lost_from = event.seq
-                sub.wake.set()
+            if sub.bytes + event.size > self._backlog_bytes and sub.backlog:
+                # Behind: drop what it has not taken; the journal has the rest.
+                sub.lost_from = sub.backlog[0].seq
+                sub.backlog.clear()
+                sub.bytes = 0
+            else:
+                sub.backlog.append(event)
+                sub.bytes += event.size
+            sub.wake.set()
         return event
 
     def close(self) -> None:
@@ -85,40 +102,25 @@ class EventLog:
 
     async def subscribe(self, after_seq: int = 0) -> AsyncIterator[Event]:
         """Journaled events after `after_seq`, then live ones, until the log closes."""
-        sub = _Subscriber(asyncio.Queue(self._queue_size))
+        sub = _Subscriber(last_seq=after_seq)
         # Register before replaying so nothing emitted meanwhile is missed.
         self._subscribers.add(sub)
-        replay_to = self._seq
         try:
-            sub.last_seq = after_seq
-            for event in self._journal(after_seq, replay_to):
-                sub.last_seq = event.seq
+            async for event in self._journal(sub, self._seq):
                 yield event
-            sub.last_seq = max(sub.last_seq, replay_to)
             while True:
-                if sub.queue.empty():
-                    if sub.lost_from is not None:
-                        async for event in self._catch_up(sub):
-                            yield event
-                        continue
+                if sub.lost_from is not None:
+                    async for event in self._catch_up(sub):
+                        yield event
+                    continue
+                if not sub.backlog:
                     if self.closed:
                         return
                     sub.wake.clear()
-                    getter = asyncio.ensure_future(sub.queue.get())
-                    waker = asyncio.ensure_future(sub.wake.wait())
-                    try:
-                        await asyncio.wait({getter, waker}, return_when=asyncio.FIRST_COMPLETED)
-                    finally:
-                        # Also when the subscriber goes away (a cancelled Attach): a task
-                        # left pending is reported as destroyed when it is collected.
-                        waker.cancel()
-                        if not getter.done():
-                            getter.cancel()
-                    if not getter.done() or getter.cancelled():
-                        continue
-                    event = getter.result()
-                else:
-                    event = sub.queue.get_nowait()
+                    await sub.wake.wait()
+                    continue
+                event = sub.backlog.popleft()
+                sub.bytes -= event.size
                 if event.seq <= sub.last_seq:
                     continue
                 sub.last_seq = event.seq
@@ -130,6 +132,7 @@ class EventLog:
         lost_to = self._seq
         lost_from = sub.lost_from
         assert lost_from is not None
+        sub.lost_from = None  # from here on it takes live events again
         yield Event(
             0,
             self.session_id,
@@ -137,16 +140,26 @@ class EventLog:
             "gap",
             {"from_seq": lost_from, "to_seq": lost_to},
         )
-        sub.lost_from = None
-        for event in self._journal(sub.last_seq, lost_to):
-            sub.last_seq = event.seq
+        async for event in self._journal(sub, lost_to):
             yield event
-        sub.last_seq = max(sub.last_seq, lost_to)
 
-    def _journal(self, after_seq: int, up_to: int) -> list[Event]:
-        return [
-            Event(seq, self.session_id, time_ms, kind, payload)
-            for seq, time_ms, kind, payload in self._store.events_after(
-                self.session_id, after_seq, up_to
+    async def _journal(self, sub: _Subscriber, up_to: int) -> AsyncIterator[Event]:
+        """The journal after sub.last_seq up to `up_to`, a page at a time, read off the loop."""
+        loop = asyncio.get_running_loop()
+        while sub.last_seq < up_to:
+            if self._store.dirty:
+                self._store.flush()  # the readers' connections see committed rows only
+            page = await loop.run_in_executor(
+                _READERS,
+                self._store.events_page,
+                self.session_id,
+                sub.last_seq,
+                up_to,
+                PAGE_BYTES,
             )
-        ]
+            if not page:
+                break
+            for seq, time_ms, kind, payload, size in page:
+                sub.last_seq = seq
+                yield Event(seq, self.session_id, time_ms, kind, payload, size)
+        sub.last_seq = max(sub.last_seq, up_to)

@@ -185,12 +185,13 @@ class Executor:
             "call_started", tool_use_id=call.tool_use_id, name=call.name, input_json=call.input_json
         )
 
-        async def progress(output: str = "", message: str = "") -> None:
+        async def progress(output: str = "", message: str = "", **where: Any) -> None:
             payload = {
                 "tool_use_id": call.tool_use_id,
                 "elapsed_ms": int((time.monotonic() - started) * 1000),
                 "output": output,
                 "message": message,
+                **where,  # output_id, output_size, last_line of a command's output file
             }
             log_.emit("progress", **payload)
             await sink("progress", payload)

@@ -13,6 +13,7 @@ import functools
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -72,6 +73,24 @@ def _stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIte
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the daemon's log")
 
     return wrapper
+
+
+_IDENTITY = re.compile(r"agentd-client \(([^()]{1,300})\)")
+
+
+def client_identity(context: Any) -> str:
+    """Who a client says it is (user@host on terminal, sent as its user agent when it
+    connects), for the record of what a person decided; else its transport peer."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "user-agent" and (m := _IDENTITY.search(value)):
+            fields = dict(
+                part.strip().partition("=")[::2] for part in m.group(1).split(";") if "=" in part
+            )
+            who = f"{fields.get('user') or '?'}@{fields.get('host') or '?'}"
+            if tty := fields.get("tty"):
+                who += f" on {tty}"
+            return who
+    return f"person via {context.peer()}"
 
 
 def _require(value: str, what: str) -> str:
@@ -391,6 +410,12 @@ class Servicer(pb_grpc.AgentdServicer):
         log_ = self.sessions.log(_require(request.session_id, "session_id"))
         if request.after_seq > MAX_SEQ:
             raise InvalidRequest(f"after_seq {request.after_seq} is out of range (0 to {MAX_SEQ})")
+        log.info(
+            "session %s: %s attached (after seq %d)",
+            request.session_id,
+            client_identity(context),
+            request.after_seq,
+        )
         # Closed here, not whenever it is collected, when the caller goes away.
         async with contextlib.aclosing(log_.subscribe(request.after_seq)) as events:
             async for event in events:
@@ -415,7 +440,8 @@ class Servicer(pb_grpc.AgentdServicer):
             request.request_id,
             request.decision,
             scope,
-            decided_by=f"person via {context.peer()}",
+            decided_by=client_identity(context),
+            rule=request.rule,
         )
         return pb.ResolvePermissionResponse(accepted=accepted, message=message)
 
@@ -425,6 +451,21 @@ class Servicer(pb_grpc.AgentdServicer):
         tasks = self.services.get("tasks")
         found = tasks.list(request.session_id, request.include_finished) if tasks else []
         return pb.ListTasksResponse(tasks=[task_to_pb(t) for t in found])
+
+    @_stream
+    async def ReadOutput(
+        self, request: pb.ReadOutputRequest, context: Any
+    ) -> AsyncIterator[pb.OutputChunk]:
+        self.sessions.get(_require(request.session_id, "session_id"))
+        outputs = self.services.get("outputs")
+        if outputs is None:
+            raise NotFound("this daemon keeps no command output")
+        async for chunk in outputs.read(
+            request.session_id, _require(request.id, "id"), request.offset, request.follow
+        ):
+            yield pb.OutputChunk(
+                offset=chunk.offset, data=chunk.data, output_id=chunk.output_id, done=chunk.done
+            )
 
     @_unary
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:
@@ -448,7 +489,7 @@ class Servicer(pb_grpc.AgentdServicer):
         entry = await self._trust().approve(
             _require(request.path, "path"),
             _require(request.sha256, "sha256"),
-            f"person via {context.peer()}",
+            client_identity(context),
         )
         return trust_to_pb(entry)
 

@@ -12,6 +12,8 @@ import asyncio
 import json
 import os
 import sqlite3
+import threading
+import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,7 +55,11 @@ CREATE TABLE IF NOT EXISTS trusted_settings (
 class Store:
     def __init__(self, path: str, flush_delay: float = 0.05) -> None:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        # Journal pages are read on other threads, each with a read-only connection of
+        # its own (WAL: they never block the writer, nor it them).
+        self._readers = threading.local()
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
@@ -73,6 +79,11 @@ class Store:
             self.flush()
             return
         self._flush_handle = loop.call_later(self._flush_delay, self.flush)
+
+    @property
+    def dirty(self) -> bool:
+        """Written since the last commit (readers on other connections cannot see it yet)."""
+        return self._flush_handle is not None
 
     def flush(self) -> None:
         if self._flush_handle is not None:
@@ -127,11 +138,13 @@ class Store:
 
     # events
     def append_event(
-        self, session_id: str, seq: int, time_ms: int, kind: str, payload: dict[str, Any]
+        self, session_id: str, seq: int, time_ms: int, kind: str, payload: dict[str, Any] | str
     ) -> None:
+        """`payload` as a dict, or as its JSON text already made."""
+        text = payload if isinstance(payload, str) else json.dumps(payload)
         self._db.execute(
             "INSERT INTO events (session_id, seq, time_ms, kind, payload) VALUES (?, ?, ?, ?, ?)",
-            (session_id, seq, time_ms, kind, json.dumps(payload)),
+            (session_id, seq, time_ms, kind, text),
         )
         self._dirty()
 
@@ -145,6 +158,33 @@ class Store:
             params.append(up_to)
         for seq, time_ms, kind, payload in self._db.execute(query + " ORDER BY seq", params):
             yield seq, time_ms, kind, json.loads(payload)
+
+    def events_page(
+        self, session_id: str, after_seq: int, up_to: int, max_bytes: int, max_rows: int = 1000
+    ) -> list[tuple[int, int, str, dict[str, Any], int]]:
+        """Journaled events after `after_seq` up to `up_to`, at most `max_bytes` of payload
+        (at least one event) and `max_rows`: (seq, time_ms, kind, payload, size) each.
+        Runs on any thread but the event loop's, on a read-only connection of its own:
+        only committed events are seen (flush first)."""
+        db = getattr(self._readers, "db", None)
+        if db is None:
+            uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, isolation_level=None)
+            self._readers.db = db
+        rows = db.execute(
+            "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? AND seq > ? "
+            "AND seq <= ? ORDER BY seq LIMIT ?",
+            (session_id, after_seq, up_to, max_rows),
+        )
+        page: list[tuple[int, int, str, dict[str, Any], int]] = []
+        used = 0
+        for seq, time_ms, kind, payload in rows:
+            page.append((seq, time_ms, kind, json.loads(payload), len(payload)))
+            used += len(payload)
+            if used >= max_bytes:
+                break
+        rows.close()
+        return page
 
     def last_event_ms(self, session_id: str) -> int:
         """The time of the session's latest journaled event, 0 if none."""

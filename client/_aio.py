@@ -172,16 +172,32 @@ class AsyncClient(_Base):
         call = rpc.attach(session_id, after_seq)
         return AsyncStream(self.stub.Attach(call.request, timeout=timeout))
 
+    def read_output(
+        self,
+        session_id: str,
+        id: str,
+        offset: int = 0,
+        follow: bool = False,
+        *,
+        timeout: float | None = None,
+    ) -> AsyncStream[pb.OutputChunk]:
+        """A Bash call's (tool_use_id) or task's output from `offset`; with `follow`, until
+        it ends. Moves nobody's BashOutput cursor. cancel() to stop."""
+        call = rpc.read_output(session_id, id, offset, follow)
+        return AsyncStream(self.stub.ReadOutput(call.request, timeout=timeout))
+
     async def resolve_permission(
         self,
         session_id: str,
         request_id: str,
         decision: str,
         scope: str = "once",
+        rule: str = "",
         *,
         timeout: float | None = None,
     ) -> pb.ResolvePermissionResponse:
-        call = rpc.resolve_permission(session_id, request_id, decision, scope)
+        """Answer a request; with scope always, `rule` picks one of its rule_choices."""
+        call = rpc.resolve_permission(session_id, request_id, decision, scope, rule)
         return await self._unary(call, timeout)
 
     async def list_tasks(

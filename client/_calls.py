@@ -262,9 +262,17 @@ def attach(session_id: str, after_seq: int) -> Call:
     return Call("Attach", pb.AttachRequest(session_id=session_id, after_seq=after_seq))
 
 
-def resolve_permission(session_id: str, request_id: str, decision: str, scope: str) -> Call:
+def read_output(session_id: str, id: str, offset: int, follow: bool) -> Call:
+    """A Bash call's (tool_use_id) or task's output from `offset` (negative: from the end)."""
+    request = pb.ReadOutputRequest(session_id=session_id, id=id, offset=offset, follow=follow)
+    return Call("ReadOutput", request)
+
+
+def resolve_permission(
+    session_id: str, request_id: str, decision: str, scope: str, rule: str = ""
+) -> Call:
     request = pb.ResolvePermissionRequest(
-        session_id=session_id, request_id=request_id, decision=decision, scope=scope
+        session_id=session_id, request_id=request_id, decision=decision, scope=scope, rule=rule
     )
     return Call("ResolvePermission", request)
 

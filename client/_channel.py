@@ -37,7 +37,35 @@ SERVICE_CONFIG = {
     ]
 }
 
+
+def identity() -> str:
+    """Who this client is (user, host, terminal), sent as its user agent when it connects:
+    the daemon records it with the decisions this client makes."""
+    import getpass
+    import os
+    import socket as socket_
+
+    def clean(text: str) -> str:
+        return "".join(ch for ch in text if ch.isprintable() and ch not in "();=")[:80]
+
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = str(os.getuid())
+    tty = ""
+    for fd in (0, 1, 2):
+        try:
+            tty = os.ttyname(fd)
+            break
+        except OSError:
+            continue
+    return (
+        f"agentd-client (user={clean(user)}; host={clean(socket_.gethostname())}; tty={clean(tty)})"
+    )
+
+
 OPTIONS = [
+    ("grpc.primary_user_agent", identity()),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
     ("grpc.enable_retries", 1),

@@ -207,16 +207,32 @@ class Client(_Base):
         call = rpc.attach(session_id, after_seq)
         return Stream(self.stub.Attach(call.request, timeout=timeout))
 
+    def read_output(
+        self,
+        session_id: str,
+        id: str,
+        offset: int = 0,
+        follow: bool = False,
+        *,
+        timeout: float | None = None,
+    ) -> Stream[pb.OutputChunk]:
+        """A Bash call's (tool_use_id) or task's output from `offset`; with `follow`, until
+        it ends. Moves nobody's BashOutput cursor. cancel() to stop."""
+        call = rpc.read_output(session_id, id, offset, follow)
+        return Stream(self.stub.ReadOutput(call.request, timeout=timeout))
+
     def resolve_permission(
         self,
         session_id: str,
         request_id: str,
         decision: str,
         scope: str = "once",
+        rule: str = "",
         *,
         timeout: float | None = None,
     ) -> pb.ResolvePermissionResponse:
-        call = rpc.resolve_permission(session_id, request_id, decision, scope)
+        """Answer a request; with scope always, `rule` picks one of its rule_choices."""
+        call = rpc.resolve_permission(session_id, request_id, decision, scope, rule)
         return self._unary(call, timeout)
 
     def list_tasks(

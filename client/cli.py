@@ -152,6 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--after-seq", type=int, help=argparse.SUPPRESS)
 
+    lg = top.leaf(
+        "logs", "a task's or Bash call's output (every byte; -f follows)", commands.cmd_logs
+    )
+    _session_option(lg)
+    lg.add_argument("id", metavar="TASK|CALL", help="a task id or a Bash call's tool_use_id")
+    lg.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
+    lg.add_argument(
+        "--from-start", action="store_true", help="all of it (default: the last 10 lines)"
+    )
+
     tk = top.group("tasks", "a session's background tasks", "tasks_command", required=False)
     tls = tk.leaf("ls", "list them (the default)", commands.cmd_tasks)
     _session_option(tls, argparse.SUPPRESS)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 import uuid
 from typing import Any
@@ -17,8 +16,9 @@ import grpc
 
 from agentd_client import names
 from agentd_client._client import Client, ToolResult
-from agentd_client.display import as_dict, ask, describe_event, print_json, print_json_line
+from agentd_client.display import as_dict, print_json, print_json_line
 from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage, need
+from agentd_client.follow import Follower
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -190,15 +190,22 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
     tool_use_id = args.id or f"toolu_{uuid.uuid4().hex[:24]}"
     show_progress = sys.stderr.isatty() and not args.json
     stream = c.stream_tool(session_id, args.tool, text, tool_use_id)
+    # The live output, every byte, read from the daemon's file as the call runs.
+    follower = Follower(c, session_id, _to_stderr)
+    output_id = ""
     try:
         for update in stream:
             if update.HasField("progress"):
-                if show_progress and update.progress.output:
-                    sys.stderr.write(update.progress.output)
-                    sys.stderr.flush()
+                if show_progress and update.progress.output_id:
+                    output_id = update.progress.output_id
+                    follower.follow(output_id)
             else:
+                if output_id:
+                    follower.wait(output_id)  # its last bytes before the result
+                follower.stop()
                 return _print_result(ToolResult.from_pb(update.result), args.json)
     except KeyboardInterrupt:
+        follower.stop()
         cancelled = _cancel_after_interrupt(c, session_id, tool_use_id)
         stream.cancel()
         if args.json:
@@ -216,6 +223,11 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
             )
         return INTERRUPTED
     raise Refused("the daemon ended the call without a result")
+
+
+def _to_stderr(output_id: str, data: bytes) -> None:
+    sys.stderr.buffer.write(data)
+    sys.stderr.buffer.flush()
 
 
 def cmd_cancel(c: Client, args: argparse.Namespace) -> int:
@@ -249,6 +261,45 @@ def cmd_tasks(c: Client, args: argparse.Namespace) -> int:
     for t in tasks:
         code = f" exit {t.exit_code}" if t.has_exit_code else ""
         print(f"{t.id}  {t.status:9}{code}  {t.command[:60]}  -> {t.output_path}")
+    return OK
+
+
+# `agentctl logs` without --from-start starts this far before the end, then keeps the
+# last TAIL_LINES lines of it (as tail does).
+_TAIL_BYTES = 16384
+TAIL_LINES = 10
+
+
+def cmd_logs(c: Client, args: argparse.Namespace) -> int:
+    """A task's or a Bash call's output, from the file: every byte, nobody's cursor moved."""
+    session_id = _session(c, args)
+    start = 0 if args.from_start else -_TAIL_BYTES
+    stream = c.read_output(session_id, args.id, start, follow=args.follow)
+    out = sys.stdout.buffer
+    first = not args.from_start
+    try:
+        for chunk in stream:
+            data = chunk.data
+            if first and data:
+                first = False
+                if chunk.offset > 0:  # started mid-file: drop the partial first line
+                    data = data[data.find(b"\n") + 1 :]
+                lines = data.splitlines(keepends=True)
+                data = b"".join(lines[-TAIL_LINES:])
+            if args.json:
+                print_json_line(
+                    {
+                        "offset": chunk.offset,
+                        "data": chunk.data.decode(errors="replace"),
+                        "done": chunk.done,
+                    }
+                )
+            elif data:
+                out.write(data)
+                out.flush()
+    except KeyboardInterrupt:
+        stream.cancel()
+        return INTERRUPTED
     return OK
 
 
@@ -299,22 +350,13 @@ def _after_seq(c: Client, session_id: str, start: str) -> int:
 def cmd_attach(c: Client, args: argparse.Namespace) -> int:
     session_id = _session(c, args)
     after = args.after_seq if args.after_seq is not None else _after_seq(c, session_id, args.start)
-    interactive = sys.stdin.isatty() and not args.json
-    stream = c.attach(session_id, after)
-    try:
-        for event in stream:
-            if args.json:
-                print_json_line(as_dict(event))
-            else:
-                print(describe_event(event), flush=True)
-            if interactive and event.HasField("permission_requested"):
-                threading.Thread(
-                    target=ask, args=(c, session_id, event.permission_requested), daemon=True
-                ).start()
-    except KeyboardInterrupt:
-        stream.cancel()
-        return INTERRUPTED
-    return OK
+    need("rich", "cli", "agentctl attach")
+    from agentd_client.attach import AttachView
+
+    view = AttachView(
+        c, session_id, after, as_json=args.json, interactive=sys.stdin.isatty() and not args.json
+    )
+    return view.run()
 
 
 def cmd_mcp(c: Client, args: argparse.Namespace) -> int:

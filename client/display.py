@@ -1,17 +1,14 @@
-"""How agentctl shows things to a person: events as lines, JSON for machines, prompts."""
+"""How agentctl shows things to a person: events as lines, JSON for machines."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from typing import Any
 
-import grpc
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
-from agentd_client._client import Client
 from agentd_client.v1 import agentd_pb2 as pb
 
 
@@ -38,9 +35,8 @@ def describe_event(e: pb.Event) -> str:
             return f"{head} ▶ {x.name} {x.input_json[:200]} ({x.tool_use_id})"
         case "progress":
             x = e.progress
-            if x.output:
-                return x.output.rstrip("\n")
-            return f"{head}   … {x.message or 'running'} {x.elapsed_ms / 1000:.1f}s"
+            size = f" {x.output_size} bytes" if x.output_id else ""
+            return f"{head}   … {x.message or 'running'}{size} {x.elapsed_ms / 1000:.1f}s"
         case "call_finished":
             x = e.call_finished
             mark = "✗" if x.result.is_error else "✓"
@@ -86,23 +82,3 @@ def describe_event(e: pb.Event) -> str:
         case "gap":
             return f"{head} (fell behind: events {e.gap.from_seq}-{e.gap.to_seq} replayed)"
     return f"{head} {kind}"
-
-
-def ask(c: Client, session_id: str, x: pb.PermissionRequested) -> None:
-    """Ask the person at this terminal; the first answer from any terminal wins."""
-    try:
-        answer = input(f"Allow {x.tool_name}? [y]es / [n]o / [a]lways: ").strip().lower()
-    except EOFError:
-        return
-    decision, scope = {
-        "y": ("allow", "once"),
-        "yes": ("allow", "once"),
-        "a": ("allow", "always"),
-        "always": ("allow", "always"),
-    }.get(answer, ("deny", "once"))
-    try:
-        reply = c.resolve_permission(session_id, x.request_id, decision, scope)
-        if not reply.accepted:
-            print(f"(not applied: {reply.message})", file=sys.stderr)
-    except grpc.RpcError as exc:
-        print(f"(not applied: {exc.details()})", file=sys.stderr)

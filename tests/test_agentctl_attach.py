@@ -66,7 +66,7 @@ def test_attach_prompt_answers(
             )
         )
         caller.start()
-        _read_until(master, b"[a]lways:")
+        _read_until(master, b"[y/N/a")
         os.write(master, answer.encode() + b"\n")
         caller.join(30)
         result = out["r"]

@@ -68,6 +68,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("cancel",): ["-s", sid, "toolu_not_running"],  # exit 3, and JSON still
         ("tools",): [],
         ("attach",): [closed],  # a closed session's replay ends
+        ("logs",): ["-s", sid, task],
         ("tasks",): ["-s", sid],
         ("tasks", "ls"): ["-s", sid],
         ("tasks", "stop"): ["-s", sid, task],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 from collections import OrderedDict
@@ -31,7 +32,8 @@ _REMEMBERED = 1024
 class Answer:
     decision: str  # "allow" or "deny"
     scope: str  # "once" or "always"
-    decided_by: str  # "person via ...", "timeout", "cancelled"
+    decided_by: str  # "alice@devbox on /dev/pts/3", "timeout", "cancelled"
+    rule: str = ""  # the rule an "always" answer chose (one of the offered choices)
 
 
 @dataclass
@@ -39,6 +41,7 @@ class _Pending:
     session_id: str
     future: asyncio.Future[Answer]
     expires_ms: int = 0
+    rule_choices: tuple[str, ...] = ()
 
 
 class Asker:
@@ -75,7 +78,8 @@ class Asker:
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
         expires_ms = int((time.time() + self.timeout_seconds) * 1000)
-        pending = _Pending(session_id, loop.create_future(), expires_ms)
+        choices = rule_choices(suggested_rule, tool_name, tool_input)
+        pending = _Pending(session_id, loop.create_future(), expires_ms, choices)
         self._pending[request_id] = pending
         events = self.sessions.log(session_id)
         events.emit(
@@ -87,6 +91,7 @@ class Asker:
             reasons=list(reasons),
             suggested_rule=suggested_rule,
             expires_ms=expires_ms,
+            rule_choices=list(choices),
         )
         log.info(
             "session %s: permission request %s for %s (%s)",
@@ -121,6 +126,7 @@ class Asker:
         scope: str,
         *,
         decided_by: str = "person",
+        rule: str = "",
     ) -> tuple[bool, str]:
         """An answer from a client: (accepted, message). The first answer wins."""
         pending = self._pending.get(request_id)
@@ -135,7 +141,12 @@ class Asker:
             return False, f"no pending permission request {request_id} in session {session_id}"
         if decision not in ("allow", "deny") or scope not in ("once", "always"):
             return False, "decision must be allow or deny, scope once or always"
-        self._finish(request_id, Answer(decision, scope, decided_by))
+        if rule and (scope != "always" or rule not in pending.rule_choices):
+            offered = ", ".join(pending.rule_choices) or "none"
+            return False, f"rule {rule!r} is not one this request offers ({offered})"
+        if scope == "always" and not rule and pending.rule_choices:
+            rule = pending.rule_choices[0]
+        self._finish(request_id, Answer(decision, scope, decided_by, rule))
         return True, f"permission request {request_id}: {decision} ({scope})"
 
     def _finish(self, request_id: str, answer: Answer) -> None:
@@ -152,6 +163,7 @@ class Asker:
             decision=answer.decision,
             scope=answer.scope,
             decided_by=answer.decided_by,
+            **({"rule": answer.rule} if answer.rule else {}),
         )
         log.info(
             "session %s: permission request %s resolved: %s (%s) by %s",
@@ -161,3 +173,29 @@ class Asker:
             answer.scope,
             answer.decided_by,
         )
+
+
+_SEGMENTS = re.compile(r"\|\||&&|[|;&\n]")
+
+
+def rule_choices(suggested: str, tool_name: str, tool_input: dict[str, Any]) -> tuple[str, ...]:
+    """What an "always" answer may add: the suggested rule, then narrower ones that still
+    cover this call (for a Bash prefix rule: longer prefixes of the command the rule is
+    for, down to that exact command). Never a broader one."""
+    if not suggested:
+        return ()
+    choices = [suggested]
+    command = tool_input.get("command")
+    m = re.fullmatch(r"Bash\((.+):\*\)", suggested)
+    if tool_name == "Bash" and m and isinstance(command, str):
+        prefix = m.group(1)
+        for segment in _SEGMENTS.split(command):
+            text = segment.strip()
+            if text == prefix or text.startswith(prefix + " "):
+                words = text[len(prefix) :].split()
+                for i in range(1, min(len(words), 3)):
+                    choices.append(f"Bash({prefix} {' '.join(words[:i])}:*)")
+                if "(" not in text and ")" not in text:
+                    choices.append(f"Bash({text})")
+                break
+    return tuple(dict.fromkeys(choices))

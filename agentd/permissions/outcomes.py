@@ -132,10 +132,10 @@ class Outcomes:
             suggested_rule=ask.suggested_rule,
             cancelled=ctx.cancelled,
         )
-        if answer.scope == "always" and ask.suggested_rule:
+        if answer.scope == "always" and (rule := answer.rule or ask.suggested_rule):
             rules = session.allow_rules if answer.decision == "allow" else session.deny_rules
-            if ask.suggested_rule not in rules:
-                rules.append(ask.suggested_rule)
+            if rule not in rules:
+                rules.append(rule)
                 self.sessions.save(session)
         if answer.decision == "allow":
             return self.allow(

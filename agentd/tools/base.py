@@ -108,6 +108,8 @@ class ToolContext:
         roots = [*self.session.workspace_roots, *self.session.additional_dirs, *self.granted_paths]
         if mode == "read":
             roots.append(self.state_dir)
+            if outputs := self.services.get("outputs"):
+                roots.append(outputs.tasks_dir(self.session.id))  # Bash output files
         return roots
 
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from agentd import fsidentity, metrics, readonly, sandboxing, unsandboxed
 from agentd.errors import InputError, ToolError
+from agentd.outputs import TASKS_MOUNT, Outputs, sandbox_path
 from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
 from agentd.tools.base import Tool, ToolContext, ToolResult
 from agentd_sandbox import SandboxUnavailable, shell_argv, spawn
@@ -20,6 +21,8 @@ from agentd_sandbox import SandboxUnavailable, shell_argv, spawn
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 30_000
+# Seconds between progress updates of a command that prints nothing.
+HEARTBEAT = 1.0
 
 DESCRIPTION = """\
 Runs a bash command in the session's sandbox and returns its output (stdout and \
@@ -130,10 +133,15 @@ class BashTool(Tool):
         session = ctx.session
         command: str = args["command"]
         tmp_dir = sandboxing.session_tmp_dir(session, config)
-        tasks_dir = os.path.join(ctx.state_dir, "tasks")
-        os.makedirs(tasks_dir, mode=0o700, exist_ok=True)
+        outputs = ctx.services.get("outputs") or Outputs(config)
+        readers = _output_readers(session, config)
+        tasks_dir = outputs.make_tasks_dir(session.id, readers)
         task_id = new_task_id()
-        output = OutputFile(os.path.join(tasks_dir, f"{task_id}.output"), config.task_output_bytes)
+        output = OutputFile(
+            os.path.join(tasks_dir, f"{task_id}.output"), config.task_output_bytes, group=readers
+        )
+        outputs.add(session.id, ctx.tool_use_id, output)
+        seen_at = sandbox_path(task_id)
         channels = _Channels.open()
         start_notices: list[str] = []
         if not os.path.isdir(session.cwd):
@@ -150,6 +158,9 @@ class BashTool(Tool):
             staged = await readonly.enforce(policy, session, config, command, read_only=read_only)
         launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
         read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        if launch is spawn:
+            # The session's output files, read-only at a fixed path (`tail -f` works).
+            policy.ro_binds = [*policy.ro_binds, (tasks_dir, TASKS_MOUNT)]
         try:
             argv = shell_argv(policy, command)  # the text stays out of host `ps`
             spawned = time.monotonic()
@@ -191,8 +202,9 @@ class BashTool(Tool):
             asyncio.ensure_future(_after(run, cleanup))
             return ToolResult.text(
                 f"Command running in background with ID: {task_id}. Output is being written "
-                f"to: {output.path}. You will be told when it finishes. Read that file to see "
-                "its output so far; stop it with TaskStop.",
+                f"to: {output.path} (in Bash commands: {seen_at}). You will be told when it "
+                "finishes. Read that file (or `tail` it in Bash) to see its output so far, or "
+                "use BashOutput; stop it with TaskStop.",
                 data={
                     "stdout": "",
                     "stderr": "",
@@ -210,9 +222,10 @@ class BashTool(Tool):
             seconds = f"{timeout_ms / 1000:g}s"
             text = (f"{shown.rstrip(chr(10))}\n" if shown.strip() else "") + (
                 f"Command did not finish within its {seconds} timeout and was moved to the "
-                f"background (ID: {task_id}). Output is being written to: {output.path}. "
-                "You will be told when it finishes. It is still running: do not start it "
-                "again. Stop it with TaskStop if it is no longer needed; Read that file to "
+                f"background (ID: {task_id}). Output is being written to: {output.path} "
+                f"(in Bash commands: {seen_at}). You will be told when it finishes. It is "
+                "still running: do not start it again. Stop it with TaskStop if it is no longer "
+                "needed; Read that file to "
                 "see its output so far."
             )
             return ToolResult.text(
@@ -247,10 +260,8 @@ class BashTool(Tool):
             notices.append(
                 f"The output was {output.total} bytes; only its head and tail are "
                 f"shown. The full output is in {output.path} (Read it with offset "
-                "and limit)."
+                f"and limit; in Bash commands: {seen_at})."
             )
-        else:
-            os.unlink(output.path)
         body = shown.rstrip("\n")
         if outcome == "cancelled":
             notices.append("The command was interrupted; the output above is what it printed.")
@@ -279,10 +290,17 @@ class BashTool(Tool):
 
 
 async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
-    """Stream progress until the run ends ("done"), times out, or is cancelled."""
+    """Report progress until the run ends ("done"), times out, or is cancelled.
+
+    Progress carries where the output file stands (its id and size) and the last line,
+    never the bytes: watchers read those from the file (ReadOutput), every one of them.
+    An update goes out when the output grew, else once every HEARTBEAT seconds.
+    """
     deadline = time.monotonic() + timeout
     cancelled = asyncio.ensure_future(ctx.cancelled.wait())
     started = time.monotonic()
+    out = run.output
+    sent_size, sent_at = -1, started
     try:
         while True:
             remaining = deadline - time.monotonic()
@@ -293,17 +311,29 @@ async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
                 timeout=min(PROGRESS_INTERVAL, remaining),
                 return_when=asyncio.FIRST_COMPLETED,
             )
-            chunk = run.output.take_progress()
             if run.done in done:
-                if chunk:
-                    await ctx.progress(output=chunk)
+                if out.size != sent_size:
+                    await ctx.progress(**_where(out))
                 return "done"
             if cancelled in done:
                 return "cancelled"
-            elapsed = time.monotonic() - started
-            await ctx.progress(output=chunk, message=f"running {elapsed:.0f}s")
+            now = time.monotonic()
+            if out.size == sent_size and now - sent_at < HEARTBEAT:
+                continue
+            sent_size, sent_at = out.size, now
+            await ctx.progress(message=f"running {now - started:.0f}s", **_where(out))
     finally:
         cancelled.cancel()
+
+
+def _where(out: OutputFile) -> dict[str, Any]:
+    return {"output_id": out.id, "output_size": out.size, "last_line": out.last_line}
+
+
+def _output_readers(session: Any, config: Any) -> int | None:
+    """The group that may read the session's output files: its sandbox identity's."""
+    ident = sandboxing.run_as(session, config)
+    return ident[1] if ident else None
 
 
 async def _after(run: Run, cleanup: Any) -> None:

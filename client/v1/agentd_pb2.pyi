@@ -255,16 +255,22 @@ class ToolResult(_message.Message):
     def __init__(self, tool_use_id: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., is_error: _Optional[bool] = ..., data_json: _Optional[str] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message")
+    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message", "output_id", "output_size", "last_line")
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SIZE_FIELD_NUMBER: _ClassVar[int]
+    LAST_LINE_FIELD_NUMBER: _ClassVar[int]
     tool_use_id: str
     elapsed_ms: int
     output: str
     message: str
-    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    output_id: str
+    output_size: int
+    last_line: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ..., output_id: _Optional[str] = ..., output_size: _Optional[int] = ..., last_line: _Optional[str] = ...) -> None: ...
 
 class ToolCallUpdate(_message.Message):
     __slots__ = ("progress", "result")
@@ -373,7 +379,7 @@ class SettingsIgnored(_message.Message):
     def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens_json: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class PermissionRequested(_message.Message):
-    __slots__ = ("request_id", "tool_use_id", "tool_name", "input_json", "reasons", "suggested_rule", "expires_ms")
+    __slots__ = ("request_id", "tool_use_id", "tool_name", "input_json", "reasons", "suggested_rule", "expires_ms", "rule_choices")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -381,6 +387,7 @@ class PermissionRequested(_message.Message):
     REASONS_FIELD_NUMBER: _ClassVar[int]
     SUGGESTED_RULE_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    RULE_CHOICES_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool_use_id: str
     tool_name: str
@@ -388,19 +395,22 @@ class PermissionRequested(_message.Message):
     reasons: _containers.RepeatedScalarFieldContainer[str]
     suggested_rule: str
     expires_ms: int
-    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., input_json: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., suggested_rule: _Optional[str] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+    rule_choices: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., input_json: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., suggested_rule: _Optional[str] = ..., expires_ms: _Optional[int] = ..., rule_choices: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PermissionResolved(_message.Message):
-    __slots__ = ("request_id", "decision", "scope", "decided_by")
+    __slots__ = ("request_id", "decision", "scope", "decided_by", "rule")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     decision: str
     scope: str
     decided_by: str
-    def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., decided_by: _Optional[str] = ...) -> None: ...
+    rule: str
+    def __init__(self, request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., decided_by: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class PermissionDecided(_message.Message):
     __slots__ = ("tool_use_id", "tool_name", "behavior", "decided_by", "reason")
@@ -473,16 +483,18 @@ class Event(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ...) -> None: ...
 
 class ResolvePermissionRequest(_message.Message):
-    __slots__ = ("session_id", "request_id", "decision", "scope")
+    __slots__ = ("session_id", "request_id", "decision", "scope", "rule")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     request_id: str
     decision: str
     scope: str
-    def __init__(self, session_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ...) -> None: ...
+    rule: str
+    def __init__(self, session_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., scope: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class ResolvePermissionResponse(_message.Message):
     __slots__ = ("accepted", "message")
@@ -573,3 +585,27 @@ class RevokeTrustResponse(_message.Message):
     REVOKED_FIELD_NUMBER: _ClassVar[int]
     revoked: _containers.RepeatedCompositeFieldContainer[TrustEntry]
     def __init__(self, revoked: _Optional[_Iterable[_Union[TrustEntry, _Mapping]]] = ...) -> None: ...
+
+class ReadOutputRequest(_message.Message):
+    __slots__ = ("session_id", "id", "offset", "follow")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    id: str
+    offset: int
+    follow: bool
+    def __init__(self, session_id: _Optional[str] = ..., id: _Optional[str] = ..., offset: _Optional[int] = ..., follow: _Optional[bool] = ...) -> None: ...
+
+class OutputChunk(_message.Message):
+    __slots__ = ("offset", "data", "output_id", "done")
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_ID_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    data: bytes
+    output_id: str
+    done: bool
+    def __init__(self, offset: _Optional[int] = ..., data: _Optional[bytes] = ..., output_id: _Optional[str] = ..., done: _Optional[bool] = ...) -> None: ...

@@ -104,6 +104,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListTasksRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListTasksResponse.FromString,
                 _registered_method=True)
+        self.ReadOutput = channel.unary_stream(
+                '/agentd.v1.Agentd/ReadOutput',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ReadOutputRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.OutputChunk.FromString,
+                _registered_method=True)
         self.Classify = channel.unary_unary(
                 '/agentd.v1.Agentd/Classify',
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ClassifyRequest.SerializeToString,
@@ -219,6 +224,15 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadOutput(self, request, context):
+        """The output of a Bash call (by tool_use_id) or background task (by task id), from
+        a byte offset of its output file, without moving anyone's BashOutput cursor;
+        with follow, goes on until the output ends (like tail -f). Any number of readers.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Classify(self, request, context):
         """What the bash classifier says of a command, without running it.
         """
@@ -320,6 +334,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.ListTasks,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListTasksRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ListTasksResponse.SerializeToString,
+            ),
+            'ReadOutput': grpc.unary_stream_rpc_method_handler(
+                    servicer.ReadOutput,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ReadOutputRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.OutputChunk.SerializeToString,
             ),
             'Classify': grpc.unary_unary_rpc_method_handler(
                     servicer.Classify,
@@ -720,6 +739,33 @@ class Agentd:
             '/agentd.v1.Agentd/ListTasks',
             agentd_dot_v1_dot_agentd__pb2.ListTasksRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ListTasksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadOutput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentd.v1.Agentd/ReadOutput',
+            agentd_dot_v1_dot_agentd__pb2.ReadOutputRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.OutputChunk.FromString,
             options,
             channel_credentials,
             insecure,

@@ -125,17 +125,22 @@ def test_large_output_is_cut_to_head_and_tail_with_the_full_file(
 
 
 def test_progress_streams_while_running(client: Client, session_id: str) -> None:
-    outputs = []
+    # Progress says where the output file stands, never the bytes: those are read from it.
+    sizes = []
     result = None
     for update in client.stream_tool(
         session_id, "Bash", {"command": "for i in 1 2 3; do echo tick$i; sleep 0.3; done"}
     ):
         if update.HasField("progress"):
-            outputs.append(update.progress.output)
+            assert update.progress.output == ""
+            sizes.append((update.progress.output_id, update.progress.output_size))
         else:
             result = update.result
     assert result is not None and not result.is_error
-    assert "tick1" in "".join(outputs)  # seen before the call ended
+    assert any(size >= len("tick1\n") for _, size in sizes[:-1])  # seen before the end
+    [output_id] = {i for i, _ in sizes}
+    data = b"".join(c.data for c in client.read_output(session_id, output_id))
+    assert data == b"tick1\ntick2\ntick3\n"
 
 
 def test_attached_client_sees_progress(client: Client, session_id: str) -> None:
@@ -145,7 +150,7 @@ def test_attached_client_sees_progress(client: Client, session_id: str) -> None:
         wait_for_event(
             client,
             session_id,
-            lambda e: e.HasField("progress") and "watched-out" in e.progress.output,
+            lambda e: e.HasField("progress") and e.progress.last_line == "watched-out",
         )
         seen.set()
 
@@ -252,7 +257,7 @@ def test_cancel_ends_the_process_tree_and_returns_output(client: Client, session
         lambda e: (
             e.HasField("progress")
             and e.progress.tool_use_id == tool_use_id
-            and "before-cancel" in e.progress.output
+            and e.progress.last_line == "before-cancel"
         ),
     )
     started = time.monotonic()
@@ -367,7 +372,9 @@ def test_closing_the_session_ends_its_running_calls(client: Client, workspace: P
         target=lambda: result.update(r=bash(client, sid, f"echo started; sleep {marker}"))
     )
     caller.start()
-    wait_for_event(client, sid, lambda e: e.HasField("progress") and "started" in e.progress.output)
+    wait_for_event(
+        client, sid, lambda e: e.HasField("progress") and e.progress.last_line == "started"
+    )
     client.close_session(sid)
     caller.join(30)
     assert result["r"].is_error and "interrupted" in result["r"].text

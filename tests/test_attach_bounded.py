@@ -1,0 +1,110 @@
+"""Attach in bounded memory: paged replay, a byte-bounded backlog, gaps that resume from the store.
+
+These drive the real EventLog over a real SQLite store; the RSS figures with a real daemon
+and gRPC clients are in bench/attach_memory.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentd import events
+from agentd.events import EventLog
+from agentd.store import Store
+
+BLOB = "x" * 10_000
+
+
+def _fill(log: EventLog, n: int) -> None:
+    for i in range(n):
+        log.emit("todos_changed", todos=[{"content": f"{i} {BLOB}", "status": "pending"}])
+
+
+async def _until(agen, seq: int) -> list[events.Event]:  # type: ignore[no-untyped-def]
+    out = []
+    async for e in agen:
+        out.append(e)
+        if e.seq == seq:
+            break
+    return out
+
+
+async def _take(agen, n: int) -> list[events.Event]:  # type: ignore[no-untyped-def]
+    out = []
+    async for e in agen:
+        out.append(e)
+        if len(out) == n:
+            break
+    return out
+
+
+def test_replay_is_paged_off_the_loop_and_in_order(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = Store(str(tmp_path / "s.db"))
+        log = EventLog("s1", store)
+        _fill(log, 300)  # 3 MB: many pages, some not yet committed
+        threads: set[str] = set()
+        real = store.events_page
+
+        def spy(*a, **k):  # type: ignore[no-untyped-def]
+            threads.add(threading.current_thread().name)
+            return real(*a, **k)
+
+        store.events_page = spy  # type: ignore[method-assign]
+        got = await _take(log.subscribe(0), 300)
+        assert [e.seq for e in got] == list(range(1, 301))
+        assert threads and all(t.startswith("journal") for t in threads), threads
+        store.close()
+
+    asyncio.run(main())
+
+
+def test_a_silent_subscriber_holds_a_bounded_backlog_then_catches_up(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = Store(str(tmp_path / "s.db"))
+        log = EventLog("s1", store, backlog_bytes=200_000)
+        agen = log.subscribe(0)
+        # Start it (it registers), then never read while 500 events (5 MB) go by.
+        pending = asyncio.ensure_future(agen.__anext__())
+        await asyncio.sleep(0)
+        _fill(log, 500)
+        [sub] = log._subscribers
+        assert sub.bytes <= 200_000 + len(BLOB) + 200
+        assert len(sub.backlog) <= 21
+        first_event = await pending
+        got = [first_event, *await _until(agen, 500)]
+        seqs = [e.seq for e in got if e.kind != "gap"]
+        gaps = [e for e in got if e.kind == "gap"]
+        assert gaps, "a subscriber that fell behind is told"
+        assert seqs == list(range(1, 501)), "and then gets every journaled event, in order"
+
+    async def run() -> None:
+        await asyncio.wait_for(main(), 30)
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("live_only", [True, False])
+def test_live_events_after_the_gap_are_not_lost(tmp_path: Path, live_only: bool) -> None:
+    async def main() -> None:
+        store = Store(str(tmp_path / "s.db"))
+        log = EventLog("s1", store, backlog_bytes=50_000)
+        agen = log.subscribe(0)
+        pending = asyncio.ensure_future(agen.__anext__())
+        await asyncio.sleep(0)
+        _fill(log, 50)
+        got = [await pending]
+        got += await _until(agen, 50)
+        kind = "progress" if live_only else "cwd_changed"
+        log.emit(kind, cwd="/a", previous="/b")
+        got += await _take(agen, 1)
+        assert got[-1].kind == kind and got[-1].seq == 51
+        log.close()
+        assert [e async for e in agen] == []
+        store.close()
+
+    asyncio.run(main())
