@@ -109,9 +109,9 @@ def permission_decided(behavior: str) -> None:
 
 
 def ask_answered(decision: str, decided_by: str) -> None:
-    # decided_by may carry a peer address ("person via unix:..."): keep its first word.
-    by = decided_by.split(" ", 1)[0]
-    by = by if by in ("person", "timeout", "cancelled") else "other"
+    # A person's answer carries who they are ("alice@devbox on /dev/pts/3"); the daemon's
+    # own endings are "timeout" and "cancelled". Labels stay few whatever clients send.
+    by = decided_by if decided_by in ("timeout", "cancelled") else "person"
     ASKS_ANSWERED.labels(decision if decision in ("allow", "deny") else "other", by).inc()
 
 
