@@ -83,6 +83,17 @@ def home_of(uid: int) -> str | None:
         return None
 
 
+def may_search(st: os.stat_result, identity: Identity) -> bool:
+    """Whether `identity` has search (x) permission on the directory `st` describes."""
+    if st.st_uid == identity.uid:
+        bit = stat.S_IXUSR
+    elif st.st_gid == identity.gid:
+        bit = stat.S_IXGRP
+    else:
+        bit = stat.S_IXOTH
+    return bool(st.st_mode & bit)
+
+
 def can_reach(path: str, identity: Identity) -> bool:
     """Whether `identity` could look `path` up (search permission on every ancestor).
 
@@ -97,13 +108,7 @@ def can_reach(path: str, identity: Identity) -> bool:
             st = os.stat(parent)
         except OSError:
             return False
-        if st.st_uid == identity.uid:
-            bit = stat.S_IXUSR
-        elif st.st_gid == identity.gid:
-            bit = stat.S_IXGRP
-        else:
-            bit = stat.S_IXOTH
-        if not st.st_mode & bit:
+        if not may_search(st, identity):
             return False
         if parent == "/":
             return os.path.lexists(path)

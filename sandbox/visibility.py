@@ -14,7 +14,7 @@ import contextlib
 import os
 import stat
 
-from .identity import Identity, can_reach, home_of
+from .identity import Identity, can_reach, home_of, may_search
 
 # Paths under a home a toolchain needs, shown read-only; nothing that holds a credential
 # (.npmrc, .pypirc, .git-credentials, .config/gh, .cargo/credentials*, .m2/settings.xml,
@@ -79,13 +79,7 @@ def _can_enter(directory: str, identity: Identity) -> bool:
         st = os.stat(directory)
     except OSError:
         return False
-    if st.st_uid == identity.uid:
-        bit = stat.S_IXUSR
-    elif st.st_gid == identity.gid:
-        bit = stat.S_IXGRP
-    else:
-        bit = stat.S_IXOTH
-    return bool(st.st_mode & bit) and can_reach(directory, identity)
+    return may_search(st, identity) and can_reach(directory, identity)
 
 
 def user_homes(identity: Identity) -> list[str]:
