@@ -67,9 +67,15 @@ _BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
 # Sourced by bash before the command (BASH_ENV): reports the final cwd on exit into a
 # pipe the daemon made, and removes itself from the environment so nested shells do
 # not run it. The script is a sealed memfd: nothing in the sandbox can rewrite it.
-_BASH_ENV = "unset BASH_ENV\ntrap 'builtin pwd -P >&{cwd_fd} 2>/dev/null' EXIT\n"
+# The empty line first says bash is running (the sandbox started); the trap reports
+# the final cwd.
+_BASH_ENV = (
+    "unset BASH_ENV\nbuiltin echo >&{cwd_fd}\ntrap 'builtin pwd -P >&{cwd_fd} 2>/dev/null' EXIT\n"
+)
 # The most of a cwd report the daemon reads: a path and its newline.
 _MAX_CWD_REPORT = 4096 + 1
+# Starts of a sandbox that failed before bash ran (a mount source vanished meanwhile).
+_START_ATTEMPTS = 3
 
 
 def _last_program(command: str) -> str:
@@ -136,13 +142,6 @@ class BashTool(Tool):
         outputs = ctx.services.get("outputs") or Outputs(config)
         readers = _output_readers(session, config)
         tasks_dir = outputs.make_tasks_dir(session.id, readers)
-        task_id = new_task_id()
-        output = OutputFile(
-            os.path.join(tasks_dir, f"{task_id}.output"), config.task_output_bytes, group=readers
-        )
-        outputs.add(session.id, ctx.tool_use_id, output)
-        seen_at = sandbox_path(task_id)
-        channels = _Channels.open()
         start_notices: list[str] = []
         if not os.path.isdir(session.cwd):
             gone = session.cwd
@@ -150,37 +149,72 @@ class BashTool(Tool):
             start_notices.append(
                 f"The working directory {gone} no longer exists; the command ran in {session.cwd}."
             )
-        read_only = ctx.sandbox == "read_only"
-        policy = sandboxing.policy_for(session, config, tmp_dir, read_only=read_only)
-        policy.env = {**policy.env, "BASH_ENV": channels.bash_env}
-        staged = readonly.Staged()
-        if read_only or ctx.sandbox == "neutralised":
-            staged = await readonly.enforce(policy, session, config, command, read_only=read_only)
-        launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
-        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
-        if launch is spawn:
-            # The session's output files, read-only at a fixed path (`tail -f` works).
-            policy.ro_binds = [*policy.ro_binds, (tasks_dir, TASKS_MOUNT)]
-        try:
-            argv = shell_argv(policy, command)  # the text stays out of host `ps`
-            spawned = time.monotonic()
-            process = await launch(
-                policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
+        failure = ""
+        for _attempt in range(_START_ATTEMPTS):
+            task_id = new_task_id()
+            output = OutputFile(
+                os.path.join(tasks_dir, f"{task_id}.output"),
+                config.task_output_bytes,
+                group=readers,
             )
-            metrics.sandbox_started(time.monotonic() - spawned)
-        except SandboxUnavailable as exc:
-            os.close(read_fd)
+            outputs.add(session.id, ctx.tool_use_id, output)
+            seen_at = sandbox_path(task_id)
+            channels = _Channels.open()
+            read_only = ctx.sandbox == "read_only"
+            policy = sandboxing.policy_for(session, config, tmp_dir, read_only=read_only)
+            policy.env = {**policy.env, "BASH_ENV": channels.bash_env}
+            staged = readonly.Staged()
+            if read_only or ctx.sandbox == "neutralised":
+                staged = await readonly.enforce(
+                    policy, session, config, command, read_only=read_only
+                )
+            launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
+            read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+            if launch is spawn:
+                # The session's output files, read-only at a fixed path (`tail -f` works).
+                policy.ro_binds = [*policy.ro_binds, (tasks_dir, TASKS_MOUNT)]
+            try:
+                argv = shell_argv(policy, command)  # the text stays out of host `ps`
+                spawned = time.monotonic()
+                process = await launch(
+                    policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
+                )
+                metrics.sandbox_started(time.monotonic() - spawned)
+            except SandboxUnavailable as exc:
+                os.close(read_fd)
+                staged.cleanup()
+                channels.close()
+                output.finish(None)
+                os.unlink(output.path)
+                raise ToolError(
+                    f"The sandbox could not start, so the command did not run: {exc}"
+                ) from None
+            finally:
+                os.close(write_fd)
+                channels.started()
+            run = Run(process, read_fd, output)
+            try:
+                started = await channels.wait_started(run.done)
+            except BaseException:
+                run.kill()
+                cleanup_now = (staged.cleanup, channels.close)
+                for step in cleanup_now:
+                    step()
+                raise
+            if started:
+                break
+            # The sandbox ended before bash ran: bwrap could not set it up, e.g. a path it
+            # was to mount over (a host socket, an allow-listed file) vanished after the
+            # policy listed it. Nothing of the command ran, so it is safe to build again.
+            await run.done
+            output.finish(None)
+            failure = bytes(output.head).decode(errors="replace").strip()
             staged.cleanup()
             channels.close()
-            output.finish(None)
-            os.unlink(output.path)
-            raise ToolError(
-                f"The sandbox could not start, so the command did not run: {exc}"
-            ) from None
-        finally:
-            os.close(write_fd)
-            channels.started()
-        run = Run(process, read_fd, output)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(output.path)
+        else:
+            raise ToolError(f"The sandbox could not start, so the command did not run: {failure}")
         before = _read_files_state(session)
 
         def cleanup() -> None:
@@ -351,6 +385,35 @@ class _Channels:
         self.script_fd = script_fd
         self.cwd_read = cwd_read
         self.cwd_write = cwd_write
+        self._seen = b""  # read from the pipe so far
+
+    async def wait_started(self, ended: asyncio.Future[Any]) -> bool:
+        """Whether bash ran the BASH_ENV script (it writes first); False when the sandbox
+        ended, or closed the pipe, before that."""
+        loop = asyncio.get_running_loop()
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        loop.add_reader(self.cwd_read, wake)
+        try:
+            await asyncio.wait({readable, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            loop.remove_reader(self.cwd_read)
+        self._seen += self._drain()
+        return bool(self._seen)
+
+    def _drain(self) -> bytes:
+        data = b""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while len(self._seen) + len(data) < 4 * _MAX_CWD_REPORT:
+                chunk = os.read(self.cwd_read, _MAX_CWD_REPORT)
+                if not chunk:
+                    break
+                data += chunk
+        return data
 
     @classmethod
     def open(cls) -> _Channels:
@@ -392,14 +455,8 @@ class _Channels:
         child may hold the pipe open), at most _MAX_CWD_REPORT bytes."""
         if self.cwd_read < 0:
             return None
-        data = b""
-        with contextlib.suppress(BlockingIOError, OSError):
-            while len(data) < 4 * _MAX_CWD_REPORT:
-                chunk = os.read(self.cwd_read, _MAX_CWD_REPORT)
-                if not chunk:
-                    break
-                data += chunk
-        lines = [line for line in data.split(b"\n") if line]
+        self._seen += self._drain()
+        lines = [line for line in self._seen.split(b"\n") if line]
         if not lines or len(lines[-1]) >= _MAX_CWD_REPORT:
             return None
         try:

@@ -1,0 +1,110 @@
+"""A sandbox that fails before bash runs is built again: something the policy listed (a
+host socket, an allow-listed file, a protected path) may vanish before bwrap mounts it,
+and nothing of the command has run yet. A command that did start is never run twice."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentd import sandboxing
+from agentd.config import Config
+from agentd.errors import ToolError
+from agentd.sessions import Session
+from agentd.store import Store
+from agentd.tasks import TaskManager
+from agentd.tools.base import ToolContext, ToolResult
+from agentd.tools.bash import _START_ATTEMPTS, BashTool
+from tests.conftest import SANDBOX_UID
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+
+
+@pytest.fixture
+def ws() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
+    root.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(
+    ws: Path, tmp_path: Path, command: str, monkeypatch: pytest.MonkeyPatch, failing: int
+) -> tuple[ToolResult, int]:
+    """Run `command` with the first `failing` sandbox starts given a bind whose source is
+    gone (bwrap then fails before bash runs, as when a listed path vanishes)."""
+    real = sandboxing.policy_for
+    built = 0
+
+    def policy_for(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        nonlocal built
+        built += 1
+        policy = real(*args, **kwargs)  # type: ignore[arg-type]
+        if built <= failing:
+            gone = tmp_path / f"vanished-{built}"
+            policy.ro_binds = [*policy.ro_binds, (str(gone), str(ws / "vanished"))]
+        return policy
+
+    monkeypatch.setattr(sandboxing, "policy_for", policy_for)
+
+    async def go() -> ToolResult:
+        config = Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))
+        store = Store(str(tmp_path / "a.db"))
+        try:
+            session = Session(id="s-start", workspace_roots=[str(ws)], cwd=str(ws))
+            state = tmp_path / "state"
+            state.mkdir(exist_ok=True)
+
+            async def progress(**kw: object) -> None:
+                pass
+
+            ctx = ToolContext(
+                session=session,
+                tool_use_id="toolu_start",
+                state_dir=str(state),
+                progress=progress,
+                services={"tasks": TaskManager(store, lambda *a: None, 60), "config": config},
+            )
+            return await BashTool().call({"command": command}, ctx)
+        finally:
+            store.close()
+
+    return asyncio.run(go()), built
+
+
+def test_a_start_that_failed_before_bash_ran_is_retried(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, built = _run(ws, tmp_path, "echo ran >> runs.txt; echo done", monkeypatch, 2)
+    assert not result.is_error, result.text_content()
+    assert "done" in result.text_content()
+    assert built == 3
+    assert (ws / "runs.txt").read_text() == "ran\n"  # exactly once
+
+
+def test_a_sandbox_that_never_starts_is_an_error_and_nothing_runs(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The executor turns a ToolError into an is_error result for the model.
+    with pytest.raises(ToolError, match="could not start, so the command did not run: bwrap"):
+        _run(ws, tmp_path, "echo ran >> runs.txt", monkeypatch, _START_ATTEMPTS)
+    assert not (ws / "runs.txt").exists()
+
+
+def test_a_command_that_ran_and_failed_is_not_run_again(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It prints what a bwrap failure prints and exits 1: it still ran, once.
+    command = 'echo ran >> runs.txt; echo "bwrap: Cannot mkdir parents for /x" >&2; exit 1'
+    result, built = _run(ws, tmp_path, command, monkeypatch, 0)
+    assert result.is_error and "Exit code 1" in result.text_content()
+    assert built == 1
+    assert (ws / "runs.txt").read_text() == "ran\n"
