@@ -149,6 +149,8 @@ class BashTool(Tool):
             start_notices.append(
                 f"The working directory {gone} no longer exists; the command ran in {session.cwd}."
             )
+        # Before the command can run: what it changes is named afterwards.
+        before = _read_files_state(session)
         failure = ""
         for _attempt in range(_START_ATTEMPTS):
             task_id = new_task_id()
@@ -215,7 +217,6 @@ class BashTool(Tool):
                 os.unlink(output.path)
         else:
             raise ToolError(f"The sandbox could not start, so the command did not run: {failure}")
-        before = _read_files_state(session)
 
         def cleanup() -> None:
             staged.cleanup()
