@@ -13,13 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agentd.config import Config
-from agentd.sessions import Session
-from agentd.store import Store
-from agentd.tasks import TaskManager
-from agentd.tools.base import ToolContext, ToolResult
-from agentd.tools.bash import BashTool
+from agentd.tools.base import ToolResult
 from tests.conftest import SANDBOX_UID
+from tests.tools.direct import call_bash
 
 
 @pytest.fixture
@@ -33,31 +29,7 @@ def ws() -> Iterator[Path]:
 
 
 def _run(ws: Path, tmp_path: Path, command: str, sandbox: str) -> ToolResult:
-    async def go() -> ToolResult:
-        config = Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))
-        store = Store(str(tmp_path / "a.db"))
-        try:
-            tasks = TaskManager(store, lambda *a: None, 60)
-            session = Session(id=f"s-{sandbox}", workspace_roots=[str(ws)], cwd=str(ws))
-            state = tmp_path / "state"
-            state.mkdir(exist_ok=True)
-
-            async def progress(**kw: object) -> None:
-                pass
-
-            ctx = ToolContext(
-                session=session,
-                tool_use_id="toolu_x",
-                state_dir=str(state),
-                progress=progress,
-                services={"tasks": tasks, "config": config},
-            )
-            ctx.sandbox = sandbox
-            return await BashTool().call({"command": command}, ctx)
-        finally:
-            store.close()
-
-    return asyncio.run(go())
+    return asyncio.run(call_bash(ws, tmp_path, command, sandbox=sandbox, session_id=f"s-{sandbox}"))
 
 
 def test_a_read_only_run_refuses_the_write_and_says_so(ws: Path, tmp_path: Path) -> None:

@@ -14,14 +14,11 @@ from pathlib import Path
 import pytest
 
 from agentd import sandboxing
-from agentd.config import Config
 from agentd.errors import ToolError
-from agentd.sessions import Session
-from agentd.store import Store
-from agentd.tasks import TaskManager
-from agentd.tools.base import ToolContext, ToolResult
-from agentd.tools.bash import _START_ATTEMPTS, BashTool
+from agentd.tools.base import ToolResult
+from agentd.tools.bash import _START_ATTEMPTS
 from tests.conftest import SANDBOX_UID
+from tests.tools.direct import call_bash
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 
@@ -55,29 +52,8 @@ def _run(
 
     monkeypatch.setattr(sandboxing, "policy_for", policy_for)
 
-    async def go() -> ToolResult:
-        config = Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))
-        store = Store(str(tmp_path / "a.db"))
-        try:
-            session = Session(id="s-start", workspace_roots=[str(ws)], cwd=str(ws))
-            state = tmp_path / "state"
-            state.mkdir(exist_ok=True)
-
-            async def progress(**kw: object) -> None:
-                pass
-
-            ctx = ToolContext(
-                session=session,
-                tool_use_id="toolu_start",
-                state_dir=str(state),
-                progress=progress,
-                services={"tasks": TaskManager(store, lambda *a: None, 60), "config": config},
-            )
-            return await BashTool().call({"command": command}, ctx)
-        finally:
-            store.close()
-
-    return asyncio.run(go()), built
+    result = asyncio.run(call_bash(ws, tmp_path, command, session_id="s-start"))
+    return result, built
 
 
 def test_a_start_that_failed_before_bash_ran_is_retried(

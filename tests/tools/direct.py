@@ -1,0 +1,46 @@
+"""The Bash tool called directly, without a daemon: the context the executor would build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentd.config import Config
+from agentd.sessions import Session
+from agentd.store import Store
+from agentd.tasks import TaskManager
+from agentd.tools.base import ToolContext, ToolResult
+from agentd.tools.bash import BashTool
+
+
+async def call_bash(
+    ws: Path,
+    tmp_path: Path,
+    command: str,
+    *,
+    sandbox: str = "normal",
+    session_id: str = "s-direct",
+    tool_use_id: str = "toolu_direct",
+) -> ToolResult:
+    """Run `command` as a Bash call of a fresh session on `ws`, as `sandbox` says
+    (ToolContext.sandbox); a ToolError propagates (the executor would make it is_error)."""
+    config = Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))
+    store = Store(str(tmp_path / "a.db"))
+    try:
+        session = Session(id=session_id, workspace_roots=[str(ws)], cwd=str(ws))
+        state = tmp_path / "state"
+        state.mkdir(exist_ok=True)
+
+        async def progress(**kw: object) -> None:
+            pass
+
+        ctx = ToolContext(
+            session=session,
+            tool_use_id=tool_use_id,
+            state_dir=str(state),
+            progress=progress,
+            services={"tasks": TaskManager(store, lambda *a: None, 60), "config": config},
+        )
+        ctx.sandbox = sandbox
+        return await BashTool().call({"command": command}, ctx)
+    finally:
+        store.close()
