@@ -6,7 +6,8 @@
 
 The knowledge about programs is data, in programs.toml (loaded by table.py);
 classifier.py walks the tree-sitter-bash syntax tree (plain.py reads plain commands
-without it); shellvars.py knows where bash evaluates a variable's value as code and
+without it) and argv.py reads each simple command's argv against the table, both
+carrying context.py's state; shellvars.py knows where bash evaluates a variable's value as code and
 every way a command sets one; checks.py and bashbuiltins.py read the arguments of the
 programs and builtins whose arguments are a language of their own (sed, awk, find, tar,
 sh -c, read, declare, let…). model.py holds the answer.

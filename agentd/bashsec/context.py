@@ -1,0 +1,84 @@
+"""What the classifier's tree walk carries: the run-time words it cannot see (`Dyn`) and
+what it has found so far (`Ctx`), and the program table both halves read."""
+
+from __future__ import annotations
+
+from agentd.bashsec.model import SimpleCommand
+from agentd.bashsec.table import load
+
+SETTINGS, PROGRAMS = load()
+
+
+class Dyn:
+    """A word only known at run time. `optlike`: it could expand to an option (-x)."""
+
+    __slots__ = ("text", "optlike")
+
+    def __init__(self, text: str, optlike: bool = True) -> None:
+        self.text = text
+        self.optlike = optlike
+
+    def __repr__(self) -> str:
+        return f"Dyn({self.text!r})"
+
+
+class Assigned(Dyn):
+    """A NAME=VALUE argument of declare/export… whose assignment the walk already recorded."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, text: str, name: str) -> None:
+        super().__init__(text, False)
+        self.name = name
+
+
+Word = str | Dyn
+
+
+class Ctx:
+    """What the walk has found so far."""
+
+    __slots__ = (
+        "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe", "defined",
+        "depth", "src", "assigned", "arith_refs", "indirect", "integers", "repo_configured",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.cats: set[str] = set()
+        self.reasons: list[str] = []
+        self.writes: list[str] = []
+        self.cds: list[str] = []
+        self.commands: list[SimpleCommand] = []
+        self.parse_ok = True
+        self.unsafe = False
+        self.defined: set[str] = set()
+        self.depth = 0
+        self.src = b""
+        # Every assignment by any route: name -> values (a str, a Dyn, or shellvars.INT).
+        self.assigned: dict[str, list[object]] = {}
+        # Names whose value bash evaluates as arithmetic -> where.
+        self.arith_refs: dict[str, str] = {}
+        # ${!name}: name -> the expansion.
+        self.indirect: dict[str, str] = {}
+        # Names declared -i: every value they get is evaluated as arithmetic.
+        self.integers: set[str] = set()
+        # Program name -> why the workspace's own configuration decides what it does.
+        self.repo_configured: dict[str, str] = {}
+
+    def add(self, cats: frozenset[str] | set[str], reason: str) -> None:
+        if cats:
+            self.cats |= cats
+        else:
+            self.unsafe = True
+        self.reasons.append(reason)
+
+    def opaque(self, reason: str) -> None:
+        self.cats.add("opaque")
+        self.reasons.append(reason)
+
+    def write(self, path: str, reason: str, destructive: bool = False) -> None:
+        self.cats.add("write")
+        if destructive:
+            self.cats.add("destructive")
+        self.writes.append(path)
+        self.reasons.append(reason)
