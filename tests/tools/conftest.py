@@ -47,7 +47,13 @@ Call = Callable[..., Awaitable[CallResult]]
 
 
 @pytest.fixture
-def call(session: Session, tmp_path: Path) -> Call:
+def tool_services() -> dict[str, Any]:
+    """ToolContext.services for `call`; a test module overrides it (WebFetch's config)."""
+    return {}
+
+
+@pytest.fixture
+def call(session: Session, tmp_path: Path, tool_services: dict[str, Any]) -> Call:
     registry = default_registry()
     state_dir = tmp_path / "state"
     state_dir.mkdir()
@@ -60,7 +66,11 @@ def call(session: Session, tmp_path: Path) -> Call:
         tool = registry.get(name)
         assert tool is not None, f"no tool {name}"
         ctx = ToolContext(
-            session=session, tool_use_id="toolu_1", state_dir=str(state_dir), progress=record
+            session=session,
+            tool_use_id="toolu_1",
+            state_dir=str(state_dir),
+            progress=record,
+            services=tool_services,
         )
         try:
             await tool.validate_input(args, ctx)

@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 
 from agentd.config import Config
-from agentd.errors import InputError
 from agentd.sessions import Session
-from agentd.tools.base import ImageBlock, TextBlock, ToolContext, ToolError, ToolResult
+from agentd.tools.base import ToolContext, ToolError
 from agentd.tools.web_address import AllowList, CheckedBackend
 from agentd.tools.web_fetch import (
     MAX_BODY_BYTES,
@@ -154,48 +153,13 @@ async def fetch(call, url: str, prompt: str = "Summarize the page", **kw):
     return await call("WebFetch", {"url": url, "prompt": prompt, **kw})
 
 
-@dataclass
-class CallResult:
-    content: list[TextBlock | ImageBlock]
-    is_error: bool
-    data: object
-
-    @property
-    def text(self) -> str:
-        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
-
-
 LOCAL_OK = Config(webfetch_allow_private_hosts=["127.0.0.1", "localhost", "::1"])
 
 
 @pytest.fixture
-def call(session: Session, tmp_path: Path):
-    """Runs WebFetch as the daemon does, with a config that allows the local test site."""
-    tool = WebFetch()
-
-    async def progress(**kw: object) -> None:
-        pass
-
-    async def run(name: str, args: dict) -> CallResult:
-        assert name == "WebFetch"
-        ctx = ToolContext(
-            session=session,
-            tool_use_id="toolu_1",
-            state_dir=str(tmp_path),
-            progress=progress,
-            services={"config": LOCAL_OK},
-        )
-        try:
-            await tool.validate_input(args, ctx)
-            result: ToolResult = await tool.call(args, ctx)
-        except InputError as exc:
-            result = ToolResult.error(str(exc), input_error=True)
-        except ToolError as exc:
-            result = ToolResult.error(str(exc))
-        json.dumps(result.data)
-        return CallResult(result.content, result.is_error, result.data)
-
-    return run
+def tool_services() -> dict[str, object]:
+    """The conftest's `call`, with a config that allows the local test site."""
+    return {"config": LOCAL_OK}
 
 
 # --- content ------------------------------------------------------------------------------
