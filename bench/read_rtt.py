@@ -92,6 +92,7 @@ def _in_process(ws: str, path: str, warm: int, n: int) -> dict[str, list[float]]
         )
         d = Daemon(config)
         s = d.sessions.create([ws], permission_mode="bypassPermissions")
+
         async def executor() -> None:
             use = ToolUse("toolu_x", "Read", {"file_path": path})
             result = await d.executor.run_one(s, use, nothing)
