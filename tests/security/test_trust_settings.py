@@ -229,13 +229,11 @@ def test_an_attached_person_is_asked_to_trust(client: Client, workspace: Path) -
                     decision = "allow" if req.tool_name == "TrustSettings" else "deny"
                     client.resolve_permission(sid, req.request_id, decision)
 
+    assert stream.wait_attached()  # the daemon counts it: the call has someone to ask
     answerer = threading.Thread(target=answer)
     answerer.start()
     try:
-        while True:  # until the attach stream is live
-            r = client.run_tool(sid, "Bash", {"command": "touch by-trust"})
-            if not r.is_error or "no client is attached" not in r.text:
-                break
+        r = client.run_tool(sid, "Bash", {"command": "touch by-trust"})
     finally:
         stream.cancel()
         answerer.join(30)
