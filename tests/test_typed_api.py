@@ -267,3 +267,38 @@ def test_grpcurl_with_plain_json_through_reflection(
     )  # fmt: skip
     # A string is no JSON object: refused before anything is sent.
     assert bad.returncode != 0 and "bad StructValue" in bad.stderr, bad.stderr
+
+
+def test_a_journal_written_before_the_typed_api_reads_the_same() -> None:
+    """Events journaled with JSON text (input_json, data_json, widens_json) come out typed."""
+    from agentd.events import Event
+    from agentd.service import event_to_pb
+
+    def event(kind: str, payload: dict[str, Any]) -> Any:
+        return event_to_pb(Event(7, "s", 1, kind, payload))
+
+    started = event(
+        "call_started", {"tool_use_id": "t", "name": "Read", "input_json": '{"file_path": "a"}'}
+    )
+    assert structs.from_struct(started.call_started.input) == {"file_path": "a"}
+    result = {"tool_use_id": "t", "is_error": False, "content": [{"type": "text", "text": "x"}]}
+    finished = event(
+        "call_finished",
+        {"name": "Read", "duration_ms": 3, "result": {**result, "data_json": '{"n": 2}'}},
+    )
+    assert structs.from_value(finished.call_finished.result.data) == {"n": 2}
+    none = event(
+        "call_finished", {"name": "R", "duration_ms": 3, "result": {**result, "data_json": ""}}
+    )
+    assert not none.call_finished.result.HasField("data")
+    ignored = event(
+        "settings_ignored", {"path": "p", "sha256": "", "widens_json": "", "reason": "unreadable"}
+    )
+    assert not ignored.settings_ignored.HasField("widens")
+    asked = event(
+        "permission_requested",
+        {"request_id": "r", "tool_use_id": "t", "tool_name": "Bash",
+         "input_json": '{"command": "ls"}', "reasons": [], "suggested_rule": "", "expires_ms": 1,
+         "rule_choices": []},
+    )  # fmt: skip
+    assert structs.from_struct(asked.permission_requested.input) == {"command": "ls"}
