@@ -8,8 +8,15 @@ Struct keeps no key order (protobuf's map order even changes from one process to
 next), so its keys are read back sorted: the same content is the same text every time,
 as prompt caching needs; `ordered_schema` gives a JSON schema's properties their order.
 
-Reading is strict: what JSON cannot hold (NaN, infinities, a Value with no kind
-set) is a ValueError naming where it is, which the daemon answers INVALID_ARGUMENT.
+Nesting is bounded: protobuf parsers refuse a message nested past 100 levels (each
+level of a JSON object costs three), so a part nested deeper than MAX_DEPTH goes as
+its JSON text in a string. Without that, one deep value in a hostile file (a settings
+file's `widens`, a tool's `data`) would make every replay of the session's journal
+fail to parse. What JSON cannot hold never goes out: NaN and infinities are written as null (as
+JavaScript's JSON.stringify writes them; a workspace's settings file, parsed by
+Python, may hold them). Reading is strict: a NaN, an infinity or a Value with no
+kind set is a ValueError naming where it is, which the daemon answers
+INVALID_ARGUMENT.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ Value = struct_pb2.Value
 
 # Doubles hold every integer up to here exactly.
 _EXACT = 2**53
+# Levels of objects and arrays sent as such; deeper parts go as JSON text. An Event
+# holding a Struct parses up to 32 levels of objects; this leaves room for envelopes.
+MAX_DEPTH = 24
 
 
 def _key(key: Any) -> str:
@@ -37,33 +47,50 @@ def _key(key: Any) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
-def _set(target: Value, value: Any) -> None:
-    if value is None:
+def _set(target: Value, value: Any, depth: int) -> None:
+    if depth > MAX_DEPTH and isinstance(value, Mapping | list | tuple):
+        target.string_value = json.dumps(value, ensure_ascii=False, default=_unserializable)
+    elif value is None:
         target.null_value = struct_pb2.NULL_VALUE
     elif isinstance(value, bool):
         target.bool_value = value
     elif isinstance(value, int | float):
-        target.number_value = value
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ValueError(f"{value} is too large for a JSON number") from None
+        if math.isfinite(number):
+            target.number_value = number
+        else:
+            target.null_value = struct_pb2.NULL_VALUE
     elif isinstance(value, str):
         target.string_value = value
     elif isinstance(value, Mapping):
-        fill(target.struct_value, value)
+        _fill(target.struct_value, value, depth)
     elif isinstance(value, list | tuple):
         items = target.list_value.values
         del items[:]  # make the list set even when it stays empty
         for item in value:
-            _set(items.add(), item)
+            _set(items.add(), item, depth + 1)
     else:
-        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        _unserializable(value)
+
+
+def _unserializable(value: Any) -> None:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _fill(target: Struct, value: Mapping[str, Any], depth: int) -> Struct:
+    target.Clear()
+    target.SetInParent()
+    for key, item in value.items():
+        _set(target.fields[_key(key)], item, depth + 1)
+    return target
 
 
 def fill(target: Struct, value: Mapping[str, Any]) -> Struct:
     """Set `target` (a Struct field, say) to `value`; returns it."""
-    target.Clear()
-    target.SetInParent()
-    for key, item in value.items():
-        _set(target.fields[_key(key)], item)
-    return target
+    return _fill(target, value, 1)
 
 
 def to_struct(value: Mapping[str, Any]) -> Struct:
@@ -72,7 +99,7 @@ def to_struct(value: Mapping[str, Any]) -> Struct:
 
 def to_value(value: Any) -> Value:
     out = Value()
-    _set(out, value)
+    _set(out, value, 1)
     return out
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import pytest
 
 from agentd_client import structs
+from agentd_client.v1 import agentd_pb2 as pb
 
 DATA = {
     "s": "text",
@@ -46,9 +49,16 @@ def test_keys_and_values_as_json_writes_them() -> None:
         structs.to_struct({(1, 2): "x"})
 
 
+def test_what_json_cannot_hold_goes_out_as_null() -> None:
+    out = structs.to_struct({"nan": math.nan, "inf": [math.inf, -math.inf], "ok": 1.0})
+    assert structs.from_struct(out) == {"nan": None, "inf": [None, None], "ok": 1}
+
+
 def test_numbers_beyond_exact_doubles_stay_floats() -> None:
     big = float(2**60)
     assert type(structs.from_value(structs.to_value(big))) is float
+    with pytest.raises(ValueError, match="too large for a JSON number"):
+        structs.to_value(10**400)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
@@ -96,3 +106,38 @@ def test_ordered_schema_puts_required_first_in_their_order_then_the_rest_by_name
     assert out == schema
     assert list(out["properties"]) == ["file_path", "old_string", "aa", "zz"]
     assert list(out["properties"]["aa"]["items"]["properties"]) == ["y", "b", "x"]
+
+
+def _nested(depth: int) -> Any:
+    """`depth` levels of objects and arrays, alternating, around a 1."""
+    value: Any = 1
+    for i in range(depth):
+        value = {"a": value} if i % 2 else [value]
+    return value
+
+
+def _down(value: Any, levels: int) -> Any:
+    for _ in range(levels):
+        value = value["a"] if isinstance(value, dict) else value[0]
+    return value
+
+
+@pytest.mark.parametrize("depth", [structs.MAX_DEPTH - 1, structs.MAX_DEPTH + 1, 500])
+def test_deep_values_still_parse_deeper_parts_go_as_json_text(depth: int) -> None:
+    """A hostile file's deep nesting must not make the events that carry it unparsable."""
+    value = {"a": _nested(depth - 1)}
+    finished, asked = pb.Event(), pb.Event()
+    finished.call_finished.result.data.CopyFrom(structs.to_value(value))
+    structs.fill(asked.permission_requested.input, value)
+    finished = pb.Event.FromString(finished.SerializeToString())
+    asked = pb.Event.FromString(asked.SerializeToString())
+    for back in (
+        structs.from_value(finished.call_finished.result.data),
+        structs.from_struct(asked.permission_requested.input),
+    ):
+        if depth <= structs.MAX_DEPTH:
+            assert back == value
+        else:  # objects and arrays down to MAX_DEPTH, then the rest as its JSON text
+            rest = _down(back, structs.MAX_DEPTH)
+            assert isinstance(rest, str)
+            assert json.loads(rest) == _down(value, structs.MAX_DEPTH)
