@@ -302,3 +302,23 @@ def test_a_journal_written_before_the_typed_api_reads_the_same() -> None:
          "rule_choices": []},
     )  # fmt: skip
     assert structs.from_struct(asked.permission_requested.input) == {"command": "ls"}
+
+
+def test_input_nested_past_what_protobuf_parses_is_invalid_argument(
+    daemon: DaemonProcess, session_id: str
+) -> None:
+    """A client with a deeper parser (Go's takes 10,000 levels) may send what the daemon's
+    cannot read: a clear refusal, not a crash."""
+    request = pb.RunToolRequest(session_id=session_id, call=pb.ToolUse(name="Read"))
+    value = request.call.input.fields["file_path"]
+    for _ in range(60):
+        value = value.struct_value.fields["k"]
+    value.string_value = "x"
+    raw = request.SerializeToString()
+    with (
+        grpc.insecure_channel(f"unix:{daemon.socket}") as channel,
+        pytest.raises(grpc.RpcError) as err,
+    ):
+        channel.unary_unary("/agentd.v1.Agentd/CallTool")(raw, timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "could not be decoded" in err.value.details()
