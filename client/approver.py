@@ -85,6 +85,7 @@ class Approver:
         self.answered: list[tuple[PermissionAsk, str, str]] = []
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._attached = False
         self._stream: Any = None
         self._thread: threading.Thread | None = None
 
@@ -100,9 +101,9 @@ class Approver:
         self._thread = threading.Thread(target=self._follow, daemon=True)
         self._thread.start()
         self._ready.wait(self.client.timeout)
-        if self._error is not None or not self._ready.is_set():
+        if self._error is not None or not self._attached:
             self.close()
-            raise self._error or AgentdError("the approver's attach was not confirmed in time")
+            raise self._error or AgentdError("the daemon did not confirm the approver's attach")
         return self
 
     def close(self) -> None:
@@ -113,7 +114,8 @@ class Approver:
 
     def _follow(self) -> None:
         try:
-            if self._stream.wait_attached():
+            self._attached = self._stream.wait_attached()
+            if self._attached:  # else the stream's error comes next, for start() to raise
                 self._ready.set()
             for event in self._stream:
                 if event.HasField("permission_requested"):
@@ -149,6 +151,7 @@ class AsyncApprover:
         self.answered: list[tuple[PermissionAsk, str, str]] = []
         self._ready = asyncio.Event()
         self._error: BaseException | None = None
+        self._attached = False
         self._stream: Any = None
         self._task: asyncio.Task[None] | None = None
 
@@ -164,9 +167,9 @@ class AsyncApprover:
         self._task = asyncio.ensure_future(self._follow())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._ready.wait(), self.client.timeout)
-        if self._error is not None or not self._ready.is_set():
+        if self._error is not None or not self._attached:
             await self.close()
-            raise self._error or AgentdError("the approver's attach was not confirmed in time")
+            raise self._error or AgentdError("the daemon did not confirm the approver's attach")
         return self
 
     async def close(self) -> None:
@@ -178,7 +181,8 @@ class AsyncApprover:
 
     async def _follow(self) -> None:
         try:
-            if await self._stream.wait_attached():
+            self._attached = await self._stream.wait_attached()
+            if self._attached:  # else the stream's error comes next, for start() to raise
                 self._ready.set()
             async for event in self._stream:
                 if event.HasField("permission_requested"):

@@ -232,3 +232,11 @@ def test_an_approver_on_a_closed_session_says_so(client: Client, workspace: Path
     client.close_session(sid)
     with pytest.raises(errors.SessionClosed), client.approver(sid, lambda ask: True):
         pass
+
+
+async def test_an_approver_of_an_unknown_session_says_so(daemon: DaemonProcess) -> None:
+    with Client(daemon.socket) as c, pytest.raises(errors.SessionNotFound):
+        c.approver("nope", lambda ask: True).start()
+    async with AsyncClient(daemon.socket) as a:
+        with pytest.raises(errors.SessionNotFound):
+            await a.approver("nope", lambda ask: True).start()
