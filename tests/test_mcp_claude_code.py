@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd_client import Client
+from agentd_client import Client, structs
 from tests import ctl
 from tests.daemon import DaemonProcess
 
@@ -102,4 +102,5 @@ def test_claude_code_runs_a_sandboxed_bash_through_agentd(
     stream = client.attach(sid, 0)
     first = next(e for e in stream if e.HasField("call_started"))
     stream.cancel()
-    assert first.call_started.name == "Bash" and command in first.call_started.input_json
+    assert first.call_started.name == "Bash"
+    assert structs.from_struct(first.call_started.input)["command"] == command
