@@ -237,7 +237,7 @@ class Executor:
             return ToolResult.error(f"Error: No such tool available: {call.name}", input_error=True)
         try:
             args = validation.parse_input(tool.name, call.input_json)
-            args = validation.coerce(args, tool.input_schema)
+            args = tool.lenient_input(validation.coerce(args, tool.input_schema))
             validation.validate(tool.name, args, tool.input_schema)
             await tool.validate_input(args, ctx)
             decision = await self.permissions.decide(session, tool, args, ctx)
@@ -247,7 +247,9 @@ class Executor:
             ctx.sandbox = decision.sandbox
             if decision.updated_input is not None:
                 # A hook rewrote the input: it must be as valid as the model's own.
-                args = validation.coerce(decision.updated_input, tool.input_schema)
+                args = tool.lenient_input(
+                    validation.coerce(decision.updated_input, tool.input_schema)
+                )
                 validation.validate(tool.name, args, tool.input_schema)
                 await tool.validate_input(args, ctx)
             result = await tool.call(args, ctx)
