@@ -101,6 +101,16 @@ def outside(c: Call) -> None:
     assert c.ours.is_error and "outside the session's workspace" in c.got, c.got
 
 
+def holds(name: str, text: str) -> Callable[[Call], None]:
+    """The call left `name` in the workspace holding `text` (its notice is prose)."""
+
+    def check(c: Call) -> None:
+        assert Path(c.ws, name).read_text() == text
+
+    check.__name__ = f"holds({name!r})"
+    return check
+
+
 def fifo_refused(c: Call) -> None:
     assert c.ours.is_error and "regular file" in c.got, c.got
 
@@ -178,6 +188,10 @@ CHECKS: dict[str, list[list[Check]]] = {
     "grep_vcs_dirs": [[exact]] * 4,
     "glob_tie_dir_mtime": [[exact]],
     "glob_abs_and_empty": [[exact]] * 5,
+    "read_device_nodes": [RD],
+    "read_zero_node": [[]],
+    "lenient_paths": [[exact]] * 3 + [[holds("new", "z\n")]] + [[exact]] * 4,
+    "lenient_misc": [[wrapped, mentions("unrecognized file type: nosuchtype")]] + [[exact]] * 7,
 }
 
 # Calls where agentd differs on purpose: (case, call) -> (our is_error, why).
