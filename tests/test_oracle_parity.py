@@ -30,6 +30,7 @@ from tests.test_oracle import (
     case_workspace,  # noqa: F401 (a fixture)
     exact,
     first_word,
+    numbers,
     path,
     reminder_only,
     wrapped,
@@ -191,6 +192,17 @@ CHECKS: dict[str, list[list[Check]]] = {
     "read_device_nodes": [RD],
     "read_zero_node": [[]],
     "lenient_paths": [[exact]] * 3 + [[holds("new", "z\n")]] + [[exact]] * 4,
+    "bash_output_forms": [[exact]] * 4
+    + [[exact, same_data("stdout")]]
+    + [[exact]] * 2
+    + [[exact, same_data("stdout")]]
+    + [[exact]] * 2,
+    "write_encodings": [[exact], [path], [exact], [exact], [path], [exact], [], [], [], [exact]]
+    + [[], []],
+    "read_variants": [[wrapped, first_word], [exact], [reminder_only, numbers]]
+    + [[wrapped, mentions("image extension")]]
+    + [[exact]] * 4,
+    "grep_more": [[exact]] * 7,
     "lenient_misc": [[wrapped, mentions("unrecognized file type: nosuchtype")]] + [[exact]] * 7,
 }
 
@@ -205,6 +217,11 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     ("lenient_read", 0): (False, "offset 0 numbers lines from 1, not 0"),
     ("bash_output_sizes", 3): (True, "a failed command's large output: head and tail"),
     ("read_binary_unknown_ext", 3): (False, "latin-1 text is decoded, not shown as U+FFFD"),
+    ("write_encodings", 6): (False, "latin-1 text is decoded, not shown as U+FFFD"),
+    ("write_encodings", 7): (False, "a latin-1 file is written in latin-1, not refused"),
+    ("write_encodings", 8): (False, "(so the file holds the new text)"),
+    ("write_encodings", 10): (False, "an old_string with CRLF matches a CRLF file's lines"),
+    ("write_encodings", 11): (False, "(so the file was edited)"),
 }
 
 

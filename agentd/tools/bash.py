@@ -64,6 +64,7 @@ _SOFT_FAILURES: dict[str, str] = {
     "find": "Some paths could not be read",
 }
 _SEPARATORS = re.compile(r"\|\||&&|[|;&\n]")
+_BLANK_LINES = re.compile(r"\A(?:[ \t\r\f\v]*\n)+")
 _BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
 
 # Starts of a sandbox that failed before bash ran (a mount source vanished meanwhile).
@@ -293,7 +294,10 @@ class BashTool(Tool):
                 f"shown. The full output is in {output.path} (Read it with offset "
                 f"and limit; in Bash commands: {seen_at})."
             )
-        body = shown.rstrip("\n")
+        # As the reference: the output without its blank first lines and trailing space,
+        # and the text shown trimmed at both ends.
+        shown = _BLANK_LINES.sub("", shown).rstrip()
+        body = shown.strip()
         if outcome == "cancelled":
             notices.append("The command was interrupted; the output above is what it printed.")
         elif outcome == "timeout":
@@ -306,7 +310,7 @@ class BashTool(Tool):
             body = "(Bash completed with no output)"
         text = "\n".join(x for x in [body, *([note] if note and not body else []), *notices] if x)
         data = {
-            "stdout": shown.rstrip("\n"),
+            "stdout": shown,
             "stderr": "",
             "exitCode": code,
             "interrupted": outcome != "done",

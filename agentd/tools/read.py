@@ -99,6 +99,17 @@ def _parse_pages(pages: str) -> tuple[int, int]:
     return first, last
 
 
+def _not_an_image(path: str, data: bytes) -> str:
+    """An image's name on bytes that are none of the image formats: sending them as an
+    image would make the API refuse the whole request."""
+    head = " ".join(f"{b:02x}" for b in data[:8]) or "none: the file is empty"
+    return (
+        f"{path} has an image extension, but its content is not a PNG, JPEG, GIF or WebP "
+        f"image (its first bytes: {head}); often a saved error or login page. Look at it "
+        f'with `file "{path}"` or `head -c 500` through Bash.'
+    )
+
+
 def _is_pdf_name(path: str) -> bool:
     return path.lower().endswith(".pdf")
 
@@ -223,8 +234,10 @@ class ReadTool(ReadOnlyTool):
         pages = args.get("pages")
         if pages is not None and ext != ".pdf" and not data.startswith(b"%PDF-"):
             pages = None  # as the reference: pages means nothing outside a PDF
-        if media_type is not None or ext in _IMAGE_EXTENSIONS:
-            result = self._image(args, data, media_type or _IMAGE_EXTENSIONS[ext])
+        if media_type is None and ext in _IMAGE_EXTENSIONS:
+            raise ToolError(_not_an_image(loc.path, data))
+        if media_type is not None:
+            result = self._image(args, data, media_type)
         elif ext == ".pdf" or data.startswith(b"%PDF-"):
             result = self._pdf(args, data, pages)
         elif ext == ".ipynb" and (notebook := _load_notebook(data)) is not None:
@@ -268,7 +281,7 @@ class ReadTool(ReadOnlyTool):
         start = max(offset or 1, 1)
         file_path = args["file_path"]
         notices: list[str] = []
-        if text == "":
+        if text == "" and start <= 1:
             shown: list[str] = [""]
             body = _reminder("Note: this file exists, but it is empty.")
         elif start > total:
