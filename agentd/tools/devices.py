@@ -7,7 +7,6 @@ as an input error, before any permission check or open.
 
 from __future__ import annotations
 
-import os
 import re
 
 # /proc/<pid or self>/fd/<n> and /proc/<pid>/task/<tid>/fd/<n>: another process's streams.
@@ -17,11 +16,9 @@ _NOT_DEVICES = ("/dev/null",)
 _FILE_TREES = ("/dev/shm/",)
 
 
-def named_device(raw: str, cwd: str) -> str | None:
-    """What kind of device file `raw` names (lexically, without touching it), or None."""
-    if "\0" in raw:
-        return None
-    path = os.path.normpath(os.path.join(cwd, raw)) if raw and not raw.startswith("~") else ""
+def named_device(path: str) -> str | None:
+    """What kind of device file the absolute, normalised `path` names (by its name alone,
+    without touching it), or None."""
     if path.startswith("//"):
         path = path[1:]
     if _PROC_FD.fullmatch(path):

@@ -172,7 +172,9 @@ class ReadTool(ReadOnlyTool):
         return args
 
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
-        if device := devices.named_device(args["file_path"], ctx.session.cwd):
+        session = ctx.session
+        where = fsaccess.expand(args["file_path"], session.cwd, session.home)
+        if device := devices.named_device(where):
             raise InputError(
                 f"Cannot read '{args['file_path']}': it names {device}, and Read never reads "
                 "device or process files (they may be endless or block)."

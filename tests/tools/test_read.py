@@ -290,7 +290,14 @@ async def test_read_dev_zero_refused(call, ws: Path, session) -> None:
     r = await asyncio.wait_for(call("Read", {"file_path": f"{ws}/zero"}), 5)
     assert r.is_error
     assert r.is_error and "outside" in r.text
-    for path in ("/dev/zero", "/dev/stdin", "/dev/tty", "/proc/self/fd/0", "/dev/fd/0"):
+    for path in (
+        "/dev/zero",
+        "/dev/stdin",
+        "/dev/tty",
+        "/proc/self/fd/0",
+        "/dev/fd/0",
+        " /dev/zero\n",
+    ):
         r = await asyncio.wait_for(call("Read", {"file_path": path}), 5)
         assert r.is_error and r.text.startswith("<tool_use_error>Cannot read"), r.text
     if os.geteuid() == 0:
