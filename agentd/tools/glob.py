@@ -77,7 +77,7 @@ class Glob(ReadOnlyTool):
         found = _with_mtimes(root, listed)
         total = len(found)
         cwd = ctx.session.cwd
-        ordered = glob_order.walk_order(found, lambda d: _dir_mtime(root, d))
+        ordered = _ordered(root, found)
         filenames = [
             ripgrep.display(rel, root.path, cwd)
             .encode(errors="surrogateescape")
@@ -126,14 +126,20 @@ def _search_root(raw_pattern: str, path: str | None, ctx: ToolContext) -> ripgre
         raise
 
 
-def _dir_mtime(root: ripgrep.SearchRoot, rel: str) -> int:
-    """A directory's mtime under the searched one (0 if it is gone), as the session."""
+def _ordered(root: ripgrep.SearchRoot, found: list[tuple[int, str]]) -> list[str]:
+    """The paths in the reference's order; directories above files whose mtimes tie are
+    stat'ed from one descriptor of the searched directory, as the session's identity."""
     with fsidentity.acting_as(ripgrep.identity_of(root)):
         dir_fd = fsaccess.open_beneath(root.loc, os.O_PATH | os.O_DIRECTORY)
         try:
-            return os.stat(rel, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns
-        except OSError:
-            return 0
+
+            def mtime_of(rel: str) -> int:
+                try:
+                    return os.stat(rel, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    return 0  # gone since rg listed it
+
+            return glob_order.walk_order(found, mtime_of)
         finally:
             os.close(dir_fd)
 

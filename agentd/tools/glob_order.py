@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
 
 # rg lists in directory order only when it walks with one thread.
 ORDERED_WALK_ARGS = ("-j1",)
@@ -39,20 +41,14 @@ def split_pattern(pattern: str, path: str | None) -> tuple[str, str | None]:
 def walk_order(found: list[tuple[int, str]], mtime_of: Callable[[str], int]) -> list[str]:
     """`found` ((mtime_ns, path) in `rg -j1` order) oldest first, ties in the reference's
     walk order. `mtime_of(dir)` is a directory's mtime (paths relative to the root)."""
-    by_mtime = sorted(range(len(found)), key=lambda i: found[i][0])  # stable: rg's order
+    ordered = sorted(found, key=itemgetter(0))  # stable: ties stay in rg's order
     out: list[str] = []
-    start = 0
     dir_mtimes: dict[str, int] = {}
-    while start < len(by_mtime):
-        end = start + 1
-        mtime = found[by_mtime[start]][0]
-        while end < len(by_mtime) and found[by_mtime[end]][0] == mtime:
-            end += 1
-        group = [found[i][1] for i in sorted(by_mtime[start:end])]  # rg's order
-        if len(group) > 1 and len({os.path.dirname(p) for p in group}) > 1:
+    for mtime, run in groupby(ordered, key=itemgetter(0)):
+        group = [path for _, path in run]
+        if len(group) > 1 and len({p.rpartition("/")[0] for p in group}) > 1:
             group = _walk_sorted(group, mtime, dir_mtimes, mtime_of)
         out += group
-        start = end
     return out
 
 
@@ -62,19 +58,18 @@ def _walk_sorted(
     """Files of equal mtime, given in directory-order walk, in mtime-sorted walk order:
     at the first level where two paths part, the older entry first, else the one rg met
     first (a directory's files come out together, so its first file stands for it)."""
-    first_seen: dict[str, int] = {}
-    keys: dict[str, list[tuple[int, int]]] = {}
-    for index, path in enumerate(group):
-        parts = path.split("/")
-        key = []
-        for depth in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:depth])
-            seen = first_seen.setdefault(prefix, index)
-            if depth == len(parts):
-                key.append((mtime, seen))
-            else:
-                if prefix not in dir_mtimes:
-                    dir_mtimes[prefix] = mtime_of(prefix)
-                key.append((dir_mtimes[prefix], seen))
-        keys[path] = key
-    return sorted(group, key=keys.__getitem__)
+    dir_keys: dict[str, tuple[tuple[int, int], ...]] = {"": ()}
+
+    def dir_key(directory: str, index: int) -> tuple[tuple[int, int], ...]:
+        key = dir_keys.get(directory)
+        if key is None:
+            if directory not in dir_mtimes:
+                dir_mtimes[directory] = mtime_of(directory)
+            parent = directory.rpartition("/")[0]
+            # Met first now: its first file stands for it among its siblings.
+            key = dir_key(parent, index) + ((dir_mtimes[directory], index),)
+            dir_keys[directory] = key
+        return key
+
+    keys = [dir_key(p.rpartition("/")[0], i) + ((mtime, i),) for i, p in enumerate(group)]
+    return [group[i] for i in sorted(range(len(group)), key=keys.__getitem__)]
