@@ -32,6 +32,7 @@ from tests.test_oracle import (
     first_word,
     numbers,
     path,
+    quoted,
     reminder_only,
     wrapped,
 )
@@ -95,6 +96,16 @@ def first_line(c: Call) -> None:
 def same_start(c: Call) -> None:
     """The first lines agree (a failed command's long output: see DIFFERENT)."""
     assert c.got.splitlines()[:20] == c.expected.splitlines()[:20], c.got[:200]
+
+
+def same_start_after(lines: int) -> Callable[[Call], None]:
+    """The same text after the first `lines` lines (a signal's exit status is the shell's)."""
+
+    def check(c: Call) -> None:
+        assert c.got.splitlines()[lines:] == c.expected.splitlines()[lines:], c.got
+
+    check.__name__ = f"same_start_after({lines})"
+    return check
 
 
 def outside(c: Call) -> None:
@@ -203,6 +214,11 @@ CHECKS: dict[str, list[list[Check]]] = {
     + [[wrapped, mentions("image extension")]]
     + [[exact]] * 4,
     "grep_more": [[exact]] * 7,
+    "edit_loose_matches": [[exact], [path], [exact], [wrapped, quoted], [wrapped, quoted]]
+    + [[path], [exact]],
+    "bash_exits": [[exact], [exact, same_data("returnCodeInterpretation")]]
+    + [[exact, same_data("returnCodeInterpretation")]] * 2
+    + [[first_word], [same_start_after(1)], [exact], [exact]],
     "lenient_misc": [[wrapped, mentions("unrecognized file type: nosuchtype")]] + [[exact]] * 7,
 }
 
@@ -215,6 +231,8 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     # Not errors, their texts differ: see the README's "Differences from the reference".
     ("lenient_bash", 2): (False, "a negative timeout is the default, not an instant background"),
     ("lenient_read", 0): (False, "offset 0 numbers lines from 1, not 0"),
+    ("bash_exits", 4): (True, "killed by a signal: 128 + its number, not the reference's shell's"),
+    ("bash_exits", 5): (True, "(the same: SIGKILL is 137)"),
     ("bash_output_sizes", 3): (True, "a failed command's large output: head and tail"),
     ("read_binary_unknown_ext", 3): (False, "latin-1 text is decoded, not shown as U+FFFD"),
     ("write_encodings", 6): (False, "latin-1 text is decoded, not shown as U+FFFD"),

@@ -306,9 +306,10 @@ class BashTool(Tool):
             notices.append(erofs)
         if is_error and outcome == "done":
             body = f"Exit code {code}\n{body}" if body else f"Exit code {code}"
-        if not body and not notices and note is None:
+        if not body and not notices:
+            # Also for grep finding nothing: what that means is in returnCodeInterpretation.
             body = "(Bash completed with no output)"
-        text = "\n".join(x for x in [body, *([note] if note and not body else []), *notices] if x)
+        text = "\n".join(x for x in [body, *notices] if x)
         data = {
             "stdout": shown,
             "stderr": "",

@@ -75,7 +75,9 @@ def test_no_output_is_said_plainly(client: Client, session_id: str) -> None:
 def test_grep_finding_nothing_is_not_an_error(client: Client, session_id: str) -> None:
     r = bash(client, session_id, "echo abc | grep zzz")
     assert not r.is_error
-    assert "No matches" in r.text
+    # As the reference: the text says no output; the data says what exit 1 meant.
+    assert r.text == "(Bash completed with no output)"
+    assert r.data["returnCodeInterpretation"] == "No matches found"
     assert bash(client, session_id, "ls /nonexistent-agentd").is_error
 
 
