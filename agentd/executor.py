@@ -233,7 +233,9 @@ class Executor:
         if tool is None:
             return ToolResult.error(f"Error: No such tool available: {call.name}", input_error=True)
         try:
-            args = validation.coerce(copy.deepcopy(call.input), tool.input_schema)
+            args = tool.lenient_input(
+                validation.coerce(copy.deepcopy(call.input), tool.input_schema)
+            )
             validation.validate(tool.name, args, tool.input_schema)
             await tool.validate_input(args, ctx)
             decision = await self.permissions.decide(session, tool, args, ctx)
@@ -243,7 +245,9 @@ class Executor:
             ctx.sandbox = decision.sandbox
             if decision.updated_input is not None:
                 # A hook rewrote the input: it must be as valid as the model's own.
-                args = validation.coerce(decision.updated_input, tool.input_schema)
+                args = tool.lenient_input(
+                    validation.coerce(decision.updated_input, tool.input_schema)
+                )
                 validation.validate(tool.name, args, tool.input_schema)
                 await tool.validate_input(args, ctx)
             result = await tool.call(args, ctx)

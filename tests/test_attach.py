@@ -151,8 +151,9 @@ def test_slow_client_gets_a_gap_and_catches_up(daemon: DaemonProcess, session_id
             session_id, "Bash", {"command": "seq 1 3000000"}, tool_use_id="toolu_slow_big"
         )
         assert not big.is_error, big.text[:500]
-        assert big.text.startswith("1\n2\n3\n")
-        assert "\n2999999\n3000000\n" in big.text
+        assert "Preview (first 2KB):\n1\n2\n3\n" in big.text
+        with open(big.data["persistedOutputPath"]) as saved:
+            assert saved.read().endswith("\n2999999\n3000000\n")
         # Then more journaled events than a subscriber queue holds (1024), and than the
         # transport buffers: every TodoWrite journals call_started, todos_changed and
         # call_finished, each carrying the (large) list.

@@ -1,7 +1,7 @@
 """Real Claude Code running its tool calls through agentd, offline, against the fake API.
 
-Needs the Claude Code CLI (`npm install --prefix .oracle @anthropic-ai/claude-code`,
-or CLAUDE_BIN); skipped without it. `agentctl mcp install claude-code` writes what
+Needs the Claude Code CLI, which `make test` installs into ~/.cache/agentd/claude-code
+(or CLAUDE_BIN); skipped without it. `agentctl mcp install claude-code` writes what
 makes Claude Code use agentd's tools instead of its own (agentd_client/claude_code.py
 says what and why); `claude --tools ""` then runs the scripted Bash call in the
 session's sandbox, and its result reaches the fake API.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,23 +21,12 @@ import pytest
 from agentd_client import Client, structs
 from tests import ctl
 from tests.daemon import DaemonProcess
+from tests.shared import claude_code_bin
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE_API = Path(__file__).parent / "data" / "oracle" / "fake_api.py"
 
 
-def _claude() -> str | None:
-    for candidate in (
-        os.environ.get("CLAUDE_BIN"),
-        shutil.which("claude"),
-        str(ROOT / ".oracle" / "node_modules" / ".bin" / "claude"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-CLAUDE = _claude()
+CLAUDE = claude_code_bin()
 pytestmark = pytest.mark.skipif(CLAUDE is None, reason="Claude Code CLI not installed")
 
 
