@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd.errors import StorageFull
 from agentd.store import Store
 
 # Kinds that are not journaled.
@@ -79,7 +80,13 @@ class EventLog:
         event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload, len(text))
         self.last_time_ms = event.time_ms
         if kind not in LIVE_ONLY:
-            self._store.append_event(self.session_id, event.seq, event.time_ms, kind, text)
+            try:
+                self._store.append_event(self.session_id, event.seq, event.time_ms, kind, text)
+            except StorageFull:
+                # The state disk is full: live subscribers still get it; the journal
+                # has a hole (counted, logged by the store). Calls that change
+                # something are refused meanwhile (Executor), so nothing goes unrecorded.
+                self._store.unjournaled += 1
         for sub in self._subscribers:
             if sub.lost_from is not None:
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import time
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentd.config import Config
-from agentd.errors import InvalidRequest, SessionNotFound
+from agentd.errors import InvalidRequest, SessionNotFound, StorageFull
 from agentd.errors import SessionClosed as SessionClosedError
 from agentd.events import EventLog
 from agentd.store import Store
@@ -174,9 +175,33 @@ class SessionManager:
             allow_network=allow_network,
             allow_unsandboxed=allow_unsandboxed,
         )
+        # Stored and committed before it exists for anyone: a session the state disk
+        # could not take is not half-created (not in memory, no row left to commit).
+        try:
+            self.save(session)
+            self._store.flush()
+        except StorageFull:
+            self._store.forget_session_body(session.id)
+            with contextlib.suppress(StorageFull):
+                self._store.delete_session(session.id)
+            raise
         self._sessions[session.id] = session
-        self.save(session)
         return session
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def storage_full(self) -> bool:
+        """Whether the state disk is full now: after a write failed for want of space, a
+        commit is tried again (space may have been freed since)."""
+        if not self._store.full_since:
+            return False
+        try:
+            self._store.flush()
+        except StorageFull:
+            return True
+        return False
 
     def get(self, session_id: str, *, open_only: bool = False) -> Session:
         session = self._sessions.get(session_id)
