@@ -18,6 +18,7 @@ from agentd.notify import Notifier
 from agentd.outputs import Outputs
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.privdir import ensure_private_dir
+from agentd.reaper import Reaper
 from agentd.server import Server
 from agentd.service import Servicer
 from agentd.sessions import Session, SessionManager
@@ -48,10 +49,13 @@ class Daemon:
         self.store = Store(config.db_path)
         self.sessions = SessionManager(self.store, config)
         self.tasks = TaskManager(self.store, self._emit, config.task_max_seconds)
+        outputs = Outputs(config)
+        self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
         self.services: dict[str, Any] = {
             "config": config,
             "tasks": self.tasks,
-            "outputs": Outputs(config),
+            "outputs": outputs,
+            "reaper": self.reaper,
             "on_todos_changed": self._todos_changed,
             "on_cwd_changed": self._cwd_changed,
             "sandbox_report": _sandbox_report(),
@@ -68,6 +72,8 @@ class Daemon:
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
+        # Last: once its calls and tasks have ended, its temp dir goes.
+        self.sessions.on_close.append(self.reaper.on_close)
         self.services["asker"] = asker
         self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule
@@ -109,6 +115,7 @@ class Daemon:
         await self._answers_on_socket()
         self.notifier.ready(self.status_line())
         self.notifier.start_watchdog(self.status_line)
+        self.reaper.start()
 
     async def _answers_on_socket(self) -> None:
         async with grpc.aio.insecure_channel(f"unix:{self.config.socket_path}") as channel:
@@ -164,6 +171,7 @@ class Daemon:
             return
         log.info("agentd shutting down")
         self.notifier.stopping()
+        await self.reaper.stop()
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]

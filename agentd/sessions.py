@@ -65,6 +65,8 @@ class Session:
     labels: dict[str, str] = field(default_factory=dict)
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     closed: bool = False
+    # When it closed (ms since the epoch); 0 while open (or closed before this was kept).
+    closed_ms: int = 0
     permission_mode: str = "default"
     allow_rules: list[str] = field(default_factory=list)
     deny_rules: list[str] = field(default_factory=list)
@@ -235,6 +237,19 @@ class SessionManager:
             )
             changed.clear()
 
+    def last_activity_ms(self, session: Session) -> int:
+        """When the session last did anything: its latest event, else its creation."""
+        return max(self.log(session.id).last_time_ms, session.created_ms)
+
+    def forget(self, session_id: str) -> None:
+        """Delete a closed session for good: its rows, journal included, and its memory."""
+        session = self.get(session_id)
+        if not session.closed:
+            raise InvalidRequest(f"session {session_id} is open; close it first")
+        self._store.delete_session(session_id)
+        self._sessions.pop(session_id, None)
+        self._logs.pop(session_id, None)
+
     async def close(self, session_id: str) -> Session:
         session = self.get(session_id)
         if session.closed:
@@ -242,6 +257,7 @@ class SessionManager:
         for hook in self.on_close:
             await hook(session)
         session.closed = True
+        session.closed_ms = int(time.time() * 1000)
         self.save(session)
         log = self.log(session_id)
         log.emit("session_closed")
