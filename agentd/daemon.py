@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import fields
 from typing import Any
 
 import grpc
 
 import agentd_sandbox
-from agentd import logs, metrics
+from agentd import fsaccess, logs, metrics
 from agentd.config import Config
 from agentd.errors import Unavailable
 from agentd.executor import Executor
@@ -24,6 +25,7 @@ from agentd.service import Servicer
 from agentd.sessions import Session, SessionManager
 from agentd.store import Store
 from agentd.tasks import TaskManager
+from agentd.templedger import TempLedger
 from agentd.tools import default_registry
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
@@ -47,6 +49,11 @@ class Daemon:
         self.config = config
         ensure_private_dir(config.state_dir, "state dir")
         self.store = Store(config.db_path)
+        # Temp files of writes a crash interrupted go before any new write is made.
+        self.temp_ledger = TempLedger(os.path.join(config.state_dir, "pending-writes"))
+        if removed := fsaccess.remove_left_temps(self.temp_ledger):
+            log.info("removed %d temp files of writes interrupted by a crash", removed)
+        fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
         self.tasks = TaskManager(self.store, self._emit, config.task_max_seconds)
         outputs = Outputs(config)
@@ -182,6 +189,8 @@ class Daemon:
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()
+        fsaccess.set_temp_ledger(None)
+        self.temp_ledger.close()
         self.store.close()
         self._stopped.set()
 
