@@ -14,6 +14,7 @@ the journaled events it missed, paged from the store, then follows live again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import deque
@@ -155,7 +156,10 @@ class EventLog:
         loop = asyncio.get_running_loop()
         while sub.last_seq < up_to:
             if self._store.dirty:
-                self._store.flush()  # the readers' connections see committed rows only
+                # The readers' connections see committed rows only. On a full disk the
+                # replay goes on with what is committed: reading needs no space.
+                with contextlib.suppress(StorageFull):
+                    self._store.flush()
             page = await loop.run_in_executor(
                 _READERS,
                 self._store.events_page,

@@ -126,3 +126,12 @@ def test_temp_dirs_left_by_a_crash_go_at_start(tmp_path: Path, workspace: Path) 
         _wait(lambda: not os.path.exists(tmp))
     finally:
         assert again.stop() == 0, again.log
+
+
+@pytest.mark.parametrize("field", ["idle_seconds", "reap_after_seconds"])
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), 1e300])
+def test_collect_refuses_out_of_range_times(client: Client, field: str, value: float) -> None:
+    with pytest.raises(AgentdError) as refused:
+        client.collect_sessions(**{field: value}, dry_run=True)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in refused.value.details()

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,6 +68,8 @@ def test_full_state_disk(full_daemon: tuple[DaemonProcess, Path], workspace: Pat
     os.chown(workspace / "a.txt", SANDBOX_UID, SANDBOX_UID)
     with Client(daemon.socket, timeout=30) as c:
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        assert not c.run_tool(sid, "Bash", {"command": "echo before"}).is_error
+        time.sleep(0.2)  # its events committed (grouped commits: 50 ms)
         filler = fill(state)
 
         # A session that cannot be stored is refused and does not exist afterwards.
@@ -85,6 +88,12 @@ def test_full_state_disk(full_daemon: tuple[DaemonProcess, Path], workspace: Pat
         # A Read needs no storage: it works (its journal entry may be lost).
         read = c.run_tool(sid, "Read", {"file_path": str(workspace / "a.txt")})
         assert not read.is_error and "hello" in read.text
+
+        # Replaying the journal needs no space either.
+        stream = c.attach(sid, 0, timeout=20)
+        first = next(iter(stream))
+        stream.cancel()
+        assert first.WhichOneof("kind") == "call_started", first
 
         # Smaller calls either work or are refused clearly, never an internal error.
         for name, args in (
