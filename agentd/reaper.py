@@ -53,6 +53,7 @@ class Reaper:
         # Over the cap with nothing left to reap: said once, until it is under again.
         self._over_cap = False
         self._runner: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
 
     # ---- the daemon's own timer ----
     def start(self) -> None:
@@ -86,7 +87,14 @@ class Reaper:
         self, idle_seconds: float | None, reap_after: float | None, dry_run: bool = False
     ) -> list[Collected]:
         """Close the open sessions idle longer than `idle_seconds` (None: none), reap the
-        closed ones closed longer than `reap_after` (None: none), then hold the cap."""
+        closed ones closed longer than `reap_after` (None: none), then hold the cap.
+        One pass at a time (the timer's and `agentctl session gc`'s)."""
+        async with self._lock:
+            return await self._collect(idle_seconds, reap_after, dry_run)
+
+    async def _collect(
+        self, idle_seconds: float | None, reap_after: float | None, dry_run: bool
+    ) -> list[Collected]:
         now_ms = time.time() * 1000
         done: list[Collected] = []
         for session in self._sessions.list(include_closed=True):
@@ -162,14 +170,22 @@ class Reaper:
 
     # ---- one session ----
     async def reap(self, session: Session, why: str) -> None:
-        """Delete everything a closed session left: rows first (so a failure to delete
-        files never leaves a session that points at nothing), then its directories."""
-        self._sessions.forget(session.id)
+        """Delete everything a closed session left: its rows, then its directories. On
+        a full state disk the rows may not go (deleting needs room in the log): the
+        files go anyway, they are what frees space, and the rows go at the next pass."""
+        try:
+            self._sessions.forget(session.id)
+        except StorageFull as exc:
+            log.warning("session %s: its files are deleted, its rows not yet: %s", session.id, exc)
+            forgotten = False
+        else:
+            forgotten = True
         self._outputs.forget_session(session.id)
         paths = [*self._kept_dirs(session), session_tmp_path(session, self.config)]
         await asyncio.get_running_loop().run_in_executor(None, _remove_all, paths)
-        self.reaped += 1
-        log.info("reaped session %s (%s)", session.id, why)
+        if forgotten:
+            self.reaped += 1
+            log.info("reaped session %s (%s)", session.id, why)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
