@@ -170,22 +170,21 @@ class Reaper:
 
     # ---- one session ----
     async def reap(self, session: Session, why: str) -> None:
-        """Delete everything a closed session left: its rows, then its directories. On
-        a full state disk the rows may not go (deleting needs room in the log): the
-        files go anyway, they are what frees space, and the rows go at the next pass."""
-        try:
-            self._sessions.forget(session.id)
-        except StorageFull as exc:
-            log.warning("session %s: its files are deleted, its rows not yet: %s", session.id, exc)
-            forgotten = False
-        else:
-            forgotten = True
+        """Delete everything a closed session left: its directories first, then its
+        rows. A crash in between leaves rows that the next pass reaps again (the other
+        order would leave files nothing knows of). On a full state disk the rows may
+        not go yet (deleting needs room in the log), but the files, which free the
+        space, do."""
         self._outputs.forget_session(session.id)
         paths = [*self._kept_dirs(session), session_tmp_path(session, self.config)]
         await asyncio.get_running_loop().run_in_executor(None, _remove_all, paths)
-        if forgotten:
-            self.reaped += 1
-            log.info("reaped session %s (%s)", session.id, why)
+        try:
+            self._sessions.forget(session.id)
+        except StorageFull as exc:
+            log.warning("session %s: files deleted, its rows not yet: %s", session.id, exc)
+            return
+        self.reaped += 1
+        log.info("reaped session %s (%s)", session.id, why)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
