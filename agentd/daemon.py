@@ -81,6 +81,7 @@ class Daemon:
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
         # Last: once its calls and tasks have ended, its temp dir goes.
         self.sessions.on_close.append(self.reaper.on_close)
+        self.sessions.on_create.append(self.reaper.on_create)
         self.services["asker"] = asker
         self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule

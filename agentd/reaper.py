@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agentd import trees
+from agentd import owners, trees
 from agentd.config import Config
 from agentd.errors import StorageFull
 from agentd.sandboxing import session_tmp_path
@@ -183,8 +183,14 @@ class Reaper:
         except StorageFull as exc:
             log.warning("session %s: files deleted, its rows not yet: %s", session.id, exc)
             return
+        owners.forget(session.id)
         self.reaped += 1
         log.info("reaped session %s (%s)", session.id, why)
+
+    def on_create(self, session: Session) -> None:
+        """Record whose the session's directories under /tmp will be (see owners)."""
+        paths = [session_tmp_path(session, self.config), self._outputs.tasks_dir(session.id)]
+        owners.record(session.id, self.config.state_dir, paths)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
@@ -192,15 +198,23 @@ class Reaper:
         await asyncio.get_running_loop().run_in_executor(None, trees.remove_tree, path)
 
     async def remove_leftovers(self) -> None:
-        """At start: the temp dirs of closed sessions that a crashed daemon left."""
+        """At start: the temp dirs of closed sessions that a crashed daemon left, and the
+        directories of sessions whose daemon is gone for good (owners)."""
         paths = [
             session_tmp_path(s, self.config)
             for s in self._sessions.list(include_closed=True)
             if s.closed
         ]
-        removed = await asyncio.get_running_loop().run_in_executor(None, _remove_all, paths)
+        loop = asyncio.get_running_loop()
+        removed = await loop.run_in_executor(None, _remove_all, paths)
         if removed:
             log.info("removed %d temp dirs of closed sessions left by an earlier run", removed)
+        ids = {s.id for s in self._sessions.list(include_closed=True)}
+        cleaned = await loop.run_in_executor(
+            None, owners.sweep, self.config.state_dir, ids.__contains__
+        )
+        if cleaned:
+            log.info("removed the directories of %d sessions whose daemon is gone", cleaned)
 
     def _kept_dirs(self, session: Session) -> list[str]:
         return [self.config.session_dir(session.id), self._outputs.tasks_dir(session.id)]

@@ -118,6 +118,8 @@ class SessionManager:
         self._logs: dict[str, EventLog] = {}
         # Called with the session when it closes (stops its tasks, ...).
         self.on_close: list[Callable[[Session], Awaitable[None]]] = []
+        # Called with a session once it is created and stored.
+        self.on_create: list[Callable[[Session], None]] = []
         for body in store.load_sessions():
             session = _session_from_dict(body, store.load_read_state(body["id"]))
             self._sessions[session.id] = session
@@ -188,6 +190,8 @@ class SessionManager:
                 self._store.delete_session(session.id)
             raise
         self._sessions[session.id] = session
+        for hook in self.on_create:
+            hook(session)
         return session
 
     @property

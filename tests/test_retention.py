@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
+from agentd import owners
 from agentd_client import AgentdError, Client
 from tests import ctl
 from tests.daemon import DaemonProcess, start_daemon
@@ -135,3 +138,49 @@ def test_collect_refuses_out_of_range_times(client: Client, field: str, value: f
         client.collect_sessions(**{field: value}, dry_run=True)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert field in refused.value.details()
+
+
+def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, workspace: Path) -> None:
+    # A daemon whose state dir is deleted (as a test's is) leaves its sessions'
+    # directories under /tmp; the next daemon to start removes them, once the record
+    # is older than the grace time, and nothing a record names outside them.
+    gone = start_daemon(tmp_path / "gone")
+    try:
+        with Client(gone.socket, timeout=30) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            dirs = _dirs(c, sid, gone.state_dir)
+            c.run_tool(sid, "Bash", {"command": "echo out", "run_in_background": True})
+    finally:
+        assert gone.stop() == 0, gone.log
+    assert os.path.isdir(dirs["tmp"]) and os.path.isdir(dirs["out"])
+    record = Path(owners.base(), sid)
+    assert json.loads(record.read_text())["state_dir"] == gone.state_dir
+    shutil.rmtree(gone.state_dir)
+    hour_ago = time.time() - owners.GRACE_SECONDS - 60
+    os.utime(record, (hour_ago, hour_ago))
+    # Two forged records: one whose owner still has its database (kept), one naming a
+    # path that is no session directory (the record goes, the path stays).
+    live, forged = uuid.uuid4().hex, uuid.uuid4().hex
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    other_state = tmp_path / "other" / "state"
+    other_state.mkdir(parents=True)
+    (other_state / "agentd.db").write_bytes(b"")
+    Path(owners.base(), live).write_text(json.dumps({"state_dir": str(other_state), "paths": []}))
+    Path(owners.base(), forged).write_text(
+        json.dumps({"state_dir": str(tmp_path / "nowhere"), "paths": [str(victim)]})
+    )
+    for name in (live, forged):
+        os.utime(Path(owners.base(), name), (hour_ago, hour_ago))
+
+    daemon = _daemon(tmp_path, session_idle_seconds=0)
+    try:
+        _wait(lambda: not record.exists(), daemon)
+        assert not os.path.exists(dirs["tmp"]) and not os.path.exists(dirs["out"])
+        assert "whose daemon is gone" in daemon.log
+        _wait(lambda: not Path(owners.base(), forged).exists(), daemon)
+        assert victim.is_dir()
+        assert Path(owners.base(), live).exists()
+    finally:
+        Path(owners.base(), live).unlink(missing_ok=True)
+        assert daemon.stop() == 0, daemon.log
