@@ -10,6 +10,7 @@ enters; `shutil.rmtree.avoids_symlink_attacks` says it is available here).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -32,7 +33,7 @@ def remove_tree(path: str) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP: the parent itself is a symlink now
+        if exc.errno == errno.ELOOP:  # the parent itself is a symlink now
             log.warning("not deleting %s: its directory %s is a symlink", path, parent)
             return False
         raise
