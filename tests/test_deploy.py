@@ -150,6 +150,12 @@ def test_containerfile(containerfile: DockerfileParser) -> None:
         assert (ROOT / source).exists(), source
     volumes = next(i["value"] for i in cf.structure if i["instruction"] == "VOLUME")
     assert cf.envs["AGENTD_STATE_DIR"] in volumes
+    # The build context leaves out the local venv and git data, for podman and docker.
+    for ignore in (".containerignore", ".dockerignore"):
+        lines = (ROOT / ignore).read_text().splitlines()
+        assert ".venv" in lines and ".git" in lines, ignore
+        # Nothing the image installs from is left out.
+        assert not {"agentd", "client", "sandbox", "deploy", "pyproject.toml"} & set(lines)
 
 
 def test_agentd_health_answers_as_a_probe_needs(daemon: DaemonProcess, tmp_path: Path) -> None:
