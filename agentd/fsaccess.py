@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from agentd.errors import InputError, PathOutsideWorkspace
+from agentd.errors import InputError, PathOutsideWorkspace, ToolError
 from agentd.fsidentity import FsIdentity, acting_as, current_identity
 from agentd.templedger import TempLedger, remove_left_temp
 
@@ -270,7 +270,16 @@ def _write_atomic(loc: Located, data: bytes, create_parents: bool) -> None:
         # Recorded before it exists, so a crash before the rename cannot leave it for good.
         ledger = _temp_ledger
         rel_dir = os.path.dirname(loc.rel)
-        token = ledger.begin(loc.root, rel_dir, tmp, loc.identity) if ledger else ""
+        try:
+            token = ledger.begin(loc.root, rel_dir, tmp, loc.identity) if ledger else ""
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise ToolError(
+                f"{loc.path} was not written: agentd's state disk is full (it records each "
+                "write there first, so that a crash cannot leave a temp file behind). "
+                "Tools that only read still work."
+            ) from None
         try:
             _write_temp_and_rename(dir_fd, tmp, name, mode, old, data, ledger, token)
         finally:
