@@ -8,7 +8,9 @@ done after the rename. At the next start the daemon removes the temp files that 
 never marked done, and only those: found beneath the workspace root as the identity
 that made them, never through a symlink, and only when the name still holds the very
 file it made (same device and inode), so a file a workspace planted under that name is
-left alone.
+left alone. (A crash in the microseconds between making the file and recording its
+inode leaves an entry without one: its name is then removed only if it holds a file of
+one link owned by that identity.)
 
 The ledger is one append-only file the daemon opened at start: a write acting as a
 session's identity (which cannot open the state dir) still records through the open
@@ -71,9 +73,8 @@ class TempLedger:
                     os.ftruncate(self._fd, 0)  # nothing pending: the ledger starts over
 
     def sweep(self, remove: Callable[[dict[str, Any]], bool]) -> int:
-        """At start: `remove(entry)` for each temp file a crash left (an entry with its
-        device and inode and no done mark); then the ledger is emptied. The number
-        removed."""
+        """At start: `remove(entry)` for each temp file a crash left (an entry with no
+        done mark); then the ledger is emptied. The number removed."""
         with self._lock:
             entries: dict[str, dict[str, Any]] = {}
             with open(self.path, "rb") as f:
@@ -91,8 +92,6 @@ class TempLedger:
                         entries[token] = record
             removed = 0
             for entry in entries.values():
-                if "ino" not in entry:
-                    continue  # killed before it was made (or before we knew which it was)
                 try:
                     removed += remove(entry)
                 except OSError as exc:
@@ -115,8 +114,18 @@ def remove_left_temp(entry: dict[str, Any], open_dir: Callable[..., Any]) -> boo
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             return False
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (entry["dev"], entry["ino"]):
+        if not stat.S_ISREG(st.st_mode):
             return False
+        if "ino" in entry:
+            if (st.st_dev, st.st_ino) != (entry["dev"], entry["ino"]):
+                return False
+        else:
+            # Killed between making it and recording which file it is (microseconds): a
+            # file of one link owned by the identity it was made as is taken for ours.
+            # At worst that removes a name in the workspace the identity could remove.
+            owner = entry["as"][0] if entry.get("as") else os.geteuid()
+            if st.st_nlink != 1 or st.st_uid != owner:
+                return False
         os.unlink(name, dir_fd=dir_fd)
         return True
     return False

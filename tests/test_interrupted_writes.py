@@ -38,11 +38,13 @@ def test_only_our_own_left_temp_files_go(tmp_path: Path, workspace: Path) -> Non
     outside = tmp_path / "outside.agentd-1-00000000.tmp"
     outside.write_text("not ours to delete")
 
+    tokens: dict[str, str] = {}
+
     def left(rel_dir: str, name: str) -> Path:
         """As a write that died after making its temp file."""
         path = _temp(workspace / rel_dir, name)
-        token = ledger.begin(str(workspace), rel_dir, name, IDENTITY)
-        ledger.made(token, os.stat(path))
+        tokens[name] = ledger.begin(str(workspace), rel_dir, name, IDENTITY)
+        ledger.made(tokens[name], os.stat(path))
         return path
 
     ours = left("", ".a.txt.agentd-7-0000abcd.tmp")
@@ -63,19 +65,28 @@ def test_only_our_own_left_temp_files_go(tmp_path: Path, workspace: Path) -> Non
     (workspace / "sub2").symlink_to(tmp_path)
     # Planted by the workspace with our naming, never recorded.
     planted = _temp(workspace, ".e.txt.agentd-7-0000abd1.tmp")
-    # A write that finished: recorded done, its name now another file.
+    # A write that finished (marked done), and a file under its temp name since.
     finished = left("", ".f.txt.agentd-7-0000abd2.tmp")
-    ledger.done(ledger.begin(str(workspace), "", "unrelated", IDENTITY))
+    ledger.done(tokens[finished.name])
+    # Killed between making the file and recording its inode: ours if one link, owned
+    # by the identity; a name with a second link (a workspace's hard link) is not.
+    unrecorded = _temp(workspace, ".g.txt.agentd-7-0000abd3.tmp")
+    ledger.begin(str(workspace), "", unrecorded.name, IDENTITY)
+    linked_twice = _temp(workspace, ".h.txt.agentd-7-0000abd4.tmp")
+    os.link(linked_twice, workspace / "second-link")
+    ledger.begin(str(workspace), "", linked_twice.name, IDENTITY)
     ledger.close()
 
     daemon = start_daemon(tmp_path / "d")
     try:
         assert not ours.exists() and not ours_deep.exists()
-        assert "removed 3 temp files" in daemon.log  # ours, ours_deep, finished
+        # ours, ours_deep, unrecorded
+        assert "removed 3 temp files" in daemon.log, daemon.log
+        assert not unrecorded.exists() and linked_twice.exists()
         assert replaced.read_bytes() == b"half a write"
         assert linked.is_symlink() and outside.read_text() == "not ours to delete"
         assert planted.exists()
-        assert not finished.exists()
+        assert finished.exists()
         assert os.path.getsize(state / "pending-writes") == 0
     finally:
         assert daemon.stop() == 0, daemon.log
