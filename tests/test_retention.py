@@ -30,9 +30,9 @@ def _daemon(tmp_path: Path, **settings: object) -> DaemonProcess:
 
 @pytest.fixture
 def quick(tmp_path: Path) -> Iterator[DaemonProcess]:
-    """A daemon that closes sessions idle 1.5 s and reaps them 1 s after they close."""
+    """A daemon that closes sessions idle 3 s and reaps them 1 s after they close."""
     daemon = _daemon(
-        tmp_path, session_idle_seconds=1.5, retention_seconds=1.0, reap_interval_seconds=0.3
+        tmp_path, session_idle_seconds=3.0, retention_seconds=1.0, reap_interval_seconds=0.3
     )
     yield daemon
     assert daemon.stop() == 0, daemon.log
@@ -83,7 +83,7 @@ def test_idle_sessions_closed_then_reaped(quick: DaemonProcess, workspace: Path)
         assert not c.get_session(busy).closed
         st = c.status().state
         assert st.sessions_idle_closed >= 1 and st.sessions_reaped >= 1
-        assert st.retention_seconds == 1.0 and st.session_idle_seconds == 1.5
+        assert st.retention_seconds == 1.0 and st.session_idle_seconds == 3.0
         c.close_session(busy)
     status = ctl.run("--socket", quick.socket, "status", "--json")
     assert json.loads(status.stdout)["state"]["sessions_reaped"] >= 1
