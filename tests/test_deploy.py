@@ -108,9 +108,21 @@ def test_probes_config_and_volumes_agree(
     env = containerfile.envs
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
     claims = {c["metadata"]["name"] for c in sts["spec"]["volumeClaimTemplates"]}
-    assert mounts[env["AGENTD_STATE_DIR"]] == "state" and "state" in claims
+
+    def mounted_at(path: str) -> str:
+        """The volume holding `path`, which must be a directory below its mount point
+        (the daemon makes it 0700: a volume's root may have any mode)."""
+        holder = max((m for m in mounts if path.startswith(m + "/")), key=len)
+        return mounts[holder]
+
+    assert mounted_at(env["AGENTD_STATE_DIR"]) == "state" and "state" in claims
+    assert mounted_at(str(Path(env["AGENTD_SOCKET"]).parent)) == "run"
     assert mounts["/workspace"] == "workspace" and "workspace" in claims
-    assert mounts[str(Path(env["AGENTD_SOCKET"]).parent)] == "run"
+    # No fsGroup: it would open the state volume to the sandbox's group.
+    assert "fsGroup" not in pod["securityContext"]
+    (init,) = pod["initContainers"]
+    assert init["command"] == ["chown", "65534:65534", "/workspace"]
+    assert init["image"] == container["image"]
     # The image's config: valid, and its TLS files are the secret's items where mounted.
     config = Config.load(str(DEPLOY / "container" / "config.toml"))
     tls_dir = next(p for p, n in mounts.items() if n == "tls")
@@ -149,7 +161,7 @@ def test_containerfile(containerfile: DockerfileParser) -> None:
         source = value.split()[0]
         assert (ROOT / source).exists(), source
     volumes = next(i["value"] for i in cf.structure if i["instruction"] == "VOLUME")
-    assert cf.envs["AGENTD_STATE_DIR"] in volumes
+    assert str(Path(cf.envs["AGENTD_STATE_DIR"]).parent) in volumes
     # The build context leaves out the local venv and git data, for podman and docker.
     for ignore in (".containerignore", ".dockerignore"):
         lines = (ROOT / ignore).read_text().splitlines()
