@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentd.config import Config
-from agentd.errors import InvalidRequest, SessionNotFound
+from agentd.errors import AlreadyExists, InvalidRequest, SessionNotFound
 from agentd.errors import SessionClosed as SessionClosedError
 from agentd.events import EventLog
 from agentd.store import Store
@@ -102,6 +103,7 @@ def _session_from_dict(body: dict[str, Any], read_state: dict[str, Any]) -> Sess
     return session
 
 
+_ID = re.compile(r"[0-9a-f]{32}")
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
@@ -160,6 +162,8 @@ class SessionManager:
                 raise InvalidRequest(f"invalid environment variable name {key!r}")
             if "\0" in value:
                 raise InvalidRequest(f"environment variable {key} contains a NUL byte")
+        if name:
+            self._check_name(name)
         uid = os.getuid() if owner_uid is None else owner_uid
         session = Session(
             id=uuid.uuid4().hex,
@@ -177,6 +181,23 @@ class SessionManager:
         self._sessions[session.id] = session
         self.save(session)
         return session
+
+    def _check_name(self, name: str) -> None:
+        """A name must pick one open session (clients resolve names to ids), and must not
+        read as an id: closed sessions may share it (the open one wins)."""
+        if "\0" in name or len(name) > 200 or name != name.strip():
+            raise InvalidRequest(
+                f"session name {name!r}: at most 200 characters, no NUL, no leading or "
+                "trailing space"
+            )
+        if _ID.fullmatch(name):
+            raise InvalidRequest(f"session name {name!r} reads as a session id; choose another")
+        for other in self._sessions.values():
+            if other.name == name and not other.closed:
+                raise AlreadyExists(
+                    f"a session named {name!r} is already open ({other.id}); close it "
+                    "(`agentctl session close NAME`) or choose another name"
+                )
 
     def get(self, session_id: str, *, open_only: bool = False) -> Session:
         session = self._sessions.get(session_id)
