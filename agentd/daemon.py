@@ -51,7 +51,7 @@ class Daemon:
         self.services: dict[str, Any] = {
             "config": config,
             "tasks": self.tasks,
-            "outputs": Outputs(config),
+            "outputs": Outputs(config, self.store),
             "on_todos_changed": self._todos_changed,
             "on_cwd_changed": self._cwd_changed,
             "sandbox_report": _sandbox_report(),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from agentd.config import Config
 from agentd.errors import NotFound, ToolError
+from agentd.store import Store
 from agentd.tasks import OutputFile
 
 # Where a session's output files are, read-only, inside its sandbox.
@@ -52,10 +53,12 @@ class Chunk:
 class Outputs:
     """The live output files (commands running) and where finished ones are."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, store: Store | None = None) -> None:
         self._config = config
         self._live: dict[tuple[str, str], OutputFile] = {}
-        # (session id, tool_use_id) -> output id, for calls that ran this daemon's life
+        # Which output each Bash call wrote, by (session id, tool_use_id): in the store,
+        # so `agentctl logs CALL` finds it after a restart too; without one, in memory.
+        self._store = store
         self._by_call: dict[tuple[str, str], str] = {}
 
     def tasks_dir(self, session_id: str) -> str:
@@ -85,18 +88,29 @@ class Outputs:
         key = (session_id, out.id)
         self._live[key] = out
         out.on_finish = lambda: self._live.pop(key, None)
-        if tool_use_id:
+        if not tool_use_id:
+            return
+        if self._store is not None:
+            self._store.save_call_output(session_id, tool_use_id, out.id)
+        else:
             self._by_call[(session_id, tool_use_id)] = out.id
 
     def forget_session(self, session_id: str) -> None:
         for key in [k for k in self._by_call if k[0] == session_id]:
             del self._by_call[key]
+        if self._store is not None:
+            self._store.forget_call_outputs(session_id)
+
+    def _by_tool_use_id(self, session_id: str, tool_use_id: str) -> str | None:
+        if self._store is not None:
+            return self._store.call_output(session_id, tool_use_id)
+        return self._by_call.get((session_id, tool_use_id))
 
     def resolve(self, session_id: str, id_: str) -> str:
         """The output id of a task id or a Bash call's tool_use_id in this session."""
         if (session_id, id_) in self._live:
             return id_
-        if found := self._by_call.get((session_id, id_)):
+        if found := self._by_tool_use_id(session_id, id_):
             return found
         if _TASK_ID.fullmatch(id_) and os.path.exists(self._path(session_id, id_)):
             return id_
