@@ -14,11 +14,12 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from agentd.config import Config
 from agentd.errors import NotFound, ToolError
+from agentd.output_serving import CHUNK, ChunkCache, Pacer
 from agentd.store import Store
 from agentd.tasks import OutputFile
 
@@ -26,8 +27,6 @@ from agentd.tasks import OutputFile
 TASKS_MOUNT = "/run/agentd-tasks"
 # Seconds a follower waits after a write before reading on (see read()).
 COALESCE = 0.05
-# Bytes per chunk a reader is sent.
-CHUNK = 256 * 1024
 _TASK_ID = re.compile(r"b[0-9a-f]{8}")
 
 
@@ -60,6 +59,8 @@ class Outputs:
         # so `agentctl logs CALL` finds it after a restart too; without one, in memory.
         self._store = store
         self._by_call: dict[tuple[str, str], str] = {}
+        self._chunks = ChunkCache()
+        self._pacer = Pacer()
 
     def tasks_dir(self, session_id: str) -> str:
         return os.path.join(_base(), session_id)
@@ -133,21 +134,24 @@ class Outputs:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         except FileNotFoundError:
             raise NotFound(f"the output of {id_} is gone (its session was reaped)") from None
-        loop = asyncio.get_running_loop()
+        key = (session_id, output_id)
         if offset < 0:
-            live = self._live.get((session_id, output_id))
+            live = self._live.get(key)
             end = live.size if live is not None else os.fstat(fd).st_size
             offset = max(0, end + offset)
         try:
             while True:
-                live = self._live.get((session_id, output_id))
+                live = self._live.get(key)
                 # Take the wake-up before looking at the size, so no write is missed.
                 changed = live.changed() if live is not None and follow else None
                 done = live is None or live.done
                 size = live.size if live is not None else os.fstat(fd).st_size
                 while offset < size:
-                    n = min(CHUNK, size - offset)
-                    data = await loop.run_in_executor(None, os.pread, fd, n, offset)
+                    if live is not None and follow:
+                        # The command still writes: its followers take a bounded share.
+                        span = min(size, (offset // CHUNK + 1) * CHUNK) - offset
+                        await self._pacer.take(span, _ended(live))
+                    data = await self._chunks.read(key, fd, offset, size)
                     if not data:
                         break
                     yield Chunk(offset, data, output_id, False)
@@ -163,3 +167,7 @@ class Outputs:
                     await asyncio.sleep(COALESCE)
         finally:
             os.close(fd)
+
+
+def _ended(out: OutputFile) -> Callable[[], bool]:
+    return lambda: out.done
