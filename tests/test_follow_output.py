@@ -60,6 +60,37 @@ def test_followers_of_a_running_task_get_every_byte(client: Client, session_id: 
     assert got == [expected] * 3
 
 
+def test_many_followers_of_a_fast_command_get_every_byte(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    # 12 MB as fast as it can: past the live followers' shared rate and burst, so they
+    # are paced, fall behind, and catch up once it ends; each on a channel of its own.
+    r = client.run_tool(
+        session_id,
+        "Bash",
+        {
+            "command": "while [ ! -e go3 ]; do sleep 0.05; done; seq 1 1500000",
+            "run_in_background": True,
+        },
+    )
+    task_id = r.data["backgroundTaskId"]
+    got: list[bytes] = [b""] * 6
+
+    def follow(i: int) -> None:
+        with Client(daemon.socket, timeout=60) as own:
+            got[i], _ = _follow_all(own, session_id, task_id)
+
+    threads = [threading.Thread(target=follow, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    client.run_tool(session_id, "Bash", {"command": "touch go3"})
+    for t in threads:
+        t.join(60)
+    expected = _numbered(1500000) + b"\n[exited with code 0]\n"
+    assert [len(g) for g in got] == [len(expected)] * 6
+    assert all(g == expected for g in got)
+
+
 def test_foreground_call_output_is_kept_and_found_by_tool_use_id(
     client: Client, session_id: str
 ) -> None:
