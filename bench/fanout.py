@@ -1,6 +1,6 @@
 """32 clients follow one session while a command prints 100 MB: every byte, to every one.
 
-    .venv/bin/python bench/fanout.py [--followers 32] [--mb 100] [--rounds 3] [--local]
+    .venv/bin/python bench/fanout.py [--followers 32] [--mb 100] [--rounds 5] [--local]
 
 Each follower is a process of its own with its own channel on the daemon's socket: it
 attaches to the session, and when the call starts reads its output with
@@ -95,7 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--followers", type=int, default=32)
     parser.add_argument("--mb", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
         "--local",
         action="store_true",
