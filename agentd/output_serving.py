@@ -15,6 +15,9 @@ every live follow of the daemon (`LIVE_RATE` per second, bursts of `LIVE_BURST`)
 file is the buffer, so a command that prints faster than that is not slowed by its
 followers, who fall behind and catch up at full speed once it ends. A person following
 a build's log reads far less than `LIVE_RATE`, so for them nothing changes.
+
+A chunk is also encoded for the wire once (EncodedChunks) and sent as those bytes to
+each follower: per follower the daemon copies it only into gRPC and the socket.
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from agentd_client.v1 import agentd_pb2 as pb
+
+if TYPE_CHECKING:
+    from agentd.outputs import Chunk
 
 # Bytes per chunk a reader is sent; chunk boundaries are multiples of it, so readers
 # that follow from anywhere meet on the same chunks after their first.
@@ -125,3 +134,30 @@ class Pacer:
         # Ended before its turn: what it did not wait for goes back to the others.
         left = max(0.0, deadline - time.monotonic())
         self._tokens += min(n, left * self._rate)
+
+
+class EncodedChunks:
+    """Output chunks as sent, encoded once for every follower at that offset (the file
+    is append-only, so the bytes at an offset never change); the last few only."""
+
+    def __init__(self, keep: int = 16) -> None:
+        self._keep = keep
+        self._recent: OrderedDict[tuple[str, str, int, int], bytes] = OrderedDict()
+
+    def get(self, session_id: str, chunk: Chunk) -> bytes:
+        if not chunk.data:  # the end, or nothing new: small, and `done` differs
+            return pb.OutputChunk(
+                offset=chunk.offset, output_id=chunk.output_id, done=chunk.done
+            ).SerializeToString()
+        key = (session_id, chunk.output_id, chunk.offset, len(chunk.data))
+        wire = self._recent.get(key)
+        if wire is None:
+            wire = pb.OutputChunk(
+                offset=chunk.offset, data=chunk.data, output_id=chunk.output_id
+            ).SerializeToString()
+            self._recent[key] = wire
+            if len(self._recent) > self._keep:
+                self._recent.popitem(last=False)
+        else:
+            self._recent.move_to_end(key)
+        return wire

@@ -25,6 +25,7 @@ from agentd.bashsec import classify
 from agentd.errors import AgentdError, InvalidRequest, NotFound
 from agentd.events import Event, EventLog
 from agentd.executor import Executor, ToolUse, new_tool_use_id, result_payload
+from agentd.output_serving import EncodedChunks
 from agentd.sessions import PERMISSION_MODES, Session, SessionManager
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
@@ -239,6 +240,7 @@ class Servicer(pb_grpc.AgentdServicer):
         self.state_dir = state_dir
         self.services = services
         self.started = time.monotonic()
+        self._encoded_chunks = EncodedChunks()
 
     @_unary
     async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.Status:
@@ -463,9 +465,7 @@ class Servicer(pb_grpc.AgentdServicer):
         async for chunk in outputs.read(
             request.session_id, _require(request.id, "id"), request.offset, request.follow
         ):
-            yield pb.OutputChunk(
-                offset=chunk.offset, data=chunk.data, output_id=chunk.output_id, done=chunk.done
-            )
+            yield self._encoded_chunks.get(request.session_id, chunk)
 
     @_unary
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:

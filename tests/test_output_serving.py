@@ -117,3 +117,26 @@ def test_the_pacer_bounds_live_bytes_and_lets_go_at_the_end() -> None:
         assert pacer._tokens > -(1 << 20)
 
     asyncio.run(main())
+
+
+def test_a_chunk_is_encoded_once_for_all_its_followers() -> None:
+    from agentd.output_serving import EncodedChunks
+    from agentd.outputs import Chunk
+    from agentd_client.v1 import agentd_pb2 as pb
+
+    encoded = EncodedChunks(keep=2)
+    data = os.urandom(1000)
+    first = encoded.get("s", Chunk(4096, data, "b1", False))
+    assert encoded.get("s", Chunk(4096, bytes(data), "b1", False)) is first
+    assert pb.OutputChunk.FromString(first) == pb.OutputChunk(
+        offset=4096, data=data, output_id="b1", done=False
+    )
+    # Another session's output of that id, or a shorter read at that offset: not the same.
+    assert encoded.get("t", Chunk(4096, data, "b1", False)) is not first
+    assert (
+        pb.OutputChunk.FromString(encoded.get("s", Chunk(4096, data[:10], "b1", False))).data
+        == data[:10]
+    )
+    # The end carries `done`, never taken for a data chunk.
+    end = pb.OutputChunk.FromString(encoded.get("s", Chunk(5096, b"", "b1", True)))
+    assert end.done and end.offset == 5096 and not end.data
