@@ -185,9 +185,11 @@ class SessionManager:
     def _check_name(self, name: str) -> None:
         """A name must pick one open session (clients resolve names to ids), and must not
         read as an id: closed sessions may share it (the open one wins)."""
-        if "\0" in name or len(name) > 200 or name != name.strip():
+        # Printed as it is by every client: no control, format or separator characters
+        # (terminal escapes, bidi overrides, newlines) that could forge what a person sees.
+        if len(name) > 200 or name != name.strip() or not name.isprintable():
             raise InvalidRequest(
-                f"session name {name!r}: at most 200 characters, no NUL, no leading or "
+                f"session name {name!r}: at most 200 printable characters, no leading or "
                 "trailing space"
             )
         if _ID.fullmatch(name):
