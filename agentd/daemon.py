@@ -56,7 +56,7 @@ class Daemon:
         fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
         self.tasks = TaskManager(self.store, self._emit, config.task_max_seconds)
-        outputs = Outputs(config)
+        outputs = Outputs(config, self.store)
         self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
         self.services: dict[str, Any] = {
             "config": config,

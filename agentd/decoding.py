@@ -115,7 +115,19 @@ class DecodeGuard(grpc.aio.ServerInterceptor):
             f"{'stream' if handler.response_streaming else 'unary'}"
         )
         behavior = getattr(handler, kind)
+        encode = handler.response_serializer
         return handler._replace(
             request_deserializer=safe_decode,
+            response_serializer=encode and _encoded_or(encode),
             **{kind: _guard(behavior, handler.request_streaming)},
         )
+
+
+def _encoded_or(encode: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """A response already encoded (bytes) goes as it is: ReadOutput encodes a chunk once
+    for all its followers instead of once each."""
+
+    def encoded_or(response: Any) -> bytes:
+        return response if type(response) is bytes else encode(response)
+
+    return encoded_or

@@ -4,6 +4,7 @@
     ├── InvalidRequest          malformed RPC fields          -> INVALID_ARGUMENT
     ├── NotFound                unknown session, task, request -> NOT_FOUND
     │   └── SessionNotFound
+    ├── AlreadyExists           e.g. an open session has the name -> ALREADY_EXISTS
     ├── SessionClosed           the session is closed          -> FAILED_PRECONDITION
     ├── Unavailable             the daemon is shutting down    -> UNAVAILABLE
     ├── StorageFull             the state disk is full         -> RESOURCE_EXHAUSTED
@@ -40,6 +41,10 @@ class SessionNotFound(NotFound):
         super().__init__(
             f"no session with id {session_id!r}; list sessions with `agentctl session ls`"
         )
+
+
+class AlreadyExists(AgentdError):
+    status = grpc.StatusCode.ALREADY_EXISTS
 
 
 class SessionClosed(AgentdError):

@@ -9,6 +9,10 @@ replay reads the journal a page at a time on another thread, as the client takes
 it; live events wait in a backlog bounded in bytes. A client whose backlog is full
 loses it (the memory is freed at once); when it reads again it receives a Gap and
 the journaled events it missed, paged from the store, then follows live again.
+
+Replay is background work: however many clients replay at once, the event loop runs
+at most one replayed event (its conversion and send, by the caller) per turn of the
+loop, so a call another client makes meanwhile waits for one event, not one each.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import time
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +39,45 @@ BACKLOG_BYTES = 1 << 20
 PAGE_BYTES = 256 * 1024
 # Journal pages are read here: never on the event loop.
 _READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="journal")
+
+
+class _Lane:
+    """Turns taken one per iteration of the event loop, in the order asked."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._scheduled = False
+
+    async def turn(self) -> None:
+        fut = self._loop.create_future()
+        self._waiters.append(fut)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._grant)
+        await fut
+
+    def _grant(self) -> None:
+        # Runs once per loop iteration (call_soon from a callback runs in the next one).
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                break
+        self._scheduled = bool(self._waiters)
+        if self._scheduled:
+            self._loop.call_soon(self._grant)
+
+
+_lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.WeakKeyDictionary()
+
+
+def _replay_lane() -> _Lane:
+    loop = asyncio.get_running_loop()
+    lane = _lanes.get(loop)
+    if lane is None:
+        lane = _lanes[loop] = _Lane(loop)
+    return lane
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +204,7 @@ class EventLog:
     async def _journal(self, sub: _Subscriber, up_to: int) -> AsyncIterator[Event]:
         """The journal after sub.last_seq up to `up_to`, a page at a time, read off the loop."""
         loop = asyncio.get_running_loop()
+        lane = _replay_lane()
         while sub.last_seq < up_to:
             if self._store.dirty:
                 # The readers' connections see committed rows only. On a full disk the
@@ -177,6 +222,7 @@ class EventLog:
             if not page:
                 break
             for seq, time_ms, kind, payload, size in page:
+                await lane.turn()
                 sub.last_seq = seq
                 yield Event(seq, self.session_id, time_ms, kind, payload, size)
         sub.last_seq = max(sub.last_seq, up_to)

@@ -14,19 +14,19 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from agentd.config import Config
 from agentd.errors import NotFound, ToolError
+from agentd.output_serving import CHUNK, ChunkCache, Pacer
+from agentd.store import Store
 from agentd.tasks import OutputFile
 
 # Where a session's output files are, read-only, inside its sandbox.
 TASKS_MOUNT = "/run/agentd-tasks"
 # Seconds a follower waits after a write before reading on (see read()).
 COALESCE = 0.05
-# Bytes per chunk a reader is sent.
-CHUNK = 256 * 1024
 _TASK_ID = re.compile(r"b[0-9a-f]{8}")
 
 
@@ -52,11 +52,15 @@ class Chunk:
 class Outputs:
     """The live output files (commands running) and where finished ones are."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, store: Store | None = None) -> None:
         self._config = config
         self._live: dict[tuple[str, str], OutputFile] = {}
-        # (session id, tool_use_id) -> output id, for calls that ran this daemon's life
+        # Which output each Bash call wrote, by (session id, tool_use_id): in the store,
+        # so `agentctl logs CALL` finds it after a restart too; without one, in memory.
+        self._store = store
         self._by_call: dict[tuple[str, str], str] = {}
+        self._chunks = ChunkCache()
+        self._pacer = Pacer()
 
     def tasks_dir(self, session_id: str) -> str:
         return os.path.join(_base(), session_id)
@@ -85,18 +89,29 @@ class Outputs:
         key = (session_id, out.id)
         self._live[key] = out
         out.on_finish = lambda: self._live.pop(key, None)
-        if tool_use_id:
+        if not tool_use_id:
+            return
+        if self._store is not None:
+            self._store.save_call_output(session_id, tool_use_id, out.id)
+        else:
             self._by_call[(session_id, tool_use_id)] = out.id
 
     def forget_session(self, session_id: str) -> None:
         for key in [k for k in self._by_call if k[0] == session_id]:
             del self._by_call[key]
+        if self._store is not None:
+            self._store.forget_call_outputs(session_id)
+
+    def _by_tool_use_id(self, session_id: str, tool_use_id: str) -> str | None:
+        if self._store is not None:
+            return self._store.call_output(session_id, tool_use_id)
+        return self._by_call.get((session_id, tool_use_id))
 
     def resolve(self, session_id: str, id_: str) -> str:
         """The output id of a task id or a Bash call's tool_use_id in this session."""
         if (session_id, id_) in self._live:
             return id_
-        if found := self._by_call.get((session_id, id_)):
+        if found := self._by_tool_use_id(session_id, id_):
             return found
         if _TASK_ID.fullmatch(id_) and os.path.exists(self._path(session_id, id_)):
             return id_
@@ -119,21 +134,24 @@ class Outputs:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         except FileNotFoundError:
             raise NotFound(f"the output of {id_} is gone (its session was reaped)") from None
-        loop = asyncio.get_running_loop()
+        key = (session_id, output_id)
         if offset < 0:
-            live = self._live.get((session_id, output_id))
+            live = self._live.get(key)
             end = live.size if live is not None else os.fstat(fd).st_size
             offset = max(0, end + offset)
         try:
             while True:
-                live = self._live.get((session_id, output_id))
+                live = self._live.get(key)
                 # Take the wake-up before looking at the size, so no write is missed.
                 changed = live.changed() if live is not None and follow else None
                 done = live is None or live.done
                 size = live.size if live is not None else os.fstat(fd).st_size
                 while offset < size:
-                    n = min(CHUNK, size - offset)
-                    data = await loop.run_in_executor(None, os.pread, fd, n, offset)
+                    if live is not None and follow:
+                        # The command still writes: its followers take a bounded share.
+                        span = min(size, (offset // CHUNK + 1) * CHUNK) - offset
+                        await self._pacer.take(span, _ended(live))
+                    data = await self._chunks.read(key, fd, offset, size)
                     if not data:
                         break
                     yield Chunk(offset, data, output_id, False)
@@ -149,3 +167,7 @@ class Outputs:
                     await asyncio.sleep(COALESCE)
         finally:
             os.close(fd)
+
+
+def _ended(out: OutputFile) -> Callable[[], bool]:
+    return lambda: out.done

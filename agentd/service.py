@@ -25,6 +25,7 @@ from agentd.bashsec import classify
 from agentd.errors import AgentdError, InvalidRequest, NotFound, Unavailable
 from agentd.events import Event, EventLog
 from agentd.executor import Executor, ToolUse, new_tool_use_id, result_payload
+from agentd.output_serving import EncodedChunks
 from agentd.sessions import PERMISSION_MODES, Session, SessionManager
 from agentd_client import structs
 from agentd_client._calls import ATTACHED_KEY
@@ -268,6 +269,7 @@ class Servicer(pb_grpc.AgentdServicer):
         self.state_dir = state_dir
         self.services = services
         self.started = time.monotonic()
+        self._encoded_chunks = EncodedChunks()
 
     @_unary
     async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.Status:
@@ -531,9 +533,7 @@ class Servicer(pb_grpc.AgentdServicer):
         async for chunk in outputs.read(
             request.session_id, _require(request.id, "id"), request.offset, request.follow
         ):
-            yield pb.OutputChunk(
-                offset=chunk.offset, data=chunk.data, output_id=chunk.output_id, done=chunk.done
-            )
+            yield self._encoded_chunks.get(request.session_id, chunk)
 
     @_unary
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentd.config import Config
-from agentd.errors import InvalidRequest, SessionNotFound, StorageFull
+from agentd.errors import AlreadyExists, InvalidRequest, SessionNotFound, StorageFull
 from agentd.errors import SessionClosed as SessionClosedError
 from agentd.events import EventLog
 from agentd.store import Store
@@ -105,6 +106,7 @@ def _session_from_dict(body: dict[str, Any], read_state: dict[str, Any]) -> Sess
     return session
 
 
+_ID = re.compile(r"[0-9a-f]{32}")
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
@@ -165,6 +167,8 @@ class SessionManager:
                 raise InvalidRequest(f"invalid environment variable name {key!r}")
             if "\0" in value:
                 raise InvalidRequest(f"environment variable {key} contains a NUL byte")
+        if name:
+            self._check_name(name)
         uid = os.getuid() if owner_uid is None else owner_uid
         session = Session(
             id=uuid.uuid4().hex,
@@ -208,6 +212,25 @@ class SessionManager:
         except StorageFull:
             return True
         return False
+
+    def _check_name(self, name: str) -> None:
+        """A name must pick one open session (clients resolve names to ids), and must not
+        read as an id: closed sessions may share it (the open one wins)."""
+        # Printed as it is by every client: no control, format or separator characters
+        # (terminal escapes, bidi overrides, newlines) that could forge what a person sees.
+        if len(name) > 200 or name != name.strip() or not name.isprintable():
+            raise InvalidRequest(
+                f"session name {name!r}: at most 200 printable characters, no leading or "
+                "trailing space"
+            )
+        if _ID.fullmatch(name):
+            raise InvalidRequest(f"session name {name!r} reads as a session id; choose another")
+        for other in self._sessions.values():
+            if other.name == name and not other.closed:
+                raise AlreadyExists(
+                    f"a session named {name!r} is already open ({other.id}); close it "
+                    "(`agentctl session close NAME`) or choose another name"
+                )
 
     def get(self, session_id: str, *, open_only: bool = False) -> Session:
         session = self._sessions.get(session_id)

@@ -1,4 +1,5 @@
-"""SQLite persistence: sessions, their event journal, background tasks, and trusted settings.
+"""SQLite persistence: sessions, their event journal, background tasks, which output file
+each Bash call wrote, and trusted settings.
 
 One connection, owned by the event loop's thread. Commits are grouped: a write
 marks the store dirty and a commit follows within `flush_delay` seconds (or at
@@ -65,6 +66,12 @@ CREATE TABLE IF NOT EXISTS tasks (
     session_id TEXT NOT NULL,
     body TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS call_outputs (
+    session_id TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    output_id TEXT NOT NULL,
+    PRIMARY KEY (session_id, tool_use_id)
+);
 CREATE TABLE IF NOT EXISTS trusted_settings (
     path TEXT NOT NULL,
     sha256 TEXT NOT NULL,
@@ -80,6 +87,7 @@ _SESSION_ROWS = (
     ("events", "session_id"),
     ("read_state", "session_id"),
     ("tasks", "session_id"),
+    ("call_outputs", "session_id"),
     ("sessions", "id"),
 )
 
@@ -334,6 +342,26 @@ class Store:
             rows = self._db.execute("SELECT body FROM tasks WHERE session_id = ?", (session_id,))
         for (body,) in rows:
             yield json.loads(body)
+
+    # which output file a Bash call (by its tool_use_id) wrote, for `agentctl logs CALL`
+    def save_call_output(self, session_id: str, tool_use_id: str, output_id: str) -> None:
+        self._db.execute(
+            "INSERT INTO call_outputs (session_id, tool_use_id, output_id) VALUES (?, ?, ?) "
+            "ON CONFLICT(session_id, tool_use_id) DO UPDATE SET output_id = excluded.output_id",
+            (session_id, tool_use_id, output_id),
+        )
+        self._dirty()
+
+    def call_output(self, session_id: str, tool_use_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT output_id FROM call_outputs WHERE session_id = ? AND tool_use_id = ?",
+            (session_id, tool_use_id),
+        ).fetchone()
+        return row[0] if row else None
+
+    def forget_call_outputs(self, session_id: str) -> None:
+        self._db.execute("DELETE FROM call_outputs WHERE session_id = ?", (session_id,))
+        self._dirty()
 
     # trusted settings content: committed at once, a trust given or revoked must not be lost
     def save_trust(self, path: str, sha256: str, approved_by: str, approved_ms: int) -> None:

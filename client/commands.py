@@ -82,13 +82,7 @@ def _duration(seconds: float) -> str:
 
 
 def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
-    if args.name:
-        taken = [s for s in c.list_sessions() if s.name == args.name]
-        if taken:
-            raise Refused(
-                f"a session named {args.name!r} is already open ({taken[0].id}); "
-                "close it or choose another name"
-            )
+    # The daemon refuses a name an open session has (ALREADY_EXISTS, exit 3).
     s = c.create_session(
         args.workspace,
         cwd=args.cwd or "",

@@ -8,6 +8,7 @@ the failures that happen on the way there:
     ├── InvalidRequest          malformed request fields         INVALID_ARGUMENT
     ├── NotFound                unknown session, task, request    NOT_FOUND
     │   └── SessionNotFound     ... the session, by its message
+    ├── AlreadyExists           e.g. an open session has the name ALREADY_EXISTS
     ├── SessionClosed           the session is closed             FAILED_PRECONDITION
     ├── Unavailable             daemon not running, unreachable,  UNAVAILABLE
     │                           or shutting down
@@ -26,7 +27,8 @@ For agentctl, each failure becomes one exit code:
 2    UNREACHABLE  cannot reach the daemon: it is not running, or the address,
                   CA, token file or context is wrong
 3    REFUSED      the daemon refused the request: wrong token, unknown or
-                  ambiguous session, invalid input, a closed session
+                  ambiguous session, invalid input, a closed session, a session
+                  name already taken
 64   USAGE        the command line is wrong (EX_USAGE)
 69   MISSING      the command needs an optional part not installed (EX_UNAVAILABLE)
 130  INTERRUPTED  Ctrl-C
@@ -83,6 +85,10 @@ class SessionNotFound(NotFound):
     pass
 
 
+class AlreadyExists(AgentdError):
+    status = grpc.StatusCode.ALREADY_EXISTS
+
+
 class SessionClosed(AgentdError):
     status = grpc.StatusCode.FAILED_PRECONDITION
 
@@ -112,6 +118,7 @@ _BY_CODE: dict[grpc.StatusCode, type[AgentdError]] = {
     for cls in (
         InvalidRequest,
         NotFound,
+        AlreadyExists,
         SessionClosed,
         Unavailable,
         DeadlineExceeded,

@@ -1,8 +1,9 @@
 """Sessions by name or by unique id prefix, resolved client-side from ListSessions.
 
 Resolved in the client so any daemon that lists sessions serves it, and so an
-ambiguous reference can list its candidates. Order: a full id; a name (open
-sessions first); a unique id prefix. Durations for `session gc --idle` too.
+ambiguous reference can list its candidates. Order: a full id; a name (the open
+session of that name: the daemon refuses a second open one; else the closed ones,
+which may share it); a unique id prefix. Durations for `session gc --idle` too.
 """
 
 from __future__ import annotations

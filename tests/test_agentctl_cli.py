@@ -165,15 +165,18 @@ def test_ambiguous_prefix_and_name_list_the_candidates(
     assert r.returncode == 3, r.stderr
     assert "ambiguous" in r.stderr and "id prefix" in r.stderr
     assert pair[0] in r.stderr and pair[1] in r.stderr
-    # A name two sessions share (made through the API, which allows it) is ambiguous too.
-    twins = [client.create_session(str(workspace), name="twin").id for _ in range(2)]
-    r = ctl.run("--socket", daemon.socket, "attach", "twin")
+    # A name only closed sessions share is ambiguous too (an open one is unique).
+    twins = []
+    for _ in range(2):
+        twins.append(client.create_session(str(workspace), name="twin").id)
+        client.close_session(twins[-1])
+    r = ctl.run("--socket", daemon.socket, "session", "show", "twin")
     assert r.returncode == 3 and "ambiguous" in r.stderr
     assert all(t in r.stderr for t in twins)
-    # Once one is closed, the name means the open one.
-    client.close_session(twins[0])
+    # With an open one, the name means the open one.
+    live = client.create_session(str(workspace), name="twin").id
     r = ctl.run("--socket", daemon.socket, "session", "show", "twin")
-    assert r.returncode == 0 and json.loads(r.stdout)["id"] == twins[1]
+    assert r.returncode == 0 and json.loads(r.stdout)["id"] == live
 
 
 def test_exit_codes(daemon: DaemonProcess, session_id: str, tmp_path: Path) -> None:

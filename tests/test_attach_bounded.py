@@ -108,3 +108,42 @@ def test_live_events_after_the_gap_are_not_lost(tmp_path: Path, live_only: bool)
         store.close()
 
     asyncio.run(main())
+
+
+def test_replays_take_turns_with_the_rest_of_the_loop(tmp_path: Path) -> None:
+    """However many clients replay at once, other work waits for one replayed event per
+    turn of the loop, not for a page of each."""
+
+    async def main() -> None:
+        store = Store(str(tmp_path / "s.db"))
+        log = EventLog("s1", store)
+        _fill(log, 200)  # 2 MB: pages of many events each
+        store.flush()
+        between: list[int] = []
+        taken = 0
+        done = False
+
+        async def probe() -> None:
+            # One tick per turn of the loop: how many events were replayed since the last.
+            nonlocal taken
+            while not done:
+                await asyncio.sleep(0)
+                between.append(taken)
+                taken = 0
+
+        async def replay() -> None:
+            nonlocal taken
+            async for event in log.subscribe(0):
+                taken += 1
+                if event.seq == 200:
+                    return
+
+        ticking = asyncio.ensure_future(probe())
+        await asyncio.gather(*(replay() for _ in range(6)))
+        done = True
+        await ticking
+        assert sum(between) + taken == 6 * 200
+        assert max(between) <= 2, max(between)
+        store.close()
+
+    asyncio.run(main())

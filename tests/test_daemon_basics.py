@@ -38,6 +38,25 @@ def test_session_lifecycle(client: Client, workspace: Path) -> None:
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
+def test_a_name_is_unique_among_open_sessions(client: Client, workspace: Path) -> None:
+    first = client.create_session(str(workspace), name="unique-name")
+    with pytest.raises(grpc.RpcError) as err:
+        client.create_session(str(workspace), name="unique-name")
+    assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    assert "already open" in err.value.details() and first.id in err.value.details()
+    # Nothing was made of the refused one.
+    named = [s for s in client.list_sessions(include_closed=True) if s.name == "unique-name"]
+    assert [s.id for s in named] == [first.id]
+    # Closed, the name is free again; a name that reads as an id is refused.
+    client.close_session(first.id)
+    again = client.create_session(str(workspace), name="unique-name")
+    assert again.id != first.id
+    client.close_session(again.id)
+    with pytest.raises(grpc.RpcError) as err:
+        client.create_session(str(workspace), name="0123456789abcdef0123456789abcdef")
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
 @pytest.mark.parametrize(
     "roots,cwd",
     [([], ""), (["relative/dir"], ""), (["/nonexistent/agentd"], ""), (["/tmp"], "/etc")],

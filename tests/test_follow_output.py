@@ -11,7 +11,7 @@ import pytest
 
 from agentd_client import Client
 from tests import ctl
-from tests.daemon import DaemonProcess
+from tests.daemon import DaemonProcess, start_daemon
 from tests.waiting import task_finished, wait_for_event
 
 LINES = 20000
@@ -58,6 +58,37 @@ def test_followers_of_a_running_task_get_every_byte(client: Client, session_id: 
         t.join(60)
     expected = _numbered(2 * LINES) + b"\n[exited with code 0]\n"
     assert got == [expected] * 3
+
+
+def test_many_followers_of_a_fast_command_get_every_byte(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    # 12 MB as fast as it can: past the live followers' shared rate and burst, so they
+    # are paced, fall behind, and catch up once it ends; each on a channel of its own.
+    r = client.run_tool(
+        session_id,
+        "Bash",
+        {
+            "command": "while [ ! -e go3 ]; do sleep 0.05; done; seq 1 1500000",
+            "run_in_background": True,
+        },
+    )
+    task_id = r.data["backgroundTaskId"]
+    got: list[bytes] = [b""] * 6
+
+    def follow(i: int) -> None:
+        with Client(daemon.socket, timeout=60) as own:
+            got[i], _ = _follow_all(own, session_id, task_id)
+
+    threads = [threading.Thread(target=follow, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    client.run_tool(session_id, "Bash", {"command": "touch go3"})
+    for t in threads:
+        t.join(60)
+    expected = _numbered(1500000) + b"\n[exited with code 0]\n"
+    assert [len(g) for g in got] == [len(expected)] * 6
+    assert all(g == expected for g in got)
 
 
 def test_foreground_call_output_is_kept_and_found_by_tool_use_id(
@@ -209,3 +240,32 @@ def test_attach_json_lines_carry_every_byte_of_a_calls_output(
             kinds.update(k for k in obj if k not in ("seq", "session_id", "time_ms"))
     assert bytes(data) == _numbered(5000)
     assert {"call_started", "progress", "call_finished", "session_closed"} <= kinds
+
+
+def test_a_calls_output_is_found_by_tool_use_id_after_a_restart(
+    tmp_path: Path, workspace: Path
+) -> None:
+    base = tmp_path / "d"
+    first = start_daemon(base)
+    try:
+        with Client(first.socket, timeout=60) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            r = c.run_tool(sid, "Bash", {"command": "seq 1 300"}, tool_use_id="toolu_kept_out")
+            assert not r.is_error, r.text
+    finally:
+        assert first.stop() == 0, first.log
+    second = start_daemon(base)
+    try:
+        logs = ctl.run(
+            "--socket", second.socket, "logs", "-s", sid, "--from-start", "toolu_kept_out"
+        )  # fmt: skip
+        assert logs.returncode == 0, logs.stderr
+        assert logs.stdout.encode().startswith(_numbered(300))
+        # Another session's tool_use_id is not this one's.
+        with Client(second.socket, timeout=60) as c:
+            other = c.create_session(str(workspace)).id
+            with pytest.raises(grpc.RpcError) as err:
+                list(c.read_output(other, "toolu_kept_out", 0))
+            assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        assert second.stop() == 0, second.log
