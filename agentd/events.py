@@ -24,8 +24,9 @@ from typing import Any
 
 from agentd.store import Store
 
-# Kinds that are not journaled.
-LIVE_ONLY = frozenset({"progress"})
+# Kinds that are not journaled: progress, and an agent's streamed text (its whole
+# message is journaled when it ends; agent_events.LIVE_KIND).
+LIVE_ONLY = frozenset({"progress", "agent_live"})
 # A subscriber's live backlog, in bytes of payload, before it is dropped for a Gap.
 BACKLOG_BYTES = 1 << 20
 # One page of replay, in bytes of payload (at least one event).

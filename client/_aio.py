@@ -200,6 +200,13 @@ class AsyncClient(_Base):
         call = rpc.resolve_permission(session_id, request_id, decision, scope, rule)
         return await self._unary(call, timeout)
 
+    async def append_agent_event(
+        self, session_id: str, event: pb.AgentEvent, *, timeout: float | None = None
+    ) -> int:
+        """Keep one event of an agent loop's conversation in the session (agentctl agent);
+        attached clients see it. Returns its seq."""
+        return await self._unary(rpc.append_agent_event(session_id, event), timeout)
+
     async def list_tasks(
         self, session_id: str, include_finished: bool = True, *, timeout: float | None = None
     ) -> list[Task]:

@@ -277,6 +277,13 @@ def resolve_permission(
     return Call("ResolvePermission", request)
 
 
+def append_agent_event(session_id: str, event: pb.AgentEvent) -> Call:
+    """One event of an agent loop's conversation, kept in the session (a text delta is
+    shown live only); the reply is its seq."""
+    request = pb.AppendAgentEventRequest(session_id=session_id, event=event)
+    return Call("AppendAgentEvent", request, lambda r: r.seq)
+
+
 def list_tasks(session_id: str, include_finished: bool) -> Call:
     request = pb.ListTasksRequest(session_id=session_id, include_finished=include_finished)
     return Call("ListTasks", request, lambda r: list(r.tasks), safe=True)

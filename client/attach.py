@@ -27,7 +27,7 @@ from rich.live import Live
 from rich.text import Text
 
 from agentd_client._client import Client
-from agentd_client.display import as_dict, describe_event, print_json_line
+from agentd_client.display import as_dict, clean, describe_event, print_json_line
 from agentd_client.follow import Follower
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -96,6 +96,9 @@ class AttachView:
         self.ended: set[str] = set()  # outputs followed to their end
         # call_finished events held until their output is all shown
         self.deferred: dict[str, pb.Event] = {}
+        # An agent's streamed text: the line not yet ended, and the turns shown so.
+        self.agent_partial = ""
+        self.agent_streamed: set[tuple[str, int]] = set()
 
     # threads
     def _read_events(self, stream: Any) -> None:
@@ -221,8 +224,34 @@ class AttachView:
             self.live.start()
 
     # events
+    def _agent(self, e: pb.Event) -> None:
+        """An agent's text as it streams, a line at a time; its whole message then shows
+        only what the stream did not (the turn's head and tool calls)."""
+        x = e.agent
+        match x.WhichOneof("kind"):
+            case "text_delta":
+                self.agent_streamed.add((x.conversation_id, x.text_delta.turn))
+                lines = (self.agent_partial + clean(x.text_delta.text)).split("\n")
+                self.agent_partial = lines.pop()
+                for line in lines:
+                    self._print(line)
+            case "message" if (x.conversation_id, x.message.turn) in self.agent_streamed:
+                if self.agent_partial:
+                    self._print(self.agent_partial)
+                    self.agent_partial = ""
+                shown = pb.Event()
+                shown.CopyFrom(e)
+                for block in shown.agent.message.content:
+                    block.text = ""
+                self._print(describe_event(shown))
+            case _:
+                self._print(describe_event(e))
+
     def _event(self, e: pb.Event, history: bool) -> None:
         kind = e.WhichOneof("kind")
+        if kind == "agent" and not self.as_json:
+            self._agent(e)
+            return
         if kind == "call_finished" and not self.as_json:
             # Its output first: the end of a call is shown after everything it printed.
             oid = self.call_outputs.get(e.call_finished.result.tool_use_id)

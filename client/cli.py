@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from agentd_client import _trust_cli, claude_code, commands, contexts
+from agentd_client import _agent_cli, _trust_cli, claude_code, commands, contexts
 from agentd_client.display import print_json
 from agentd_client.errors import (
     EXIT_CODES_HELP,
@@ -186,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--allow", action="append", default=[])
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
+
+    _agent_cli.add_commands(top)
 
     mcp = top.leaf(
         "mcp",
