@@ -148,6 +148,8 @@ class HumanPrinter:
         from agentd_client.conversation import total_tokens
 
         x = event.stopped
+        if x.reason == "error":
+            return  # the command's one error line says it
         why = f": {x.message}" if x.message else ""
         print(
             f"agentctl: agent stopped ({x.reason}{why}) after {x.turns} turns, "
@@ -186,9 +188,6 @@ def _prompt(args: argparse.Namespace) -> str:
 
 
 def cmd_agent(c: Client, args: argparse.Namespace) -> int:
-    need("anthropic", "anthropic", "agentctl agent")
-    import anthropic
-
     from agentd_client import conversation as conv
     from agentd_client.agent import AgentLoop, Interrupted
 
@@ -199,11 +198,8 @@ def cmd_agent(c: Client, args: argparse.Namespace) -> int:
     if (args.mode or args.net) and not args.workspace:
         raise Usage("--mode and --net are for a new session (--workspace)")
     resume = None
-    if args.workspace:
-        session_id = c.create_session(
-            args.workspace, permission_mode=args.mode or "", allow_network=args.net
-        ).id
-    elif args.resume:
+    session_id = ""
+    if args.resume:
         session_id = names.resolve(c, args.resume)
         resume = conv.rebuild(conv.session_events(c, session_id))
         if resume is None:
@@ -211,8 +207,16 @@ def cmd_agent(c: Client, args: argparse.Namespace) -> int:
                 f"session {session_id} has no agent conversation to resume; "
                 "start one with `agentctl agent --session`"
             )
-    else:
+    elif not args.workspace:
         session_id = names.resolve(c, args.session or args.default_session)
+    # The SDK takes a while to import: what can fail without it has been checked.
+    need("anthropic", "anthropic", "agentctl agent")
+    import anthropic
+
+    if args.workspace:
+        session_id = c.create_session(
+            args.workspace, permission_mode=args.mode or "", allow_network=args.net
+        ).id
     printer = JsonPrinter(session_id) if args.json else HumanPrinter(session_id)
     if not args.json:
         print(
@@ -221,8 +225,7 @@ def cmd_agent(c: Client, args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    claude = anthropic.Anthropic()
-    loop = AgentLoop(c, claude, session_id, chosen, printer, c.list_tools())
+    loop = AgentLoop(c, anthropic.Anthropic(), session_id, chosen, printer, c.list_tools())
     try:
         loop.run(prompt, resume)
     except Interrupted:
