@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.json_format import Error as JsonFormatError
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from agentd.errors import InvalidRequest
@@ -62,7 +63,12 @@ def check(event: pb.AgentEvent) -> str:
 
 
 def to_payload(event: pb.AgentEvent) -> dict[str, Any]:
-    return MessageToDict(event, preserving_proto_field_name=True)
+    """The event as the journal keeps it (JSON). A tool input JSON cannot hold (NaN,
+    Infinity) is refused here, not found later by every reader."""
+    try:
+        return MessageToDict(event, preserving_proto_field_name=True)
+    except (ValueError, JsonFormatError) as exc:
+        raise InvalidRequest(f"the event cannot be kept as JSON: {exc}") from None
 
 
 def from_payload(payload: dict[str, Any]) -> pb.AgentEvent:

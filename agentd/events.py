@@ -129,6 +129,11 @@ class EventLog:
         finally:
             self._subscribers.discard(sub)
 
+    async def replay(self, after_seq: int = 0) -> AsyncIterator[Event]:
+        """The journaled events after `after_seq` up to the latest now; nothing live."""
+        async for event in self._journal(_Subscriber(last_seq=after_seq), self._seq):
+            yield event
+
     async def _catch_up(self, sub: _Subscriber) -> AsyncIterator[Event]:
         lost_to = self._seq
         lost_from = sub.lost_from

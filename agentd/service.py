@@ -419,7 +419,8 @@ class Servicer(pb_grpc.AgentdServicer):
             request.after_seq,
         )
         # Closed here, not whenever it is collected, when the caller goes away.
-        async with contextlib.aclosing(log_.subscribe(request.after_seq)) as events:
+        events_ = log_.replay if request.no_follow else log_.subscribe
+        async with contextlib.aclosing(events_(request.after_seq)) as events:
             async for event in events:
                 yield event_to_pb(event)
 

@@ -166,10 +166,16 @@ class AsyncClient(_Base):
         return await self._unary(rpc.cancel(session_id, tool_use_id), timeout)
 
     def attach(
-        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+        self,
+        session_id: str,
+        after_seq: int = 0,
+        follow: bool = True,
+        *,
+        timeout: float | None = None,
     ) -> AsyncStream[Event]:
-        """The session's events after `after_seq`, then live ones; cancel() to stop."""
-        call = rpc.attach(session_id, after_seq)
+        """The session's events after `after_seq`, then live ones; cancel() to stop.
+        Without `follow`, the journal up to its latest event, then the end."""
+        call = rpc.attach(session_id, after_seq, follow)
         return AsyncStream(self.stub.Attach(call.request, timeout=timeout))
 
     def read_output(

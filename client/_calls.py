@@ -258,8 +258,9 @@ def cancel(session_id: str, tool_use_id: str) -> Call:
     return Call("CancelCall", request, lambda r: r.cancelled)
 
 
-def attach(session_id: str, after_seq: int) -> Call:
-    return Call("Attach", pb.AttachRequest(session_id=session_id, after_seq=after_seq))
+def attach(session_id: str, after_seq: int, follow: bool = True) -> Call:
+    request = pb.AttachRequest(session_id=session_id, after_seq=after_seq, no_follow=not follow)
+    return Call("Attach", request)
 
 
 def read_output(session_id: str, id: str, offset: int, follow: bool) -> Call:

@@ -200,11 +200,17 @@ class Client(_Base):
         return self._unary(rpc.cancel(session_id, tool_use_id), timeout)
 
     def attach(
-        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+        self,
+        session_id: str,
+        after_seq: int = 0,
+        follow: bool = True,
+        *,
+        timeout: float | None = None,
     ) -> Stream[Event]:
         """The session's events after `after_seq`, then live ones; cancel() to stop.
-        It follows until cancelled: only an explicit `timeout` ends it."""
-        call = rpc.attach(session_id, after_seq)
+        It follows until cancelled: only an explicit `timeout` ends it. Without
+        `follow`, the journal up to the session's latest event, then the end."""
+        call = rpc.attach(session_id, after_seq, follow)
         return Stream(self.stub.Attach(call.request, timeout=timeout))
 
     def read_output(

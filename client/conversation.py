@@ -218,17 +218,4 @@ def rebuild(events: Iterable[pb.Event]) -> Rebuilt | None:
 
 def session_events(client: Any, session_id: str) -> list[pb.Event]:
     """Every journaled event of the session, up to its latest when asked."""
-    last = client.get_session(session_id).last_seq
-    events: list[pb.Event] = []
-    if last == 0:
-        return events
-    stream = client.attach(session_id, 0)
-    try:
-        for e in stream:
-            if e.seq:
-                events.append(e)
-            if e.seq >= last:
-                break
-    finally:
-        stream.cancel()
-    return events
+    return [e for e in client.attach(session_id, 0, follow=False) if e.seq]

@@ -296,12 +296,14 @@ class CancelCallResponse(_message.Message):
     def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
-    __slots__ = ("session_id", "after_seq")
+    __slots__ = ("session_id", "after_seq", "no_follow")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    NO_FOLLOW_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     after_seq: int
-    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+    no_follow: bool
+    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., no_follow: _Optional[bool] = ...) -> None: ...
 
 class CallStarted(_message.Message):
     __slots__ = ("tool_use_id", "name", "input_json")

@@ -211,7 +211,8 @@ class AgentdServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Attach(self, request, context):
-        """Replays the session's events after `after_seq`, then follows live.
+        """Replays the session's events after `after_seq`, then follows live (or, with
+        no_follow, ends).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
