@@ -71,7 +71,8 @@ def _config() -> dict[str, Any]:
                 f"known: {', '.join(CONFIG_KEYS)}"
             )
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise Usage(f"{contexts.config_path()}: [agent] {key} must be a {kind.__name__}")
+            what = "an integer" if kind is int else "a string"
+            raise Usage(f"{contexts.config_path()}: [agent] {key} must be {what}")
         out[key] = value
     return out
 

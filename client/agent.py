@@ -17,6 +17,7 @@ import contextlib
 import copy
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -277,15 +278,25 @@ class AgentLoop:
             finally:
                 finished.set()
 
-        threading.Thread(target=work, name="tools", daemon=True).start()
         try:
+            threading.Thread(target=work, name="tools", daemon=True).start()
             finished.wait()
         except KeyboardInterrupt:
-            for use in uses:
-                with contextlib.suppress(AgentdError):
-                    self.agentd.cancel(self.session_id, use["id"], timeout=5)
-            finished.wait(CANCEL_WAIT)
+            self._cancel([use["id"] for use in uses], finished)
             raise
         if "error" in out:
             raise out["error"]
         return out["results"]
+
+    def _cancel(self, ids: list[str], finished: threading.Event) -> None:
+        """Cancels the batch's calls until it ends: Ctrl-C may come before the daemon
+        has a call, so one not found yet is asked again."""
+        deadline = time.monotonic() + CANCEL_WAIT
+        left = list(ids)
+        while left and not finished.is_set() and time.monotonic() < deadline:
+            for tool_use_id in list(left):
+                with contextlib.suppress(AgentdError):
+                    if self.agentd.cancel(self.session_id, tool_use_id, timeout=5):
+                        left.remove(tool_use_id)
+            finished.wait(0.1)
+        finished.wait(max(0.0, deadline - time.monotonic()))

@@ -162,10 +162,14 @@ def test_a_budget_stops_the_loop_and_json_lines_say_why(
 ) -> None:
     (workspace / "a.txt").write_text("alpha\n")
     script = [[{"name": "Read", "input": {"file_path": str(workspace / "a.txt")}}]] * 1
+    # Settings from the client config's [agent] table; flags win over them.
+    config = tmp_path / "client.toml"
+    config.write_text('[agent]\nmodel = "claude-test-9"\nmax_tokens = 77\nsystem = "Long."\n')
     with running(script, tmp_path / "api") as api:
+        env = {**_env(api), "AGENTD_CLIENT_CONFIG": str(config)}
         r = ctl.run("--socket", daemon.socket, "agent", "--json", "--workspace", str(workspace),
-                    "--budget", "5", "--model", "claude-test-9", "--system", "Be terse.",
-                    "--max-tokens", "123", "read it", env=_env(api))  # fmt: skip
+                    "--budget", "5", "--system", "Be terse.", "--max-tokens", "123", "read it",
+                    env=env)  # fmt: skip
         requests = api.requests()
         results = api.results()
     assert r.returncode == 0, r.stderr
@@ -240,6 +244,14 @@ def test_errors_are_one_line_with_their_exit_codes(
     no_key = ctl.run("--socket", daemon.socket, "agent", "--session", sid, "go",
                      env={"ANTHROPIC_API_KEY": ""})  # fmt: skip
     assert no_key.returncode == 64 and "ANTHROPIC_API_KEY" in ctl.one_line(no_key.stderr)
+    config = workspace.parent / f"{workspace.name}.toml"
+    config.write_text("[agent]\nmax_turns = 'many'\n")
+    try:
+        env = {"ANTHROPIC_API_KEY": "k", "AGENTD_CLIENT_CONFIG": str(config)}
+        bad = ctl.run("--socket", daemon.socket, "agent", "--session", sid, "go", env=env)
+    finally:
+        config.unlink()
+    assert bad.returncode == 64 and "max_turns must be an integer" in ctl.one_line(bad.stderr)
     server = HTTPServer(("127.0.0.1", 0), _Refuses)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
