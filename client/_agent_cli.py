@@ -208,6 +208,12 @@ def cmd_agent(c: Client, args: argparse.Namespace) -> int:
                 f"session {session_id} has no agent conversation to resume; "
                 "start one with `agentctl agent --session`"
             )
+        if not resume.ended:
+            print(
+                f"agentctl: the last run in session {session_id} did not record its end "
+                "(it runs still, or was killed); continuing from what it recorded",
+                file=sys.stderr,
+            )
     elif not args.workspace:
         session_id = names.resolve(c, args.session or args.default_session)
     # The SDK takes a while to import: what can fail without it has been checked.

@@ -164,10 +164,14 @@ def add_user_text(messages: list[dict[str, Any]], text: str) -> None:
 class Rebuilt:
     """The latest conversation of a session: its id, messages, and turns so far."""
 
-    def __init__(self, conversation_id: str, messages: list[dict[str, Any]], turns: int) -> None:
+    def __init__(
+        self, conversation_id: str, messages: list[dict[str, Any]], turns: int, ended: bool
+    ) -> None:
         self.conversation_id = conversation_id
         self.messages = messages
         self.turns = turns
+        # Its last run recorded its stop (False: it runs still, or was killed).
+        self.ended = ended
 
 
 def rebuild(events: Iterable[pb.Event]) -> Rebuilt | None:
@@ -184,6 +188,7 @@ def rebuild(events: Iterable[pb.Event]) -> Rebuilt | None:
     waiting: list[str] = []  # tool_use ids of the latest assistant message
     results: dict[str, dict[str, Any]] = {}
     turns = 0
+    ended = False
 
     def answer_tool_uses() -> None:
         if not waiting:
@@ -202,6 +207,7 @@ def rebuild(events: Iterable[pb.Event]) -> Rebuilt | None:
         if not e.HasField("agent") or e.agent.conversation_id != conversation:
             continue
         kind = e.agent.WhichOneof("kind")
+        ended = kind == "stopped"
         if kind == "prompt":
             answer_tool_uses()
             add_user_text(messages, e.agent.prompt.text)
@@ -213,7 +219,7 @@ def rebuild(events: Iterable[pb.Event]) -> Rebuilt | None:
                 messages.append({"role": "assistant", "content": blocks})
                 waiting.extend(b["id"] for b in blocks if b["type"] == "tool_use")
     answer_tool_uses()
-    return Rebuilt(conversation, messages, turns)
+    return Rebuilt(conversation, messages, turns, ended)
 
 
 def session_events(client: Any, session_id: str) -> list[pb.Event]:

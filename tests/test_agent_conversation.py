@@ -45,6 +45,7 @@ def test_results_follow_the_tool_uses_order_and_the_next_prompt_joins_them() -> 
     )
     rebuilt = conv.rebuild(events)
     assert rebuilt is not None and rebuilt.conversation_id == "c1" and rebuilt.turns == 1
+    assert not rebuilt.ended  # the prompt after the stop began a run that did not end
     user, assistant, answer = rebuilt.messages
     assert user == {"role": "user", "content": [{"type": "text", "text": "go"}]}
     # Struct keeps numbers as doubles; the rebuilt input has the model's int.

@@ -151,7 +151,7 @@ def test_agent_runs_watched_and_approved_from_a_pty_then_resumes_elsewhere(
     assert len(started) == 3 and max(started) < min(finished)
     # A rebuild now gives exactly what the last request held, plus the final answer.
     rebuilt = conv.rebuild(journal)
-    assert rebuilt is not None and rebuilt.turns == 5
+    assert rebuilt is not None and rebuilt.turns == 5 and rebuilt.ended
     assert rebuilt.messages[:-1] == _uncached(requests[4]["messages"])
     assert rebuilt.messages[-1] == {"role": "assistant", "content": [
         {"type": "text", "text": "Done."}]}  # fmt: skip
