@@ -27,7 +27,13 @@ from rich.live import Live
 from rich.text import Text
 
 from agentd_client._client import Client
-from agentd_client.display import as_dict, clean, describe_event, print_json_line
+from agentd_client.display import (
+    as_dict,
+    clean,
+    describe_event,
+    event_head,
+    print_json_line,
+)
 from agentd_client.follow import Follower
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -225,12 +231,15 @@ class AttachView:
 
     # events
     def _agent(self, e: pb.Event) -> None:
-        """An agent's text as it streams, a line at a time; its whole message then shows
-        only what the stream did not (the turn's head and tool calls)."""
+        """An agent's text as it streams, a line at a time under the turn's head; its whole
+        message then shows only what the stream did not (its tool calls)."""
         x = e.agent
         match x.WhichOneof("kind"):
             case "text_delta":
-                self.agent_streamed.add((x.conversation_id, x.text_delta.turn))
+                turn = (x.conversation_id, x.text_delta.turn)
+                if turn not in self.agent_streamed:
+                    self.agent_streamed.add(turn)
+                    self._print(f"{event_head(e)} ◆ turn {x.text_delta.turn}:")
                 lines = (self.agent_partial + clean(x.text_delta.text)).split("\n")
                 self.agent_partial = lines.pop()
                 for line in lines:
@@ -239,11 +248,9 @@ class AttachView:
                 if self.agent_partial:
                     self._print(self.agent_partial)
                     self.agent_partial = ""
-                shown = pb.Event()
-                shown.CopyFrom(e)
-                for block in shown.agent.message.content:
-                    block.text = ""
-                self._print(describe_event(shown))
+                for b in x.message.content:
+                    if b.type == "tool_use":
+                        self._print(clean(f"  wants {b.name} ({b.id})"))
             case _:
                 self._print(describe_event(e))
 

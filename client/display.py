@@ -24,11 +24,16 @@ def print_json_line(value: Any) -> None:
     print(json.dumps(value, sort_keys=True), flush=True)
 
 
+def event_head(e: pb.Event) -> str:
+    """`[  seq hh:mm:ss]`, how every event line starts."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
+    return f"[{e.seq:>5} {stamp}]"
+
+
 def describe_event(e: pb.Event) -> str:
     """One readable line per event, as `agentctl attach` prints it."""
     kind = e.WhichOneof("kind")
-    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
-    head = f"[{e.seq:>5} {stamp}]"
+    head = event_head(e)
     match kind:
         case "call_started":
             x = e.call_started
