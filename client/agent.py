@@ -18,7 +18,7 @@ import copy
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,10 @@ DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_MAX_TURNS = 50
 CACHE = {"type": "ephemeral"}
+# The longest the main thread waits at once. Python runs a signal's handler only in the
+# main thread, and a signal delivered to another thread does not wake a wait with no
+# timeout: every wait of the main thread is timed, so Ctrl-C is seen within this.
+WAKE = 0.2
 # How long Ctrl-C waits for the cancelled calls' results before giving up on them.
 CANCEL_WAIT = 15.0
 
@@ -86,7 +90,9 @@ class LiveText:
 
     def flush(self) -> None:
         """Returns once everything put so far was sent (or failed)."""
-        self._q.join()
+        with self._q.all_tasks_done:
+            while self._q.unfinished_tasks:
+                self._q.all_tasks_done.wait(WAKE)
 
     def close(self) -> None:
         self._q.put(None)
@@ -177,12 +183,12 @@ class AgentLoop:
         messages = copy.deepcopy(resume.messages) if resume else []
         done = resume.turns if resume else 0
         conv.add_user_text(messages, prompt)
-        self._record(conv.prompt_event(cid, prompt, self.settings.model))
-        system = self.system_prompt()
         usage = pb.AgentUsage()
         state = {"turns": 0, "text": ""}
         live = LiveText(self._record, cid)
         try:
+            self._record(conv.prompt_event(cid, prompt, self.settings.model))
+            system = self.system_prompt()
             reason = self._turns(cid, messages, system, done, usage, state, live)
         except KeyboardInterrupt:
             live.close()
@@ -228,18 +234,19 @@ class AgentLoop:
                 return "budget"
             turn = done + state["turns"] + 1
             tools, blocks, sent = _with_cache(self.tools, system, messages)
-            with self.claude.messages.stream(
-                model=s.model,
-                max_tokens=s.max_tokens,
-                system=blocks,
-                tools=tools,
-                messages=sent,
-            ) as stream:
-                for event in stream:
-                    if event.type == "text" and event.text:
-                        live.put(turn, event.text)
-                        self.printer.text(turn, event.text)
-                reply = stream.get_final_message()
+            request = {
+                "model": s.model,
+                "max_tokens": s.max_tokens,
+                "system": blocks,
+                "tools": tools,
+                "messages": sent,
+            }
+            for kind, value in self._stream(request):
+                if kind == "text":
+                    live.put(turn, value)
+                    self.printer.text(turn, value)
+                else:
+                    reply = value
             state["turns"] += 1
             live.flush()  # the deltas before the message
             content = conv.content_dicts(reply.content)
@@ -264,6 +271,40 @@ class AgentLoop:
                 {"role": "user", "content": [r.to_tool_result_block() for r in results]}
             )
 
+    def _stream(self, request: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        """The model's reply as ("text", delta)... then ("reply", message), streamed from
+        a daemon thread: the main thread only ever waits with a timeout, so it sees a
+        Ctrl-C whichever thread the signal was delivered to."""
+        q: queue.Queue[tuple[str, Any]] = queue.Queue()
+        stop = threading.Event()
+
+        def work() -> None:
+            try:
+                with self.claude.messages.stream(**request) as stream:
+                    for event in stream:
+                        if stop.is_set():
+                            return  # leaving the block closes the response
+                        if event.type == "text" and event.text:
+                            q.put(("text", event.text))
+                    q.put(("reply", stream.get_final_message()))
+            except BaseException as exc:
+                q.put(("error", exc))
+
+        threading.Thread(target=work, name="model", daemon=True).start()
+        try:
+            while True:
+                try:
+                    kind, value = q.get(timeout=WAKE)
+                except queue.Empty:
+                    continue
+                if kind == "error":
+                    raise value
+                yield kind, value
+                if kind == "reply":
+                    return
+        finally:
+            stop.set()
+
     def _run_tools(self, uses: list[dict[str, Any]]) -> list[ToolResult]:
         """One daemon batch, from a daemon thread: Ctrl-C reaches this one, which then
         cancels the calls and lets the batch end with their (cancelled) results."""
@@ -280,7 +321,8 @@ class AgentLoop:
 
         try:
             threading.Thread(target=work, name="tools", daemon=True).start()
-            finished.wait()
+            while not finished.wait(WAKE):
+                pass  # a timed wait: a Ctrl-C handled by another thread still reaches here
         except KeyboardInterrupt:
             self._cancel([use["id"] for use in uses], finished)
             raise

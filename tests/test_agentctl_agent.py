@@ -221,6 +221,29 @@ def test_ctrl_c_cancels_the_running_call_and_exits_130(
     assert answer["tool_use_id"] == "toolu_oracle_0001" and answer["is_error"] is True
 
 
+def test_ctrl_c_while_the_model_answers_stops_at_once(
+    daemon: DaemonProcess, client: Client, workspace: Path, tmp_path: Path
+) -> None:
+    # The fake model takes a minute to answer; Ctrl-C must not wait for it.
+    script = [[{"sleep": 60}, {"name": "LS", "input": {"path": str(workspace)}}]]
+    sid = client.create_session(str(workspace)).id
+    with running(script, tmp_path / "api") as api:
+        proc = ctl.popen("--socket", daemon.socket, "agent", "--json", "--session", sid, "wait",
+                         env=_env(api))  # fmt: skip
+        try:
+            stream = client.attach(sid, 0)
+            for e in stream:  # the prompt is recorded before the model is asked
+                if e.HasField("agent") and e.agent.HasField("prompt"):
+                    break
+            stream.cancel()
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130
+    assert json.loads(out.splitlines()[-1])["stopped"]["reason"] == "interrupted"
+
+
 class _Refuses(BaseHTTPRequestHandler):
     """An API that refuses the key (401, which the SDK does not retry)."""
 
