@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test proto lint format bench system-deps clean install install-user
+.PHONY: run test proto lint format bench system-deps clean install install-user claude-code
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -16,6 +16,12 @@ CONFDIR ?= /etc/agentd
 USER_PREFIX ?= $(HOME)/.local
 SYSTEMD_USER_DIR ?= $(HOME)/.config/systemd/user
 PYTHON3 ?= python3
+
+# The reference (Claude Code, a native binary from the npm registry) that the live tests
+# run: installed outside the repo, once per version.
+CLAUDE_CODE_VERSION := 2.1.328
+CLAUDE_CODE_DIR ?= $(HOME)/.cache/agentd/claude-code
+CLAUDE_CODE_STAMP := $(CLAUDE_CODE_DIR)/.installed-$(CLAUDE_CODE_VERSION)
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -41,6 +47,7 @@ system-deps:
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v strace >/dev/null || missing="$$missing strace"; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -49,8 +56,17 @@ system-deps:
 run: system-deps $(STAMP)
 	$(VENV)/bin/agentd serve
 
-test: system-deps $(STAMP)
+test: system-deps $(STAMP) claude-code
 	$(VENV)/bin/pytest -q
+
+claude-code: $(CLAUDE_CODE_STAMP)
+
+$(CLAUDE_CODE_STAMP): | system-deps
+	mkdir -p $(CLAUDE_CODE_DIR)
+	npm install --prefix $(CLAUDE_CODE_DIR) --no-audit --no-fund --loglevel=error \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	DISABLE_AUTOUPDATER=1 $(CLAUDE_CODE_DIR)/node_modules/.bin/claude --version
+	touch $(CLAUDE_CODE_STAMP)
 
 proto: $(STAMP)
 	$(PY) scripts/gen_proto.py

@@ -17,7 +17,7 @@ import asyncio
 import json
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,12 +101,18 @@ class EventLog:
         for sub in self._subscribers:
             sub.wake.set()
 
-    async def subscribe(self, after_seq: int = 0) -> AsyncIterator[Event]:
-        """Journaled events after `after_seq`, then live ones, until the log closes."""
+    async def subscribe(
+        self, after_seq: int = 0, registered: Callable[[], Awaitable[None]] | None = None
+    ) -> AsyncIterator[Event]:
+        """Journaled events after `after_seq`, then live ones, until the log closes.
+        `registered` is awaited once the subscriber is counted: from then on it misses
+        nothing emitted, and asks find it among the session's listeners."""
         sub = _Subscriber(last_seq=after_seq)
         # Register before replaying so nothing emitted meanwhile is missed.
         self._subscribers.add(sub)
         try:
+            if registered is not None:
+                await registered()
             async for event in self._journal(sub, self._seq):
                 yield event
             while True:

@@ -9,7 +9,7 @@ exception, because a failed call is an answer the model must see.
 from __future__ import annotations
 
 import asyncio
-import json
+import copy
 import logging
 import time
 import uuid
@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 class ToolUse:
     tool_use_id: str
     name: str
-    input_json: str
+    # As the caller sent it; the call works on a copy, so events show what was asked.
+    input: dict[str, Any]
 
 
 SandboxMode = Literal["normal", "read_only", "neutralised", "unsandboxed"]
@@ -75,7 +76,7 @@ UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
-    """A result as JSON-able data, the shape events and the journal carry."""
+    """A result as JSON-able data, the shape events and the journal carry (images hex)."""
     content: list[dict[str, Any]] = []
     for block in result.content:
         if isinstance(block, TextBlock):
@@ -88,7 +89,7 @@ def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
         "tool_use_id": tool_use_id,
         "content": content,
         "is_error": result.is_error,
-        "data_json": "" if result.data is None else json.dumps(result.data),
+        "data": result.data,
     }
 
 
@@ -170,9 +171,7 @@ class Executor:
         if tool is None:
             return True  # fails at once, touching nothing
         try:
-            args = validation.coerce(
-                validation.parse_input(tool.name, call.input_json), tool.input_schema
-            )
+            args = validation.coerce(copy.deepcopy(call.input), tool.input_schema)
             return bool(tool.is_concurrency_safe(args))
         except Exception:
             return False
@@ -181,9 +180,7 @@ class Executor:
         """Run a call: progress goes to `sink`; the result is journaled and returned."""
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
-        log_.emit(
-            "call_started", tool_use_id=call.tool_use_id, name=call.name, input_json=call.input_json
-        )
+        log_.emit("call_started", tool_use_id=call.tool_use_id, name=call.name, input=call.input)
 
         async def progress(output: str = "", message: str = "", **where: Any) -> None:
             payload = {
@@ -236,8 +233,9 @@ class Executor:
         if tool is None:
             return ToolResult.error(f"Error: No such tool available: {call.name}", input_error=True)
         try:
-            args = validation.parse_input(tool.name, call.input_json)
-            args = validation.coerce(args, tool.input_schema)
+            args = tool.lenient_input(
+                validation.coerce(copy.deepcopy(call.input), tool.input_schema)
+            )
             validation.validate(tool.name, args, tool.input_schema)
             await tool.validate_input(args, ctx)
             decision = await self.permissions.decide(session, tool, args, ctx)
@@ -247,7 +245,9 @@ class Executor:
             ctx.sandbox = decision.sandbox
             if decision.updated_input is not None:
                 # A hook rewrote the input: it must be as valid as the model's own.
-                args = validation.coerce(decision.updated_input, tool.input_schema)
+                args = tool.lenient_input(
+                    validation.coerce(decision.updated_input, tool.input_schema)
+                )
                 validation.validate(tool.name, args, tool.input_schema)
                 await tool.validate_input(args, ctx)
             result = await tool.call(args, ctx)

@@ -32,6 +32,8 @@ def expand(raw: str, cwd: str, home: str) -> str:
     """The absolute, lexically normalised path of `raw` as the session means it."""
     if "\0" in raw:
         raise InputError(f"The path {raw!r} contains a NUL byte; no file has such a name.")
+    # Models leave a space or a line break after a path; the reference drops them too.
+    raw = raw.strip()
     if raw == "~" or raw.startswith("~/"):
         raw = home + raw[1:]
     path = raw if os.path.isabs(raw) else os.path.join(cwd, raw)

@@ -26,6 +26,8 @@ from agentd.errors import AgentdError, InvalidRequest, NotFound
 from agentd.events import Event, EventLog
 from agentd.executor import Executor, ToolUse, new_tool_use_id, result_payload
 from agentd.sessions import PERMISSION_MODES, Session, SessionManager
+from agentd_client import structs
+from agentd_client._calls import ATTACHED_KEY
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 
@@ -122,6 +124,10 @@ def session_to_pb(s: Session, log_: EventLog | None = None) -> pb.Session:
     )
 
 
+def _struct_or_none(value: dict[str, Any] | None) -> structs.Struct | None:
+    return None if value is None else structs.to_struct(value)
+
+
 def trust_to_pb(e: Any) -> pb.TrustEntry:
     return pb.TrustEntry(
         path=e.path,
@@ -130,31 +136,44 @@ def trust_to_pb(e: Any) -> pb.TrustEntry:
         source=e.source,
         approved_by=e.approved_by,
         approved_ms=e.approved_ms,
-        widens_json=json.dumps(e.widens, sort_keys=True) if e.widens is not None else "",
+        widens=_struct_or_none(e.widens),
         current=e.current,
         error=e.error,
     )
 
 
+def _legacy_json(payload: dict[str, Any], key: str, default: Any = None) -> Any:
+    """`payload[key]`, or what a journal written before the typed API holds for it
+    (`<key>_json`, JSON text; empty for none)."""
+    if key in payload:
+        return payload[key]
+    text = payload.get(f"{key}_json")
+    return json.loads(text) if text else default
+
+
 def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
-    blocks = []
+    out = pb.ToolResult(tool_use_id=payload["tool_use_id"], is_error=payload["is_error"])
     for block in payload["content"]:
         if block["type"] == "text":
-            blocks.append(pb.ContentBlock(text=pb.TextBlock(text=block["text"])))
+            out.content.add(type="text", text=block["text"])
         else:
-            blocks.append(
-                pb.ContentBlock(
-                    image=pb.ImageBlock(
-                        media_type=block["media_type"], data=bytes.fromhex(block["data"])
-                    )
-                )
+            source = pb.ImageSource(
+                type="base64", media_type=block["media_type"], data=bytes.fromhex(block["data"])
             )
-    return pb.ToolResult(
-        tool_use_id=payload["tool_use_id"],
-        content=blocks,
-        is_error=payload["is_error"],
-        data_json=payload["data_json"],
-    )
+            out.content.add(type="image", source=source)
+    data = _legacy_json(payload, "data")
+    if data is not None:
+        out.data.CopyFrom(structs.to_value(data))
+    return out
+
+
+def _with_struct(p: dict[str, Any], key: str, default: Any = None) -> dict[str, Any]:
+    """The payload with `key` (or its legacy `<key>_json`) as a Struct (left out if none)."""
+    value = _legacy_json(p, key, default)
+    out = {k: v for k, v in p.items() if k not in (key, f"{key}_json")}
+    if value is not None:
+        out[key] = structs.to_struct(value)
+    return out
 
 
 def task_to_pb(task: dict[str, Any]) -> pb.Task:
@@ -179,7 +198,7 @@ def event_to_pb(event: Event) -> pb.Event:
     out = pb.Event(seq=event.seq, session_id=event.session_id, time_ms=event.time_ms)
     match event.kind:
         case "call_started":
-            out.call_started.CopyFrom(pb.CallStarted(**p))
+            out.call_started.CopyFrom(pb.CallStarted(**_with_struct(p, "input", {})))
         case "progress":
             out.progress.CopyFrom(pb.Progress(**p))
         case "call_finished":
@@ -189,13 +208,23 @@ def event_to_pb(event: Event) -> pb.Event:
                 )
             )
         case "todos_changed":
-            out.todos_changed.CopyFrom(pb.TodosChanged(todos_json=json.dumps(p["todos"])))
+            todos = [
+                pb.Todo(
+                    content=t.get("content", ""),
+                    status=t.get("status", ""),
+                    active_form=t.get("activeForm", ""),
+                )
+                for t in p["todos"]
+            ]
+            out.todos_changed.CopyFrom(pb.TodosChanged(todos=todos))
         case "task_started":
             out.task_started.CopyFrom(pb.TaskStarted(task=task_to_pb(p["task"])))
         case "task_finished":
             out.task_finished.CopyFrom(pb.TaskFinished(task=task_to_pb(p["task"])))
         case "permission_requested":
-            out.permission_requested.CopyFrom(pb.PermissionRequested(**p))
+            out.permission_requested.CopyFrom(
+                pb.PermissionRequested(**_with_struct(p, "input", {}))
+            )
         case "permission_resolved":
             out.permission_resolved.CopyFrom(pb.PermissionResolved(**p))
         case "permission_decided":
@@ -203,7 +232,7 @@ def event_to_pb(event: Event) -> pb.Event:
         case "cwd_changed":
             out.cwd_changed.CopyFrom(pb.CwdChanged(**p))
         case "settings_ignored":
-            out.settings_ignored.CopyFrom(pb.SettingsIgnored(**p))
+            out.settings_ignored.CopyFrom(pb.SettingsIgnored(**_with_struct(p, "widens")))
         case "session_closed":
             out.session_closed.SetInParent()
         case "gap":
@@ -255,7 +284,7 @@ class Servicer(pb_grpc.AgentdServicer):
             running_tasks=tasks.running_count() if tasks else 0,
             socket_path=self.socket_path,
             state_dir=self.state_dir,
-            sandbox_json=json.dumps(sandbox),
+            sandbox=structs.to_struct(sandbox),
             calls_served=metrics.calls_served(),
             pending_asks=asker.pending_count if (asker := self.services.get("asker")) else 0,
         )
@@ -281,10 +310,7 @@ class Servicer(pb_grpc.AgentdServicer):
         if (trust := self.services.get("trust")) and not session.closed:
             for path, sha, widens, reason in await trust.ignored(session):
                 out.ignored_settings.add(
-                    path=path,
-                    sha256=sha,
-                    widens_json=json.dumps(widens, sort_keys=True) if widens else "",
-                    reason=reason,
+                    path=path, sha256=sha, widens=_struct_or_none(widens or None), reason=reason
                 )
         return out
 
@@ -334,15 +360,19 @@ class Servicer(pb_grpc.AgentdServicer):
                 pb.ToolSpec(
                     name=t.name,
                     description=t.description,
-                    input_schema_json=json.dumps(t.input_schema),
+                    input_schema=structs.to_struct(t.input_schema),
                 )
                 for t in self.executor.registry.tools
             ]
         )
 
-    def _tool_use(self, call: pb.ToolUse) -> ToolUse:
-        name = _require(call.name, "call.name")
-        return ToolUse(call.tool_use_id or new_tool_use_id(), name, call.input_json)
+    def _tool_use(self, call: pb.ToolUse, where: str = "call") -> ToolUse:
+        name = _require(call.name, f"{where}.name")
+        try:
+            args = structs.from_struct(call.input, f"{where}.input")
+        except ValueError as exc:
+            raise InvalidRequest(f"{exc}; a tool's input must be a JSON object") from None
+        return ToolUse(call.tool_use_id or new_tool_use_id(), name, args)
 
     async def _stream_calls(self, run: Callable[..., Any]) -> AsyncIterator[pb.ToolCallUpdate]:
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
@@ -388,7 +418,7 @@ class Servicer(pb_grpc.AgentdServicer):
             raise InvalidRequest("calls is empty: send at least one tool_use")
         if len(request.calls) > MAX_BATCH:
             raise InvalidRequest(f"at most {MAX_BATCH} calls in one batch")
-        calls = [self._tool_use(c) for c in request.calls]
+        calls = [self._tool_use(c, f"calls[{i}]") for i, c in enumerate(request.calls)]
         ids = [c.tool_use_id for c in calls]
         if len(set(ids)) != len(ids):
             raise InvalidRequest("tool_use_id values in a batch must be distinct")
@@ -418,9 +448,18 @@ class Servicer(pb_grpc.AgentdServicer):
             client_identity(context),
             request.after_seq,
         )
+
+        async def registered() -> None:
+            # The attach counts from here (asks reach it): say so before any event, so a
+            # client can wait for it (an approver must be in place before the first ask).
+            await context.send_initial_metadata(((ATTACHED_KEY, str(log_.last_seq)),))
+
         # Closed here, not whenever it is collected, when the caller goes away.
-        events_ = log_.replay if request.no_follow else log_.subscribe
-        async with contextlib.aclosing(events_(request.after_seq)) as events:
+        if request.no_follow:
+            subscription = log_.replay(request.after_seq)
+        else:
+            subscription = log_.subscribe(request.after_seq, registered)
+        async with contextlib.aclosing(subscription) as events:
             async for event in events:
                 yield event_to_pb(event)
 
@@ -482,7 +521,7 @@ class Servicer(pb_grpc.AgentdServicer):
     @_unary
     async def Classify(self, request: pb.ClassifyRequest, context: Any) -> pb.ClassifyResponse:
         result = classify(request.command).to_dict()
-        return pb.ClassifyResponse(classification_json=json.dumps(result))
+        return pb.ClassifyResponse(classification=structs.to_struct(result))
 
     def _trust(self) -> Any:
         trust = self.services.get("trust")

@@ -1,4 +1,4 @@
-"""Tool input: parse the JSON, forgive the usual model slips, check it against the schema.
+"""Tool input: forgive the usual model slips, then check it against the schema.
 
 Models send "true" for true and "30" for 30; the reference accepts those, so we
 coerce them before validating. Everything else that does not fit the schema is
@@ -26,24 +26,6 @@ _JSON_TYPES = {
     dict: "object",
     type(None): "null",
 }
-
-
-def parse_input(tool_name: str, text: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(
-            f"InputValidationError: {tool_name} input is not valid JSON ({exc}). "
-            "Send the input as a JSON object."
-        ) from None
-    if not isinstance(value, dict):
-        raise InputError(
-            f"InputValidationError: {tool_name} input must be a JSON object, "
-            f"not {_JSON_TYPES.get(type(value), 'a value')}."
-        )
-    return value
 
 
 def _coerce_value(value: Any, schema: dict[str, Any]) -> Any:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing as mp
 import os
 import shutil
@@ -93,10 +92,10 @@ def _in_process(ws: str, path: str, warm: int, n: int) -> dict[str, list[float]]
         )
         d = Daemon(config)
         s = d.sessions.create([ws], permission_mode="bypassPermissions")
-        input_json = json.dumps({"file_path": path})
 
         async def executor() -> None:
-            result = await d.executor.run_one(s, ToolUse("toolu_x", "Read", input_json), nothing)
+            use = ToolUse("toolu_x", "Read", {"file_path": path})
+            result = await d.executor.run_one(s, use, nothing)
             assert not result.is_error, result
 
         rows = {

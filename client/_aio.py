@@ -43,6 +43,15 @@ class AsyncStream(Generic[T]):
     def cancel(self) -> bool:
         return self._call.cancel()
 
+    async def wait_attached(self) -> bool:
+        """For an attach: return once the daemon counts it (it then misses no event and
+        asks reach it); False if the stream ended first."""
+        try:
+            metadata = await self._call.initial_metadata() or ()
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        return any(key == rpc.ATTACHED_KEY for key, _ in metadata)
+
 
 class AsyncClient(_Base):
     """The same calls on asyncio. `async with AsyncClient() as c:`; see Client."""
@@ -174,7 +183,8 @@ class AsyncClient(_Base):
         timeout: float | None = None,
     ) -> AsyncStream[Event]:
         """The session's events after `after_seq`, then live ones; cancel() to stop.
-        Without `follow`, the journal up to its latest event, then the end."""
+        `await wait_attached()` on the stream returns once the daemon counts it. Without
+        `follow`, the journal up to its latest event, then the end."""
         call = rpc.attach(session_id, after_seq, follow)
         return AsyncStream(self.stub.Attach(call.request, timeout=timeout))
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from agentd_client import structs
+from agentd_client.errors import InvalidRequest
 from agentd_client.v1 import agentd_pb2 as pb
 
 Session = pb.Session
@@ -44,6 +46,10 @@ class Call:
     tool: bool = False
     finish: Callable[[list[Any]], Any] | None = None
 
+
+# Attach's initial metadata carries this key (with the session's last seq then) once the
+# daemon counts the attach: from then on it misses no event, and asks reach it.
+ATTACHED_KEY = "agentd-attached"
 
 # The calls gRPC may repeat: they only read.
 SAFE_RPCS = (
@@ -83,11 +89,11 @@ class ToolResult:
     def from_pb(cls, r: pb.ToolResult) -> ToolResult:
         blocks: list[TextBlock | ImageBlock] = []
         for b in r.content:
-            if b.HasField("text"):
-                blocks.append(TextBlock(b.text.text))
+            if b.type == "image":
+                blocks.append(ImageBlock(b.source.media_type, b.source.data))
             else:
-                blocks.append(ImageBlock(b.image.media_type, b.image.data))
-        data = json.loads(r.data_json) if r.data_json else None
+                blocks.append(TextBlock(b.text))
+        data = structs.from_value(r.data, "data") if r.HasField("data") else None
         return cls(r.tool_use_id, blocks, r.is_error, data)
 
     def content_blocks(self) -> list[dict[str, Any]]:
@@ -125,9 +131,30 @@ def new_tool_use_id() -> str:
     return f"toolu_{uuid.uuid4().hex[:24]}"
 
 
+def _input(name: str, input: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    """A call's input as a mapping; JSON text (as a command line gives it) is parsed."""
+    if not isinstance(input, str):
+        return input
+    if not input.strip():
+        return {}
+    try:
+        value = json.loads(input)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRequest(
+            f"{name} input is not valid JSON ({exc}); send the input as a JSON object"
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"{name} input must be a JSON object, not {type(value).__name__}")
+    return value
+
+
 def tool_use(name: str, input: Mapping[str, Any] | str, tool_use_id: str | None) -> pb.ToolUse:
-    text = input if isinstance(input, str) else json.dumps(input)
-    return pb.ToolUse(tool_use_id=tool_use_id or new_tool_use_id(), name=name, input_json=text)
+    use = pb.ToolUse(tool_use_id=tool_use_id or new_tool_use_id(), name=name)
+    try:
+        structs.fill(use.input, _input(name, input))
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequest(f"{name} input cannot be sent as JSON: {exc}") from None
+    return use
 
 
 def _field(block: Any, key: str, default: Any = None) -> Any:
@@ -169,7 +196,7 @@ def _spec(t: pb.ToolSpec) -> dict[str, Any]:
     return {
         "name": t.name,
         "description": t.description,
-        "input_schema": json.loads(t.input_schema_json),
+        "input_schema": structs.ordered_schema(structs.from_struct(t.input_schema)),
     }
 
 
@@ -292,7 +319,7 @@ def list_tasks(session_id: str, include_finished: bool) -> Call:
 
 def classify(command: str) -> Call:
     request = pb.ClassifyRequest(command=command)
-    return Call("Classify", request, lambda r: json.loads(r.classification_json), safe=True)
+    return Call("Classify", request, lambda r: structs.from_struct(r.classification), safe=True)
 
 
 # workspace trust

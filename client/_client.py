@@ -43,6 +43,15 @@ class Stream(Generic[T]):
     def cancel(self) -> bool:
         return self._call.cancel()
 
+    def wait_attached(self) -> bool:
+        """For an attach: block until the daemon counts it (it then misses no event and
+        asks reach it); False if the stream ended first."""
+        try:
+            metadata = self._call.initial_metadata() or ()
+        except grpc.RpcError as exc:
+            raise from_grpc(exc) from exc
+        return any(key == rpc.ATTACHED_KEY for key, _ in metadata)
+
 
 class _Base:
     """What both faces share: the channel's settings, and a call's deadline."""
@@ -208,8 +217,9 @@ class Client(_Base):
         timeout: float | None = None,
     ) -> Stream[Event]:
         """The session's events after `after_seq`, then live ones; cancel() to stop.
-        It follows until cancelled: only an explicit `timeout` ends it. Without
-        `follow`, the journal up to the session's latest event, then the end."""
+        It follows until cancelled: only an explicit `timeout` ends it. `wait_attached()`
+        on the stream returns once the daemon counts it. Without `follow`, the journal up
+        to the session's latest event, then the end."""
         call = rpc.attach(session_id, after_seq, follow)
         return Stream(self.stub.Attach(call.request, timeout=timeout))
 

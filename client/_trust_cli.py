@@ -16,6 +16,7 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
+from agentd_client import structs
 from agentd_client._client import Client
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -24,15 +25,12 @@ def _entry_dict(e: pb.TrustEntry) -> dict[str, Any]:
     out = MessageToDict(
         e, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
-    out["widens"] = json.loads(e.widens_json) if e.widens_json else None
-    out.pop("widens_json", None)
+    out["widens"] = structs.optional_struct(e, "widens")
     return out
 
 
-def _widening_lines(widens_json: str) -> list[str]:
-    if not widens_json:
-        return []
-    text = json.dumps(json.loads(widens_json), indent=2, sort_keys=True)
+def _widening_lines(widens: dict[str, Any]) -> list[str]:
+    text = json.dumps(widens, indent=2, sort_keys=True)
     return ["    " + line for line in text.splitlines()]
 
 
@@ -45,9 +43,9 @@ def _describe(e: pb.TrustEntry) -> str:
         who = "daemon config" if e.source == "config" else f"approved by {e.approved_by} {when}"
         head += f"  ({who}{', the content now' if e.current else ''})"
     lines = [head]
-    if e.widens_json:
+    if widens := structs.optional_struct(e, "widens"):
         lines.append("            widens:")
-        lines += _widening_lines(e.widens_json)
+        lines += _widening_lines(widens)
     return "\n".join(lines)
 
 

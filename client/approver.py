@@ -2,35 +2,29 @@
 
 The daemon asks only clients that are attached when an ask comes (with nobody
 attached, an ask is an immediate deny), so an approver is useful only once the
-daemon counts it. Attach gives no acknowledgement, so starting one proves it: the
-approver attaches from the session's latest event, then makes one event of its own
--- a call of a tool that does not exist (`ApproverAttached`), which changes nothing
-and fails at once -- and returns when its stream delivers that call's start. The
-daemon registers a subscriber before it replays, so whichever way the event comes
-(replayed or live) the approver is attached: no sleeps, no races.
+daemon counts it. Attach says when that is: its initial metadata (`agentd-attached`)
+comes once the daemon has registered the subscriber, before any event. Starting an
+approver returns only then: no sleeps, no races, and no event of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import threading
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentd_client.errors import AgentdError, Cancelled
+from agentd_client import structs
+from agentd_client.errors import AgentdError, Cancelled, SessionClosed
 
 if TYPE_CHECKING:
     from agentd_client._aio import AsyncClient
     from agentd_client._client import Client
 
 log = logging.getLogger(__name__)
-
-PING_TOOL = "ApproverAttached"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +41,11 @@ class PermissionAsk:
 
     @classmethod
     def from_pb(cls, x: Any) -> PermissionAsk:
-        try:
-            data = json.loads(x.input_json or "{}")
-        except ValueError:
-            data = {}
         return cls(
             x.request_id,
             x.tool_use_id,
             x.tool_name,
-            data if isinstance(data, dict) else {},
+            structs.from_struct(x.input, "input"),
             list(x.reasons),
             x.suggested_rule,
         )
@@ -77,12 +67,11 @@ def decision(answer: Any) -> tuple[str, str]:
     return "deny", "once"
 
 
-def _ping_id() -> str:
-    return f"toolu_approver_{uuid.uuid4().hex[:16]}"
-
-
-def _is_ping(event: Any, ping_id: str) -> bool:
-    return event.HasField("call_started") and event.call_started.tool_use_id == ping_id
+def _open(session: Any) -> int:
+    """Where an approver of `session` attaches from; a closed session asks nothing."""
+    if session.closed:
+        raise SessionClosed(f"session {session.id} is closed: nothing will ask its approver")
+    return int(session.last_seq)
 
 
 class Approver:
@@ -96,6 +85,7 @@ class Approver:
         self.answered: list[tuple[PermissionAsk, str, str]] = []
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._attached = False
         self._stream: Any = None
         self._thread: threading.Thread | None = None
 
@@ -106,20 +96,14 @@ class Approver:
         self.close()
 
     def start(self) -> Approver:
-        after = self.client.get_session(self.session_id).last_seq
+        after = _open(self.client.get_session(self.session_id))
         self._stream = self.client.attach(self.session_id, after)
-        ping = _ping_id()
-        self._thread = threading.Thread(target=self._follow, args=(ping,), daemon=True)
+        self._thread = threading.Thread(target=self._follow, daemon=True)
         self._thread.start()
-        try:
-            self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
-        except BaseException:
-            self.close()
-            raise
         self._ready.wait(self.client.timeout)
-        if self._error is not None or not self._ready.is_set():
+        if self._error is not None or not self._attached:
             self.close()
-            raise self._error or AgentdError("the approver's attach was not confirmed in time")
+            raise self._error or AgentdError("the daemon did not confirm the approver's attach")
         return self
 
     def close(self) -> None:
@@ -128,12 +112,13 @@ class Approver:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
-    def _follow(self, ping: str) -> None:
+    def _follow(self) -> None:
         try:
+            self._attached = self._stream.wait_attached()
+            if self._attached:  # else the stream's error comes next, for start() to raise
+                self._ready.set()
             for event in self._stream:
-                if _is_ping(event, ping):
-                    self._ready.set()
-                elif event.HasField("permission_requested"):
+                if event.HasField("permission_requested"):
                     self._answer(PermissionAsk.from_pb(event.permission_requested))
         except Cancelled:
             pass
@@ -166,6 +151,7 @@ class AsyncApprover:
         self.answered: list[tuple[PermissionAsk, str, str]] = []
         self._ready = asyncio.Event()
         self._error: BaseException | None = None
+        self._attached = False
         self._stream: Any = None
         self._task: asyncio.Task[None] | None = None
 
@@ -176,20 +162,14 @@ class AsyncApprover:
         await self.close()
 
     async def start(self) -> AsyncApprover:
-        after = (await self.client.get_session(self.session_id)).last_seq
+        after = _open(await self.client.get_session(self.session_id))
         self._stream = self.client.attach(self.session_id, after)
-        ping = _ping_id()
-        self._task = asyncio.ensure_future(self._follow(ping))
-        try:
-            await self.client.run_tool(self.session_id, PING_TOOL, {}, ping)
-        except BaseException:
-            await self.close()
-            raise
+        self._task = asyncio.ensure_future(self._follow())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._ready.wait(), self.client.timeout)
-        if self._error is not None or not self._ready.is_set():
+        if self._error is not None or not self._attached:
             await self.close()
-            raise self._error or AgentdError("the approver's attach was not confirmed in time")
+            raise self._error or AgentdError("the daemon did not confirm the approver's attach")
         return self
 
     async def close(self) -> None:
@@ -199,12 +179,13 @@ class AsyncApprover:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def _follow(self, ping: str) -> None:
+    async def _follow(self) -> None:
         try:
+            self._attached = await self._stream.wait_attached()
+            if self._attached:  # else the stream's error comes next, for start() to raise
+                self._ready.set()
             async for event in self._stream:
-                if _is_ping(event, ping):
-                    self._ready.set()
-                elif event.HasField("permission_requested"):
+                if event.HasField("permission_requested"):
                     await self._answer(PermissionAsk.from_pb(event.permission_requested))
         except (Cancelled, asyncio.CancelledError):
             pass

@@ -12,7 +12,6 @@ thread, which alone prints and prompts. So:
 
 from __future__ import annotations
 
-import json
 import queue
 import sys
 import threading
@@ -32,6 +31,8 @@ from agentd_client.display import (
     clean,
     describe_event,
     event_head,
+    input_of,
+    input_text,
     print_json_line,
 )
 from agentd_client.follow import Follower
@@ -272,12 +273,8 @@ class AttachView:
         match kind:
             case "call_started":
                 x = e.call_started
-                what = x.input_json
-                try:
-                    inp = json.loads(x.input_json)
-                    what = inp.get("command") or inp.get("file_path") or inp.get("pattern") or ""
-                except (ValueError, AttributeError):
-                    pass
+                inp = input_of(x)
+                what = inp.get("command") or inp.get("file_path") or inp.get("pattern") or ""
                 if not history:
                     self.status.running[x.tool_use_id] = _Running(x.name, str(what), e.time_ms)
             case "progress":
@@ -371,11 +368,8 @@ class AttachView:
 
 
 def _prompt_text(x: pb.PermissionRequested) -> str:
-    try:
-        inp = json.loads(x.input_json or "{}")
-    except ValueError:
-        inp = {}
-    what = inp.get("command") or inp.get("file_path") or inp.get("url") or x.input_json[:200]
+    inp = input_of(x)
+    what = inp.get("command") or inp.get("file_path") or inp.get("url") or input_text(x)
     lines = [f"? {x.tool_name} wants: {what}"]
     if x.reasons:
         lines.append(f"  because: {'; '.join(x.reasons)}")

@@ -14,10 +14,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-from google.protobuf.struct_pb2 import Struct
-
 from agentd_client._calls import ToolResult
+from agentd_client.structs import from_struct, to_struct
 from agentd_client.v1 import agentd_pb2 as pb
 
 INTERRUPTED = "The call did not finish: the agent was stopped before its result came."
@@ -48,8 +46,10 @@ def content_dicts(content: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def _input(block: Any) -> dict[str, Any]:
+    """The input as a Struct carries it (keys sorted): the messages sent go on being the
+    same text when a resume rebuilds them from the journal, as prompt caching needs."""
     value = _field(block, "input")
-    return dict(value) if isinstance(value, dict) else {}
+    return from_struct(to_struct(value)) if isinstance(value, dict) else {}
 
 
 def usage_pb(usage: Any) -> pb.AgentUsage:
@@ -101,10 +101,10 @@ def message_event(
         if b["type"] == "text":
             blocks.append(pb.AgentContentBlock(type="text", text=b["text"]))
         else:
-            data = Struct()
-            data.update(b["input"])
             blocks.append(
-                pb.AgentContentBlock(type="tool_use", id=b["id"], name=b["name"], input=data)
+                pb.AgentContentBlock(
+                    type="tool_use", id=b["id"], name=b["name"], input=to_struct(b["input"])
+                )
             )
     message = pb.AgentMessage(
         turn=turn, content=blocks, stop_reason=stop_reason, model=model, usage=usage
@@ -125,21 +125,9 @@ def _blocks_of(message: pb.AgentMessage) -> list[dict[str, Any]]:
         if b.type == "text":
             out.append({"type": "text", "text": b.text})
         elif b.type == "tool_use":
-            data = _whole(MessageToDict(b.input)) if b.HasField("input") else {}
+            data = from_struct(b.input) if b.HasField("input") else {}
             out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": data})
     return out
-
-
-def _whole(value: Any) -> Any:
-    """Struct keeps every number as a double: 10 comes back 10.0. Whole ones are made
-    ints again, so a rebuilt input is the one the model sent (and caches the same)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _whole(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole(v) for v in value]
-    return value
 
 
 def _unfinished(tool_use_id: str) -> dict[str, Any]:

@@ -9,11 +9,33 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
+from agentd_client import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
 
+def _whole(value: Any) -> Any:
+    """Numbers of Structs come back from JSON mapping as floats; 3.0 is printed as 3."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    return value
+
+
 def as_dict(message: Message) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    return _whole(MessageToDict(message, preserving_proto_field_name=True))
+
+
+def input_of(x: Any) -> dict[str, Any]:
+    """The `input` Struct of a CallStarted or PermissionRequested, as a dict."""
+    return structs.from_struct(x.input, "input")
+
+
+def input_text(x: Any, limit: int = 200) -> str:
+    """A call's input as one line of JSON, cut at `limit` characters."""
+    return json.dumps(input_of(x), ensure_ascii=False)[:limit]
 
 
 def print_json(value: Any) -> None:
@@ -37,7 +59,7 @@ def describe_event(e: pb.Event) -> str:
     match kind:
         case "call_started":
             x = e.call_started
-            return f"{head} ▶ {x.name} {x.input_json[:200]} ({x.tool_use_id})"
+            return f"{head} ▶ {x.name} {input_text(x)} ({x.tool_use_id})"
         case "progress":
             x = e.progress
             size = f" {x.output_size} bytes" if x.output_id else ""
@@ -45,15 +67,14 @@ def describe_event(e: pb.Event) -> str:
         case "call_finished":
             x = e.call_finished
             mark = "✗" if x.result.is_error else "✓"
-            text = "".join(b.text.text for b in x.result.content if b.HasField("text"))
+            text = "".join(b.text for b in x.result.content if b.type == "text")
             first = text.strip().splitlines()[0][:160] if text.strip() else ""
             return f"{head} {mark} {x.name} {x.duration_ms}ms {first}"
         case "todos_changed":
-            todos = json.loads(e.todos_changed.todos_json or "[]")
             lines = [f"{head} todos:"]
-            for t in todos:
-                box = {"completed": "[x]", "in_progress": "[~]"}.get(t.get("status"), "[ ]")
-                lines.append(f"    {box} {t.get('content', '')}")
+            for t in e.todos_changed.todos:
+                box = {"completed": "[x]", "in_progress": "[~]"}.get(t.status, "[ ]")
+                lines.append(f"    {box} {t.content}")
             return "\n".join(lines)
         case "task_started":
             t = e.task_started.task
@@ -66,7 +87,7 @@ def describe_event(e: pb.Event) -> str:
             x = e.permission_requested
             reasons = "; ".join(x.reasons)
             return (
-                f"{head} ? permission for {x.tool_name} {x.input_json[:200]}"
+                f"{head} ? permission for {x.tool_name} {input_text(x)}"
                 f"{' — ' + reasons if reasons else ''} (request {x.request_id})"
             )
         case "permission_resolved":

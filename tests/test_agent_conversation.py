@@ -20,7 +20,7 @@ def _events(*items: pb.AgentEvent | pb.CallFinished) -> list[pb.Event]:
 
 
 def _finished(tool_use_id: str, text: str, is_error: bool = False) -> pb.CallFinished:
-    block = pb.ContentBlock(text=pb.TextBlock(text=text))
+    block = pb.ContentBlock(type="text", text=text)
     result = pb.ToolResult(tool_use_id=tool_use_id, content=[block], is_error=is_error)
     return pb.CallFinished(name="Read", result=result)
 

@@ -155,7 +155,7 @@ def _run_tools_raw(client: Client, request: pb.RunToolsRequest) -> grpc.RpcError
 
 
 def test_duplicate_tool_use_ids_refused(client: Client, session_id: str) -> None:
-    use = pb.ToolUse(tool_use_id="toolu_same", name="Glob", input_json='{"pattern": "*"}')
+    use = pb.ToolUse(tool_use_id="toolu_same", name="Glob", input={"pattern": "*"})
     err = _run_tools_raw(client, pb.RunToolsRequest(session_id=session_id, calls=[use, use]))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "distinct" in err.details()
@@ -169,10 +169,8 @@ def test_empty_batch_refused(client: Client, session_id: str) -> None:
 
 def test_refused_batch_runs_nothing(client: Client, session_id: str, workspace: Path) -> None:
     """A batch refused for a duplicate id runs none of its calls, not even the first."""
-    first = pb.ToolUse(
-        tool_use_id="toolu_d1", name="Bash", input_json='{"command": "touch ran.txt"}'
-    )
-    dup = pb.ToolUse(tool_use_id="toolu_d1", name="Glob", input_json='{"pattern": "*"}')
+    first = pb.ToolUse(tool_use_id="toolu_d1", name="Bash", input={"command": "touch ran.txt"})
+    dup = pb.ToolUse(tool_use_id="toolu_d1", name="Glob", input={"pattern": "*"})
     err = _run_tools_raw(client, pb.RunToolsRequest(session_id=session_id, calls=[first, dup]))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert not (workspace / "ran.txt").exists()

@@ -121,12 +121,12 @@ def test_the_readme_loop_runs_the_model_s_calls_with_its_ids(
 
 
 def _started_ids(agentd: Client, session: str) -> list[str]:
-    """The ids of the session's tool calls, from its journal (the approver's ping left out)."""
+    """The ids of the session's tool calls, from its journal."""
     last = agentd.get_session(session).last_seq
     ids = []
     stream = agentd.attach(session, 0)
     for e in stream:
-        if e.HasField("call_started") and e.call_started.name != "ApproverAttached":
+        if e.HasField("call_started"):
             ids.append(e.call_started.tool_use_id)
         if e.seq >= last:
             break

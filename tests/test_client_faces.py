@@ -183,12 +183,35 @@ def test_the_approver_is_in_place_before_the_first_call(client: Client, workspac
             asks.append(ask)
             return "always"
 
+        before = client.get_session(sid).last_seq
         with client.approver(sid, always):
+            # Attach's agentd-attached says it is in place: no event of its own is needed.
+            assert client.get_session(sid).last_seq == before
             r = client.run_tool(sid, "Bash", {"command": "touch approved.txt"})
         assert not r.is_error, r.text
         assert [a.tool_name for a in asks] == ["Bash"]
         # "always" added the rule the daemon suggested.
         assert asks[0].suggested_rule in client.get_session(sid).allow_rules
+
+
+async def test_wait_attached_on_both_faces(daemon: DaemonProcess, session_id: str) -> None:
+    """An attach says when the daemon counts it; one that fails says it never was."""
+    with Client(daemon.socket) as c:
+        stream = c.attach(session_id, c.get_session(session_id).last_seq)
+        assert stream.wait_attached() is True
+        stream.cancel()
+        missing = c.attach("nope")
+        assert missing.wait_attached() is False
+        with pytest.raises(errors.SessionNotFound):
+            next(missing)
+    async with AsyncClient(daemon.socket) as a:
+        stream = a.attach(session_id, (await a.get_session(session_id)).last_seq)
+        assert await stream.wait_attached() is True
+        stream.cancel()
+        missing = a.attach("nope")
+        assert await missing.wait_attached() is False
+        with pytest.raises(errors.SessionNotFound):
+            await anext(missing)
 
 
 def test_a_failing_approver_callback_denies(client: Client, workspace: Path) -> None:
@@ -209,3 +232,11 @@ def test_an_approver_on_a_closed_session_says_so(client: Client, workspace: Path
     client.close_session(sid)
     with pytest.raises(errors.SessionClosed), client.approver(sid, lambda ask: True):
         pass
+
+
+async def test_an_approver_of_an_unknown_session_says_so(daemon: DaemonProcess) -> None:
+    with Client(daemon.socket) as c, pytest.raises(errors.SessionNotFound):
+        c.approver("nope", lambda ask: True).start()
+    async with AsyncClient(daemon.socket) as a:
+        with pytest.raises(errors.SessionNotFound):
+            await a.approver("nope", lambda ask: True).start()

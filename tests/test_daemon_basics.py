@@ -10,6 +10,7 @@ import grpc
 import pytest
 
 from agentd_client import Client
+from agentd_client.errors import InvalidRequest
 from tests.daemon import DaemonProcess
 
 
@@ -65,9 +66,21 @@ def test_unknown_tool(client: Client, session_id: str) -> None:
 
 @pytest.mark.parametrize(
     "raw,needle",
+    [("{not json", "not valid JSON"), ("[1, 2]", "must be a JSON object, not list")],
+)
+def test_input_text_that_is_no_json_object_is_refused(
+    client: Client, session_id: str, raw: str, needle: str
+) -> None:
+    """Input travels as a Struct: text that is not a JSON object cannot be sent at all."""
+    with pytest.raises(InvalidRequest) as err:
+        client.run_tool(session_id, "Read", raw)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert needle in str(err.value) and "Read input" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "raw,needle",
     [
-        ("{not json", "not valid JSON"),
-        ("[1, 2]", "must be a JSON object"),
         ("{}", "The required parameter `file_path` is missing"),
         (
             '{"file_path": "x", "limit": "ten"}',

@@ -1,7 +1,7 @@
 """Real Claude Code running its tool calls through agentd, offline, against the fake API.
 
-Needs the Claude Code CLI (`npm install --prefix .oracle @anthropic-ai/claude-code`,
-or CLAUDE_BIN); skipped without it. `agentctl mcp install claude-code` writes what
+Needs the Claude Code CLI, which `make test` installs into ~/.cache/agentd/claude-code
+(or CLAUDE_BIN); skipped without it. `agentctl mcp install claude-code` writes what
 makes Claude Code use agentd's tools instead of its own (agentd_client/claude_code.py
 says what and why); `claude --tools ""` then runs the scripted Bash call in the
 session's sandbox, and its result reaches the fake API.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -19,26 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from agentd_client import Client
+from agentd_client import Client, structs
 from tests import ctl
 from tests.daemon import DaemonProcess
+from tests.shared import claude_code_bin
 
-ROOT = Path(__file__).resolve().parent.parent
 FAKE_API = Path(__file__).parent / "data" / "oracle" / "fake_api.py"
 
 
-def _claude() -> str | None:
-    for candidate in (
-        os.environ.get("CLAUDE_BIN"),
-        shutil.which("claude"),
-        str(ROOT / ".oracle" / "node_modules" / ".bin" / "claude"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-CLAUDE = _claude()
+CLAUDE = claude_code_bin()
 pytestmark = pytest.mark.skipif(CLAUDE is None, reason="Claude Code CLI not installed")
 
 
@@ -102,4 +90,5 @@ def test_claude_code_runs_a_sandboxed_bash_through_agentd(
     stream = client.attach(sid, 0)
     first = next(e for e in stream if e.HasField("call_started"))
     stream.cancel()
-    assert first.call_started.name == "Bash" and command in first.call_started.input_json
+    assert first.call_started.name == "Bash"
+    assert structs.from_struct(first.call_started.input)["command"] == command

@@ -23,6 +23,7 @@ import pytest
 from agentd_client import Client
 from agentd_client import conversation as conv
 from agentd_client.codex import RUN
+from agentd_client.structs import from_struct
 from tests import ctl
 from tests.daemon import DaemonProcess
 
@@ -106,6 +107,4 @@ def test_codex_runs_a_sandboxed_bash_through_agentd(
     assert (workspace / "proof.txt").read_text() == "via-agentd\n"
     journal = conv.session_events(client, sid)
     started_calls = [e.call_started for e in journal if e.HasField("call_started")]
-    assert [(c.name, json.loads(c.input_json)["command"]) for c in started_calls] == [
-        ("Bash", command)
-    ]
+    assert [(c.name, from_struct(c.input)["command"]) for c in started_calls] == [("Bash", command)]

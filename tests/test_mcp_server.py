@@ -119,4 +119,4 @@ async def test_a_request_the_mcp_client_cancels_stops_the_call_in_the_daemon(
         e.call_finished for e in _journal(client, session_id) if e.HasField("call_finished")
     ]
     assert finished[0].duration_ms < 60_000, finished[0]
-    assert "interrupted" in finished[0].result.content[0].text.text
+    assert "interrupted" in finished[0].result.content[0].text

@@ -50,14 +50,18 @@ def test_background_output_keeps_head_and_tail_within_the_bound(
     assert data.endswith(b"x\nLAST\n\n[exited with code 0]\n")
 
 
-def test_foreground_flood_returns_head_and_tail(
+def test_foreground_flood_returns_a_preview_and_keeps_the_bounded_file(
     small_daemon: DaemonProcess, workspace: Path
 ) -> None:
     with Client(small_daemon.socket, timeout=60) as c:
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         r = c.run_tool(sid, "Bash", {"command": "seq 1 2000000"})
     assert not r.is_error
-    assert r.text.startswith("1\n2\n3\n")
-    assert "2000000" in r.text
+    assert r.text.startswith("<persisted-output>\nOutput too large (")
+    assert "Preview (first 2KB):\n1\n2\n3\n" in r.text
     assert len(r.text) < 40_000
     assert r.data["truncated"] is True
+    saved = r.data["persistedOutputPath"]
+    with open(saved, "rb") as f:
+        f.seek(max(0, os.path.getsize(saved) - 64))
+        assert b"1999999\n2000000\n" in f.read()

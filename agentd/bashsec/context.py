@@ -82,3 +82,17 @@ class Ctx:
             self.cats.add("destructive")
         self.writes.append(path)
         self.reasons.append(reason)
+
+
+# Arguments that only print a version or help, whatever the program.
+VERSION_ONLY = frozenset({"--version", "-V", "--help", "-h", "-version", "version"})
+
+
+def is_dyn(word: object) -> bool:
+    """A word known only at run time."""
+    return not isinstance(word, str)
+
+
+def shown(word: Word) -> str:
+    """A word as a reason names it."""
+    return word if isinstance(word, str) else word.text

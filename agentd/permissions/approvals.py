@@ -10,7 +10,6 @@ dontAsk, offered once for trust as a permission request whose tool_name is
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import dataclass
@@ -89,7 +88,7 @@ class Approvals:
                     "settings_ignored",
                     path=path,
                     sha256="",
-                    widens_json="",
+                    widens=None,
                     reason=unreadable_reason(path, error),
                 )
         approved = False
@@ -118,7 +117,7 @@ class Approvals:
             "settings_ignored",
             path=file.path,
             sha256=file.sha256,
-            widens_json=json.dumps(file.widens, sort_keys=True),
+            widens=file.widens,
             reason=reason,
         )
         log.warning("session %s: %s", session.id, reason)

@@ -10,7 +10,6 @@ never an allow. With nobody attached there is nobody to ask: the caller denies a
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
@@ -87,7 +86,7 @@ class Asker:
             request_id=request_id,
             tool_use_id=tool_use_id,
             tool_name=tool_name,
-            input_json=json.dumps(tool_input),
+            input=tool_input,
             reasons=list(reasons),
             suggested_rule=suggested_rule,
             expires_ms=expires_ms,

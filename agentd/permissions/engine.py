@@ -51,7 +51,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from agentd import sandboxing
+from agentd import fsaccess, sandboxing
 from agentd.config import Config
 from agentd.executor import Decision
 from agentd.permissions import hooks as hook_runner
@@ -358,11 +358,10 @@ class PermissionEngine:
         except Exception:
             access = None
         if access is not None and access.path and "\0" not in access.path:
-            raw = access.path
-            if raw == "~" or raw.startswith("~/"):
-                raw = session.home + raw[1:]
             call.access_mode = access.mode
-            call.path = os.path.normpath(os.path.join(session.cwd, raw))
+            # The very expansion the tool makes (~, the cwd, the whitespace a model
+            # leaves around a path): the rules judge the file the tool will touch.
+            call.path = fsaccess.expand(access.path, session.cwd, session.home)
             call.real_path = os.path.realpath(call.path)
         return call
 

@@ -134,6 +134,11 @@ class Tool:
         """The file this call touches, for path permission rules; None if none."""
         return None
 
+    def lenient_input(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Inputs the reference takes although its schema does not (Read's offset -1),
+        put in the schema's terms; runs before the schema check."""
+        return args
+
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
         """Raise InputError when the input cannot be run; runs before permissions."""
 

@@ -21,6 +21,8 @@ from agentd_sandbox import SandboxUnavailable, shell_argv, spawn
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 30_000
+# What a persisted output's preview shows.
+PREVIEW_CHARS = 2000
 # Seconds between progress updates of a command that prints nothing.
 HEARTBEAT = 1.0
 
@@ -42,8 +44,8 @@ running at its timeout moves to the background: read its output file with Read, 
 stop it with TaskStop.
 - run_in_background: true returns at once with a task id and an output file; you \
 are told when it ends.
-- Output over 30000 characters is cut to its head and tail; the full output is \
-saved to a file you can Read.
+- Output over 30000 characters is saved to a file you can Read, and a 2KB preview \
+is shown (a failed command's head and tail).
 - Prefer the Read, Edit, Write, Glob and Grep tools to cat, sed, echo > and find \
 for files: they are faster and keep edits safe."""
 
@@ -62,6 +64,7 @@ _SOFT_FAILURES: dict[str, str] = {
     "find": "Some paths could not be read",
 }
 _SEPARATORS = re.compile(r"\|\||&&|[|;&\n]")
+_BLANK_LINES = re.compile(r"\A(?:[ \t\r\f\v]*\n)+")
 _BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
 
 # Starts of a sandbox that failed before bash ran (a mount source vanished meanwhile).
@@ -109,13 +112,9 @@ class BashTool(Tool):
     max_result_chars = 10 * MAX_OUTPUT_CHARS
 
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
-        if not args["command"].strip():
-            raise InputError("The command is empty.")
+        # An empty command runs (and prints nothing), as in the reference.
         if "\0" in args["command"]:
             raise InputError("The command contains a NUL byte.")
-        timeout = args.get("timeout")
-        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_MS:
-            raise InputError(f"timeout must be between 1 and {MAX_TIMEOUT_MS} milliseconds.")
         if args.get("dangerouslyDisableSandbox") and not ctx.session.allow_unsandboxed:
             raise InputError(
                 "This session does not allow commands outside the sandbox; run the command "
@@ -238,7 +237,7 @@ class BashTool(Tool):
                 },
             )
 
-        timeout_ms = args.get("timeout") or DEFAULT_TIMEOUT_MS
+        timeout_ms = effective_timeout_ms(args.get("timeout"))
         outcome = await _follow(run, ctx, timeout_ms / 1000)
         if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
             tasks.adopt(as_task(), run)
@@ -281,37 +280,71 @@ class BashTool(Tool):
                 + ". Read them again before editing them."
             )
         shown, cut = head_and_tail(output, MAX_OUTPUT_CHARS)
-        if cut:
+        is_error, note = interpret_exit(command, code)
+        if outcome != "done":
+            is_error = True
+        persisted = cut and not is_error
+        if persisted:
+            # As the reference: the whole output is in a file, a 2 KB preview is shown.
+            shown = persisted_output(bytes(output.head).decode(errors="ignore"), output)
+        elif cut:
+            # A failed command's head and tail: its error is usually at the end.
             notices.append(
                 f"The output was {output.total} bytes; only its head and tail are "
                 f"shown. The full output is in {output.path} (Read it with offset "
                 f"and limit; in Bash commands: {seen_at})."
             )
-        body = shown.rstrip("\n")
+        # As the reference: the output without its blank first lines and trailing space,
+        # and the text shown trimmed at both ends.
+        shown = _BLANK_LINES.sub("", shown).rstrip()
+        body = shown.strip()
         if outcome == "cancelled":
             notices.append("The command was interrupted; the output above is what it printed.")
         elif outcome == "timeout":
             notices.append(f"Command timed out after {timeout_ms / 1000:g}s and was stopped.")
-        is_error, note = interpret_exit(command, code)
-        if outcome != "done":
-            is_error = True
         if read_only and is_error and (erofs := readonly.erofs_note(shown)):
             notices.append(erofs)
         if is_error and outcome == "done":
             body = f"Exit code {code}\n{body}" if body else f"Exit code {code}"
-        if not body and not notices and note is None:
+        if not body and not notices:
+            # Also for grep finding nothing: what that means is in returnCodeInterpretation.
             body = "(Bash completed with no output)"
-        text = "\n".join(x for x in [body, *([note] if note and not body else []), *notices] if x)
+        text = "\n".join(x for x in [body, *notices] if x)
         data = {
-            "stdout": shown.rstrip("\n"),
+            "stdout": shown,
             "stderr": "",
             "exitCode": code,
             "interrupted": outcome != "done",
             "truncated": cut,
         }
+        if persisted:
+            data["persistedOutputPath"] = output.path
+            data["persistedOutputSize"] = output.total
         if note:
             data["returnCodeInterpretation"] = note
         return ToolResult.text(text, data=data, is_error=is_error)
+
+
+def effective_timeout_ms(timeout: float | None) -> float:
+    """The reference's leniency: no timeout, 0 or less is the default, above the most is
+    the most."""
+    if timeout is None or timeout <= 0:
+        return DEFAULT_TIMEOUT_MS
+    return min(timeout, MAX_TIMEOUT_MS)
+
+
+def persisted_output(head: str, output: OutputFile) -> str:
+    """The reference's form of an output too large to show: where it is, and its start
+    (2000 characters, cut back to a line end when one is in the second half)."""
+    preview = head[:PREVIEW_CHARS]
+    end = preview.rfind("\n")
+    if end > PREVIEW_CHARS // 2:
+        preview = preview[:end]
+    return (
+        "<persisted-output>\n"
+        f"Output too large ({output.total / 1024:.1f}KB). Full output saved to: {output.path}\n\n"
+        f"Preview (first 2KB):\n{preview}\n...\n</persisted-output>"
+    )
 
 
 async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:

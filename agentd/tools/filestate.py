@@ -80,11 +80,17 @@ class Current:
     st: os.stat_result
 
 
-def read_current(loc: fsaccess.Located, limit: int | None = None) -> Current | None:
+_NULL_DEVICE = os.makedev(1, 3)
+
+
+def read_current(
+    loc: fsaccess.Located, limit: int | None = None, null_device: bool = False
+) -> Current | None:
     """The file at `loc`, or None when it does not exist.
 
     Raises IsADirectoryError for a directory and ToolError for anything that is not a
     regular file (a FIFO or device is never read: opened non-blocking, refused on fstat).
+    With `null_device`, /dev/null's device is read as an empty file (it never blocks).
     With `limit`, a larger file raises ToolError before any byte is read.
     """
     try:
@@ -103,6 +109,8 @@ def read_current(loc: fsaccess.Located, limit: int | None = None) -> Current | N
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
+        if null_device and stat.S_ISCHR(st.st_mode) and st.st_rdev == _NULL_DEVICE:
+            return Current(b"", st)
         if not stat.S_ISREG(st.st_mode):
             raise ToolError(
                 f"{loc.path} is not a regular file (a device, FIFO or socket) and is never "

@@ -7,9 +7,9 @@ import time
 from typing import Any, ClassVar
 
 from agentd import fsaccess, fsidentity
-from agentd.errors import PathOutsideWorkspace
-from agentd.tools import ripgrep
-from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
+from agentd.errors import PathOutsideWorkspace, ToolError
+from agentd.tools import glob_order, ripgrep
+from agentd.tools.base import FileAccess, ReadOnlyTool, ToolContext, ToolResult
 
 MAX_RESULTS = 100
 
@@ -41,27 +41,35 @@ class Glob(ReadOnlyTool):
     }
 
     def file_access(self, args: dict[str, Any]) -> FileAccess | None:
-        return FileAccess("read", args.get("path") or ".")
+        return FileAccess(
+            "read", glob_order.split_pattern(args["pattern"], args.get("path"))[1] or "."
+        )
 
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
-        if not args.get("pattern"):
-            raise InputError("pattern must not be empty.")
+        pattern, path = glob_order.split_pattern(args["pattern"], args.get("path"))
         try:
-            root = ripgrep.search_root(args.get("path"), ctx)
+            root = _search_root(args["pattern"], path, ctx)
+            if root is None:
+                return
         except PathOutsideWorkspace:
             return  # the permission check decides; call() checks again with what it granted
         if not root.is_dir:
-            raise InputError(f"Path {root.path} is not a directory; Glob searches directories.")
+            raise ToolError(f"Path {root.path} is not a directory; Glob searches directories.")
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
-        root = ripgrep.search_root(args.get("path"), ctx)
-        # Glob looks at every file, ignored or not, as the reference does.
+        pattern, path = glob_order.split_pattern(args["pattern"], args.get("path"))
+        root = _search_root(args["pattern"], path, ctx)
+        if root is None:
+            return _result([], 0, False, started)
+        # Glob looks at every file, ignored or not, .git too, as the reference does.
         out = await ripgrep.run_rg(
-            ["--files", "--no-ignore", "--null", "--glob", args["pattern"]],
+            ["--files", "--no-ignore", "--null", *glob_order.ORDERED_WALK_ARGS]
+            + ["--glob", pattern],
             root.path,
             ctx.cancelled,
             sandbox=root.sandbox,
+            vcs=True,
         )
         ripgrep.check_rg_failed(out)
 
@@ -69,39 +77,71 @@ class Glob(ReadOnlyTool):
         found = _with_mtimes(root, listed)
         total = len(found)
         cwd = ctx.session.cwd
-        if cwd.startswith(root.path.rstrip("/") + "/"):
-            # Some paths show relative to the cwd and others absolute: order the shown names.
-            found = sorted((m, ripgrep.display(rel, root.path, cwd)) for m, rel in found)
-        else:
-            # Every shown name is one prefix + rg's path, so rg's paths order alike: build
-            # names only for what is shown.
-            found.sort()
-            found = [(m, ripgrep.display(rel, root.path, cwd)) for m, rel in found[:MAX_RESULTS]]
+        ordered = _ordered(root, found)
         filenames = [
-            name.encode(errors="surrogateescape").decode(errors="replace")
-            for _, name in found[:MAX_RESULTS]
+            ripgrep.display(rel, root.path, cwd)
+            .encode(errors="surrogateescape")
+            .decode(errors="replace")
+            for rel in ordered[:MAX_RESULTS]
         ]
-        truncated = total > MAX_RESULTS or out.truncated
+        return _result(filenames, total, total > MAX_RESULTS or out.truncated, started, out)
 
-        if not filenames:
-            text = "No files found"
-        else:
-            text = "\n".join(filenames)
-            if truncated:
-                more = f"{total - len(filenames)} more" if not out.truncated else "more"
-                text += (
-                    f"\n(Only the {len(filenames)} oldest of the matching files are listed; "
-                    f"{more} not shown. Use a more specific path or pattern.)"
-                )
-        data = {
-            "filenames": filenames,
-            "durationMs": int((time.monotonic() - started) * 1000),
-            "numFiles": len(filenames),
-            "truncated": truncated,
-            "totalMatches": total,
-            "countIsComplete": not out.truncated,
-        }
-        return ToolResult.text(text, data)
+
+def _result(
+    filenames: list[str],
+    total: int,
+    truncated: bool,
+    started: float,
+    out: ripgrep.RgOutput | None = None,
+) -> ToolResult:
+    if not filenames:
+        text = "No files found"
+    else:
+        text = "\n".join(filenames)
+        if truncated:
+            more = "more" if out and out.truncated else f"{total - len(filenames)} more"
+            text += (
+                f"\n(Only the {len(filenames)} oldest of the matching files are listed; "
+                f"{more} not shown. Use a more specific path or pattern.)"
+            )
+    data = {
+        "filenames": filenames,
+        "durationMs": int((time.monotonic() - started) * 1000),
+        "numFiles": len(filenames),
+        "truncated": truncated,
+        "totalMatches": total,
+        "countIsComplete": not (out and out.truncated),
+    }
+    return ToolResult.text(text, data)
+
+
+def _search_root(raw_pattern: str, path: str | None, ctx: ToolContext) -> ripgrep.SearchRoot | None:
+    """The directory to search; None when an absolute pattern names a missing directory
+    (nothing matches it: no files, as in the reference, not an error)."""
+    try:
+        return ripgrep.search_root(path, ctx)
+    except ToolError:
+        if os.path.isabs(raw_pattern):
+            return None
+        raise
+
+
+def _ordered(root: ripgrep.SearchRoot, found: list[tuple[int, str]]) -> list[str]:
+    """The paths in the reference's order; directories above files whose mtimes tie are
+    stat'ed from one descriptor of the searched directory, as the session's identity."""
+    with fsidentity.acting_as(ripgrep.identity_of(root)):
+        dir_fd = fsaccess.open_beneath(root.loc, os.O_PATH | os.O_DIRECTORY)
+        try:
+
+            def mtime_of(rel: str) -> int:
+                try:
+                    return os.stat(rel, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    return 0  # gone since rg listed it
+
+            return glob_order.walk_order(found, mtime_of)
+        finally:
+            os.close(dir_fd)
 
 
 def _with_mtimes(root: ripgrep.SearchRoot, listed: list[str]) -> list[tuple[int, str]]:

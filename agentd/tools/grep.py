@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 from typing import Any, ClassVar
@@ -68,8 +69,9 @@ class Grep(ReadOnlyTool):
         return FileAccess("read", args.get("path") or ".")
 
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
-        if not isinstance(args.get("pattern"), str) or args["pattern"] == "":
-            raise InputError("pattern must be a non-empty string.")
+        # An empty pattern matches every line, as in the reference.
+        if not isinstance(args.get("pattern"), str):
+            raise InputError("pattern must be a string.")
         mode = args.get("output_mode", "files_with_matches")
         if mode not in MODES:
             raise InputError(f"output_mode must be one of {', '.join(MODES)}; got {mode!r}.")
@@ -88,6 +90,9 @@ class Grep(ReadOnlyTool):
         if not root.is_dir:
             rg_args += ["--", os.path.basename(root.path)]
         out = await ripgrep.run_rg(rg_args, run_dir, ctx.cancelled, sandbox=root.sandbox)
+        if _newline_refused(out) and not args.get("multiline"):
+            # A line never holds a line break: no match, as in the reference (rg refuses).
+            out = dataclasses.replace(out, stdout=b"", stderr="", returncode=1)
         ripgrep.check_rg_failed(out)
         text_out = out.stdout.decode(errors="replace")
         cwd = ctx.session.cwd
@@ -173,6 +178,17 @@ class Grep(ReadOnlyTool):
             "totalLines": len(formatted),
         }
         return ToolResult.text(text + cut_note, _with_paging(data, applied_limit, offset))
+
+
+def _newline_refused(out: ripgrep.RgOutput) -> bool:
+    """rg refused a pattern that matches a line break (a literal one, or \\n) outside
+    multiline mode."""
+    return (
+        out.returncode == 2
+        and not out.stdout
+        and "is not allowed in a regex" in out.stderr
+        and "\\n" in out.stderr
+    )
 
 
 def _rg_args(args: dict[str, Any], mode: str) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 from agentd import fsaccess, fsidentity
 from agentd.errors import InputError, ToolError
 from agentd.sessions import Session
-from agentd.tools import filestate
+from agentd.tools import devices, filestate
 from agentd.tools.base import (
     ContentBlock,
     FileAccess,
@@ -99,6 +99,21 @@ def _parse_pages(pages: str) -> tuple[int, int]:
     return first, last
 
 
+def _not_an_image(path: str, data: bytes) -> str:
+    """An image's name on bytes that are none of the image formats: sending them as an
+    image would make the API refuse the whole request."""
+    head = " ".join(f"{b:02x}" for b in data[:8]) or "none: the file is empty"
+    return (
+        f"{path} has an image extension, but its content is not a PNG, JPEG, GIF or WebP "
+        f"image (its first bytes: {head}); often a saved error or login page. Look at it "
+        f'with `file "{path}"` or `head -c 500` through Bash.'
+    )
+
+
+def _is_pdf_name(path: str) -> bool:
+    return path.lower().endswith(".pdf")
+
+
 def _too_large(path: str, size: int) -> str:
     return (
         f"{path} is {filestate.format_size(size)}, over the "
@@ -146,8 +161,25 @@ class ReadTool(ReadOnlyTool):
     def file_access(self, args: dict[str, Any]) -> FileAccess | None:
         return FileAccess("read", args["file_path"])
 
+    def lenient_input(self, args: dict[str, Any]) -> dict[str, Any]:
+        """As the reference: an offset below 0 reads from the start, a limit of 0 (or
+        less) reads to the end."""
+        offset, limit = args.get("offset"), args.get("limit")
+        if isinstance(offset, int) and not isinstance(offset, bool) and offset < 0:
+            args = {**args, "offset": 1}
+        if isinstance(limit, int) and not isinstance(limit, bool) and limit <= 0:
+            args = {k: v for k, v in args.items() if k != "limit"}
+        return args
+
     async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
-        if args.get("pages") is not None:
+        session = ctx.session
+        where = fsaccess.expand(args["file_path"], session.cwd, session.home)
+        if device := devices.named_device(where):
+            raise InputError(
+                f"Cannot read '{args['file_path']}': it names {device}, and Read never reads "
+                "device or process files (they may be endless or block)."
+            )
+        if args.get("pages") is not None and _is_pdf_name(args["file_path"]):
             _parse_pages(args["pages"])
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -181,7 +213,7 @@ class ReadTool(ReadOnlyTool):
 
     def _read(self, session: Session, loc: fsaccess.Located) -> filestate.Current:
         try:
-            current = filestate.read_current(loc, MAX_FILE_BYTES)
+            current = filestate.read_current(loc, MAX_FILE_BYTES, null_device=True)
         except IsADirectoryError:
             raise ToolError(
                 f"EISDIR: {loc.path} is a directory, not a file. List its entries with `ls` "
@@ -203,9 +235,11 @@ class ReadTool(ReadOnlyTool):
         media_type = _image_type(data, ext)
         pages = args.get("pages")
         if pages is not None and ext != ".pdf" and not data.startswith(b"%PDF-"):
-            raise InputError("pages applies to PDF files only; use offset and limit for text.")
-        if media_type is not None or ext in _IMAGE_EXTENSIONS:
-            result = self._image(args, data, media_type or _IMAGE_EXTENSIONS[ext])
+            pages = None  # as the reference: pages means nothing outside a PDF
+        if media_type is None and ext in _IMAGE_EXTENSIONS:
+            raise ToolError(_not_an_image(loc.path, data))
+        if media_type is not None:
+            result = self._image(args, data, media_type)
         elif ext == ".pdf" or data.startswith(b"%PDF-"):
             result = self._pdf(args, data, pages)
         elif ext == ".ipynb" and (notebook := _load_notebook(data)) is not None:
@@ -224,25 +258,32 @@ class ReadTool(ReadOnlyTool):
     ) -> ToolResult:
         data = current.data
         ext = os.path.splitext(loc.path)[1].lower()
-        if ext[1:] in BINARY_EXTENSIONS or _looks_binary(data):
-            kind = f"a binary {ext} file" if ext else "binary data"
+        if ext[1:] in BINARY_EXTENSIONS:
+            # By its name only, as the reference: other bytes are shown as text, with a
+            # notice when they hold NULs.
             raise InputError(
-                f"Read shows text, and {loc.path} appears to be {kind}. Inspect it with a "
-                "command or script that understands the format (file, xxd, unzip -l, a "
-                "parser library) through Bash."
+                f"Read shows text, and {loc.path} appears to be a binary {ext} file. Inspect "
+                "it with a command or script that understands the format (file, xxd, unzip "
+                "-l, a parser library) through Bash."
             )
         offset, limit = args.get("offset"), args.get("limit")
         allow_large = bool(args.get("allow_large"))
         whole = offset is None and limit is None
         if whole and not allow_large and len(data) > MAX_TEXT_BYTES:
             raise ToolError(_too_large(loc.path, len(data)))
-        text, _codec = filestate.decode(data)
+        text, codec = filestate.decode(data)
+        if filestate.has_nul(data):
+            # Binary bytes: shown as the reference shows them (U+FFFD for what is not
+            # UTF-8), not as latin-1 text, with the NUL notice below.
+            text = data.decode("utf-8", errors="replace")
+            if codec.crlf:
+                text = text.replace("\r\n", "\n")
         lines = text.split("\n")
         total = len(lines)
         start = max(offset or 1, 1)
         file_path = args["file_path"]
         notices: list[str] = []
-        if text == "":
+        if text == "" and start <= 1:
             shown: list[str] = [""]
             body = _reminder("Note: this file exists, but it is empty.")
         elif start > total:
@@ -466,25 +507,6 @@ def _load_notebook(data: bytes) -> dict[str, Any] | None:
     return (
         notebook if isinstance(notebook, dict) and isinstance(notebook.get("cells"), list) else None
     )
-
-
-def _looks_binary(data: bytes) -> bool:
-    """NULs, and without them no UTF-8 text but many control bytes: binary whatever the name.
-
-    Text with a few NULs, or UTF-16 without a BOM, is still shown (with a notice).
-    """
-    head = data[:8192]
-    if not filestate.has_nul(head):
-        return False
-    rest = head.replace(b"\x00", b"")
-    try:
-        rest.decode("utf-8")
-        return False
-    except UnicodeDecodeError as exc:
-        if exc.start >= len(rest) - 3:  # a character cut at the end of the sample
-            return False
-    controls = sum(1 for b in rest if b < 32 and b not in (9, 10, 12, 13))
-    return controls > 0.05 * max(len(rest), 1)
 
 
 def _fit_image(data: bytes, media_type: str) -> tuple[bytes, str, dict[str, int] | None]:

@@ -39,9 +39,8 @@ RG_BIN = shutil.which("rg") or "/usr/bin/rg"
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 # Version-control metadata is never worth a search result.
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
-COMMON_ARGS = ("--no-config", "--color", "never", "--hidden") + tuple(
-    arg for name in VCS_DIRS for arg in ("--glob", f"!{name}")
-)
+BASE_ARGS = ("--no-config", "--color", "never", "--hidden")
+COMMON_ARGS = BASE_ARGS + tuple(arg for name in VCS_DIRS for arg in ("--glob", f"!{name}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +64,8 @@ def search_root(raw: str | None, ctx: ToolContext) -> SearchRoot:
     try:
         st = fsaccess.stat_beneath(loc)
     except (FileNotFoundError, NotADirectoryError):
-        raise InputError(
+        # Not a <tool_use_error>: the reference finds this out when it runs the search.
+        raise ToolError(
             f"Path {path} does not exist. The current working directory is {session.cwd}."
         ) from None
     return SearchRoot(path, stat.S_ISDIR(st.st_mode), loc, _sandbox_for(ctx, loc))
@@ -113,10 +113,13 @@ async def run_rg(
     max_bytes: int = MAX_OUTPUT_BYTES,
     max_seconds: float | None = None,
     sandbox: SandboxPolicy | None = None,
+    vcs: bool = False,
 ) -> RgOutput:
     """Run `rg COMMON_ARGS args` in `cwd` (inside `sandbox` when given); kill it on
     cancellation, past `max_bytes`, or after `max_seconds` (a search of / can take as
-    long as the disk is big)."""
+    long as the disk is big). With `vcs`, version-control dirs are walked too (Glob
+    lists them, as the reference does)."""
+    common = BASE_ARGS if vcs else COMMON_ARGS
     if any("\0" in arg for arg in args):
         raise InputError(
             "The pattern, glob or type contains a NUL byte, which ripgrep cannot take."
@@ -124,7 +127,7 @@ async def run_rg(
     proc: Any
     if sandbox is not None:
         try:
-            proc = await spawn(dataclasses.replace(sandbox, cwd=cwd), [RG_BIN, *COMMON_ARGS, *args])
+            proc = await spawn(dataclasses.replace(sandbox, cwd=cwd), [RG_BIN, *common, *args])
         except SandboxUnavailable as exc:
             raise ToolError(
                 f"The sandbox the search runs in could not start, so nothing was searched: {exc}"
@@ -132,7 +135,7 @@ async def run_rg(
     else:
         proc = await asyncio.create_subprocess_exec(
             RG_BIN,
-            *COMMON_ARGS,
+            *common,
             *args,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,

@@ -21,7 +21,8 @@ class WriteTool(Tool):
         "- An existing file must have been Read in this session first, and must not have "
         "changed on disk since; otherwise the write is refused and you must Read it again.\n"
         "- To change part of a file, prefer Edit or MultiEdit: they send only the change.\n"
-        "- The file keeps its permissions, encoding and CRLF line endings; the write is atomic."
+        "- The content is written as given, line endings included; the file keeps its "
+        "permissions and encoding; the write is atomic."
     )
     input_schema = {
         "type": "object",
@@ -53,9 +54,9 @@ class WriteTool(Tool):
             if filestate.has_nul(current.data):
                 filestate.refuse_nul(loc.path)
             original, codec = filestate.decode(current.data)
-            # Content that already spells out its line ends keeps them as given.
-            if "\r\n" in content:
-                codec = filestate.TextCodec(codec.encoding, codec.bom, False)
+            # The content's own line ends, as the reference writes them (Edit keeps a
+            # file's CRLF; Write replaces the whole file as given). Encoding and BOM stay.
+            codec = filestate.TextCodec(codec.encoding, codec.bom, False)
         data = codec.encode(content)
         await asyncio.to_thread(filestate.write, loc, data)
         filestate.remember_written(session, loc, data)
@@ -65,7 +66,7 @@ class WriteTool(Tool):
             patch: list[dict[str, Any]] = []
         else:
             text = f"Updated the file {loc.path} {CURRENT_NOTE}."
-            patch = textdiff.structured_patch(original, content.replace("\r\n", "\n"))
+            patch = textdiff.structured_patch(original, content)
         return ToolResult.text(
             text,
             {

@@ -12,7 +12,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox_json", "calls_served", "pending_asks")
+    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox", "calls_served", "pending_asks")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -21,7 +21,7 @@ class Status(_message.Message):
     RUNNING_TASKS_FIELD_NUMBER: _ClassVar[int]
     SOCKET_PATH_FIELD_NUMBER: _ClassVar[int]
     STATE_DIR_FIELD_NUMBER: _ClassVar[int]
-    SANDBOX_JSON_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
     CALLS_SERVED_FIELD_NUMBER: _ClassVar[int]
     PENDING_ASKS_FIELD_NUMBER: _ClassVar[int]
     version: str
@@ -32,10 +32,10 @@ class Status(_message.Message):
     running_tasks: int
     socket_path: str
     state_dir: str
-    sandbox_json: str
+    sandbox: _struct_pb2.Struct
     calls_served: int
     pending_asks: int
-    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox_json: _Optional[str] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ...) -> None: ...
+    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
@@ -92,16 +92,16 @@ class Session(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ...) -> None: ...
 
 class IgnoredSettings(_message.Message):
-    __slots__ = ("path", "sha256", "widens_json", "reason")
+    __slots__ = ("path", "sha256", "widens", "reason")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
-    WIDENS_JSON_FIELD_NUMBER: _ClassVar[int]
+    WIDENS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     path: str
     sha256: str
-    widens_json: str
+    widens: _struct_pb2.Struct
     reason: str
-    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens_json: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
     __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed")
@@ -180,14 +180,14 @@ class ListToolsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "description", "input_schema_json")
+    __slots__ = ("name", "description", "input_schema")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
-    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
-    input_schema_json: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ...) -> None: ...
+    input_schema: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ("tools",)
@@ -196,14 +196,14 @@ class ListToolsResponse(_message.Message):
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ...) -> None: ...
 
 class ToolUse(_message.Message):
-    __slots__ = ("tool_use_id", "name", "input_json")
+    __slots__ = ("tool_use_id", "name", "input")
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
-    INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
     tool_use_id: str
     name: str
-    input_json: str
-    def __init__(self, tool_use_id: _Optional[str] = ..., name: _Optional[str] = ..., input_json: _Optional[str] = ...) -> None: ...
+    input: _struct_pb2.Struct
+    def __init__(self, tool_use_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class RunToolRequest(_message.Message):
     __slots__ = ("session_id", "call")
@@ -221,39 +221,37 @@ class RunToolsRequest(_message.Message):
     calls: _containers.RepeatedCompositeFieldContainer[ToolUse]
     def __init__(self, session_id: _Optional[str] = ..., calls: _Optional[_Iterable[_Union[ToolUse, _Mapping]]] = ...) -> None: ...
 
-class TextBlock(_message.Message):
-    __slots__ = ("text",)
-    TEXT_FIELD_NUMBER: _ClassVar[int]
-    text: str
-    def __init__(self, text: _Optional[str] = ...) -> None: ...
-
-class ImageBlock(_message.Message):
-    __slots__ = ("media_type", "data")
+class ImageSource(_message.Message):
+    __slots__ = ("type", "media_type", "data")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
     MEDIA_TYPE_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    type: str
     media_type: str
     data: bytes
-    def __init__(self, media_type: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, type: _Optional[str] = ..., media_type: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class ContentBlock(_message.Message):
-    __slots__ = ("text", "image")
+    __slots__ = ("type", "text", "source")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
-    IMAGE_FIELD_NUMBER: _ClassVar[int]
-    text: TextBlock
-    image: ImageBlock
-    def __init__(self, text: _Optional[_Union[TextBlock, _Mapping]] = ..., image: _Optional[_Union[ImageBlock, _Mapping]] = ...) -> None: ...
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    text: str
+    source: ImageSource
+    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., source: _Optional[_Union[ImageSource, _Mapping]] = ...) -> None: ...
 
 class ToolResult(_message.Message):
-    __slots__ = ("tool_use_id", "content", "is_error", "data_json")
+    __slots__ = ("tool_use_id", "content", "is_error", "data")
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     IS_ERROR_FIELD_NUMBER: _ClassVar[int]
-    DATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
     tool_use_id: str
     content: _containers.RepeatedCompositeFieldContainer[ContentBlock]
     is_error: bool
-    data_json: str
-    def __init__(self, tool_use_id: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., is_error: _Optional[bool] = ..., data_json: _Optional[str] = ...) -> None: ...
+    data: _struct_pb2.Value
+    def __init__(self, tool_use_id: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., is_error: _Optional[bool] = ..., data: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ("tool_use_id", "elapsed_ms", "output", "message", "output_id", "output_size", "last_line")
@@ -306,14 +304,14 @@ class AttachRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., no_follow: _Optional[bool] = ...) -> None: ...
 
 class CallStarted(_message.Message):
-    __slots__ = ("tool_use_id", "name", "input_json")
+    __slots__ = ("tool_use_id", "name", "input")
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
-    INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
     tool_use_id: str
     name: str
-    input_json: str
-    def __init__(self, tool_use_id: _Optional[str] = ..., name: _Optional[str] = ..., input_json: _Optional[str] = ...) -> None: ...
+    input: _struct_pb2.Struct
+    def __init__(self, tool_use_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class CallFinished(_message.Message):
     __slots__ = ("name", "result", "duration_ms")
@@ -325,11 +323,21 @@ class CallFinished(_message.Message):
     duration_ms: int
     def __init__(self, name: _Optional[str] = ..., result: _Optional[_Union[ToolResult, _Mapping]] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
+class Todo(_message.Message):
+    __slots__ = ("content", "status", "active_form")
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FORM_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    status: str
+    active_form: str
+    def __init__(self, content: _Optional[str] = ..., status: _Optional[str] = ..., active_form: _Optional[str] = ...) -> None: ...
+
 class TodosChanged(_message.Message):
-    __slots__ = ("todos_json",)
-    TODOS_JSON_FIELD_NUMBER: _ClassVar[int]
-    todos_json: str
-    def __init__(self, todos_json: _Optional[str] = ...) -> None: ...
+    __slots__ = ("todos",)
+    TODOS_FIELD_NUMBER: _ClassVar[int]
+    todos: _containers.RepeatedCompositeFieldContainer[Todo]
+    def __init__(self, todos: _Optional[_Iterable[_Union[Todo, _Mapping]]] = ...) -> None: ...
 
 class Task(_message.Message):
     __slots__ = ("id", "session_id", "command", "description", "status", "exit_code", "has_exit_code", "output_path", "started_ms", "ended_ms", "tool_use_id")
@@ -370,23 +378,23 @@ class TaskFinished(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class SettingsIgnored(_message.Message):
-    __slots__ = ("path", "sha256", "widens_json", "reason")
+    __slots__ = ("path", "sha256", "widens", "reason")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
-    WIDENS_JSON_FIELD_NUMBER: _ClassVar[int]
+    WIDENS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     path: str
     sha256: str
-    widens_json: str
+    widens: _struct_pb2.Struct
     reason: str
-    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens_json: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class PermissionRequested(_message.Message):
-    __slots__ = ("request_id", "tool_use_id", "tool_name", "input_json", "reasons", "suggested_rule", "expires_ms", "rule_choices")
+    __slots__ = ("request_id", "tool_use_id", "tool_name", "input", "reasons", "suggested_rule", "expires_ms", "rule_choices")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
-    INPUT_JSON_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
     SUGGESTED_RULE_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
@@ -394,12 +402,12 @@ class PermissionRequested(_message.Message):
     request_id: str
     tool_use_id: str
     tool_name: str
-    input_json: str
+    input: _struct_pb2.Struct
     reasons: _containers.RepeatedScalarFieldContainer[str]
     suggested_rule: str
     expires_ms: int
     rule_choices: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., input_json: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., suggested_rule: _Optional[str] = ..., expires_ms: _Optional[int] = ..., rule_choices: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasons: _Optional[_Iterable[str]] = ..., suggested_rule: _Optional[str] = ..., expires_ms: _Optional[int] = ..., rule_choices: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PermissionResolved(_message.Message):
     __slots__ = ("request_id", "decision", "scope", "decided_by", "rule")
@@ -626,10 +634,10 @@ class ClassifyRequest(_message.Message):
     def __init__(self, command: _Optional[str] = ...) -> None: ...
 
 class ClassifyResponse(_message.Message):
-    __slots__ = ("classification_json",)
-    CLASSIFICATION_JSON_FIELD_NUMBER: _ClassVar[int]
-    classification_json: str
-    def __init__(self, classification_json: _Optional[str] = ...) -> None: ...
+    __slots__ = ("classification",)
+    CLASSIFICATION_FIELD_NUMBER: _ClassVar[int]
+    classification: _struct_pb2.Struct
+    def __init__(self, classification: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ListTrustRequest(_message.Message):
     __slots__ = ("path",)
@@ -638,14 +646,14 @@ class ListTrustRequest(_message.Message):
     def __init__(self, path: _Optional[str] = ...) -> None: ...
 
 class TrustEntry(_message.Message):
-    __slots__ = ("path", "sha256", "state", "source", "approved_by", "approved_ms", "widens_json", "current", "error")
+    __slots__ = ("path", "sha256", "state", "source", "approved_by", "approved_ms", "widens", "current", "error")
     PATH_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     APPROVED_BY_FIELD_NUMBER: _ClassVar[int]
     APPROVED_MS_FIELD_NUMBER: _ClassVar[int]
-    WIDENS_JSON_FIELD_NUMBER: _ClassVar[int]
+    WIDENS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     path: str
@@ -654,10 +662,10 @@ class TrustEntry(_message.Message):
     source: str
     approved_by: str
     approved_ms: int
-    widens_json: str
+    widens: _struct_pb2.Struct
     current: bool
     error: str
-    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., state: _Optional[str] = ..., source: _Optional[str] = ..., approved_by: _Optional[str] = ..., approved_ms: _Optional[int] = ..., widens_json: _Optional[str] = ..., current: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., state: _Optional[str] = ..., source: _Optional[str] = ..., approved_by: _Optional[str] = ..., approved_ms: _Optional[int] = ..., widens: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., current: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class ListTrustResponse(_message.Message):
     __slots__ = ("entries",)

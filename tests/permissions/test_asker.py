@@ -4,7 +4,6 @@ client, the first answer wins, timeouts and cancellation deny."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 
 from .conftest import Env, attached
@@ -18,7 +17,7 @@ async def test_two_clients_first_answer_wins_the_other_sees_it(env: Env) -> None
         assert (await b.next("permission_requested")).payload == asked
         assert asked["tool_use_id"] == ctx.tool_use_id
         assert asked["tool_name"] == "Bash"
-        assert json.loads(asked["input_json"]) == {"command": "npm install"}
+        assert asked["input"] == {"command": "npm install"}
         assert asked["suggested_rule"] == "Bash(npm install:*)"
         assert asked["reasons"] and asked["expires_ms"] > 0
         assert env.progress == [{"message": "waiting for permission"}]

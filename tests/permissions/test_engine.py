@@ -302,3 +302,12 @@ async def test_every_decision_is_journaled(env: Env) -> None:
 def test_engine_is_a_permission_checker(env: Env) -> None:
     assert isinstance(env.engine, PermissionEngine)
     assert callable(env.engine.decide) and callable(env.engine.after_call)
+
+
+async def test_whitespace_around_a_path_does_not_slip_past_a_deny_rule(env: Env) -> None:
+    # The tools drop the whitespace a model leaves around a path (as the reference
+    # does); the rules must judge that same path, not "<cwd>/ .env".
+    env.session.deny_rules.append("Read(.env)")
+    for raw in (" .env", ".env\n", f"  {env.ws}/.env\t"):
+        denied = await env.decide("Read", {"file_path": raw})
+        assert (denied.behavior, denied.decided_by) == ("deny", "rule"), raw

@@ -111,8 +111,8 @@ def test_saved_large_results_in_the_state_dir_stay_readable(
     # A Bash output too large to show is kept in the session's state dir (the daemon's
     # own, root-only): Read must still reach it.
     bash = client.run_tool(session_id, "Bash", {"command": "seq 1 40000"})
-    assert "The full output is in " in bash.text, bash.text
-    saved = bash.text.split("The full output is in ")[1].split(" (Read it")[0]
+    assert "Full output saved to: " in bash.text, bash.text
+    saved = bash.text.split("Full output saved to: ")[1].split("\n")[0]
     assert not os.access(saved, os.R_OK, effective_ids=True) or os.stat(saved).st_uid == 0
     result = client.run_tool(session_id, "Read", {"file_path": saved, "offset": 1, "limit": 3})
     assert not result.is_error, result.text

@@ -40,7 +40,7 @@ def sha(path: Path) -> str:
 def call(client: Client, sid: str, name: str, args: dict[str, Any]) -> ToolResult:
     """A tool call that must be answered within 20 s: a daemon stuck on a file fails it."""
     request = pb.RunToolRequest(
-        session_id=sid, call=pb.ToolUse(tool_use_id="", name=name, input_json=json.dumps(args))
+        session_id=sid, call=pb.ToolUse(tool_use_id="", name=name, input=args)
     )
     return ToolResult.from_pb(client.stub.CallTool(request, timeout=20))
 

@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 import pytest
 
-from agentd_client import Client
+from agentd_client import Client, structs
 from tests.conftest import SANDBOX_UID
 from tests.waiting import wait_for_event
 
@@ -45,7 +45,7 @@ def ignored(client: Client, session_id: str) -> dict[str, Any]:
     return {
         i.path: {
             "sha256": i.sha256,
-            "widens": json.loads(i.widens_json) if i.widens_json else {},
+            "widens": structs.optional_struct(i, "widens") or {},
             "reason": i.reason,
         }
         for i in s.ignored_settings
@@ -229,20 +229,18 @@ def test_an_attached_person_is_asked_to_trust(client: Client, workspace: Path) -
                     decision = "allow" if req.tool_name == "TrustSettings" else "deny"
                     client.resolve_permission(sid, req.request_id, decision)
 
+    assert stream.wait_attached()  # the daemon counts it: the call has someone to ask
     answerer = threading.Thread(target=answer)
     answerer.start()
     try:
-        while True:  # until the attach stream is live
-            r = client.run_tool(sid, "Bash", {"command": "touch by-trust"})
-            if not r.is_error or "no client is attached" not in r.text:
-                break
+        r = client.run_tool(sid, "Bash", {"command": "touch by-trust"})
     finally:
         stream.cancel()
         answerer.join(30)
     assert not r.is_error and (workspace / "by-trust").exists(), r.text
     trust_prompt = prompts[0]
     assert trust_prompt.tool_name == "TrustSettings"
-    assert json.loads(trust_prompt.input_json) == {
+    assert structs.from_struct(trust_prompt.input) == {
         "path": str(path),
         "sha256": sha(path),
         "widens": {"permissions": {"allow": ["Bash(touch:*)"]}},

@@ -72,6 +72,7 @@ def call(session: Session, tmp_path: Path, tool_services: dict[str, Any]) -> Cal
             progress=record,
             services=tool_services,
         )
+        args = tool.lenient_input(args)  # as the executor does before its schema check
         try:
             await tool.validate_input(args, ctx)
             result: ToolResult = await tool.call(args, ctx)

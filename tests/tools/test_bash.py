@@ -75,7 +75,9 @@ def test_no_output_is_said_plainly(client: Client, session_id: str) -> None:
 def test_grep_finding_nothing_is_not_an_error(client: Client, session_id: str) -> None:
     r = bash(client, session_id, "echo abc | grep zzz")
     assert not r.is_error
-    assert "No matches" in r.text
+    # As the reference: the text says no output; the data says what exit 1 meant.
+    assert r.text == "(Bash completed with no output)"
+    assert r.data["returnCodeInterpretation"] == "No matches found"
     assert bash(client, session_id, "ls /nonexistent-agentd").is_error
 
 
@@ -111,17 +113,43 @@ def test_commands_run_unprivileged_and_files_belong_to_that_user(
     assert (workspace / "made.txt").stat().st_uid == int(uid)
 
 
-def test_large_output_is_cut_to_head_and_tail_with_the_full_file(
-    client: Client, session_id: str
-) -> None:
+def test_large_output_is_persisted_with_a_preview(client: Client, session_id: str) -> None:
     r = bash(client, session_id, "seq 1 50000")
     assert not r.is_error
-    assert r.text.startswith("1\n2\n3\n")
+    head, _, rest = r.text.partition("\n")
+    assert head == "<persisted-output>"
+    m = re.match(r"Output too large \(282\.1KB\)\. Full output saved to: (\S+)\n\n", rest)
+    assert m, r.text[:300]
+    assert rest.endswith("\n526\n527\n...\n</persisted-output>")  # 2 KB, cut at a line end
+    assert "Preview (first 2KB):\n1\n2\n3\n" in rest
+    assert r.data["persistedOutputSize"] == 288894
+    full = client.run_tool(
+        session_id, "Read", {"file_path": m.group(1), "offset": 49999, "limit": 2}
+    )
+    assert not full.is_error, full.text
+    assert full.text.startswith("49999\t49999\n50000\t50000")
+
+
+def test_a_failed_commands_large_output_is_cut_to_head_and_tail(
+    client: Client, session_id: str
+) -> None:
+    r = bash(client, session_id, "seq 1 50000; exit 3")
+    assert r.is_error
+    assert r.text.startswith("Exit code 3\n1\n2\n3\n")
     assert "50000" in r.text and "bytes truncated" in r.text
     path = re.search(r"The full output is in (\S+) ", r.text).group(1)
     full = client.run_tool(session_id, "Read", {"file_path": path, "offset": 49999, "limit": 2})
-    assert not full.is_error, full.text
     assert full.text.startswith("49999\t49999\n50000\t50000")
+
+
+def test_lenient_inputs_run_as_the_reference_runs_them(client: Client, session_id: str) -> None:
+    # A timeout above the most is the most; 0 or less is the default; an empty command
+    # runs and prints nothing.
+    assert bash(client, session_id, "echo over", timeout=900000).text == "over"
+    assert bash(client, session_id, "echo neg", timeout=-5).text == "neg"
+    for command in ("", "   "):
+        r = bash(client, session_id, command)
+        assert not r.is_error and r.text == "(Bash completed with no output)"
 
 
 def test_progress_streams_while_running(client: Client, session_id: str) -> None:
@@ -423,13 +451,11 @@ def test_an_approved_unsandboxed_command_runs_on_the_host_not_as_root(
                 answered.set()
                 return
 
+    assert stream.wait_attached()  # the daemon counts it: the call has someone to ask
     answerer = threading.Thread(target=answer, daemon=True)
     answerer.start()
     try:
-        while True:  # until the attach stream is live, the call finds nobody to ask
-            r = bash(client, sid, "id -u; hostname; touch made", dangerouslyDisableSandbox=True)
-            if "no client is attached" not in r.text:
-                break
+        r = bash(client, sid, "id -u; hostname; touch made", dangerouslyDisableSandbox=True)
     finally:
         stream.cancel()
     assert answered.is_set()

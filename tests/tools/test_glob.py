@@ -66,7 +66,8 @@ async def test_slash_pattern_is_relative_to_searched_dir(call, glob_py: Path) ->
     assert r.text == "docs/readme.md"
 
 
-async def test_hidden_and_gitignored_files_are_found(call, ws: Path) -> None:
+async def test_hidden_gitignored_and_vcs_files_are_found(call, ws: Path) -> None:
+    # .git too, as the reference lists it (Grep leaves it out).
     (ws / ".git").mkdir()
     write(ws / ".git/config.py", mtime=500)
     write(ws / ".gitignore", "ignored.py\n")
@@ -74,7 +75,32 @@ async def test_hidden_and_gitignored_files_are_found(call, ws: Path) -> None:
     write(ws / ".hidden.py", mtime=2_000)
     write(ws / "node_modules/m/n.py", mtime=3_000)
     r = await call("Glob", {"pattern": "**/*.py"})
-    assert r.text == "ignored.py\n.hidden.py\nnode_modules/m/n.py"
+    assert r.text == ".git/config.py\nignored.py\n.hidden.py\nnode_modules/m/n.py"
+
+
+async def test_equal_mtimes_keep_the_walk_order_with_older_directories_first(
+    call, ws: Path
+) -> None:
+    # The reference's order: by mtime, ties in a walk where siblings go oldest first
+    # (here b/, then top.txt, then a/), whatever their names.
+    for name in ("a/f.txt", "b/f.txt", "top.txt"):
+        write(ws / name, mtime=1_000)
+    os.utime(ws / "a", (5_000, 5_000))
+    os.utime(ws / "b", (500, 500))
+    r = await call("Glob", {"pattern": "**/*.txt"})
+    assert r.text == "b/f.txt\ntop.txt\na/f.txt"
+
+
+async def test_empty_and_absolute_patterns(call, ws: Path) -> None:
+    write(ws / "d/e/b.txt", mtime=1_000)
+    write(ws / "d/a.txt", mtime=2_000)
+    write(ws / "top.txt", mtime=3_000)
+    assert (await call("Glob", {"pattern": ""})).text == "d/e/b.txt\nd/a.txt\ntop.txt"
+    # An absolute pattern searches from its directory part, whatever path says.
+    r = await call("Glob", {"pattern": f"{ws}/d/*.txt", "path": str(ws / "d/e")})
+    assert r.text == "d/e/b.txt\nd/a.txt"
+    r = await call("Glob", {"pattern": f"{ws}/missing/*.txt"})
+    assert not r.is_error and r.text == "No files found"
 
 
 async def test_symlinks_are_not_followed(call, ws: Path, tmp_path: Path) -> None:

@@ -317,3 +317,18 @@ async def test_a_search_past_its_time_limit_returns_what_it_found(
     r = await call("Grep", {"pattern": "needle"})
     assert not r.is_error, r.text
     assert "took longer than 0 s and was stopped; results are incomplete" in r.text
+
+
+async def test_a_line_break_in_the_pattern_matches_only_in_multiline_mode(call, ws: Path) -> None:
+    # rg refuses such a pattern outside multiline mode; no line holds a line break, so
+    # (as in the reference) nothing matches. An empty pattern matches every line.
+    write(ws / "f.txt", "foo\nbar\n")
+    for pattern in ("foo\nbar", "foo\\nbar", "\n", "foo\r\nbar"):
+        r = await call("Grep", {"pattern": pattern})
+        assert not r.is_error and r.text == "No files found", (pattern, r.text)
+    r = await call("Grep", {"pattern": "foo\nbar", "output_mode": "count"})
+    assert r.text == "No matches found\n\nFound 0 total occurrences across 0 files."
+    r = await call("Grep", {"pattern": "foo\nbar", "multiline": True, "output_mode": "content"})
+    assert r.text == "f.txt:1:foo\nf.txt:2:bar"
+    r = await call("Grep", {"pattern": "", "output_mode": "count"})
+    assert r.text.startswith("f.txt:2\n")

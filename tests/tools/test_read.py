@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -247,13 +248,16 @@ async def test_read_notebook(call, ws: Path, session) -> None:
     assert f"{ws}/nb.ipynb" in session.read_state
 
 
-async def test_read_binary_refused(call, ws: Path) -> None:
+async def test_read_binary_refused_by_extension_else_shown_with_a_notice(call, ws: Path) -> None:
     (ws / "x.exe").write_bytes(b"MZ\x00\x00\x01")
     r = await call("Read", {"file_path": f"{ws}/x.exe"})
     assert r.is_error and "<tool_use_error>" in r.text and "binary" in r.text
-    (ws / "blob").write_bytes(bytes(range(256)) * 8)
-    r = await call("Read", {"file_path": f"{ws}/blob"})
-    assert r.is_error and "binary" in r.text
+    # As the reference: bytes under an unknown extension (or none) come back as text.
+    for name in ("blob", "blob.xyz"):
+        (ws / name).write_bytes(bytes(range(256)) * 8)
+        r = await call("Read", {"file_path": f"{ws}/{name}"})
+        assert not r.is_error and r.text.startswith("1\t\x00\x01") and "NUL" in r.text
+        assert r.data["file"]["numLines"] == 9
 
 
 async def test_read_text_with_nul_has_notice(call, ws: Path) -> None:
@@ -285,12 +289,34 @@ async def test_read_dev_zero_refused(call, ws: Path, session) -> None:
     (ws / "zero").symlink_to("/dev/zero")
     r = await asyncio.wait_for(call("Read", {"file_path": f"{ws}/zero"}), 5)
     assert r.is_error
-    r = await asyncio.wait_for(call("Read", {"file_path": "/dev/zero"}), 5)
     assert r.is_error and "outside" in r.text
-    # Even with / as a root, a device is never read.
+    for path in (
+        "/dev/zero",
+        "/dev/stdin",
+        "/dev/tty",
+        "/proc/self/fd/0",
+        "/dev/fd/0",
+        " /dev/zero\n",
+    ):
+        r = await asyncio.wait_for(call("Read", {"file_path": path}), 5)
+        assert r.is_error and r.text.startswith("<tool_use_error>Cannot read"), r.text
+    if os.geteuid() == 0:
+        # A device under a name that says nothing (a node in the workspace) is never read.
+        os.mknod(ws / "node", stat.S_IFCHR | 0o644, os.makedev(1, 5))  # /dev/zero's
+        r = await asyncio.wait_for(call("Read", {"file_path": f"{ws}/node"}), 5)
+        assert r.is_error and "regular file" in r.text
+    # /dev/null never blocks: where it may be read, it is an empty file (as the reference).
     session.workspace_roots.append("/dev")
-    r = await asyncio.wait_for(call("Read", {"file_path": "/dev/zero"}), 5)
-    assert r.is_error and "regular file" in r.text
+    r = await call("Read", {"file_path": "/dev/null"})
+    assert not r.is_error and "empty" in r.text
+
+
+async def test_lenient_offsets_limits_and_pages(call, ws: Path) -> None:
+    (ws / "f.txt").write_text("l1\nl2\nl3\n")
+    whole = "1\tl1\n2\tl2\n3\tl3\n4\t"
+    for extra in ({"offset": -1}, {"limit": 0}, {"pages": "1"}):
+        r = await call("Read", {"file_path": f"{ws}/f.txt", **extra})
+        assert not r.is_error and r.text == whole, (extra, r.text)
 
 
 async def test_read_fifo_refused_without_hanging(call, ws: Path) -> None:

@@ -86,15 +86,19 @@ async def test_write_after_partial_read(call, ws: Path) -> None:
     assert not r.is_error and f.read_text() == "z\n"
 
 
-async def test_write_keeps_mode_crlf_and_utf16(call, ws: Path) -> None:
+async def test_write_keeps_mode_and_utf16_and_writes_line_ends_as_given(call, ws: Path) -> None:
     f = ws / "run.sh"
     f.write_bytes(b"echo a\r\necho b\r\n")
     f.chmod(0o751)
     await call("Read", {"file_path": str(f)})
+    # As the reference: Write's content is the file, line ends included (Edit keeps CRLF).
     r = await call("Write", {"file_path": str(f), "content": "echo c\necho d\n"})
     assert not r.is_error
-    assert f.read_bytes() == b"echo c\r\necho d\r\n"
+    assert f.read_bytes() == b"echo c\necho d\n"
     assert f.stat().st_mode & 0o777 == 0o751
+    r = await call("Write", {"file_path": str(f), "content": "x\r\ny\n"})
+    assert f.read_bytes() == b"x\r\ny\n"
+    assert r.data["structuredPatch"][0]["lines"] == ["-echo c", "-echo d", "+x\r", "+y"]
     u = ws / "u.txt"
     u.write_bytes("old\n".encode("utf-16"))
     await call("Read", {"file_path": str(u)})
