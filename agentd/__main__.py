@@ -30,6 +30,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     serve.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics here"
     )
+    health = sub.add_parser(
+        "health", help="exit 0 if the daemon's gRPC health service says SERVING (for probes)"
+    )
+    health.add_argument("--socket", dest="socket_path", help="unix socket path")
+    health.add_argument("--timeout", type=float, default=5.0, help="seconds (5)")
     tls = sub.add_parser("tls", help="TLS for the TCP listener")
     tls_sub = tls.add_subparsers(dest="tls_command", required=True)
     tls_init = tls_sub.add_parser(
@@ -66,6 +71,15 @@ def _tls_init(args: argparse.Namespace) -> int:
         return 2
     print(tls.instructions(files), end="")
     return 0
+
+
+def _health(args: argparse.Namespace) -> int:
+    from agentd import health
+    from agentd_client import default_socket_path
+
+    serving, line = health.check(args.socket_path or default_socket_path(), args.timeout)
+    print(line, file=sys.stdout if serving else sys.stderr)
+    return 0 if serving else 1
 
 
 def _load(args: argparse.Namespace) -> Config:
@@ -132,6 +146,8 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    if args.command == "health":
+        return _health(args)
     if args.command == "tls":
         return _tls_init(args)
     try:

@@ -79,6 +79,7 @@ Positive = Annotated[int, at.Gt(0), at.Le(_MAX_INT)]
 NonNegative = Annotated[int, at.Ge(0), at.Le(_MAX_INT)]
 Id = Annotated[int, at.Ge(0), at.Le(2**32 - 2)]
 Seconds = Annotated[float, at.Gt(0), at.Le(10**9)]
+SecondsOrNever = Annotated[float, at.Ge(0), at.Le(10**9)]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 ListenAddress = Annotated[
     str, AfterValidator(_listen_address), Expect('"host:port", or "" for none')
@@ -159,6 +160,18 @@ class Config:
     sandbox_sockets: list[str] = field(default_factory=list)
     # The config file this config was read from (set by load); hidden from every sandbox.
     config_file: str = ""
+
+    # Closed sessions' journals, output files and saved results are deleted this long
+    # after they close (`agentctl session gc` can do it sooner).
+    retention_seconds: Seconds = 7 * 86400.0
+    # Open sessions idle this long (no call, no event) are closed; 0: never.
+    session_idle_seconds: SecondsOrNever = 7 * 86400.0
+    # Bytes the state may take (database, saved results, command output files); past
+    # it the oldest closed sessions are deleted first, before their retention ends.
+    # Open sessions are never deleted for it. 0: no cap.
+    state_max_bytes: NonNegative = 10 * 1024**3
+    # Seconds between two passes of the reaper (idle sessions, retention, the cap).
+    reap_interval_seconds: Seconds = 300.0
 
     # Log lines as text (default) or one JSON object per line ("json").
     log_format: Literal["text", "json"] = "text"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import fields
 from typing import Any
 
 import grpc
 
 import agentd_sandbox
-from agentd import logs, metrics
+from agentd import fsaccess, logs, metrics
 from agentd.config import Config
 from agentd.errors import Unavailable
 from agentd.executor import Executor
@@ -18,11 +19,13 @@ from agentd.notify import Notifier
 from agentd.outputs import Outputs
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.privdir import ensure_private_dir
+from agentd.reaper import Reaper
 from agentd.server import Server
 from agentd.service import Servicer
 from agentd.sessions import Session, SessionManager
 from agentd.store import Store
 from agentd.tasks import TaskManager
+from agentd.templedger import TempLedger
 from agentd.tools import default_registry
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
@@ -46,12 +49,20 @@ class Daemon:
         self.config = config
         ensure_private_dir(config.state_dir, "state dir")
         self.store = Store(config.db_path)
+        # Temp files of writes a crash interrupted go before any new write is made.
+        self.temp_ledger = TempLedger(os.path.join(config.state_dir, "pending-writes"))
+        if removed := fsaccess.remove_left_temps(self.temp_ledger):
+            log.info("removed %d temp files of writes interrupted by a crash", removed)
+        fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
         self.tasks = TaskManager(self.store, self._emit, config.task_max_seconds)
+        outputs = Outputs(config)
+        self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
         self.services: dict[str, Any] = {
             "config": config,
             "tasks": self.tasks,
-            "outputs": Outputs(config),
+            "outputs": outputs,
+            "reaper": self.reaper,
             "on_todos_changed": self._todos_changed,
             "on_cwd_changed": self._cwd_changed,
             "sandbox_report": _sandbox_report(),
@@ -68,6 +79,9 @@ class Daemon:
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
+        # Last: once its calls and tasks have ended, its temp dir goes.
+        self.sessions.on_close.append(self.reaper.on_close)
+        self.sessions.on_create.append(self.reaper.on_create)
         self.services["asker"] = asker
         self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule
@@ -109,6 +123,7 @@ class Daemon:
         await self._answers_on_socket()
         self.notifier.ready(self.status_line())
         self.notifier.start_watchdog(self.status_line)
+        self.reaper.start()
 
     async def _answers_on_socket(self) -> None:
         async with grpc.aio.insecure_channel(f"unix:{self.config.socket_path}") as channel:
@@ -164,6 +179,7 @@ class Daemon:
             return
         log.info("agentd shutting down")
         self.notifier.stopping()
+        await self.reaper.stop()
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]
@@ -174,6 +190,8 @@ class Daemon:
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()
+        fsaccess.set_temp_ledger(None)
+        self.temp_ledger.close()
         self.store.close()
         self._stopped.set()
 

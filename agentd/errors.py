@@ -6,6 +6,7 @@
     │   └── SessionNotFound
     ├── SessionClosed           the session is closed          -> FAILED_PRECONDITION
     ├── Unavailable             the daemon is shutting down    -> UNAVAILABLE
+    ├── StorageFull             the state disk is full         -> RESOURCE_EXHAUSTED
     └── ConfigError             a setting is invalid; `agentd serve` exits 2
 
     ToolError                   a tool call failed; the model sees the message
@@ -50,6 +51,12 @@ class SessionClosed(AgentdError):
 
 class Unavailable(AgentdError):
     status = grpc.StatusCode.UNAVAILABLE
+
+
+class StorageFull(AgentdError):
+    """The state dir's disk (or quota) is full: what had to be stored was not."""
+
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 class ConfigError(AgentdError):

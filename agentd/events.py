@@ -14,6 +14,7 @@ the journaled events it missed, paged from the store, then follows live again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import deque
@@ -22,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd.errors import StorageFull
 from agentd.store import Store
 
 # Kinds that are not journaled: progress, and an agent's streamed text (its whole
@@ -80,7 +82,13 @@ class EventLog:
         event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload, len(text))
         self.last_time_ms = event.time_ms
         if kind not in LIVE_ONLY:
-            self._store.append_event(self.session_id, event.seq, event.time_ms, kind, text)
+            try:
+                self._store.append_event(self.session_id, event.seq, event.time_ms, kind, text)
+            except StorageFull:
+                # The state disk is full: live subscribers still get it; the journal
+                # has a hole (counted, logged by the store). Calls that change
+                # something are refused meanwhile (Executor), so nothing goes unrecorded.
+                self._store.unjournaled += 1
         for sub in self._subscribers:
             if sub.lost_from is not None:
                 continue
@@ -160,7 +168,10 @@ class EventLog:
         loop = asyncio.get_running_loop()
         while sub.last_seq < up_to:
             if self._store.dirty:
-                self._store.flush()  # the readers' connections see committed rows only
+                # The readers' connections see committed rows only. On a full disk the
+                # replay goes on with what is committed: reading needs no space.
+                with contextlib.suppress(StorageFull):
+                    self._store.flush()
             page = await loop.run_in_executor(
                 _READERS,
                 self._store.events_page,

@@ -9,6 +9,7 @@ exception, because a failed call is an answer the model must see.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import time
@@ -19,8 +20,9 @@ from typing import Any, Literal, Protocol
 
 from agentd import metrics, results, validation
 from agentd.config import Config
-from agentd.errors import InputError, ToolError
+from agentd.errors import InputError, StorageFull, ToolError
 from agentd.sessions import Session, SessionManager
+from agentd.store import is_full
 from agentd.tools import Registry
 from agentd.tools.base import ImageBlock, TextBlock, Tool, ToolContext, ToolResult
 
@@ -180,7 +182,9 @@ class Executor:
         """Run a call: progress goes to `sink`; the result is journaled and returned."""
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
+        unjournaled = self.sessions.store.unjournaled
         log_.emit("call_started", tool_use_id=call.tool_use_id, name=call.name, input=call.input)
+        recorded = self.sessions.store.unjournaled == unjournaled
 
         async def progress(output: str = "", message: str = "", **where: Any) -> None:
             payload = {
@@ -201,7 +205,7 @@ class Executor:
             services=self.services,
         )
         key = (session.id, call.tool_use_id)
-        task = asyncio.ensure_future(self._execute(session, call, ctx))
+        task = asyncio.ensure_future(self._execute(session, call, ctx, recorded))
         self._running[key] = _Running(task, ctx)
         try:
             result = await asyncio.shield(task)
@@ -218,7 +222,9 @@ class Executor:
         if (tasks := self.services.get("tasks")) and (notices := tasks.take_notices(session.id)):
             # The model hears of finished background tasks with its next result.
             result.content.append(TextBlock("\n".join(notices)))
-        self.sessions.save(session)
+        # On a full disk, what changed is kept in memory and saved with the next save.
+        with contextlib.suppress(StorageFull):
+            self.sessions.save(session)
         metrics.call_finished(call.name, result.is_error, time.monotonic() - started)
         log_.emit(
             "call_finished",
@@ -228,7 +234,10 @@ class Executor:
         )
         return result
 
-    async def _execute(self, session: Session, call: ToolUse, ctx: ToolContext) -> ToolResult:
+    async def _execute(
+        self, session: Session, call: ToolUse, ctx: ToolContext, recorded: bool = True
+    ) -> ToolResult:
+        """Run the call; `recorded`: its call_started event reached the journal."""
         tool = self.registry.get(call.name)
         if tool is None:
             return ToolResult.error(f"Error: No such tool available: {call.name}", input_error=True)
@@ -238,6 +247,13 @@ class Executor:
             )
             validation.validate(tool.name, args, tool.input_schema)
             await tool.validate_input(args, ctx)
+            if not tool.is_read_only(args) and (not recorded or self.sessions.storage_full()):
+                # What it changes could not be journaled: refused, before anyone is asked.
+                return ToolResult.error(
+                    f"{tool.name} was not run: agentd's state disk is full, so the call "
+                    "could not be recorded. Tools that only read still work; ask the "
+                    "person running agentd to free space in its state dir."
+                )
             decision = await self.permissions.decide(session, tool, args, ctx)
             metrics.permission_decided(decision.behavior)
             if decision.behavior != "allow":
@@ -275,9 +291,18 @@ class Executor:
             await self.permissions.after_call(session, tool, args, result, ctx)
         except Exception:
             log.exception("PostToolUse handling failed for %s", call.tool_use_id)
-        return results.persist_if_large(
-            result, tool.max_result_chars, f"{ctx.state_dir}/tool-results", call.tool_use_id
-        )
+        try:
+            return results.persist_if_large(
+                result, tool.max_result_chars, f"{ctx.state_dir}/tool-results", call.tool_use_id
+            )
+        except OSError as exc:
+            if not is_full(exc):
+                raise
+            return ToolResult.error(
+                f"{tool.name} ran, but its result is too large to return and agentd's state "
+                f"disk is full, so it could not be saved for you to read ({exc.strerror}). "
+                "Narrow the call (a smaller range or a filter) or ask for space to be freed."
+            )
 
 
 def new_tool_use_id() -> str:

@@ -16,9 +16,11 @@ import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from typing import Any
 
-from agentd.errors import InputError, PathOutsideWorkspace
+from agentd.errors import InputError, PathOutsideWorkspace, ToolError
 from agentd.fsidentity import FsIdentity, acting_as, current_identity
+from agentd.templedger import TempLedger, remove_left_temp
 
 _SYS_OPENAT2 = 437  # the same number on every architecture since 5.6
 _RESOLVE_NO_MAGICLINKS = 0x02
@@ -267,31 +269,91 @@ def _write_atomic(loc: Located, data: bytes, create_parents: bool) -> None:
             raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
         tmp = f".{name}.agentd-{os.getpid()}-{os.urandom(4).hex()}.tmp"
         mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+        # Recorded before it exists, so a crash before the rename cannot leave it for good.
+        ledger = _temp_ledger
+        rel_dir = os.path.dirname(loc.rel)
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fchmod(fd, mode)
-                if old is not None and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-                    with suppress(PermissionError):
-                        os.fchown(fd, old.st_uid, old.st_gid)
-                elif old is None:
-                    _give_to_directory_owner(dir_fd, tmp)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with suppress(FileNotFoundError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
+            token = ledger.begin(loc.root, rel_dir, tmp, loc.identity) if ledger else ""
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise ToolError(
+                f"{loc.path} was not written: agentd's state disk is full (it records each "
+                "write there first, so that a crash cannot leave a temp file behind). "
+                "Tools that only read still work."
+            ) from None
+        try:
+            _write_temp_and_rename(dir_fd, tmp, name, mode, old, data, ledger, token)
+        finally:
+            if ledger:
+                ledger.done(token)
         dfd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
         try:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _write_temp_and_rename(
+    dir_fd: int,
+    tmp: str,
+    name: str,
+    mode: int,
+    old: os.stat_result | None,
+    data: bytes,
+    ledger: TempLedger | None,
+    token: str,
+) -> None:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    try:
+        try:
+            if ledger:
+                ledger.made(token, os.fstat(fd))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+            if old is not None and (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+                with suppress(PermissionError):
+                    os.fchown(fd, old.st_uid, old.st_gid)
+            elif old is None:
+                _give_to_directory_owner(dir_fd, tmp)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+@contextmanager
+def directory_beneath(root: str, rel_dir: str, identity: FsIdentity | None) -> Iterator[int]:
+    """A descriptor of `rel_dir` beneath `root`, opened and used as `identity` (no
+    symlink leads out, none is created); for removing a temp file a crash left."""
+    loc = Located(os.path.join(root, rel_dir), root, os.path.join(rel_dir or ".", "x"), identity)
+    with acting_as(identity), _parent_dir_fd(loc, False) as fd:
+        yield fd
+
+
+_temp_ledger: TempLedger | None = None
+
+
+def set_temp_ledger(ledger: TempLedger | None) -> None:
+    """Where atomic writes record their temp files (the daemon's; None: nowhere)."""
+    global _temp_ledger
+    _temp_ledger = ledger
+
+
+def remove_left_temps(ledger: TempLedger) -> int:
+    """Remove the temp files of writes a crash interrupted (see templedger)."""
+
+    def remove(entry: dict[str, Any]) -> bool:
+        ident = FsIdentity(*entry["as"]) if entry.get("as") else None
+        return remove_left_temp(entry, lambda r, d, _: directory_beneath(r, d, ident))
+
+    return ledger.sweep(remove)
 
 
 def _give_to_directory_owner(dir_fd: int, name: str) -> None:

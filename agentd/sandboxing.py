@@ -39,12 +39,18 @@ def _gid_of(uid: int) -> int:
         return uid
 
 
+def session_tmp_path(session: Session, config: Config) -> str:
+    """Where the session's temp dir is (made or not): /tmp/agentd-<sandbox uid>/<id>."""
+    ident = run_as(session, config)
+    uid = ident[0] if ident else os.getuid()
+    return os.path.join("/tmp", f"agentd-{uid}", session.id)
+
+
 def session_tmp_dir(session: Session, config: Config) -> str:
     """The session's own temp dir, writable in its sandbox and kept between calls."""
     ident = run_as(session, config)
-    uid = ident[0] if ident else os.getuid()
-    base = os.path.join("/tmp", f"agentd-{uid}")
-    path = os.path.join(base, session.id)
+    path = session_tmp_path(session, config)
+    base = os.path.dirname(path)
     if os.path.isdir(path):
         return path  # made by an earlier call of this session
     try:

@@ -22,7 +22,7 @@ import grpc
 
 from agentd import __version__, agent_events, metrics
 from agentd.bashsec import classify
-from agentd.errors import AgentdError, InvalidRequest, NotFound
+from agentd.errors import AgentdError, InvalidRequest, NotFound, Unavailable
 from agentd.events import Event, EventLog
 from agentd.executor import Executor, ToolUse, new_tool_use_id, result_payload
 from agentd.sessions import PERMISSION_MODES, Session, SessionManager
@@ -287,6 +287,7 @@ class Servicer(pb_grpc.AgentdServicer):
             sandbox=structs.to_struct(sandbox),
             calls_served=metrics.calls_served(),
             pending_asks=asker.pending_count if (asker := self.services.get("asker")) else 0,
+            state=pb.StateUsage(**r.usage()) if (r := self.services.get("reaper")) else None,
         )
 
     @_unary
@@ -330,6 +331,36 @@ class Servicer(pb_grpc.AgentdServicer):
     @_unary
     async def CloseSession(self, request: pb.CloseSessionRequest, context: Any) -> pb.Session:
         return session_to_pb(await self.sessions.close(_require(request.session_id, "session_id")))
+
+    @_unary
+    async def CollectSessions(
+        self, request: pb.CollectSessionsRequest, context: Any
+    ) -> pb.CollectSessionsResponse:
+        reaper = self.services.get("reaper")
+        if reaper is None:
+            raise Unavailable("this daemon keeps no sessions to collect")
+        idle: float | None = reaper.config.session_idle_seconds or None
+        reap_after: float | None = reaper.config.retention_seconds
+        for name in ("idle_seconds", "reap_after_seconds"):
+            if request.HasField(name) and not 0 <= getattr(request, name) <= 10**9:
+                raise InvalidRequest(f"{name} must be between 0 and 1e9")
+        if request.HasField("idle_seconds"):
+            idle = request.idle_seconds
+        if request.HasField("reap_after_seconds"):
+            reap_after = request.reap_after_seconds
+        done = await reaper.collect(idle, reap_after, dry_run=request.dry_run)
+        return pb.CollectSessionsResponse(
+            sessions=[
+                pb.CollectedSession(
+                    id=c.id,
+                    name=c.name,
+                    action=c.action,
+                    idle_seconds=c.idle_seconds,
+                    reason=c.reason,
+                )
+                for c in done
+            ]
+        )
 
     @_unary
     async def UpdatePermissions(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import time
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentd.config import Config
-from agentd.errors import InvalidRequest, SessionNotFound
+from agentd.errors import InvalidRequest, SessionNotFound, StorageFull
 from agentd.errors import SessionClosed as SessionClosedError
 from agentd.events import EventLog
 from agentd.store import Store
@@ -64,6 +65,8 @@ class Session:
     labels: dict[str, str] = field(default_factory=dict)
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     closed: bool = False
+    # When it closed (ms since the epoch); 0 while open (or closed before this was kept).
+    closed_ms: int = 0
     permission_mode: str = "default"
     allow_rules: list[str] = field(default_factory=list)
     deny_rules: list[str] = field(default_factory=list)
@@ -115,6 +118,8 @@ class SessionManager:
         self._logs: dict[str, EventLog] = {}
         # Called with the session when it closes (stops its tasks, ...).
         self.on_close: list[Callable[[Session], Awaitable[None]]] = []
+        # Called with a session once it is created and stored.
+        self.on_create: list[Callable[[Session], None]] = []
         for body in store.load_sessions():
             session = _session_from_dict(body, store.load_read_state(body["id"]))
             self._sessions[session.id] = session
@@ -174,9 +179,35 @@ class SessionManager:
             allow_network=allow_network,
             allow_unsandboxed=allow_unsandboxed,
         )
+        # Stored and committed before it exists for anyone: a session the state disk
+        # could not take is not half-created (not in memory, no row left to commit).
+        try:
+            self.save(session)
+            self._store.flush()
+        except StorageFull:
+            self._store.forget_session_body(session.id)
+            with contextlib.suppress(StorageFull):
+                self._store.delete_session(session.id)
+            raise
         self._sessions[session.id] = session
-        self.save(session)
+        for hook in self.on_create:
+            hook(session)
         return session
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def storage_full(self) -> bool:
+        """Whether the state disk is full now: after a write failed for want of space, a
+        commit is tried again (space may have been freed since)."""
+        if not self._store.full_since:
+            return False
+        try:
+            self._store.flush()
+        except StorageFull:
+            return True
+        return False
 
     def get(self, session_id: str, *, open_only: bool = False) -> Session:
         session = self._sessions.get(session_id)
@@ -210,6 +241,19 @@ class SessionManager:
             )
             changed.clear()
 
+    def last_activity_ms(self, session: Session) -> int:
+        """When the session last did anything: its latest event, else its creation."""
+        return max(self.log(session.id).last_time_ms, session.created_ms)
+
+    def forget(self, session_id: str) -> None:
+        """Delete a closed session for good: its rows, journal included, and its memory."""
+        session = self.get(session_id)
+        if not session.closed:
+            raise InvalidRequest(f"session {session_id} is open; close it first")
+        self._store.delete_session(session_id)
+        self._sessions.pop(session_id, None)
+        self._logs.pop(session_id, None)
+
     async def close(self, session_id: str) -> Session:
         session = self.get(session_id)
         if session.closed:
@@ -217,6 +261,7 @@ class SessionManager:
         for hook in self.on_close:
             await hook(session)
         session.closed = True
+        session.closed_ms = int(time.time() * 1000)
         self.save(session)
         log = self.log(session_id)
         log.emit("session_closed")

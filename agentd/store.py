@@ -4,18 +4,41 @@ One connection, owned by the event loop's thread. Commits are grouped: a write
 marks the store dirty and a commit follows within `flush_delay` seconds (or at
 once on `flush()`), so a tool call does not pay for an fsync per event. A crash
 loses at most that window of journal, never a file a tool wrote.
+
+A full disk (SQLITE_FULL, ENOSPC, EDQUOT) raises StorageFull from the write that hit
+it and sets `full_since`; the first write or commit that succeeds again clears it. It
+is logged once a minute at most, not once per event.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
+import logging
 import os
 import sqlite3
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
+
+from agentd.errors import StorageFull
+
+log = logging.getLogger(__name__)
+
+# Seconds between two log lines about a full state disk.
+_FULL_LOG_EVERY = 60.0
+
+
+def is_full(exc: BaseException) -> bool:
+    """Whether `exc` says the disk (or the user's quota) is full."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -52,6 +75,15 @@ CREATE TABLE IF NOT EXISTS trusted_settings (
 """
 
 
+# The tables holding a session's rows, and the column naming it.
+_SESSION_ROWS = (
+    ("events", "session_id"),
+    ("read_state", "session_id"),
+    ("tasks", "session_id"),
+    ("sessions", "id"),
+)
+
+
 class Store:
     def __init__(self, path: str, flush_delay: float = 0.05) -> None:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
@@ -69,6 +101,53 @@ class Store:
         # session id -> the body last written by this connection (sessions are only
         # written through it), so a save of an unchanged session is skipped
         self._session_bodies: dict[str, str] = {}
+        # When a write last failed for want of space (time.time()), 0 while writes work.
+        self.full_since = 0.0
+        self._full_logged = 0.0
+        # Events that could not be journaled for want of space, since the start.
+        self.unjournaled = 0
+
+    @contextlib.contextmanager
+    def _writing(self, commit: bool = False) -> Iterator[None]:
+        """A write: a full disk becomes StorageFull (and is noted). Only a commit that
+        succeeds says the disk has room again (a write may just sit in the cache)."""
+        try:
+            yield
+        except (sqlite3.OperationalError, OSError) as exc:
+            if not is_full(exc):
+                raise
+            self._note_full(exc)
+            raise StorageFull(
+                f"agentd's state disk is full ({os.path.dirname(self.path)}): {exc}; "
+                "free space there (or lower retention_seconds / state_max_bytes)"
+            ) from None
+        finally:
+            if not self._db.in_transaction:
+                # SQLite may roll the transaction back on SQLITE_FULL: open the next one.
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("BEGIN")
+        if commit and self.full_since:
+            log.warning("state disk writable again after %.0fs", time.time() - self.full_since)
+            self.full_since = 0.0
+
+    def _note_full(self, exc: BaseException) -> None:
+        now = time.time()
+        if not self.full_since:
+            self.full_since = now
+        if now - self._full_logged >= _FULL_LOG_EVERY:
+            self._full_logged = now
+            log.warning(
+                "state disk full (%s): calls that must store something are refused, "
+                "events are not journaled until space is freed",
+                exc,
+            )
+
+    def _write(self, sql: str, params: Any = (), many: bool = False) -> None:
+        with self._writing():
+            if many:
+                self._db.executemany(sql, params)
+            else:
+                self._db.execute(sql, params)
 
     def _dirty(self) -> None:
         if self._flush_handle is not None:
@@ -78,7 +157,7 @@ class Store:
         except RuntimeError:
             self.flush()
             return
-        self._flush_handle = loop.call_later(self._flush_delay, self.flush)
+        self._flush_handle = loop.call_later(self._flush_delay, self._flush_later)
 
     @property
     def dirty(self) -> bool:
@@ -86,16 +165,29 @@ class Store:
         return self._flush_handle is not None
 
     def flush(self) -> None:
+        """Commit now; StorageFull if the disk is full (the writes stay pending)."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        if self._db.in_transaction:
-            self._db.execute("COMMIT")
-        self._db.execute("BEGIN")
+        with self._writing(commit=True):
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+            self._db.execute("BEGIN")
+
+    def _flush_later(self) -> None:
+        """The grouped commit: on a full disk it is tried again later, never raised into
+        the event loop."""
+        self._flush_handle = None
+        try:
+            self.flush()
+        except StorageFull:
+            self._dirty()
 
     def close(self) -> None:
-        self.flush()
-        self._db.execute("COMMIT")
+        with contextlib.suppress(StorageFull):
+            self.flush()
+        with contextlib.suppress(sqlite3.Error):
+            self._db.execute("COMMIT")
         self._db.close()
 
     # sessions
@@ -103,13 +195,37 @@ class Store:
         text = json.dumps(body)
         if self._session_bodies.get(session_id) == text:
             return  # unchanged since it was last written: no write, no commit
-        self._db.execute(
+        self._write(
             "INSERT INTO sessions (id, created_ms, body) VALUES (?, ?, ?) "
             "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
             (session_id, created_ms, text),
         )
         self._session_bodies[session_id] = text
         self._dirty()
+
+    def forget_session_body(self, session_id: str) -> None:
+        """The row of a session whose creation failed is not there: forget its cache."""
+        self._session_bodies.pop(session_id, None)
+
+    def delete_session(self, session_id: str) -> None:
+        """Every row of a session: it, its journal, what it read, its tasks. Committed at
+        once (deleting frees pages, it needs no new ones beyond the WAL's)."""
+        for table, key in _SESSION_ROWS:
+            self._write(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
+        self._session_bodies.pop(session_id, None)
+        self.flush()
+
+    def used_bytes(self) -> int:
+        """Bytes of the database in use (its free pages are reused before it grows), plus
+        its write-ahead log."""
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+        free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+        try:
+            wal = os.stat(self.path + "-wal").st_size
+        except FileNotFoundError:
+            wal = 0
+        return (pages - free) * page_size + wal
 
     def load_sessions(self) -> Iterator[dict[str, Any]]:
         for (body,) in self._db.execute("SELECT body FROM sessions ORDER BY created_ms"):
@@ -119,14 +235,16 @@ class Store:
     def save_read_state(
         self, session_id: str, states: dict[str, dict[str, Any]], removed: list[str]
     ) -> None:
-        self._db.executemany(
+        self._write(
             "INSERT INTO read_state (session_id, path, body) VALUES (?, ?, ?) "
             "ON CONFLICT(session_id, path) DO UPDATE SET body = excluded.body",
             [(session_id, path, json.dumps(body)) for path, body in states.items()],
+            many=True,
         )
-        self._db.executemany(
+        self._write(
             "DELETE FROM read_state WHERE session_id = ? AND path = ?",
             [(session_id, path) for path in removed],
+            many=True,
         )
         self._dirty()
 
@@ -142,7 +260,7 @@ class Store:
     ) -> None:
         """`payload` as a dict, or as its JSON text already made."""
         text = payload if isinstance(payload, str) else json.dumps(payload)
-        self._db.execute(
+        self._write(
             "INSERT INTO events (session_id, seq, time_ms, kind, payload) VALUES (?, ?, ?, ?, ?)",
             (session_id, seq, time_ms, kind, text),
         )
@@ -202,7 +320,7 @@ class Store:
 
     # tasks
     def save_task(self, task_id: str, session_id: str, body: dict[str, Any]) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?) "
             "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
             (task_id, session_id, json.dumps(body)),
@@ -219,7 +337,7 @@ class Store:
 
     # trusted settings content: committed at once, a trust given or revoked must not be lost
     def save_trust(self, path: str, sha256: str, approved_by: str, approved_ms: int) -> None:
-        self._db.execute(
+        self._write(
             "INSERT OR REPLACE INTO trusted_settings (path, sha256, approved_by, approved_ms) "
             "VALUES (?, ?, ?, ?)",
             (path, sha256, approved_by, approved_ms),
@@ -228,11 +346,11 @@ class Store:
 
     def delete_trust(self, path: str, sha256: str = "") -> None:
         if sha256:
-            self._db.execute(
+            self._write(
                 "DELETE FROM trusted_settings WHERE path = ? AND sha256 = ?", (path, sha256)
             )
         else:
-            self._db.execute("DELETE FROM trusted_settings WHERE path = ?", (path,))
+            self._write("DELETE FROM trusted_settings WHERE path = ?", (path,))
         self.flush()
 
     def load_trust(self) -> list[dict[str, Any]]:

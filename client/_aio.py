@@ -121,6 +121,20 @@ class AsyncClient(_Base):
     async def close_session(self, session_id: str, *, timeout: float | None = None) -> Session:
         return await self._unary(rpc.close_session(session_id), timeout)
 
+    async def collect_sessions(
+        self,
+        idle_seconds: float | None = None,
+        reap_after_seconds: float | None = None,
+        *,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> list[pb.CollectedSession]:
+        """Close sessions idle longer than `idle_seconds` and delete closed ones closed
+        longer than `reap_after_seconds` (None: the daemon's settings; 0: all of them
+        now). Sessions with running tasks are kept."""
+        call = rpc.collect_sessions(idle_seconds, reap_after_seconds, dry_run)
+        return await self._unary(call, timeout)
+
     async def update_permissions(
         self,
         session_id: str,

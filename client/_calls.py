@@ -242,6 +242,17 @@ def close_session(session_id: str) -> Call:
     return Call("CloseSession", pb.CloseSessionRequest(session_id=session_id))
 
 
+def collect_sessions(
+    idle_seconds: float | None, reap_after_seconds: float | None, dry_run: bool
+) -> Call:
+    request = pb.CollectSessionsRequest(dry_run=dry_run)
+    if idle_seconds is not None:
+        request.idle_seconds = idle_seconds
+    if reap_after_seconds is not None:
+        request.reap_after_seconds = reap_after_seconds
+    return Call("CollectSessions", request, lambda r: list(r.sessions))
+
+
 def update_permissions(
     session_id: str, mode: str, allow: Sequence[str], deny: Sequence[str], ask: Sequence[str]
 ) -> Call:

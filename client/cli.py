@@ -124,9 +124,24 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         leaf = sess.leaf(name, help, func)
         leaf.add_argument("session", nargs="?", help="name, id or id prefix")
-    gc = sess.leaf("gc", "close the sessions idle for longer than --idle", commands.cmd_session_gc)
-    gc.add_argument("--idle", default="7d", help="idle time, e.g. 12h, 7d, 2w (default 7d)")
-    gc.add_argument("--dry-run", action="store_true", help="only say what would be closed")
+    gc = sess.leaf(
+        "gc",
+        "close idle sessions and delete what closed ones left (journal, output, files)",
+        commands.cmd_session_gc,
+    )
+    gc.add_argument(
+        "--idle",
+        default="",
+        help="close open sessions idle this long, e.g. 12h, 7d (default: the daemon's "
+        "session_idle_seconds)",
+    )
+    gc.add_argument(
+        "--reap-after",
+        default="",
+        help="delete closed sessions closed this long ago, e.g. 1d; 0 for all now "
+        "(default: the daemon's retention_seconds)",
+    )
+    gc.add_argument("--dry-run", action="store_true", help="only say what would be done")
 
     call = top.leaf("call", "run one tool call (Ctrl-C cancels it)", commands.cmd_call)
     _session_option(call)

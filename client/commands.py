@@ -10,7 +10,6 @@ import json
 import sys
 import time
 import uuid
-from typing import Any
 
 import grpc
 
@@ -48,7 +47,38 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
         f"asks pending: {st.pending_asks}"
     )
     print(f"state dir: {st.state_dir}")
+    if st.HasField("state"):
+        u = st.state
+        cap = f" of {_bytes(u.max_bytes)} cap" if u.max_bytes else " (no cap)"
+        idle = f"{_duration(u.session_idle_seconds)}" if u.session_idle_seconds else "never"
+        print(
+            f"state: {_bytes(u.used_bytes)}{cap}; closed sessions kept "
+            f"{_duration(u.retention_seconds)} ({u.closed_sessions} now); idle sessions "
+            f"closed after {idle}; {u.sessions_idle_closed} closed idle, "
+            f"{u.sessions_reaped} reaped since start"
+        )
+        if u.disk_full or u.events_unjournaled:
+            print(
+                f"state disk FULL: {u.events_unjournaled} events not journaled; calls that "
+                "change something are refused until space is freed"
+                if u.disk_full
+                else f"{u.events_unjournaled} events were not journaled (state disk was full)"
+            )
     return OK
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g}{unit}"
+    return f"{seconds:g}s"
 
 
 def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
@@ -113,42 +143,27 @@ def cmd_session_close(c: Client, args: argparse.Namespace) -> int:
     return OK
 
 
-def _last_activity(c: Client, s: Any) -> tuple[int, str]:
-    """When the session last acted, and how that is known."""
-    if s.last_activity_ms:
-        return s.last_activity_ms, "events"
-    # A daemon from before last_activity_ms: its tasks' times are all there is.
-    times = [s.created_ms]
-    for t in c.list_tasks(s.id):
-        times += [t.started_ms, t.ended_ms]
-    return max(times), "created and task times (this daemon does not report activity)"
-
-
 def cmd_session_gc(c: Client, args: argparse.Namespace) -> int:
-    idle_seconds = names.parse_duration(args.idle)
-    now_ms = time.time() * 1000
-    closed, kept = [], []
-    for s in c.list_sessions():
-        last, basis = _last_activity(c, s)
-        idle = (now_ms - last) / 1000
-        running = [t.id for t in c.list_tasks(s.id, include_finished=False)]
-        entry = {"id": s.id, "name": s.name, "idle_seconds": round(idle), "basis": basis}
-        if idle < idle_seconds or running:
-            kept.append({**entry, "running_tasks": running})
-            continue
-        if not args.dry_run:
-            c.close_session(s.id)
-        closed.append(entry)
+    idle = names.parse_duration(args.idle) if args.idle else None
+    reap_after = names.parse_duration(args.reap_after) if args.reap_after else None
+    done = c.collect_sessions(idle, reap_after, dry_run=args.dry_run)
     if args.json:
-        print_json({"closed": closed, "kept": kept, "dry_run": args.dry_run})
+        print_json({"sessions": [as_dict(d) for d in done], "dry_run": args.dry_run})
         return OK
-    verb = "would close" if args.dry_run else "closed"
-    for entry in closed:
-        print(
-            f"{verb} {entry['id']}  {entry['name'] or '-'}  "
-            f"idle {_ago(now_ms - entry['idle_seconds'] * 1000)}"
-        )
-    print(f"{len(closed)} {verb}, {len(kept)} kept (idle less than {args.idle} or tasks running)")
+    now_ms = time.time() * 1000
+    would = "would be " if args.dry_run else ""
+    for d in done:
+        if d.action != "kept":
+            print(
+                f"{would}{d.action} {d.id}  {d.name or '-'}  "
+                f"{'idle' if d.action == 'closed' else 'closed'} "
+                f"{_ago(now_ms - d.idle_seconds * 1000)}" + (f"  ({d.reason})" if d.reason else "")
+            )
+    counts = {a: sum(d.action == a for d in done) for a in ("closed", "reaped", "kept")}
+    print(
+        f"{counts['closed']} {would}closed (idle), {counts['reaped']} {would}reaped "
+        f"(closed past retention), {counts['kept']} kept"
+    )
     return OK
 
 

@@ -240,19 +240,29 @@ def _gc(daemon: DaemonProcess, client: Client, workspace: Path) -> None:
     assert activity[idle] <= before_ms <= activity[busy]
     dry = ctl.run("--socket", daemon.socket, "session", "gc", "--idle", "0s", "--dry-run", "--json")
     report = json.loads(dry.stdout)
-    assert [c["id"] for c in report["closed"]] == [idle]
-    assert [k["id"] for k in report["kept"]] == [busy]
-    assert report["closed"][0]["basis"] == "events"
+    actions = {c["id"]: c for c in report["sessions"]}
+    assert actions[idle]["action"] == "closed" and report["dry_run"]
+    assert actions[busy]["action"] == "kept" and "running task" in actions[busy]["reason"]
     assert not client.get_session(idle).closed
     real = ctl.run("--socket", daemon.socket, "session", "gc", "--idle", "0s")
     assert real.returncode == 0, real.stderr
     assert f"closed {idle}" in real.stdout
     assert client.get_session(idle).closed
     assert not client.get_session(busy).closed
-    # The default --idle (7d) keeps what was just used.
+    # The daemon's default idle time (7d) keeps what was just used; the closed session
+    # is within its retention, so it stays too.
     fresh = client.create_session(str(workspace)).id
     kept = json.loads(ctl.run("--socket", daemon.socket, "session", "gc", "--json").stdout)
-    assert kept["closed"] == [] and fresh in [k["id"] for k in kept["kept"]]
+    assert {c["id"]: c["action"] for c in kept["sessions"]} == {
+        idle: "kept",
+        busy: "kept",
+        fresh: "kept",
+    }
+    # --reap-after 0 deletes what the closed session left, rows included.
+    reaped = ctl.run("--socket", daemon.socket, "session", "gc", "--reap-after", "0")
+    assert f"reaped {idle}" in reaped.stdout, reaped.stdout
+    assert idle not in {s.id for s in client.list_sessions(include_closed=True)}
+    assert busy in {s.id for s in client.list_sessions()}
     client.close_session(busy)
 
 

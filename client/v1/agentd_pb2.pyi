@@ -12,7 +12,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox", "calls_served", "pending_asks")
+    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox", "calls_served", "pending_asks", "state")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class Status(_message.Message):
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     CALLS_SERVED_FIELD_NUMBER: _ClassVar[int]
     PENDING_ASKS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     version: str
     pid: int
     uptime_seconds: float
@@ -35,7 +36,30 @@ class Status(_message.Message):
     sandbox: _struct_pb2.Struct
     calls_served: int
     pending_asks: int
-    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ...) -> None: ...
+    state: StateUsage
+    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ..., state: _Optional[_Union[StateUsage, _Mapping]] = ...) -> None: ...
+
+class StateUsage(_message.Message):
+    __slots__ = ("used_bytes", "max_bytes", "retention_seconds", "session_idle_seconds", "sessions_idle_closed", "sessions_reaped", "closed_sessions", "disk_full", "events_unjournaled")
+    USED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_IDLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_IDLE_CLOSED_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_REAPED_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    DISK_FULL_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_UNJOURNALED_FIELD_NUMBER: _ClassVar[int]
+    used_bytes: int
+    max_bytes: int
+    retention_seconds: float
+    session_idle_seconds: float
+    sessions_idle_closed: int
+    sessions_reaped: int
+    closed_sessions: int
+    disk_full: bool
+    events_unjournaled: int
+    def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
@@ -160,6 +184,36 @@ class CloseSessionRequest(_message.Message):
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class CollectSessionsRequest(_message.Message):
+    __slots__ = ("idle_seconds", "reap_after_seconds", "dry_run")
+    IDLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REAP_AFTER_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    idle_seconds: float
+    reap_after_seconds: float
+    dry_run: bool
+    def __init__(self, idle_seconds: _Optional[float] = ..., reap_after_seconds: _Optional[float] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class CollectedSession(_message.Message):
+    __slots__ = ("id", "name", "action", "idle_seconds", "reason")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    IDLE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    name: str
+    action: str
+    idle_seconds: float
+    reason: str
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., action: _Optional[str] = ..., idle_seconds: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CollectSessionsResponse(_message.Message):
+    __slots__ = ("sessions",)
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[CollectedSession]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[CollectedSession, _Mapping]]] = ...) -> None: ...
 
 class UpdatePermissionsRequest(_message.Message):
     __slots__ = ("session_id", "permission_mode", "add_allow", "add_deny", "add_ask")

@@ -64,6 +64,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.UpdatePermissionsRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.Session.FromString,
                 _registered_method=True)
+        self.CollectSessions = channel.unary_unary(
+                '/agentd.v1.Agentd/CollectSessions',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.CollectSessionsRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.CollectSessionsResponse.FromString,
+                _registered_method=True)
         self.ListTools = channel.unary_unary(
                 '/agentd.v1.Agentd/ListTools',
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListToolsRequest.SerializeToString,
@@ -171,6 +176,16 @@ class AgentdServicer:
 
     def UpdatePermissions(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CollectSessions(self, request, context):
+        """Closes the open sessions idle for longer than idle_seconds and deletes what closed
+        sessions left (journal, rows, output and temp files) once closed for longer than
+        reap_after_seconds; sessions with running tasks are kept. The daemon does the same
+        on its own every reap_interval_seconds with its configured times.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -309,6 +324,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.UpdatePermissions,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.UpdatePermissionsRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.Session.SerializeToString,
+            ),
+            'CollectSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.CollectSessions,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.CollectSessionsRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.CollectSessionsResponse.SerializeToString,
             ),
             'ListTools': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTools,
@@ -543,6 +563,33 @@ class Agentd:
             '/agentd.v1.Agentd/UpdatePermissions',
             agentd_dot_v1_dot_agentd__pb2.UpdatePermissionsRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.Session.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CollectSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/CollectSessions',
+            agentd_dot_v1_dot_agentd__pb2.CollectSessionsRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.CollectSessionsResponse.FromString,
             options,
             channel_credentials,
             insecure,
