@@ -31,8 +31,9 @@ from typing import Any
 from agentd.errors import StorageFull
 from agentd.store import Store
 
-# Kinds that are not journaled.
-LIVE_ONLY = frozenset({"progress"})
+# Kinds that are not journaled: progress, and an agent's streamed text (its whole
+# message is journaled when it ends; agent_events.LIVE_KIND).
+LIVE_ONLY = frozenset({"progress", "agent_live"})
 # A subscriber's live backlog, in bytes of payload, before it is dropped for a Gap.
 BACKLOG_BYTES = 1 << 20
 # One page of replay, in bytes of payload (at least one event).
@@ -185,6 +186,11 @@ class EventLog:
                 yield event
         finally:
             self._subscribers.discard(sub)
+
+    async def replay(self, after_seq: int = 0) -> AsyncIterator[Event]:
+        """The journaled events after `after_seq` up to the latest now; nothing live."""
+        async for event in self._journal(_Subscriber(last_seq=after_seq), self._seq):
+            yield event
 
     async def _catch_up(self, sub: _Subscriber) -> AsyncIterator[Event]:
         lost_to = self._seq

@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 
-from agentd import __version__, metrics
+from agentd import __version__, agent_events, metrics
 from agentd.bashsec import classify
 from agentd.errors import AgentdError, InvalidRequest, NotFound, Unavailable
 from agentd.events import Event, EventLog
@@ -238,6 +238,8 @@ def event_to_pb(event: Event) -> pb.Event:
             out.session_closed.SetInParent()
         case "gap":
             out.gap.CopyFrom(pb.Gap(**p))
+        case "agent" | "agent_live":
+            out.agent.CopyFrom(agent_events.from_payload(p))
         case _:
             log.warning("event kind %s has no proto form", event.kind)
     return out
@@ -486,7 +488,10 @@ class Servicer(pb_grpc.AgentdServicer):
             await context.send_initial_metadata(((ATTACHED_KEY, str(log_.last_seq)),))
 
         # Closed here, not whenever it is collected, when the caller goes away.
-        subscription = log_.subscribe(request.after_seq, registered)
+        if request.no_follow:
+            subscription = log_.replay(request.after_seq)
+        else:
+            subscription = log_.subscribe(request.after_seq, registered)
         async with contextlib.aclosing(subscription) as events:
             async for event in events:
                 yield event_to_pb(event)
@@ -514,6 +519,15 @@ class Servicer(pb_grpc.AgentdServicer):
             rule=request.rule,
         )
         return pb.ResolvePermissionResponse(accepted=accepted, message=message)
+
+    @_unary
+    async def AppendAgentEvent(
+        self, request: pb.AppendAgentEventRequest, context: Any
+    ) -> pb.AppendAgentEventResponse:
+        session = self.sessions.get(_require(request.session_id, "session_id"), open_only=True)
+        kind = agent_events.check(request.event)
+        event = self.sessions.log(session.id).emit(kind, **agent_events.to_payload(request.event))
+        return pb.AppendAgentEventResponse(seq=event.seq)
 
     @_unary
     async def ListTasks(self, request: pb.ListTasksRequest, context: Any) -> pb.ListTasksResponse:

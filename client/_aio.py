@@ -189,11 +189,17 @@ class AsyncClient(_Base):
         return await self._unary(rpc.cancel(session_id, tool_use_id), timeout)
 
     def attach(
-        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+        self,
+        session_id: str,
+        after_seq: int = 0,
+        follow: bool = True,
+        *,
+        timeout: float | None = None,
     ) -> AsyncStream[Event]:
         """The session's events after `after_seq`, then live ones; cancel() to stop.
-        `await wait_attached()` on the stream returns once the daemon counts it."""
-        call = rpc.attach(session_id, after_seq)
+        `await wait_attached()` on the stream returns once the daemon counts it. Without
+        `follow`, the journal up to its latest event, then the end."""
+        call = rpc.attach(session_id, after_seq, follow)
         return AsyncStream(self.stub.Attach(call.request, timeout=timeout))
 
     def read_output(
@@ -223,6 +229,13 @@ class AsyncClient(_Base):
         """Answer a request; with scope always, `rule` picks one of its rule_choices."""
         call = rpc.resolve_permission(session_id, request_id, decision, scope, rule)
         return await self._unary(call, timeout)
+
+    async def append_agent_event(
+        self, session_id: str, event: pb.AgentEvent, *, timeout: float | None = None
+    ) -> int:
+        """Keep one event of an agent loop's conversation in the session (agentctl agent);
+        attached clients see it. Returns its seq."""
+        return await self._unary(rpc.append_agent_event(session_id, event), timeout)
 
     async def list_tasks(
         self, session_id: str, include_finished: bool = True, *, timeout: float | None = None

@@ -296,8 +296,9 @@ def cancel(session_id: str, tool_use_id: str) -> Call:
     return Call("CancelCall", request, lambda r: r.cancelled)
 
 
-def attach(session_id: str, after_seq: int) -> Call:
-    return Call("Attach", pb.AttachRequest(session_id=session_id, after_seq=after_seq))
+def attach(session_id: str, after_seq: int, follow: bool = True) -> Call:
+    request = pb.AttachRequest(session_id=session_id, after_seq=after_seq, no_follow=not follow)
+    return Call("Attach", request)
 
 
 def read_output(session_id: str, id: str, offset: int, follow: bool) -> Call:
@@ -313,6 +314,13 @@ def resolve_permission(
         session_id=session_id, request_id=request_id, decision=decision, scope=scope, rule=rule
     )
     return Call("ResolvePermission", request)
+
+
+def append_agent_event(session_id: str, event: pb.AgentEvent) -> Call:
+    """One event of an agent loop's conversation, kept in the session (a text delta is
+    shown live only); the reply is its seq."""
+    request = pb.AppendAgentEventRequest(session_id=session_id, event=event)
+    return Call("AppendAgentEvent", request, lambda r: r.seq)
 
 
 def list_tasks(session_id: str, include_finished: bool) -> Call:

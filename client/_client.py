@@ -223,12 +223,18 @@ class Client(_Base):
         return self._unary(rpc.cancel(session_id, tool_use_id), timeout)
 
     def attach(
-        self, session_id: str, after_seq: int = 0, *, timeout: float | None = None
+        self,
+        session_id: str,
+        after_seq: int = 0,
+        follow: bool = True,
+        *,
+        timeout: float | None = None,
     ) -> Stream[Event]:
         """The session's events after `after_seq`, then live ones; cancel() to stop.
         It follows until cancelled: only an explicit `timeout` ends it. `wait_attached()`
-        on the stream returns once the daemon counts it."""
-        call = rpc.attach(session_id, after_seq)
+        on the stream returns once the daemon counts it. Without `follow`, the journal up
+        to the session's latest event, then the end."""
+        call = rpc.attach(session_id, after_seq, follow)
         return Stream(self.stub.Attach(call.request, timeout=timeout))
 
     def read_output(
@@ -258,6 +264,13 @@ class Client(_Base):
         """Answer a request; with scope always, `rule` picks one of its rule_choices."""
         call = rpc.resolve_permission(session_id, request_id, decision, scope, rule)
         return self._unary(call, timeout)
+
+    def append_agent_event(
+        self, session_id: str, event: pb.AgentEvent, *, timeout: float | None = None
+    ) -> int:
+        """Keep one event of an agent loop's conversation in the session (agentctl agent);
+        attached clients see it. Returns its seq."""
+        return self._unary(rpc.append_agent_event(session_id, event), timeout)
 
     def list_tasks(
         self, session_id: str, include_finished: bool = True, *, timeout: float | None = None

@@ -26,7 +26,15 @@ from rich.live import Live
 from rich.text import Text
 
 from agentd_client._client import Client
-from agentd_client.display import as_dict, describe_event, input_of, input_text, print_json_line
+from agentd_client.display import (
+    as_dict,
+    clean,
+    describe_event,
+    event_head,
+    input_of,
+    input_text,
+    print_json_line,
+)
 from agentd_client.follow import Follower
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -95,6 +103,9 @@ class AttachView:
         self.ended: set[str] = set()  # outputs followed to their end
         # call_finished events held until their output is all shown
         self.deferred: dict[str, pb.Event] = {}
+        # An agent's streamed text: the line not yet ended, and the turns shown so.
+        self.agent_partial = ""
+        self.agent_streamed: set[tuple[str, int]] = set()
 
     # threads
     def _read_events(self, stream: Any) -> None:
@@ -220,8 +231,35 @@ class AttachView:
             self.live.start()
 
     # events
+    def _agent(self, e: pb.Event) -> None:
+        """An agent's text as it streams, a line at a time under the turn's head; its whole
+        message then shows only what the stream did not (its tool calls)."""
+        x = e.agent
+        match x.WhichOneof("kind"):
+            case "text_delta":
+                turn = (x.conversation_id, x.text_delta.turn)
+                if turn not in self.agent_streamed:
+                    self.agent_streamed.add(turn)
+                    self._print(f"{event_head(e)} ◆ turn {x.text_delta.turn}:")
+                lines = (self.agent_partial + clean(x.text_delta.text)).split("\n")
+                self.agent_partial = lines.pop()
+                for line in lines:
+                    self._print(line)
+            case "message" if (x.conversation_id, x.message.turn) in self.agent_streamed:
+                if self.agent_partial:
+                    self._print(self.agent_partial)
+                    self.agent_partial = ""
+                for b in x.message.content:
+                    if b.type == "tool_use":
+                        self._print(clean(f"  wants {b.name} ({b.id})"))
+            case _:
+                self._print(describe_event(e))
+
     def _event(self, e: pb.Event, history: bool) -> None:
         kind = e.WhichOneof("kind")
+        if kind == "agent" and not self.as_json:
+            self._agent(e)
+            return
         if kind == "call_finished" and not self.as_json:
             # Its output first: the end of a call is shown after everything it printed.
             oid = self.call_outputs.get(e.call_finished.result.tool_use_id)

@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from agentd_client import _trust_cli, claude_code, commands, contexts
+from agentd_client import _agent_cli, _trust_cli, claude_code, codex, commands, contexts
 from agentd_client.display import print_json
 from agentd_client.errors import (
     EXIT_CODES_HELP,
@@ -202,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
 
+    _agent_cli.add_commands(top)
+
     mcp = top.leaf(
         "mcp",
         "serve a session's tools over MCP on stdio (for Claude Code, Codex, Cursor, ...)",
@@ -224,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
         daemon=False,
         connection=True,
     )
-    inst.add_argument("client", choices=["claude-code"], help="the MCP client")
+    inst.add_argument("client", choices=["claude-code", "codex"], help="the MCP client")
     inst.add_argument("--workspace", required=True, help="the workspace the client runs in")
     _session_option(inst)
 
@@ -344,13 +346,16 @@ def cmd_mcp_install(args: argparse.Namespace) -> int:
             where += [flag, value if key in ("context", "address") else os.path.abspath(value)]
     which = ["--session", args.session] if args.session else ["--workspace", workspace]
     server = {"command": _agentctl_path(), "args": [*where, "mcp", *which]}
-    files = claude_code.install(workspace, server)
+    if args.client == "codex":
+        files, run = codex.install(server), codex.RUN
+    else:
+        files, run = claude_code.install(workspace, server), claude_code.RUN
     if args.json:
-        print_json({"files": files, "server": server, "run": claude_code.RUN})
+        print_json({"files": files, "server": server, "run": run})
     else:
         for f in files:
             print(f"updated {f}")
-        print(f"now run, in {workspace}: {claude_code.RUN}")
+        print(f"now run, in {workspace}: {run}")
     return OK
 
 

@@ -46,11 +46,16 @@ def print_json_line(value: Any) -> None:
     print(json.dumps(value, sort_keys=True), flush=True)
 
 
+def event_head(e: pb.Event) -> str:
+    """`[  seq hh:mm:ss]`, how every event line starts."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
+    return f"[{e.seq:>5} {stamp}]"
+
+
 def describe_event(e: pb.Event) -> str:
     """One readable line per event, as `agentctl attach` prints it."""
     kind = e.WhichOneof("kind")
-    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
-    head = f"[{e.seq:>5} {stamp}]"
+    head = event_head(e)
     match kind:
         case "call_started":
             x = e.call_started
@@ -102,4 +107,48 @@ def describe_event(e: pb.Event) -> str:
             return f"{head} session closed"
         case "gap":
             return f"{head} (fell behind: events {e.gap.from_seq}-{e.gap.to_seq} replayed)"
+        case "agent":
+            return describe_agent(head, e.agent)
     return f"{head} {kind}"
+
+
+def clean(text: str) -> str:
+    """Text a model or a workspace wrote, for a terminal: control characters (escape
+    sequences) removed, newlines and tabs kept."""
+    return "".join(ch for ch in text if ch in "\n\t" or ch.isprintable())
+
+
+def agent_text(message: pb.AgentMessage) -> str:
+    return "".join(b.text for b in message.content if b.type == "text")
+
+
+def describe_agent(head: str, x: pb.AgentEvent) -> str:
+    """An agent's conversation (agentctl agent): the prompt, the model's whole text (a
+    terminal that watched it stream shows only the tool calls), and the stop."""
+    match x.WhichOneof("kind"):
+        case "prompt":
+            return clean(f"{head} » {x.prompt.text}")
+        case "message":
+            lines = [f"{head} ◆ {x.message.model} (turn {x.message.turn}):"]
+            if text := agent_text(x.message).strip():
+                lines.append(clean(text))
+            uses = [b for b in x.message.content if b.type == "tool_use"]
+            lines += [f"  wants {b.name} ({b.id})" for b in uses]
+            return clean("\n".join(lines))
+        case "stopped":
+            y = x.stopped
+            tokens = sum(
+                (
+                    y.usage.input_tokens,
+                    y.usage.output_tokens,
+                    y.usage.cache_creation_input_tokens,
+                    y.usage.cache_read_input_tokens,
+                )
+            )
+            why = f": {y.message}" if y.message else ""
+            return clean(
+                f"{head} ■ agent stopped ({y.reason}{why}) after {y.turns} turns, {tokens} tokens"
+            )
+        case "text_delta":
+            return clean(x.text_delta.text)
+    return f"{head} agent"

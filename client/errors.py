@@ -29,6 +29,8 @@ For agentctl, each failure becomes one exit code:
 3    REFUSED      the daemon refused the request: wrong token, unknown or
                   ambiguous session, invalid input, a closed session, a session
                   name already taken
+4    MODEL_FAILED the model's API failed (agentctl agent): unreachable, the key
+                  refused, or an error answer
 64   USAGE        the command line is wrong (EX_USAGE)
 69   MISSING      the command needs an optional part not installed (EX_UNAVAILABLE)
 130  INTERRUPTED  Ctrl-C
@@ -36,6 +38,7 @@ For agentctl, each failure becomes one exit code:
 CliError            one line for a person, and the exit code
 ├── Unreachable     -> 2
 ├── Refused         -> 3
+├── ModelFailed     -> 4
 ├── Usage           -> 64
 └── Missing         -> 69
 """
@@ -48,6 +51,7 @@ OK = 0
 TOOL_FAILED = 1
 UNREACHABLE = 2
 REFUSED = 3
+MODEL_FAILED = 4
 USAGE = 64
 MISSING = 69
 INTERRUPTED = 130
@@ -150,6 +154,7 @@ exit status:
   1    the tool call failed (its result is an error)
   2    cannot reach the daemon (not running; wrong address, CA, token file or context)
   3    the daemon refused the request (wrong token, unknown session, invalid input)
+  4    the model's API failed (agentctl agent)
   64   the command line is wrong
   69   the command needs a part of agentctl that is not installed (an extra)
   130  interrupted (Ctrl-C; a running call is cancelled first)"""
@@ -170,6 +175,10 @@ class Unreachable(CliError):
 
 class Refused(CliError):
     exit_code = REFUSED
+
+
+class ModelFailed(CliError):
+    exit_code = MODEL_FAILED
 
 
 class Usage(CliError):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pty
 import select
 import subprocess
 import sys
-import termios
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,20 +97,20 @@ class OnPty:
 
 
 def on_pty(*args: str, env: dict[str, str] | None = None) -> OnPty:
+    """agentctl in a session of its own whose controlling terminal is the pty.
+
+    setsid(1) makes both (in place: the child is no group leader, so it does not fork
+    and the pid is agentctl's). Not a preexec_fn: Python code in a child forked from
+    this process, whose gRPC threads are running, can crash it before it execs
+    (gRPC's fork handlers restart a poller whose epoll fd close_fds then closes)."""
     master, slave = pty.openpty()
-
-    def controlling_terminal() -> None:
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
     clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENTD_")}
     proc = subprocess.Popen(
-        [AGENTCTL, *args],
+        ["setsid", "--ctty", AGENTCTL, *args],
         stdin=slave,
         stdout=slave,
         stderr=slave,
         close_fds=True,
-        preexec_fn=controlling_terminal,
         env={**clean, **(env or {})},
     )
     os.close(slave)

@@ -348,12 +348,14 @@ class CancelCallResponse(_message.Message):
     def __init__(self, cancelled: _Optional[bool] = ...) -> None: ...
 
 class AttachRequest(_message.Message):
-    __slots__ = ("session_id", "after_seq")
+    __slots__ = ("session_id", "after_seq", "no_follow")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    NO_FOLLOW_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     after_seq: int
-    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ...) -> None: ...
+    no_follow: bool
+    def __init__(self, session_id: _Optional[str] = ..., after_seq: _Optional[int] = ..., no_follow: _Optional[bool] = ...) -> None: ...
 
 class CallStarted(_message.Message):
     __slots__ = ("tool_use_id", "name", "input")
@@ -510,7 +512,7 @@ class Gap(_message.Message):
     def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored")
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -527,6 +529,7 @@ class Event(_message.Message):
     GAP_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_DECIDED_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_IGNORED_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
     seq: int
     session_id: str
     time_ms: int
@@ -543,7 +546,104 @@ class Event(_message.Message):
     gap: Gap
     permission_decided: PermissionDecided
     settings_ignored: SettingsIgnored
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ...) -> None: ...
+    agent: AgentEvent
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ...) -> None: ...
+
+class AgentContentBlock(_message.Message):
+    __slots__ = ("type", "text", "id", "name", "input")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    text: str
+    id: str
+    name: str
+    input: _struct_pb2.Struct
+    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class AgentUsage(_message.Message):
+    __slots__ = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_CREATION_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., cache_creation_input_tokens: _Optional[int] = ..., cache_read_input_tokens: _Optional[int] = ...) -> None: ...
+
+class AgentPrompt(_message.Message):
+    __slots__ = ("text", "model")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    model: str
+    def __init__(self, text: _Optional[str] = ..., model: _Optional[str] = ...) -> None: ...
+
+class AgentTextDelta(_message.Message):
+    __slots__ = ("turn", "text")
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    turn: int
+    text: str
+    def __init__(self, turn: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+
+class AgentMessage(_message.Message):
+    __slots__ = ("turn", "content", "stop_reason", "model", "usage")
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    STOP_REASON_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    turn: int
+    content: _containers.RepeatedCompositeFieldContainer[AgentContentBlock]
+    stop_reason: str
+    model: str
+    usage: AgentUsage
+    def __init__(self, turn: _Optional[int] = ..., content: _Optional[_Iterable[_Union[AgentContentBlock, _Mapping]]] = ..., stop_reason: _Optional[str] = ..., model: _Optional[str] = ..., usage: _Optional[_Union[AgentUsage, _Mapping]] = ...) -> None: ...
+
+class AgentStopped(_message.Message):
+    __slots__ = ("reason", "turns", "usage", "message")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    turns: int
+    usage: AgentUsage
+    message: str
+    def __init__(self, reason: _Optional[str] = ..., turns: _Optional[int] = ..., usage: _Optional[_Union[AgentUsage, _Mapping]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class AgentEvent(_message.Message):
+    __slots__ = ("conversation_id", "prompt", "text_delta", "message", "stopped")
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    TEXT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_FIELD_NUMBER: _ClassVar[int]
+    conversation_id: str
+    prompt: AgentPrompt
+    text_delta: AgentTextDelta
+    message: AgentMessage
+    stopped: AgentStopped
+    def __init__(self, conversation_id: _Optional[str] = ..., prompt: _Optional[_Union[AgentPrompt, _Mapping]] = ..., text_delta: _Optional[_Union[AgentTextDelta, _Mapping]] = ..., message: _Optional[_Union[AgentMessage, _Mapping]] = ..., stopped: _Optional[_Union[AgentStopped, _Mapping]] = ...) -> None: ...
+
+class AppendAgentEventRequest(_message.Message):
+    __slots__ = ("session_id", "event")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    event: AgentEvent
+    def __init__(self, session_id: _Optional[str] = ..., event: _Optional[_Union[AgentEvent, _Mapping]] = ...) -> None: ...
+
+class AppendAgentEventResponse(_message.Message):
+    __slots__ = ("seq",)
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    def __init__(self, seq: _Optional[int] = ...) -> None: ...
 
 class ResolvePermissionRequest(_message.Message):
     __slots__ = ("session_id", "request_id", "decision", "scope", "rule")

@@ -104,6 +104,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ResolvePermissionRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ResolvePermissionResponse.FromString,
                 _registered_method=True)
+        self.AppendAgentEvent = channel.unary_unary(
+                '/agentd.v1.Agentd/AppendAgentEvent',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.AppendAgentEventRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.AppendAgentEventResponse.FromString,
+                _registered_method=True)
         self.ListTasks = channel.unary_unary(
                 '/agentd.v1.Agentd/ListTasks',
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListTasksRequest.SerializeToString,
@@ -221,7 +226,8 @@ class AgentdServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Attach(self, request, context):
-        """Replays the session's events after `after_seq`, then follows live.
+        """Replays the session's events after `after_seq`, then follows live (or, with
+        no_follow, ends).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -229,6 +235,15 @@ class AgentdServicer:
 
     def ResolvePermission(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AppendAgentEvent(self, request, context):
+        """Adds one event of an agent loop's conversation (agentctl agent) to the session:
+        every attached client sees it, and the journal keeps it (text deltas excepted) so
+        any process can rebuild the conversation and continue it.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -349,6 +364,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.ResolvePermission,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ResolvePermissionRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ResolvePermissionResponse.SerializeToString,
+            ),
+            'AppendAgentEvent': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendAgentEvent,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.AppendAgentEventRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.AppendAgentEventResponse.SerializeToString,
             ),
             'ListTasks': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTasks,
@@ -759,6 +779,33 @@ class Agentd:
             '/agentd.v1.Agentd/ResolvePermission',
             agentd_dot_v1_dot_agentd__pb2.ResolvePermissionRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ResolvePermissionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendAgentEvent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/AppendAgentEvent',
+            agentd_dot_v1_dot_agentd__pb2.AppendAgentEventRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.AppendAgentEventResponse.FromString,
             options,
             channel_credentials,
             insecure,
