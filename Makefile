@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test proto lint format bench system-deps clean install install-user claude-code
+.PHONY: run test proto lint format bench system-deps clean install install-user claude-code codex
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -22,6 +22,10 @@ PYTHON3 ?= python3
 CLAUDE_CODE_VERSION := 2.1.328
 CLAUDE_CODE_DIR ?= $(HOME)/.cache/agentd/claude-code
 CLAUDE_CODE_STAMP := $(CLAUDE_CODE_DIR)/.installed-$(CLAUDE_CODE_VERSION)
+# Codex, for the test that runs it against `agentctl mcp` (tests/test_mcp_codex.py).
+CODEX_VERSION := 0.169.0
+CODEX_DIR ?= $(HOME)/.cache/agentd/codex
+CODEX_STAMP := $(CODEX_DIR)/.installed-$(CODEX_VERSION)
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -56,7 +60,7 @@ system-deps:
 run: system-deps $(STAMP)
 	$(VENV)/bin/agentd serve
 
-test: system-deps $(STAMP) claude-code
+test: system-deps $(STAMP) claude-code codex
 	$(VENV)/bin/pytest -q
 
 claude-code: $(CLAUDE_CODE_STAMP)
@@ -67,6 +71,15 @@ $(CLAUDE_CODE_STAMP): | system-deps
 		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
 	DISABLE_AUTOUPDATER=1 $(CLAUDE_CODE_DIR)/node_modules/.bin/claude --version
 	touch $(CLAUDE_CODE_STAMP)
+
+codex: $(CODEX_STAMP)
+
+$(CODEX_STAMP): | system-deps
+	mkdir -p $(CODEX_DIR)
+	npm install --prefix $(CODEX_DIR) --no-audit --no-fund --loglevel=error \
+		@openai/codex@$(CODEX_VERSION)
+	$(CODEX_DIR)/node_modules/.bin/codex --version
+	touch $(CODEX_STAMP)
 
 proto: $(STAMP)
 	$(PY) scripts/gen_proto.py

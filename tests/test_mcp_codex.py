@@ -1,7 +1,7 @@
 """Real Codex running its tool calls through agentd, offline, against a fake Responses API.
 
-Needs the Codex CLI (`npm install --prefix .oracle @openai/codex`, or CODEX_BIN);
-skipped without it. `agentctl mcp install codex` writes agentd's server into Codex's
+Needs the Codex CLI, which `make test` installs into ~/.cache/agentd/codex (or
+CODEX_BIN); skipped without it. `agentctl mcp install codex` writes agentd's server into Codex's
 config (agentd_client/codex.py says what and why); Codex, its own shell turned off,
 then runs the scripted Bash call in the session's sandbox, and the result reaches the
 fake API.
@@ -36,6 +36,8 @@ def _codex() -> str | None:
         os.environ.get("CODEX_BIN"),
         shutil.which("codex"),
         str(ROOT / ".oracle" / "node_modules" / ".bin" / "codex"),
+        # where `make test` installs it
+        os.path.expanduser("~/.cache/agentd/codex/node_modules/.bin/codex"),
     ):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
