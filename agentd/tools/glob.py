@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import os
 import time
 from typing import Any, ClassVar
@@ -65,18 +66,15 @@ class Glob(ReadOnlyTool):
         )
         ripgrep.check_rg_failed(out)
 
-        listed = out.stdout.decode(errors="surrogateescape").split("\0")
-        found = _with_mtimes(root, listed)
-        total = len(found)
-        cwd = ctx.session.cwd
-        if cwd.startswith(root.path.rstrip("/") + "/"):
-            # Some paths show relative to the cwd and others absolute: order the shown names.
-            found = sorted((m, ripgrep.display(rel, root.path, cwd)) for m, rel in found)
-        else:
-            # Every shown name is one prefix + rg's path, so rg's paths order alike: build
-            # names only for what is shown.
-            found.sort()
-            found = [(m, ripgrep.display(rel, root.path, cwd)) for m, rel in found[:MAX_RESULTS]]
+        listed = out.stdout.split(b"\0")
+        mtimes = _mtimes(root, listed)
+        total = len(listed) - mtimes.count(None)
+        found = [
+            (m, ripgrep.display(os.fsdecode(listed[i]), root.path, ctx.session.cwd))
+            for m, i in _oldest(mtimes, MAX_RESULTS)
+        ]
+        # Equal mtimes order by the name shown (some relative to the cwd, some absolute).
+        found.sort()
         filenames = [
             name.encode(errors="surrogateescape").decode(errors="replace")
             for _, name in found[:MAX_RESULTS]
@@ -104,25 +102,58 @@ class Glob(ReadOnlyTool):
         return ToolResult.text(text, data)
 
 
-def _with_mtimes(root: ripgrep.SearchRoot, listed: list[str]) -> list[tuple[int, str]]:
-    """(mtime_ns, path) of each path rg listed that still exists, stat'ed from a descriptor
-    of the searched directory as the session's identity."""
-    found: list[tuple[int, str]] = []
+def _mtimes(root: ripgrep.SearchRoot, listed: list[bytes]) -> list[int | None]:
+    """The mtime (ns) of each path rg listed, None where it is gone or empty, stat'ed
+    from a descriptor of the searched directory as the session's identity.
+
+    One stat per file is the floor of an mtime order (~2.5 us each here, 100 000 files
+    ~0.25 s against rg's ~0.08 s listing): the loop keeps only ints, stats by bytes
+    names (no decode), and resolves each directory once, not once per file in it.
+    """
+    mtimes: list[int | None] = []
+    append = mtimes.append
+    stat = os.stat
     with fsidentity.acting_as(ripgrep.identity_of(root)):
-        dir_fd = fsaccess.open_beneath(root.loc, os.O_PATH | os.O_DIRECTORY)
+        root_fd = fsaccess.open_beneath(root.loc, os.O_PATH | os.O_DIRECTORY)
+        dir_fd, current = root_fd, b""
         try:
             for rel in listed:
-                if not rel:
-                    continue
+                parent, _, name = rel.rpartition(b"/")
+                if parent != current:
+                    if dir_fd != root_fd:
+                        os.close(dir_fd)
+                    dir_fd, current = _open_dir(root_fd, parent), parent
                 try:
-                    found.append(
-                        (os.stat(rel, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns, rel)
-                    )
-                except OSError:
-                    continue  # gone since rg listed it
+                    append(stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns)
+                except (OSError, ValueError):
+                    append(None)  # gone since rg listed it (or the empty last record)
         finally:
-            os.close(dir_fd)
-    return found
+            if dir_fd != root_fd:
+                os.close(dir_fd)
+            os.close(root_fd)
+    return mtimes
+
+
+def _open_dir(root_fd: int, parent: bytes) -> int:
+    """A descriptor of `parent` beneath `root_fd`, never leaving it and following no
+    symlink (a directory swapped for one since rg listed it is not followed), or
+    `root_fd` itself for the searched directory; -1 when it is gone."""
+    if not parent:
+        return root_fd
+    try:
+        return fsaccess.open_dir_nofollow(root_fd, os.fsdecode(parent))
+    except OSError:
+        return -1
+
+
+def _oldest(mtimes: list[int | None], n: int) -> list[tuple[int, int]]:
+    """(mtime, index) of the `n` oldest, plus every other with the n-th's mtime (the
+    caller orders equal mtimes by name), without a tuple per file."""
+    present = [m for m in mtimes if m is not None]
+    if not present:
+        return []
+    cut = heapq.nsmallest(n, present)[-1]
+    return [(m, i) for i, m in enumerate(mtimes) if m is not None and m <= cut]
 
 
 TOOL = Glob
