@@ -8,6 +8,7 @@ logged, and answered INTERNAL, so one bad request never takes the daemon down.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import json
@@ -142,12 +143,11 @@ def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
         if block["type"] == "text":
             blocks.append(pb.ContentBlock(text=pb.TextBlock(text=block["text"])))
         else:
+            # base64 since the wire form is built once; older journals hold hex.
+            b64 = block.get("base64")
+            data = base64.b64decode(b64) if b64 is not None else bytes.fromhex(block["data"])
             blocks.append(
-                pb.ContentBlock(
-                    image=pb.ImageBlock(
-                        media_type=block["media_type"], data=bytes.fromhex(block["data"])
-                    )
-                )
+                pb.ContentBlock(image=pb.ImageBlock(media_type=block["media_type"], data=data))
             )
     return pb.ToolResult(
         tool_use_id=payload["tool_use_id"],
