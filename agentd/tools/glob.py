@@ -120,7 +120,7 @@ def _mtimes(root: ripgrep.SearchRoot, listed: list[bytes]) -> list[int | None]:
             for rel in listed:
                 parent, _, name = rel.rpartition(b"/")
                 if parent != current:
-                    if dir_fd != root_fd:
+                    if dir_fd not in (root_fd, -1):
                         os.close(dir_fd)
                     dir_fd, current = _open_dir(root_fd, parent), parent
                 try:
@@ -128,7 +128,7 @@ def _mtimes(root: ripgrep.SearchRoot, listed: list[bytes]) -> list[int | None]:
                 except (OSError, ValueError):
                     append(None)  # gone since rg listed it (or the empty last record)
         finally:
-            if dir_fd != root_fd:
+            if dir_fd not in (root_fd, -1):
                 os.close(dir_fd)
             os.close(root_fd)
     return mtimes

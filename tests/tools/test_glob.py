@@ -142,3 +142,18 @@ async def test_read_only_and_concurrency_safe() -> None:
 def test_schema_matches_reference() -> None:
     tools = {t["name"]: t for t in json.loads(REFERENCE_SCHEMAS.read_text())["tools"]}
     assert Glob.input_schema == tools["Glob"]["input_schema"]
+
+
+def test_mtimes_never_follow_a_directory_swapped_for_a_symlink(ws: Path, tmp_path: Path) -> None:
+    """A path rg listed whose directory is a symlink by the time of the stat (swapped
+    meanwhile) gets no mtime: the stat never leaves the searched tree through it."""
+    from agentd import fsaccess
+    from agentd.tools import glob, ripgrep
+
+    outside = tmp_path / "outside"
+    write(outside / "secret.txt", mtime=1)
+    write(ws / "real/kept.txt", mtime=2)
+    (ws / "swapped").symlink_to(outside)
+    root = ripgrep.SearchRoot(str(ws), True, fsaccess.Located(str(ws), str(ws), ".", None))
+    listed = [b"real/kept.txt", b"swapped/secret.txt", b"gone/x.txt", b""]
+    assert glob._mtimes(root, listed) == [2 * 10**9, None, None, None]
