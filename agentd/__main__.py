@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import warnings
 
 from agentd import __version__, logs, metrics
 from agentd.config import Config
@@ -129,7 +130,27 @@ def _stall_for_tests(loop: asyncio.AbstractEventLoop) -> None:
     loop.add_signal_handler(signal.SIGUSR2, stall)
 
 
+def _pidfd_child_watcher() -> None:
+    """On Python 3.11, wait for children with a pidfd on the loop, as 3.12+ does itself.
+
+    3.11's default (ThreadedChildWatcher) starts a thread per child to block in
+    waitpid: one per Bash call, search and hook, ~0.6 ms of the loop's time each.
+    """
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        return
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return  # a kernel without pidfds (< 5.3): keep the threads
+    watcher = asyncio.PidfdChildWatcher()
+    watcher.attach_loop(asyncio.get_running_loop())  # the daemon's one loop
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        asyncio.set_child_watcher(watcher)
+
+
 async def _serve(config: Config, args: argparse.Namespace) -> None:
+    _pidfd_child_watcher()
     daemon = Daemon(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -9,6 +9,7 @@ exception, because a failed call is an answer the model must see.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import copy
 import logging
@@ -78,15 +79,18 @@ UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
-    """A result as JSON-able data, the shape events and the journal carry (images hex)."""
+    """A result as JSON-able data, the shape events and the journal carry: built once per
+    finished call (run_one stores it on the result) and reused by every reply."""
+    if result.payload is not None and result.payload["tool_use_id"] == tool_use_id:
+        return result.payload
     content: list[dict[str, Any]] = []
     for block in result.content:
         if isinstance(block, TextBlock):
             content.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
-            content.append(
-                {"type": "image", "media_type": block.media_type, "data": block.data.hex()}
-            )
+            # base64, as the Messages API takes it (journals before it hold hex "data").
+            data = base64.b64encode(block.data).decode("ascii")
+            content.append({"type": "image", "media_type": block.media_type, "base64": data})
     return {
         "tool_use_id": tool_use_id,
         "content": content,
@@ -226,11 +230,13 @@ class Executor:
         with contextlib.suppress(StorageFull):
             self.sessions.save(session)
         metrics.call_finished(call.name, result.is_error, time.monotonic() - started)
+        # The result is final from here on: its wire form is made once, for all.
+        result.payload = result_payload(call.tool_use_id, result)
         log_.emit(
             "call_finished",
             name=call.name,
             duration_ms=int((time.monotonic() - started) * 1000),
-            result=result_payload(call.tool_use_id, result),
+            result=result.payload,
         )
         return result
 

@@ -8,6 +8,7 @@ logged, and answered INTERNAL, so one bad request never takes the daemon down.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import json
@@ -158,9 +159,10 @@ def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
         if block["type"] == "text":
             out.content.add(type="text", text=block["text"])
         else:
-            source = pb.ImageSource(
-                type="base64", media_type=block["media_type"], data=bytes.fromhex(block["data"])
-            )
+            # base64 since the wire form is built once; older journals hold hex.
+            b64 = block.get("base64")
+            data = base64.b64decode(b64) if b64 is not None else bytes.fromhex(block["data"])
+            source = pb.ImageSource(type="base64", media_type=block["media_type"], data=data)
             out.content.add(type="image", source=source)
     data = _legacy_json(payload, "data")
     if data is not None:

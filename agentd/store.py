@@ -3,8 +3,11 @@ each Bash call wrote, and trusted settings.
 
 One connection, owned by the event loop's thread. Commits are grouped: a write
 marks the store dirty and a commit follows within `flush_delay` seconds (or at
-once on `flush()`), so a tool call does not pay for an fsync per event. A crash
-loses at most that window of journal, never a file a tool wrote.
+once on `flush()`), so a tool call does not pay for a commit per event and its reply
+does not wait for one. The promise (README, "What survives a crash"): a daemon killed
+outright loses at most that window of journal, never a file a tool wrote (those are
+written atomically and fsynced before the call answers), never a trust decision
+(committed before its reply), nothing on a clean stop (close() commits).
 
 A full disk (SQLITE_FULL, ENOSPC, EDQUOT) raises StorageFull from the write that hit
 it and sets `full_since`; the first write or commit that succeeds again clears it. It
@@ -91,9 +94,12 @@ _SESSION_ROWS = (
     ("sessions", "id"),
 )
 
+# The longest a journaled event waits for its commit (see the module docstring).
+FLUSH_DELAY = 0.05
+
 
 class Store:
-    def __init__(self, path: str, flush_delay: float = 0.05) -> None:
+    def __init__(self, path: str, flush_delay: float = FLUSH_DELAY) -> None:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)

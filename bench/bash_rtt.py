@@ -4,11 +4,14 @@
 
 Rows, interleaved in this run so the machine's noise falls on all of them alike:
 - `sh -c true` (a bare fork/exec),
+- the minimal sandbox users and peers compare with (issue 12): `bwrap --ro-bind / /
+  --dev /dev --proc /proc --unshare-all --die-with-parent --new-session -- sh -c true`,
 - `bwrap <the daemon's policy> true` and `bwrap <the daemon's policy> /bin/bash -c true`:
   the argv from `agentd_sandbox.runner.prepare` with the policy the daemon builds for the
   session (`agentd.sandboxing.policy_for`), spawned and waited for from this process,
 - RunTool(Bash "true") over gRPC to a daemon process (it runs `/bin/bash -c true`).
-Goal (the issue): the daemon's p50 <= 1.7x the bare bwrap spawn of the same argv.
+Goals: the daemon's p50 <= 1.7x the bare bwrap spawn of the same argv; <= 1.3x the
+minimal sandbox (issue 12).
 """
 
 from __future__ import annotations
@@ -51,16 +54,25 @@ def _bwrap(policy, argv: list[str]) -> Callable[[], None]:
     return once
 
 
+MINIMAL = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
+MINIMAL += ["--die-with-parent", "--new-session", "--", "sh", "-c", "true"]
+
+
+def _minimal() -> None:
+    bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
+    assert subprocess.run([bwrap, *MINIMAL], stdin=subprocess.DEVNULL).returncode == 0
+
+
 def _sh() -> None:
     assert subprocess.run(["sh", "-c", "true"], stdin=subprocess.DEVNULL).returncode == 0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run")
-    args = parser.parse_args()
-    rounds, warm = (40, 5) if args.quick else (200, 20)
+DAEMON = "RunTool(Bash true) via daemon"
+MINIMAL_ROW = "minimal bwrap sh -c true"
 
+
+def measure(rounds: int, warm: int) -> dict[str, list[float]]:
+    """Milliseconds of each row, `rounds` interleaved rounds after `warm` of each."""
     ws = workspace()
     policy, cleanup = _policy(ws)
     try:
@@ -76,9 +88,10 @@ def main() -> None:
 
                 fns: dict[str, Callable[[], None]] = {
                     "sh -c true": _sh,
+                    MINIMAL_ROW: _minimal,
                     "bwrap <policy> true": _bwrap(policy, ["true"]),
                     "bwrap <policy> bash -c true": _bwrap(policy, ["/bin/bash", "-c", "true"]),
-                    "RunTool(Bash true) via daemon": via_daemon,
+                    DAEMON: via_daemon,
                 }
                 for fn in fns.values():
                     for _ in range(warm):
@@ -94,17 +107,31 @@ def main() -> None:
         shutil.rmtree(ws, ignore_errors=True)
         for path in cleanup:
             shutil.rmtree(path, ignore_errors=True)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run")
+    args = parser.parse_args()
+    rounds, warm = (40, 5) if args.quick else (200, 20)
+    samples = measure(rounds, warm)
 
     base = percentile(samples["bwrap <policy> bash -c true"], 50)
+    minimal = percentile(samples[MINIMAL_ROW], 50)
     print(f"spawn round trips, {rounds} interleaved rounds after {warm} warm-up")
-    print(f"{'':32} {'p50 ms':>8} {'p99 ms':>8} {'vs bwrap bash':>14}")
+    print(f"{'':32} {'p50 ms':>8} {'p99 ms':>8} {'vs bwrap bash':>14} {'vs minimal':>11}")
     for name, ms in samples.items():
         p50 = percentile(ms, 50)
-        print(f"{name:32} {p50:8.2f} {percentile(ms, 99):8.2f} {p50 / base:13.2f}x")
-    ratio = percentile(samples["RunTool(Bash true) via daemon"], 50) / base
+        print(
+            f"{name:32} {p50:8.2f} {percentile(ms, 99):8.2f} {p50 / base:13.2f}x "
+            f"{p50 / minimal:10.2f}x"
+        )
+    ours = percentile(samples[DAEMON], 50)
     print(
-        f"goal: daemon p50 <= 1.7x bare bwrap of the same argv: {verdict(ratio <= 1.7)} "
-        f"({ratio:.2f}x)"
+        f"goal: daemon p50 <= 1.7x bare bwrap of the same argv: {verdict(ours / base <= 1.7)} "
+        f"({ours / base:.2f}x); <= 1.3x the minimal sandbox: "
+        f"{verdict(ours / minimal <= 1.3)} ({ours / minimal:.2f}x)"
     )
 
 

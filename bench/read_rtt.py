@@ -160,12 +160,8 @@ def _throughput(
     return CLIENTS * per_client / (end - start)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run")
-    args = parser.parse_args()
-    n, warm, per_client = (300, 50, 60) if args.quick else (2000, 200, 250)
-
+def measure(n: int, warm: int, per_client: int) -> dict[str, Any]:
+    """Per-call samples (ms) of each row, and the 16-client throughputs (calls/s)."""
     ws = workspace()
     try:
         path = _small_file(ws)
@@ -196,6 +192,23 @@ def main() -> None:
                 floor_per_second = _throughput(d.socket, session.id, path, per_client, floor=True)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+    return {
+        "rows": rows,
+        "per_second": per_second,
+        "floor_per_second": floor_per_second,
+        "cpu_per_call": cpu_per_call,
+        "cpu_loaded": cpu_loaded,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run")
+    args = parser.parse_args()
+    n, warm, per_client = (300, 50, 60) if args.quick else (2000, 200, 250)
+    m = measure(n, warm, per_client)
+    rows, per_second, floor_per_second = m["rows"], m["per_second"], m["floor_per_second"]
+    cpu_per_call, cpu_loaded = m["cpu_per_call"], m["cpu_loaded"]
 
     print(f"small-file Read, {n} calls after {warm} warm-up, {os.cpu_count()} cpus")
     print(f"{'':32} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>9}")

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 
-from . import visibility
+from . import binaries, visibility
 from .identity import Identity, can_reach
 from .policy import SandboxPolicy
 
@@ -25,7 +24,7 @@ HOSTNAME = "agentd-sandbox"
 
 def find_bwrap() -> str | None:
     """The bwrap binary, if installed."""
-    return shutil.which("bwrap", path="/usr/bin:/usr/local/bin:/bin")
+    return binaries.find("bwrap", "/usr/bin:/usr/local/bin:/bin")
 
 
 @functools.cache
@@ -58,13 +57,16 @@ def _mounts(policy: SandboxPolicy, identity: Identity) -> list[str]:
     the read-only paths read-only, then cover credentials and sockets last so nothing
     bound before re-exposes them."""
     argv: list[str] = []
-    covered = ["/tmp", *visibility.endpoint_dirs(), *visibility.home_dirs(identity)]
+    # Looked up once per start (each walks the passwd homes): the same answer three times.
+    dirs = visibility.home_dirs(identity)
+    homes = visibility.user_homes(identity, dirs)
+    covered = ["/tmp", *visibility.endpoint_dirs(), *dirs]
     for path in covered[1:]:
         argv += ["--tmpfs", path]
     shown: list[str] = []
     allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
     kept = visibility.kept_targets(covered)
-    for path in [*visibility.allowed_home_paths(identity, allow), *kept]:
+    for path in [*visibility.allowed_home_paths(identity, allow, homes), *kept]:
         # -try: an allow-listed file its owner removes meanwhile is simply not shown; a
         # vanished entry must not stop every sandbox from starting. (Protected paths,
         # below, stay strict: a protection that cannot be mounted fails the start.)
@@ -106,7 +108,7 @@ def _mounts(policy: SandboxPolicy, identity: Identity) -> list[str]:
         hidden = any(visibility.under(path, d) for d in covered)
         return not hidden or any(visibility.under(path, s) for s in shown)
 
-    for path in visibility.secret_paths(identity, policy.hidden):
+    for path in visibility.secret_paths(identity, policy.hidden, homes):
         if not visible(path):
             continue
         if os.path.isdir(path):

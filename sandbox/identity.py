@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import stat
 from dataclasses import dataclass
 
+from . import binaries
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
 
@@ -59,7 +59,7 @@ def setpriv_prefix(identity: Identity) -> list[str]:
     can be spawned with vfork, which is much cheaper from a large daemon.
     Empty when setpriv is missing (popen_kwargs then drops the identity instead).
     """
-    path = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    path = binaries.find("setpriv")
     if path is None:
         return []
     argv = [path, "--pdeathsig=KILL"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import resource
-import shutil
 
+from . import binaries
 from .policy import Limits
 
 # Name of each rlimit as prlimit(1) spells its option.
@@ -50,7 +50,7 @@ def rlimits(limits: Limits) -> list[tuple[int, int, int]]:
 
 def prlimit_path() -> str | None:
     """util-linux prlimit, if installed."""
-    return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    return binaries.find("prlimit")
 
 
 def prlimit_prefix(limits: Limits) -> list[str]:

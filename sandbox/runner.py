@@ -2,7 +2,10 @@
 
 The chain is `setpriv` (drops to the sandbox identity, arms the parent-death
 signal) -> `unshare --pid --kill-child` -> `prlimit` (rlimits) -> bwrap, which reads
-its options from a memfd (`--args`) so they never show in the host's `ps`.
+its options from a memfd (`--args`) so they never show in the host's `ps`. A root
+daemon has unshare make the pid namespace as root (no user namespace needed for it)
+and drop to the identity in its child, so setpriv only arms the parent-death signal
+(see root_pid_namespace_prefix); the kill chain below is the same.
 
 No orphan at any moment: bwrap's monitor clones the sandbox's init, which then waits on
 an eventfd until the monitor has set it up, and arms its own parent-death signal only
@@ -25,17 +28,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import io
 import os
-import shutil
 import signal
 import stat
 import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from . import bwrap, identity, limits, seccomp
+from . import binaries, bwrap, identity, limits, seccomp
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
 
@@ -95,13 +98,19 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         "env": {},
     }
     drop = identity.setpriv_prefix(ident)
+    pidns = root_pid_namespace_prefix(ident) if drop and ident.switch else ()
+    if pidns:
+        # unshare drops to the identity itself: setpriv only arms the death signal.
+        drop = identity.setpriv_prefix(dataclasses.replace(ident, switch=False))
+    else:
+        pidns = pid_namespace_prefix()
     if not drop:
         kwargs.update(identity.popen_kwargs(ident))
     prefix = limits.prlimit_prefix(policy.limits)
     if not prefix:
         lim = policy.limits
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
-    argv = [*drop, *pid_namespace_prefix(), *prefix, *argv]
+    argv = [*drop, *pidns, *prefix, *argv]
     ours = io.FileIO(lifeline, "rb", closefd=True)
     return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd)
 
@@ -127,16 +136,39 @@ def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], i
 @functools.cache
 def pid_namespace_prefix() -> tuple[str, ...]:
     """argv prefix that makes what follows pid 1 of a new pid namespace which dies with
-    unshare (see the module docstring); empty when util-linux unshare cannot do it here."""
-    path = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    unshare (see the module docstring); empty when util-linux unshare cannot do it here.
+    Run as the sandbox identity, it needs a user namespace of its own to make one."""
+    path = binaries.find("unshare")
     if path is None:
         return ()
-    prefix = (path, "--user", "--map-current-user", "--pid", "--kill-child=SIGKILL", "--")
+    return _probed((path, "--user", "--map-current-user", "--pid", "--kill-child=SIGKILL", "--"))
+
+
+@functools.cache
+def root_pid_namespace_prefix(ident: identity.Identity) -> tuple[str, ...]:
+    """The same pid namespace made by a root spawner, which needs no user namespace for it
+    (one namespace and its uid map less per start, ~15% of a sandboxed `true`): unshare
+    makes it, then in its child drops to `ident` (gid, no supplementary groups, uid)
+    before exec'ing on, so setpriv only arms the death signal. Empty when this unshare
+    cannot (util-linux < 2.38 has no --setuid): the caller uses pid_namespace_prefix."""
+    path = binaries.find("unshare")
+    if path is None or os.geteuid() != 0 or not ident.switch:
+        return ()
+    ids = (f"--setgid={ident.gid}", f"--setuid={ident.uid}")
+    return _probed((path, "--pid", "--kill-child=SIGKILL", *ids, "--"), ident.uid)
+
+
+def _probed(prefix: tuple[str, ...], uid: int | None = None) -> tuple[str, ...]:
+    """`prefix` if it runs a command here (as `uid`, when given), else ()."""
     try:
-        ok = subprocess.run([*prefix, "/bin/true"], capture_output=True, timeout=30).returncode
+        out = subprocess.run(
+            [*prefix, "/usr/bin/id", "-u"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return ()
-    return prefix if ok == 0 else ()
+    if out.returncode != 0 or (uid is not None and out.stdout.strip() != str(uid)):
+        return ()
+    return prefix
 
 
 @functools.cache

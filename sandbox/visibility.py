@@ -82,9 +82,10 @@ def _can_enter(directory: str, identity: Identity) -> bool:
     return may_search(st, identity) and can_reach(directory, identity)
 
 
-def user_homes(identity: Identity) -> list[str]:
-    """Every individual home to look for allowed and secret entries in."""
-    homes = set(home_dirs(identity)) - {"/home"}
+def user_homes(identity: Identity, dirs: list[str] | None = None) -> list[str]:
+    """Every individual home to look for allowed and secret entries in; `dirs` is
+    home_dirs(identity) when the caller has it already (one sandbox's start)."""
+    homes = set(home_dirs(identity) if dirs is None else dirs) - {"/home"}
     with contextlib.suppress(OSError):
         homes.update(os.path.join("/home", e) for e in os.listdir("/home"))
     for uid in (os.geteuid(), identity.uid):
@@ -103,10 +104,12 @@ def endpoint_dirs() -> list[str]:
     return found
 
 
-def allowed_home_paths(identity: Identity, allow: list[str] | tuple[str, ...]) -> list[str]:
+def allowed_home_paths(
+    identity: Identity, allow: list[str] | tuple[str, ...], homes: list[str] | None = None
+) -> list[str]:
     """Existing paths of the allow-list (relative entries in every home, absolute ones as
-    they are) that `identity` can reach."""
-    homes = user_homes(identity)
+    they are) that `identity` can reach; `homes` is user_homes(identity) if given."""
+    homes = user_homes(identity) if homes is None else homes
     candidates = [e for e in allow if os.path.isabs(e)]
     candidates += [os.path.join(h, e) for h in homes for e in allow if not os.path.isabs(e)]
     secrets = [os.path.join(h, e) for h in homes for e in SECRET_HOME_ENTRIES]
@@ -122,9 +125,11 @@ def allowed_home_paths(identity: Identity, allow: list[str] | tuple[str, ...]) -
     return found
 
 
-def secret_paths(identity: Identity, extra: list[str]) -> list[str]:
-    """Existing real paths to hide: credentials in every home, plus `extra`."""
-    candidates = [os.path.join(h, e) for h in user_homes(identity) for e in SECRET_HOME_ENTRIES]
+def secret_paths(identity: Identity, extra: list[str], homes: list[str] | None = None) -> list[str]:
+    """Existing real paths to hide: credentials in every home, plus `extra`; `homes` is
+    user_homes(identity) if given."""
+    homes = user_homes(identity) if homes is None else homes
+    candidates = [os.path.join(h, e) for h in homes for e in SECRET_HOME_ENTRIES]
     candidates += [*SECRET_PATHS, *extra]
     found: list[str] = []
     for path in candidates:

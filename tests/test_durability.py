@@ -157,6 +157,41 @@ def test_sessions_and_journal_survive_restart(tmp_path: Path, ws: Path) -> None:
         assert second.stop(signal.SIGTERM) == 0, second.log
 
 
+def test_sigkill_keeps_every_call_answered_before_the_commit_window(
+    tmp_path: Path, ws: Path
+) -> None:
+    """The promise (README, "What survives a crash"): journal writes are committed in
+    groups at most FLUSH_DELAY after the reply; a daemon killed outright keeps every call
+    answered before that window, and its session."""
+    from agentd.store import FLUSH_DELAY
+
+    base = tmp_path / "d"
+    first = start_daemon(base)
+    try:
+        with Client(first.socket, timeout=60) as c:
+            s = c.create_session(str(ws), permission_mode="bypassPermissions")
+            for i in range(3):
+                c.run_tool(
+                    s.id, "Write", {"file_path": f"f{i}.txt", "content": "x\n"}, f"toolu_k{i}"
+                )
+            time.sleep(FLUSH_DELAY + 0.5)  # the commit window has passed (a busy box: slack)
+    finally:
+        first.stop(signal.SIGKILL)
+
+    second = start_daemon(base)
+    try:
+        with Client(second.socket, timeout=60) as c:
+            assert s.id in {x.id for x in c.list_sessions()}
+            finished = [
+                e.call_finished.result.tool_use_id
+                for e in _replay(c, s.id, "toolu_k2")
+                if e.HasField("call_finished")
+            ]
+            assert finished == ["toolu_k0", "toolu_k1", "toolu_k2"]
+    finally:
+        assert second.stop(signal.SIGTERM) == 0, second.log
+
+
 def _replay(c: Client, sid: str, until_id: str, after_seq: int = 0) -> Iterator:  # type: ignore[type-arg]
     stream = c.attach(sid, after_seq)
     timer = threading.Timer(30, stream.cancel)

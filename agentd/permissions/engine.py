@@ -104,7 +104,7 @@ class PermissionEngine:
         # (session id, tool_use_id) -> the PostToolUse hooks the decision saw, for
         # after_call: the call's hooks come from the settings it was decided under, and
         # a call without any costs no second read. Bounded: a denied call never comes back.
-        self._post_hooks: OrderedDict[tuple[str, str], list[Any]] = OrderedDict()
+        self._post_hooks: OrderedDict[tuple[str, str], tuple[list[Any], str]] = OrderedDict()
 
     # --- the protocol ---------------------------------------------------------------------
 
@@ -116,7 +116,7 @@ class PermissionEngine:
             settings = await self.approvals.settle(session, ctx, settings)
         mode = self.effective_mode(session, settings)
         if post := settings.hooks.get("PostToolUse"):
-            self._post_hooks[(session.id, ctx.tool_use_id)] = post
+            self._post_hooks[(session.id, ctx.tool_use_id)] = (post, mode)
             while len(self._post_hooks) > _REMEMBERED_POST_HOOKS:
                 self._post_hooks.popitem(last=False)
 
@@ -263,11 +263,10 @@ class PermissionEngine:
         ctx: ToolContext,
     ) -> None:
         """PostToolUse hooks; what they block with is added to the result for the model."""
-        post_hooks = self._post_hooks.pop((session.id, ctx.tool_use_id), None)
+        # The hooks and mode of the settings the call was decided under: no second load.
+        post_hooks, mode = self._post_hooks.pop((session.id, ctx.tool_use_id), ((), ""))
         if not post_hooks:
             return
-        settings = await self.settings.for_session(session)
-        mode = self.effective_mode(session, settings)
         payload = self._hook_payload(session, tool, args, ctx, mode, "PostToolUse")
         payload["tool_response"] = result.data if result.data is not None else result.text_content()
         notes = await hook_runner.run_post_hooks(

@@ -53,6 +53,9 @@ class ToolResult:
     is_error: bool = False
     # Structured data for programs (JSON-serialisable), like the reference's tool_use_result.
     data: Any = None
+    # The finished result's wire form (executor.result_payload), built once when the
+    # call ends and reused by the journal and every reply; None until then.
+    payload: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def text(cls, text: str, data: Any = None, *, is_error: bool = False) -> ToolResult:

@@ -15,7 +15,7 @@ from typing import Any
 from agentd import fsaccess, fsidentity
 from agentd.errors import InputError, ToolError
 from agentd.sessions import Session
-from agentd.tools import devices, filestate
+from agentd.tools import devices, filestate, images
 from agentd.tools.base import (
     ContentBlock,
     FileAccess,
@@ -34,8 +34,6 @@ MAX_LARGE_CHARS = 2_000_000
 # No file larger than this is loaded at all.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_PDF_PAGES = 20
-# The API takes images up to 5 MB; a larger one is scaled down first.
-MAX_IMAGE_BYTES = 3_750_000
 MAX_OUTPUT_CHARS = 10_000
 # A whole-file Read of a regular file up to this size runs on the event loop itself.
 INLINE_READ_BYTES = 64 * 1024
@@ -342,17 +340,19 @@ class ReadTool(ReadOnlyTool):
         return result
 
     def _image(self, args: dict[str, Any], data: bytes, media_type: str) -> ToolResult:
-        original_size = len(data)
-        data, media_type, dims = _fit_image(data, media_type)
+        # Scaled to the API's limits as the reference does (see images); a scaled image
+        # comes with the reference's note on mapping coordinates back.
+        fitted = images.fit(data, media_type)
+        note = fitted.note
         return ToolResult(
-            [ImageBlock(media_type, data)],
+            [ImageBlock(fitted.media_type, fitted.data), *([TextBlock(note)] if note else [])],
             data={
                 "type": "image",
                 "file": {
-                    "base64": base64.b64encode(data).decode(),
-                    "type": media_type,
-                    "originalSize": original_size,
-                    **({"dimensions": dims} if dims else {}),
+                    "base64": base64.b64encode(fitted.data).decode(),
+                    "type": fitted.media_type,
+                    "originalSize": len(data),
+                    **({"dimensions": fitted.dimensions} if fitted.dimensions else {}),
                 },
             },
         )
@@ -507,28 +507,6 @@ def _load_notebook(data: bytes) -> dict[str, Any] | None:
     return (
         notebook if isinstance(notebook, dict) and isinstance(notebook.get("cells"), list) else None
     )
-
-
-def _fit_image(data: bytes, media_type: str) -> tuple[bytes, str, dict[str, int] | None]:
-    """The image, scaled down (as JPEG) when too large to send; and its dimensions."""
-    try:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as img:
-            width, height = img.size
-            if len(data) <= MAX_IMAGE_BYTES and max(width, height) <= 8000:
-                return data, media_type, _dims(width, height, width, height)
-            img.thumbnail((2000, 2000))
-            out = io.BytesIO()
-            img.convert("RGB").save(out, "JPEG", quality=80)
-            new_w, new_h = img.size
-            return out.getvalue(), "image/jpeg", _dims(width, height, new_w, new_h)
-    except Exception:  # not decodable by pillow: send as it is
-        return data, media_type, None
-
-
-def _dims(ow: int, oh: int, dw: int, dh: int) -> dict[str, int]:
-    return {"originalWidth": ow, "originalHeight": oh, "displayWidth": dw, "displayHeight": dh}
 
 
 TOOL = ReadTool

@@ -125,6 +125,19 @@ async def test_capped_at_100_oldest_with_note(call, ws: Path) -> None:
     assert r.data["totalMatches"] == 105
 
 
+async def test_cap_keeps_every_tie_at_the_cut_in_name_order(call, ws: Path) -> None:
+    # 98 old files, then 6 sharing the 99th-oldest mtime in several directories: the
+    # two shown are the first by name, whichever order rg listed them in.
+    for i in range(98):
+        write(ws / f"a/f{i:03}.txt", mtime=1_000 + i)
+    for name in ("z/y.txt", "b/x.txt", "m/k.txt", "b/a.txt", "c/c.txt", "top.txt"):
+        write(ws / name, mtime=5_000)
+    write(ws / "late.txt", mtime=9_000)
+    r = await call("Glob", {"pattern": "**/*.txt"})
+    assert r.data["filenames"][98:] == ["b/a.txt", "b/x.txt"]
+    assert r.data["totalMatches"] == 105 and r.data["numFiles"] == 100
+
+
 async def test_path_errors(call, ws: Path, tmp_path: Path) -> None:
     r = await call("Glob", {"pattern": "*", "path": "nope"})
     assert r.is_error and str(ws / "nope") in r.text and f"directory is {ws}" in r.text
@@ -155,3 +168,18 @@ async def test_read_only_and_concurrency_safe() -> None:
 def test_schema_matches_reference() -> None:
     tools = {t["name"]: t for t in json.loads(REFERENCE_SCHEMAS.read_text())["tools"]}
     assert Glob.input_schema == tools["Glob"]["input_schema"]
+
+
+def test_mtimes_never_follow_a_directory_swapped_for_a_symlink(ws: Path, tmp_path: Path) -> None:
+    """A path rg listed whose directory is a symlink by the time of the stat (swapped
+    meanwhile) gets no mtime: the stat never leaves the searched tree through it."""
+    from agentd import fsaccess
+    from agentd.tools import glob, ripgrep
+
+    outside = tmp_path / "outside"
+    write(outside / "secret.txt", mtime=1)
+    write(ws / "real/kept.txt", mtime=2)
+    (ws / "swapped").symlink_to(outside)
+    root = ripgrep.SearchRoot(str(ws), True, fsaccess.Located(str(ws), str(ws), ".", None))
+    listed = [b"real/kept.txt", b"swapped/secret.txt", b"gone/x.txt", b""]
+    assert glob._mtimes(root, listed) == [2 * 10**9, None, None, None]

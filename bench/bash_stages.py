@@ -1,0 +1,115 @@
+"""Where a sandboxed `true` spends its time: the minimal sandbox, then agentd's layers one
+at a time, then the daemon's call, interleaved in one run.
+
+    .venv/bin/python bench/bash_stages.py [--rounds N]
+
+Each row adds one thing to the row above it; the step column is the p50 difference:
+1. minimal bwrap running `sh -c true` (issue 12's baseline), as the caller (root here),
+2. the same with `/bin/bash -c true` (the Bash tool runs bash),
+3. as the sandbox identity, dropped by setpriv (with its parent-death signal),
+4. agentd's bwrap options (its namespaces, mounts, hidden paths, env) without seccomp,
+5. plus the seccomp filter,
+6. plus prlimit (the rlimits),
+7. plus `unshare --pid --kill-child` (the outer pid namespace: no orphans) = the full
+   argv runner.prepare builds, prepare itself included,
+8. RunTool(Bash "true") through the daemon over gRPC.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+
+import bash_rtt
+from _common import daemon, percentile, workspace
+
+BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
+MINIMAL = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
+MINIMAL += ["--die-with-parent", "--new-session", "--"]
+
+
+def _run(argv: list[str], **kwargs: object) -> None:
+    assert subprocess.run(argv, stdin=subprocess.DEVNULL, **kwargs).returncode == 0, argv
+
+
+def _layers(policy: object) -> dict[str, Callable[[], None]]:
+    from agentd_sandbox import bwrap, identity, limits, seccomp
+
+    ident = identity.resolve(policy)
+    drop = identity.setpriv_prefix(ident)
+    bash = ["/bin/bash", "-c", "true"]
+
+    def agentd_argv(with_seccomp: bool, prlimit: bool) -> Callable[[], None]:
+        def once() -> None:
+            fd = seccomp.bpf_fd() if with_seccomp else None
+            try:
+                argv = bwrap.build_argv(policy, bash, identity=ident, bwrap=BWRAP, seccomp_fd=fd)
+                pre = limits.prlimit_prefix(policy.limits) if prlimit else []
+                _run([*drop, *pre, *argv], pass_fds=(fd,) if fd is not None else ())
+            finally:
+                if fd is not None:
+                    import os
+
+                    os.close(fd)
+
+        return once
+
+    return {
+        "minimal bwrap, sh -c true": lambda: _run([BWRAP, *MINIMAL, "sh", "-c", "true"]),
+        "  + bash instead of sh": lambda: _run([BWRAP, *MINIMAL, *bash]),
+        "  + setpriv to the sandbox uid": lambda: _run([*drop, BWRAP, *MINIMAL, *bash]),
+        "  + agentd's bwrap options": agentd_argv(False, False),
+        "  + seccomp": agentd_argv(True, False),
+        "  + prlimit": agentd_argv(True, True),
+        "  + unshare pid ns (runner.prepare)": bash_rtt._bwrap(policy, bash),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=100)
+    args = parser.parse_args()
+    ws = workspace()
+    policy, cleanup = bash_rtt._policy(ws)
+    try:
+        with daemon() as d:
+            from agentd_client import Client
+
+            with Client(d.socket) as c:
+                sid = c.create_session(ws, permission_mode="bypassPermissions").id
+
+                def via_daemon() -> None:
+                    assert not c.run_tool(sid, "Bash", {"command": "true"}).is_error
+
+                fns = {**_layers(policy), "  + the daemon (RunTool over gRPC)": via_daemon}
+                for fn in fns.values():
+                    for _ in range(5):
+                        fn()
+                samples: dict[str, list[float]] = {name: [] for name in fns}
+                for _ in range(args.rounds):
+                    for name, fn in fns.items():
+                        t0 = time.perf_counter()
+                        fn()
+                        samples[name].append((time.perf_counter() - t0) * 1000)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+        for path in cleanup:
+            shutil.rmtree(path, ignore_errors=True)
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    base = percentile(next(iter(samples.values())), 50)
+    print(f"sandboxed true, {args.rounds} interleaved rounds; load {load}")
+    print(f"{'':40} {'p50 ms':>8} {'step ms':>8} {'vs minimal':>10}")
+    last = None
+    for name, ms in samples.items():
+        p50 = percentile(ms, 50)
+        step = "" if last is None else f"{p50 - last:+8.2f}"
+        print(f"{name:40} {p50:8.2f} {step:>8} {p50 / base:9.2f}x")
+        last = p50
+
+
+if __name__ == "__main__":
+    main()

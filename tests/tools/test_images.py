@@ -1,0 +1,109 @@
+"""Images scaled to the Messages API's limits as the reference does (agentd/tools/images.py)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import struct
+import zlib
+from pathlib import Path
+
+from PIL import Image
+
+from agentd.tools import images
+from agentd.tools.base import ImageBlock, TextBlock
+
+
+def _png(width: int, height: int, noisy: bool = False) -> bytes:
+    if noisy:
+        img = Image.frombytes("RGB", (width, height), os.urandom(width * height * 3))
+    else:
+        img = Image.new("RGB", (width, height), (30, 120, 200))
+    out = io.BytesIO()
+    img.save(out, "PNG")
+    return out.getvalue()
+
+
+def test_an_image_inside_the_limits_is_sent_as_it_is() -> None:
+    data = _png(640, 480)
+    fitted = images.fit(data, "image/png")
+    assert fitted.data == data and fitted.media_type == "image/png"
+    assert fitted.dimensions == {
+        "originalWidth": 640,
+        "originalHeight": 480,
+        "displayWidth": 640,
+        "displayHeight": 480,
+    }
+    assert fitted.note is None
+
+
+def test_a_wide_png_is_fitted_inside_2000_px_and_stays_png() -> None:
+    fitted = images.fit(_png(3000, 1200), "image/png")
+    assert fitted.media_type == "image/png"
+    with Image.open(io.BytesIO(fitted.data)) as img:
+        assert img.size == (2000, 800)
+    assert fitted.dimensions is not None and fitted.dimensions["displayWidth"] == 2000
+    assert fitted.note == (
+        "[Image: original 3000x1200, displayed at 2000x800. Multiply coordinates by 1.50 "
+        "to map to original image.]"
+    )
+
+
+def test_too_many_bytes_at_a_fitting_size_try_a_palette_png_then_jpeg() -> None:
+    data = _png(1500, 1500, noisy=True)  # ~6.7 MB of incompressible pixels
+    assert len(data) > images.MAX_RAW_BYTES
+    fitted = images.fit(data, "image/png")
+    assert fitted.media_type == "image/png"  # one byte a pixel: 2.25 MB
+    assert len(fitted.data) <= images.MAX_RAW_BYTES
+    with Image.open(io.BytesIO(fitted.data)) as img:
+        assert img.mode == "P" and img.size == (1500, 1500)
+
+    noise = Image.frombytes("RGB", (2000, 2000), os.urandom(2000 * 2000 * 3))
+    out = io.BytesIO()
+    noise.save(out, "JPEG", quality=100)  # a JPEG has no palette step: quality 80 next
+    assert len(out.getvalue()) > images.MAX_RAW_BYTES
+    fitted = images.fit(out.getvalue(), "image/jpeg")
+    assert len(base64.b64encode(fitted.data)) <= 5 * 1024 * 1024
+    assert fitted.media_type == "image/jpeg"
+    with Image.open(io.BytesIO(fitted.data)) as img:
+        assert img.format == "JPEG" and img.size == (2000, 2000)
+
+
+def test_a_gif_over_the_size_becomes_a_png() -> None:
+    out = io.BytesIO()
+    Image.new("P", (2600, 100)).save(out, "GIF")
+    fitted = images.fit(out.getvalue(), "image/gif")
+    assert fitted.media_type == "image/png"
+    with Image.open(io.BytesIO(fitted.data)) as img:
+        assert img.size == (2000, 77)
+
+
+def test_a_decompression_bomb_is_not_decoded() -> None:
+    # A valid PNG header claiming 60000x60000 pixels with almost no data behind it.
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
+    bomb = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+    fitted = images.fit(bomb, "image/png")
+    assert (fitted.data, fitted.dimensions) == (bomb, None)
+
+
+def test_garbage_with_an_image_name_is_sent_unchanged() -> None:
+    fitted = images.fit(b"\x89PNG\r\n\x1a\nnot really", "image/png")
+    assert fitted.data.endswith(b"not really") and fitted.dimensions is None
+
+
+async def test_read_sends_the_scaled_image_and_the_note(call, ws: Path) -> None:
+    (ws / "wide.png").write_bytes(_png(4000, 1000))
+    r = await call("Read", {"file_path": f"{ws}/wide.png"})
+    assert not r.is_error
+    image, note = r.content
+    assert isinstance(image, ImageBlock) and isinstance(note, TextBlock)
+    with Image.open(io.BytesIO(image.data)) as img:
+        assert img.size == (2000, 500)
+    assert "original 4000x1000, displayed at 2000x500" in note.text
+    assert r.data["file"]["dimensions"]["displayHeight"] == 500
+    assert base64.b64decode(r.data["file"]["base64"]) == image.data
