@@ -9,7 +9,9 @@ session's directories are recorded at creation in a directory of the daemon user
 own (/tmp/agentd-owners-<euid>, 0700: no sandbox can write there), with the state dir
 of the daemon that owns them. At start a daemon removes the directories of records
 
-- of its own state dir whose session its store no longer knows (reaped, then a crash);
+- of its own state dir whose session its store no longer knows (reaped, then a crash),
+  written before this daemon started (the sweep runs while the daemon serves: a record
+  written since is of a session it just made);
 - of another state dir that has no database any more, when the record is older than
   GRACE_SECONDS (a state disk that is only unmounted for a while is not taken for gone).
 
@@ -66,7 +68,9 @@ def forget(session_id: str) -> None:
         log.warning("cannot remove the owner record of session %s: %s", session_id, exc)
 
 
-def sweep(state_dir: str, known: Callable[[str], bool], now: float | None = None) -> int:
+def sweep(
+    state_dir: str, known: Callable[[str], bool], started: float, now: float | None = None
+) -> int:
     """Remove the directories of sessions whose daemon is gone for good, or that our own
     store no longer knows (see the module's docstring). The number of sessions cleaned."""
     try:
@@ -88,7 +92,7 @@ def sweep(state_dir: str, known: Callable[[str], bool], now: float | None = None
         if not isinstance(owner, str) or not owner:
             continue
         if owner == state_dir:
-            gone = not known(name)
+            gone = not known(name) and mtime < started
         else:
             orphaned = not os.path.exists(os.path.join(owner, "agentd.db"))
             gone = orphaned and now - mtime >= GRACE_SECONDS

@@ -54,6 +54,8 @@ class Reaper:
         self._over_cap = False
         self._runner: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        # Owner records written from here on are of sessions this daemon made (owners).
+        self._started = time.time()
 
     # ---- the daemon's own timer ----
     def start(self) -> None:
@@ -211,7 +213,7 @@ class Reaper:
             log.info("removed %d temp dirs of closed sessions left by an earlier run", removed)
         ids = {s.id for s in self._sessions.list(include_closed=True)}
         cleaned = await loop.run_in_executor(
-            None, owners.sweep, self.config.state_dir, ids.__contains__
+            None, owners.sweep, self.config.state_dir, ids.__contains__, self._started
         )
         if cleaned:
             log.info("removed the directories of %d sessions whose daemon is gone", cleaned)

@@ -44,7 +44,7 @@ def test_image_reply_and_journal_carry_the_same_bytes(client: Client, workspace:
     try:
         for event in stream:
             if event.HasField("call_finished"):
-                replayed = [b.image.data for b in event.call_finished.result.content]
+                replayed = [b.source.data for b in event.call_finished.result.content]
                 break
     finally:
         stream.cancel()
@@ -60,4 +60,9 @@ def test_journal_rows_with_hex_images_still_replay() -> None:
         "is_error": False,
         "data_json": "",
     }
-    assert result_to_pb(legacy).content[0].image.data == PNG_1X1
+    block = result_to_pb(legacy).content[0]
+    assert (block.type, block.source.media_type, block.source.data) == (
+        "image",
+        "image/png",
+        PNG_1X1,
+    )

@@ -184,3 +184,24 @@ def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, works
     finally:
         Path(owners.base(), live).unlink(missing_ok=True)
         assert daemon.stop() == 0, daemon.log
+
+
+def test_the_start_sweep_keeps_a_session_made_while_it_runs(tmp_path: Path) -> None:
+    """The sweep runs while the daemon serves: a session of its own state dir that its
+    start-time list lacks, but whose record is newer than its start, was just made."""
+    state = tmp_path / "state"
+    started = time.time()
+    made_now, left_before = uuid.uuid4().hex, uuid.uuid4().hex
+    dirs = {sid: Path("/tmp", f"agentd-{os.getuid()}", sid) for sid in (made_now, left_before)}
+    try:
+        for sid, path in dirs.items():
+            path.mkdir(parents=True)
+            owners.record(sid, str(state), [str(path)])
+        before = started - 10
+        os.utime(Path(owners.base(), left_before), (before, before))
+        assert owners.sweep(str(state), lambda sid: False, started) == 1
+        assert dirs[made_now].is_dir() and not dirs[left_before].exists()
+    finally:
+        for sid, path in dirs.items():
+            shutil.rmtree(path, ignore_errors=True)
+            owners.forget(sid)
