@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import logging
 import os
 import secrets
+import shutil
 import threading
 import time
 from collections import deque
@@ -36,6 +38,17 @@ PROGRESS_INTERVAL = 0.25
 LAST_LINE_BYTES = 200
 
 
+def open_output(path: str, group: int | None) -> int:
+    """Create (or empty) an output file; its fd, for writing."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    if group is not None:
+        # Readable by the sandbox identity's group (read-only bind at TASKS_MOUNT;
+        # the state dir keeps everyone else out); writable by the daemon only.
+        os.fchown(fd, -1, group)
+        os.fchmod(fd, 0o640)
+    return fd
+
+
 class OutputFile:
     """The head of a stream up to `limit` bytes, then a marker and the last `tail` bytes.
 
@@ -52,16 +65,13 @@ class OutputFile:
         tail: int = 65536,
         keep_head: int = 65536,
         group: int | None = None,
+        fd: int | None = None,
     ) -> None:
         self.path = path
         self.id = os.path.basename(path).removesuffix(".output")
         self.limit = max(limit, 2 * tail)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        if group is not None:
-            # Readable by the sandbox identity's group (read-only bind at TASKS_MOUNT;
-            # the state dir keeps everyone else out); writable by the daemon only.
-            os.fchown(self._fd, -1, group)
-            os.fchmod(self._fd, 0o640)
+        # `fd`: the file opened already (open_output), e.g. by the daemon for a shim.
+        self._fd = open_output(path, group) if fd is None else fd
         self._written = 0  # bytes in the file's head part
         self.size = 0  # bytes in the file, marker and tail included
         self.total = 0  # bytes the command printed
@@ -77,6 +87,11 @@ class OutputFile:
         self._next: asyncio.Future[None] | None = None
         # Called once the file is complete (Outputs forgets it as a live output).
         self.on_finish: Callable[[], None] | None = None
+
+    @property
+    def written(self) -> int:
+        """Bytes of the output's head in the file (the rest went to the tail ring)."""
+        return self._written
 
     @property
     def truncated(self) -> bool:
@@ -137,12 +152,15 @@ class OutputFile:
     def finish(self, exit_code: int | None) -> None:
         """Close the file: the marker and tail when the head bound was passed, then the code."""
         parts: list[bytes] = []
+        self.tail_at, self.tail_len = self.size, 0
         if self.truncated:
             missing = self.total - self._written
             tail = self.tail_bytes()[-missing:]
             if missing > len(tail):
                 dropped = missing - len(tail)
                 parts.append(f"\n[… {dropped} bytes of output dropped …]\n".encode())
+            self.tail_at += sum(len(p) for p in parts)
+            self.tail_len = len(tail)
             parts.append(tail)
         if exit_code is not None:
             parts.append(f"\n[exited with code {exit_code}]\n".encode())
@@ -242,6 +260,11 @@ class Run:
         self.process.kill()
 
 
+def task_from(body: dict[str, Any]) -> Task:
+    """A Task from its stored body (unknown keys ignored)."""
+    return Task(**{k: v for k, v in body.items() if k in Task.__dataclass_fields__})
+
+
 def new_task_id() -> str:
     return "b" + secrets.token_hex(4)
 
@@ -250,56 +273,96 @@ class TaskManager:
     """Background tasks of every session: start, list, stop, and their end as events."""
 
     def __init__(
-        self, store: Store, emit: Callable[[str, str, dict[str, Any]], None], max_seconds: float
+        self,
+        store: Store,
+        emit: Callable[[str, str, dict[str, Any]], None],
+        max_seconds: float,
+        shim_root: str | None = None,
     ) -> None:
         self._store = store
         self._emit = emit
         self._max_seconds = max_seconds
+        # Where the shims of tasks keep their socket and status (agentd/readopt.py); None:
+        # tasks do not outlive the daemon.
+        self.shim_root = shim_root
         self._tasks: dict[str, Task] = {}
-        self._runs: dict[str, Run] = {}
+        self._runs: dict[str, Any] = {}  # task id -> Run or ShimRun
         self._finished: dict[str, asyncio.Event] = {}
         # session id -> notifications for the model, added to the session's next result
         self._notices: dict[str, list[str]] = {}
         for body in store.load_tasks():
-            body.pop("session_id_", None)
-            task = Task(**{k: v for k, v in body.items() if k in Task.__dataclass_fields__})
-            if task.status == "running":
-                # The daemon went down with it; its sandbox died with the daemon.
+            self.remember(task_from(body))
+        if shim_root is None:
+            self.end_orphans()
+
+    def remember(self, task: Task) -> None:
+        self._tasks[task.id] = task
+
+    def tasks(self) -> list[Task]:
+        return list(self._tasks.values())
+
+    def end_orphans(self) -> None:
+        """Tasks recorded running that no shim carries on: the daemon went down with them."""
+        for task in self._tasks.values():
+            if task.status == "running" and task.id not in self._runs:
                 task.status, task.ended_ms = "killed", int(time.time() * 1000)
-                store.save_task(task.id, task.session_id, task.to_dict())
-            self._tasks[task.id] = task
+                self._save(task)
 
     def running_count(self) -> int:
         return len(self._runs)
 
-    def adopt(self, task: Task, run: Run) -> None:
-        """Make `run` a background task: tracked, evented, stopped with its session."""
+    def adopt(self, task: Task, run: Any) -> None:
+        """Make `run` a background task: tracked, evented, stopped with its session; a
+        run under a shim also outlives this daemon (see agentd/readopt.py)."""
+        if self.shim_root is not None and hasattr(run, "make_task"):
+            directory = os.path.join(self.shim_root, task.id)
+            os.makedirs(self.shim_root, mode=0o700, exist_ok=True)
+            os.mkdir(directory, 0o700)
+            with open(os.path.join(directory, "task.json"), "x", encoding="utf-8") as f:
+                json.dump(task.to_dict(), f)
+            run.make_task(directory)
+        self._emit(task.session_id, "task_started", {"task": task.to_dict()})
+        metrics.task_started()
+        self.follow(task, run)
+        self._store.flush()  # the record of a task that may outlive us is on disk now
+
+    def follow(self, task: Task, run: Any) -> None:
+        """Track a running task (a new one, or one a previous daemon left) to its end."""
         self._tasks[task.id] = task
         self._runs[task.id] = run
         self._finished[task.id] = asyncio.Event()
         self._save(task)
-        self._emit(task.session_id, "task_started", {"task": task.to_dict()})
-        metrics.task_started()
         asyncio.ensure_future(self._watch(task, run))
 
-    async def _watch(self, task: Task, run: Run) -> None:
+    async def _watch(self, task: Task, run: Any) -> None:
+        left = self._max_seconds - (time.time() * 1000 - task.started_ms) / 1000
         try:
-            code = await asyncio.wait_for(asyncio.shield(run.done), self._max_seconds)
+            code = await asyncio.wait_for(asyncio.shield(run.done), max(left, 0.001))
         except TimeoutError:
             run.kill()
             code = await run.done
             task.status = "killed"
         run.output.finish(code)
+        self._runs.pop(task.id, None)
+        self.record_end(
+            task, code, run.killed, getattr(run, "ended_ms", 0) or int(time.time() * 1000)
+        )
+        self._finished.pop(task.id).set()
+
+    def record_end(self, task: Task, code: int | None, killed: bool, ended_ms: int) -> None:
+        """The end of a task, however learnt: stored, evented, told to the model."""
         task.exit_code = code
         if task.status == "running":
-            task.status = "killed" if run.killed else ("completed" if code == 0 else "failed")
-        task.ended_ms = int(time.time() * 1000)
-        self._runs.pop(task.id, None)
+            task.status = "killed" if killed else ("completed" if code == 0 else "failed")
+        task.ended_ms = ended_ms
         self._save(task)
-        self._emit(task.session_id, "task_finished", {"task": task.to_dict()})
-        self._finished.pop(task.id).set()
+        with contextlib.suppress(Exception):  # its session may be gone from the store
+            self._emit(task.session_id, "task_finished", {"task": task.to_dict()})
         if task.status != "killed":
             self._notices.setdefault(task.session_id, []).append(_notification(task))
+        if self.shim_root is not None:
+            self._store.flush()  # recorded for good before the shim's own record goes
+            shutil.rmtree(os.path.join(self.shim_root, task.id), ignore_errors=True)
 
     def _save(self, task: Task) -> None:
         self._store.save_task(task.id, task.session_id, task.to_dict())
@@ -338,6 +401,15 @@ class TaskManager:
 
     async def stop_all(self) -> None:
         await asyncio.gather(*(self.stop(self._tasks[tid]) for tid in list(self._runs)))
+
+    async def leave(self) -> None:
+        """The daemon stops and tasks live on: let go of those under a shim (the next
+        daemon takes them over); stop the others, which cannot outlive us."""
+        for tid, run in list(self._runs.items()):
+            if hasattr(run, "detach") and self.shim_root is not None:
+                run.detach()
+                self._runs.pop(tid)
+        await self.stop_all()
 
     def take_notices(self, session_id: str) -> list[str]:
         return self._notices.pop(session_id, [])
