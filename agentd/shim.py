@@ -326,6 +326,15 @@ def _recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     return json.loads(data), fds
 
 
+def _detach_stdio() -> None:
+    """A shim outlives the daemon: it must not hold the daemon's stdout and stderr (a
+    log pipe would never see its end), nor its terminal."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for std in (0, 1, 2):
+        os.dup2(null, std)
+    os.close(null)
+
+
 def serve(fd: int) -> None:
     """The forkserver: a shim forked per request, until the daemon closes the socket."""
     sock = socket.socket(fileno=fd)
@@ -343,9 +352,11 @@ def serve(fd: int) -> None:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 os.setsid()
+                _detach_stdio()
                 code = Shim(req, fds).run()
             except BaseException as exc:  # noqa: BLE001 - the shim's last word, then out
-                print(f"agentd shim: {exc!r}", file=sys.stderr)
+                with contextlib.suppress(OSError, IndexError):
+                    os.write(fds[1], f"\n[agentd shim failed: {exc!r}]\n".encode())
             finally:
                 os._exit(code)
         for passed in fds:
