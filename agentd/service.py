@@ -256,6 +256,7 @@ class Servicer(pb_grpc.AgentdServicer):
             sandbox_json=json.dumps(sandbox),
             calls_served=metrics.calls_served(),
             pending_asks=asker.pending_count if (asker := self.services.get("asker")) else 0,
+            tasks_readopted=metrics.tasks_readopted(),
         )
 
     @_unary

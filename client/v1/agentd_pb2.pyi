@@ -11,7 +11,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox_json", "calls_served", "pending_asks")
+    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox_json", "calls_served", "pending_asks", "tasks_readopted")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,7 @@ class Status(_message.Message):
     SANDBOX_JSON_FIELD_NUMBER: _ClassVar[int]
     CALLS_SERVED_FIELD_NUMBER: _ClassVar[int]
     PENDING_ASKS_FIELD_NUMBER: _ClassVar[int]
+    TASKS_READOPTED_FIELD_NUMBER: _ClassVar[int]
     version: str
     pid: int
     uptime_seconds: float
@@ -34,7 +35,8 @@ class Status(_message.Message):
     sandbox_json: str
     calls_served: int
     pending_asks: int
-    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox_json: _Optional[str] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ...) -> None: ...
+    tasks_readopted: int
+    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox_json: _Optional[str] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ..., tasks_readopted: _Optional[int] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
