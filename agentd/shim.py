@@ -90,7 +90,9 @@ class Shim:
     """One run: spawn, copy output, answer control connections, record the end."""
 
     def __init__(self, req: dict[str, Any], fds: list[int]) -> None:
-        ctrl, out_fd, self.pipe_r, pipe_w, self.lifeline, *pass_fds = fds
+        ctrl, out_fd, self.pipe_r, pipe_w, self.lifeline, *rest = fds
+        hold = int(req.get("hold", 0))
+        self.held, pass_fds = rest[:hold], rest[hold:]
         self.req = req
         self.out = OutputFile(req["path"], req["limit"], tail=req["tail"], fd=out_fd)
         self.sel = selectors.DefaultSelector()
@@ -254,7 +256,8 @@ class Shim:
         self.code = _exit_code(status)
         self.sel.unregister(self.pidfd)
         os.close(self.pidfd)
-        os.close(self.lifeline)
+        for fd in (self.lifeline, *self.held):
+            os.close(fd)
 
     def run(self) -> int:
         while self.code is None or not self.eof:

@@ -93,12 +93,8 @@ def node(tmp_path: Path) -> Iterator[Node]:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> str:
-    path = tmp_path / "ws"
-    path.mkdir()
-    os.chmod(tmp_path, 0o755)
-    os.chmod(path, 0o777)
-    return str(path)
+def ws(workspace: Path) -> str:
+    return str(workspace)
 
 
 def _session(c: Client, ws: str) -> str:

@@ -172,9 +172,7 @@ class BashTool(Tool):
             try:
                 argv = shell_argv(policy, command)  # the text stays out of host `ps`
                 spawned = time.monotonic()
-                run = await _start(
-                    launch, policy, argv, output_path, output_fd, config, channels.pass_fds
-                )
+                run = await _start(launch, policy, argv, output_path, output_fd, config, channels)
                 metrics.sandbox_started(time.monotonic() - spawned)
             except SandboxUnavailable as exc:
                 staged.cleanup()
@@ -324,18 +322,22 @@ async def _start(
     output_path: str,
     output_fd: int,
     config: Any,
-    pass_fds: tuple[int, ...],
+    channels: Channels,
 ) -> Run | ShimRun:
     """The command started: under a shim (agentd/shim.py) when sandboxed, so that it can
     outlive the daemon as a task; in the daemon's process otherwise."""
     limit = config.task_output_bytes
     if launch is spawn:
-        run = await shims.spawn(policy, argv, output_path, output_fd, limit, pass_fds)
+        run = await shims.spawn(
+            policy, argv, output_path, output_fd, limit, channels.pass_fds, (channels.cwd_read,)
+        )
         if run is not None:
             return run
     read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     try:
-        process = await launch(policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=pass_fds)
+        process = await launch(
+            policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
+        )
     except BaseException:
         os.close(read_fd)
         raise
