@@ -37,8 +37,11 @@ def _wait_gone(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in (b"Z", b"X"):  # ended; its parent has yet to reap it
             return True
         time.sleep(0.05)
     return False
