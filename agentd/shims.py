@@ -66,10 +66,14 @@ class ShimOutput:
 
     @property
     def head(self) -> bytes:
-        if self._head is None:
-            written = int(self._end.get("written", self.size)) if self.done else self.size
-            self._head = os.pread(self._fd, min(KEEP_HEAD, written), 0)
-        return self._head
+        """The output's first KEEP_HEAD bytes (so far, while it runs)."""
+        if self._head is not None:
+            return self._head
+        written = int(self._end.get("written", self.size)) if self.done else self.size
+        head = os.pread(self._fd, min(KEEP_HEAD, written), 0)
+        if self.done:
+            self._head = head
+        return head
 
     def tail_bytes(self) -> bytes:
         """The output's last bytes (up to TAIL), from the file's tail part and head part."""
