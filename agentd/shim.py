@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any
 
-from agentd.tasks import OutputFile
+from agentd.outputfile import OutputFile
 
 _READ_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd import shim as shim_proc
-from agentd.tasks import LAST_LINE_BYTES, _resolve
+from agentd.outputfile import LAST_LINE_BYTES, _resolve
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable
 from agentd_sandbox.runner import _give_pipe, prepare
 
