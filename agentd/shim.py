@@ -1,9 +1,10 @@
 """The shim: a small supervisor per sandboxed run, which owns the process, its output file
 and its exit status, so that a background task outlives the daemon (containerd's shim).
 
-    daemon --(SEQPACKET + SCM_RIGHTS)--> forkserver (`python -m agentd.shim FD`, warm,
-    single-threaded, started once per daemon) --fork--> shim (setsid) --posix_spawn-->
-    setpriv -> unshare -> prlimit -> bwrap (the chain of agentd_sandbox.runner)
+    daemon --(SEQPACKET + SCM_RIGHTS)--> shim (setsid) --posix_spawn--> setpriv ->
+    unshare -> prlimit -> bwrap (the chain of agentd_sandbox.runner); each shim forked,
+    before it is needed, by a forkserver (`python -m agentd.shim FD`, warm,
+    single-threaded, started once per daemon)
 
 The shim is the sandbox chain's parent: it holds bwrap's lifeline (the info pipe) and is
 what setpriv's parent-death signal watches, so the sandbox dies with the shim and no
@@ -339,31 +340,45 @@ def _detach_stdio() -> None:
 
 
 def serve(fd: int) -> None:
-    """The forkserver: a shim forked per request, until the daemon closes the socket."""
+    """The forkserver: keeps one spare shim forked, waiting for the daemon's next request
+    (so no fork is on a call's path), and forks the next spare when it takes one; until
+    the daemon closes the socket."""
     sock = socket.socket(fileno=fd)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # shims are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
-        req, fds = _recv(sock)
-        if req is None:
+        taken, tell = os.pipe()
+        if os.fork() == 0:
+            os.close(taken)
+            _spare(sock, tell)
+        os.close(tell)
+        word = os.read(taken, 1)
+        os.close(taken)
+        if word != b"t":  # the daemon is gone (or the spare died): no more shims
             return
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                sock.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                os.setsid()
-                _detach_stdio()
-                code = Shim(req, fds).run()
-            except BaseException as exc:  # noqa: BLE001 - the shim's last word, then out
-                with contextlib.suppress(OSError, IndexError):
-                    os.write(fds[1], f"\n[agentd shim failed: {exc!r}]\n".encode())
-            finally:
-                os._exit(code)
-        for passed in fds:
-            os.close(passed)
+
+
+def _spare(sock: socket.socket, tell: int) -> None:
+    """A forked shim-to-be: ready before the request comes, it takes the next one, tells
+    the forkserver to fork the next spare, and supervises its run."""
+    code = 1
+    fds: list[int] = []
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setsid()
+        _detach_stdio()
+        req, fds = _recv(sock)
+        os.write(tell, b"t" if req is not None else b"e")
+        os.close(tell)
+        sock.close()
+        if req is not None:
+            code = Shim(req, fds).run()
+    except BaseException as exc:  # noqa: BLE001 - the shim's last word, then out
+        with contextlib.suppress(OSError, IndexError):
+            os.write(fds[1], f"\n[agentd shim failed: {exc!r}]\n".encode())
+    finally:
+        os._exit(code)
 
 
 if __name__ == "__main__":
