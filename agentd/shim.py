@@ -141,7 +141,6 @@ class Shim:
         if self.pidfd >= 0:
             self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
             self.sel.register(self.pipe_r, selectors.EVENT_READ, "out")
-        self._send_all({"ev": "started", "pid": self.pid, "shim": os.getpid()})
         if self.req.get("dir"):
             self._become_task(self.req["dir"])
 

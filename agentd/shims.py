@@ -167,8 +167,8 @@ class ShimRun:
                 continue
             if kind in ("out", "state"):
                 self.output.update(msg)
-            elif kind == "started" and isinstance(msg.get("pid"), int):
-                self.pid = msg["pid"]
+                if isinstance(msg.get("pid"), int):
+                    self.pid = msg["pid"]
             elif kind == "exit":
                 end = msg
                 break
