@@ -63,6 +63,7 @@ def main() -> None:
             ids.append(r.data["backgroundTaskId"])
     adopted: list[int] = []
     serving: list[float] = []
+    takeover: list[float] = []  # of that, settling the shims' directories (the log says)
     try:
         for _ in range(args.kills):
             time.sleep(random.uniform(0.2, 0.8))
@@ -70,6 +71,8 @@ def main() -> None:
             t0 = time.monotonic()
             d = start_daemon(base, keep_tasks=True)
             serving.append(time.monotonic() - t0)
+            took = re.search(r"took over \d+ running task\(s\) in ([0-9.]+)s", d.log)
+            takeover.append(float(took.group(1)) if took else float("nan"))
             with Client(d.socket, timeout=60) as c:
                 running = {t.id for t in c.list_tasks(sid) if t.status == "running"}
                 adopted.append(len(running & set(ids)))
@@ -104,7 +107,8 @@ def main() -> None:
     print(f"lines lost: {lost}, repeated: {repeated} (over {args.tasks} outputs)")
     print(
         f"start to serving: p50 {percentile(serving, 50) * 1000:.0f} ms, "
-        f"max {max(serving) * 1000:.0f} ms"
+        f"max {max(serving) * 1000:.0f} ms (of which taking the tasks over: p50 "
+        f"{percentile(takeover, 50) * 1000:.1f} ms, max {max(takeover) * 1000:.1f} ms)"
     )
     print(f"processes of the tasks left after TaskStop: {len(left)}")
     ok = full == args.kills and lost == 0 and repeated == 0 and not left
