@@ -16,6 +16,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -96,6 +97,8 @@ def main() -> None:
             repeated += len(numbers) - len(set(numbers))
     finally:
         d.stop(signal.SIGTERM)
+        shutil.rmtree(base.parent, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)
     load = Path("/proc/loadavg").read_text().strip()
     print(f"kills: {args.kills}, tasks: {args.tasks}, load: {load}")
     full = sum(a == args.tasks for a in adopted)
