@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -36,6 +37,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     health.add_argument("--socket", dest="socket_path", help="unix socket path")
     health.add_argument("--timeout", type=float, default=5.0, help="seconds (5)")
+    serve.add_argument(
+        "--stop-tasks-on-exit",
+        action="store_true",
+        default=None,
+        help="stopping the daemon stops its background tasks too (default: they run on)",
+    )
+    stop = sub.add_parser(
+        "stop", help="stop the running daemon; background tasks run on unless --tasks"
+    )
+    stop.add_argument("--config", help="TOML config file")
+    stop.add_argument("--socket", dest="socket_path", help="unix socket path")
+    stop.add_argument("--state-dir", help="the daemon's state dir")
+    stop.add_argument("--tasks", action="store_true", help="stop its background tasks too")
+    stop.add_argument("--json", action="store_true", help="print the result as JSON")
     tls = sub.add_parser("tls", help="TLS for the TCP listener")
     tls_sub = tls.add_subparsers(dest="tls_command", required=True)
     tls_init = tls_sub.add_parser(
@@ -83,6 +98,23 @@ def _health(args: argparse.Namespace) -> int:
     return 0 if serving else 1
 
 
+def _stop(args: argparse.Namespace) -> int:
+    from agentd import stopping
+
+    try:
+        config = Config.load(args.config, socket_path=args.socket_path, state_dir=args.state_dir)
+        result = stopping.stop(config, args.tasks)
+    except (AgentdError, OSError) as exc:
+        print(f"agentd: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+    else:
+        tasks = f"; {result['tasks_stopped']} task(s) stopped" if args.tasks else ""
+        print(f"agentd: {result['daemon']}{tasks}")
+    return 0 if result["daemon"] != "still stopping" else 1
+
+
 def _load(args: argparse.Namespace) -> Config:
     config = Config.load(
         args.config,
@@ -91,6 +123,7 @@ def _load(args: argparse.Namespace) -> Config:
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_listen=args.metrics_listen,
+        stop_tasks_on_exit=args.stop_tasks_on_exit,
     )
     logs.check_level(config.log_level)
     logs.check_format(config.log_format)
@@ -171,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         return _health(args)
     if args.command == "tls":
         return _tls_init(args)
+    if args.command == "stop":
+        return _stop(args)
     try:
         config = _load(args)
     except AgentdError as exc:

@@ -149,6 +149,10 @@ class Config:
     task_output_bytes: Positive = 64 * 1024 * 1024
     # Seconds a task may run before it is stopped.
     task_max_seconds: Seconds = 3600.0
+    # Whether stopping the daemon stops the background tasks too (`agentd stop --tasks`
+    # does it once). Off: tasks run on under their shims and the next daemon takes them
+    # over; closing a session still stops its tasks.
+    stop_tasks_on_exit: bool = False
     # A file holding the TCP listener's bearer token, so it need not sit in this config.
     token_file: str = ""
     # Paths under each home directory (or absolute) a sandbox may read; the rest of

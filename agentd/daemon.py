@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from dataclasses import fields
 from typing import Any
 
 import grpc
 
 import agentd_sandbox
-from agentd import fsaccess, logs, metrics
+from agentd import fsaccess, logs, metrics, shims
 from agentd.config import Config
 from agentd.errors import Unavailable
 from agentd.executor import Executor
@@ -19,6 +20,7 @@ from agentd.notify import Notifier
 from agentd.outputs import Outputs
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.privdir import ensure_private_dir
+from agentd.readopt import readopt
 from agentd.reaper import Reaper
 from agentd.server import Server
 from agentd.service import Servicer
@@ -55,7 +57,12 @@ class Daemon:
             log.info("removed %d temp files of writes interrupted by a crash", removed)
         fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
-        self.tasks = TaskManager(self.store, self._emit, config.task_max_seconds)
+        self.tasks = TaskManager(
+            self.store,
+            self._emit,
+            config.task_max_seconds,
+            shim_root=os.path.join(config.state_dir, "shims"),
+        )
         outputs = Outputs(config, self.store)
         self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
         self.services: dict[str, Any] = {
@@ -103,6 +110,9 @@ class Daemon:
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
 
+    def _session_open(self, session_id: str) -> bool:
+        return any(s.id == session_id for s in self.sessions.list())
+
     async def _todos_changed(self, session: Session, todos: list[dict[str, Any]]) -> None:
         self.sessions.log(session.id).emit("todos_changed", todos=todos)
 
@@ -116,6 +126,11 @@ class Daemon:
         self.notifier.status("starting")
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
+        shims.FORKSERVER.start()  # warm before the first Bash call
+        started = time.monotonic()
+        adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
+        if adopted:
+            log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
         self.server = Server(self.config, self.servicer)
         await self.server.start()
         # READY only once the socket answers a real RPC: a client that systemd starts
@@ -186,7 +201,11 @@ class Daemon:
         if self.server is not None:
             stopping.append(self.server.stop())
         await asyncio.gather(*stopping)
-        await self.tasks.stop_all()
+        if self.config.stop_tasks_on_exit:
+            await self.tasks.stop_all()
+        else:
+            await self.tasks.leave()  # they run on; the next daemon takes them over
+        shims.FORKSERVER.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

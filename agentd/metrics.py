@@ -26,6 +26,7 @@ REGISTRY = CollectorRegistry(auto_describe=True)
 
 _known_tools: dict[str, str] = {}
 _served = 0
+_readopted = 0
 
 CALLS = Counter(
     "agentd_tool_calls",
@@ -120,7 +121,14 @@ def task_started() -> None:
 
 
 def task_readopted() -> None:
+    global _readopted
+    _readopted += 1
     TASKS_READOPTED.inc()
+
+
+def tasks_readopted() -> int:
+    """Tasks taken over from a previous daemon since start, for `agentctl status`."""
+    return _readopted
 
 
 def watch(gauge: Gauge, read: Callable[[], float]) -> None:

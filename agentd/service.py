@@ -292,6 +292,7 @@ class Servicer(pb_grpc.AgentdServicer):
             calls_served=metrics.calls_served(),
             pending_asks=asker.pending_count if (asker := self.services.get("asker")) else 0,
             state=pb.StateUsage(**r.usage()) if (r := self.services.get("reaper")) else None,
+            tasks_readopted=metrics.tasks_readopted(),
         )
 
     @_unary

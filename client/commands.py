@@ -44,7 +44,7 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
     print(
         f"calls served: {st.calls_served}  calls running: {st.running_calls}  "
         f"tasks running: {st.running_tasks}  sessions open: {st.open_sessions}  "
-        f"asks pending: {st.pending_asks}"
+        f"asks pending: {st.pending_asks}  tasks taken over at start: {st.tasks_readopted}"
     )
     print(f"state dir: {st.state_dir}")
     if st.HasField("state"):

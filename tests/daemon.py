@@ -54,7 +54,10 @@ def start_daemon(
     env: dict[str, str] | None = None,
     timeout: float = 20,
     wrapper: list[str] | None = None,
+    keep_tasks: bool = False,
 ) -> DaemonProcess:
+    """A daemon on `base`; unless `keep_tasks`, its stop (SIGTERM) stops the background
+    tasks too, so no test leaves a task's shim running (tasks outlive a daemon)."""
     base.mkdir(parents=True, exist_ok=True)
     socket = str(base / "run" / "agentd.sock")
     state_dir = str(base / "state")
@@ -72,6 +75,7 @@ def start_daemon(
             socket,
             "--state-dir",
             state_dir,
+            *([] if keep_tasks else ["--stop-tasks-on-exit"]),
             *(extra_args or []),
         ],
         stderr=subprocess.PIPE,

@@ -12,6 +12,8 @@ import random
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -241,10 +243,24 @@ def _reap(markers: list[str]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def test_sigkill_leaves_no_sandboxed_process(own_daemon: DaemonProcess, ws: Path) -> None:
+def test_sigkill_ends_the_foreground_call_and_keeps_the_task(
+    own_daemon: DaemonProcess, ws: Path
+) -> None:
+    """A foreground call dies with its daemon; a background task runs on under its shim
+    (the next daemon takes it over: tests/test_tasks_outlive.py) until stopped."""
     markers, thread = _start_sleepers(own_daemon, ws)
+    bg, fg = markers
     try:
         own_daemon.stop(signal.SIGKILL)
+        _wait_until(lambda: not _processes_with([fg]), 10, f"gone: {_processes_with([fg])}")
+        assert _processes_with([bg])
+        stopped = subprocess.run(
+            [sys.executable, "-m", "agentd", "stop", "--tasks", "--socket", own_daemon.socket]
+            + ["--state-dir", own_daemon.state_dir],
+            capture_output=True,
+            timeout=60,
+        )
+        assert stopped.returncode == 0, stopped.stderr
         _wait_until(lambda: not _processes_with(markers), 10, f"gone: {_processes_with(markers)}")
     finally:
         _reap(markers)

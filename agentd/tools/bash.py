@@ -10,10 +10,19 @@ import shlex
 import time
 from typing import Any, ClassVar
 
-from agentd import fsidentity, metrics, readonly, sandboxing, unsandboxed
+from agentd import fsidentity, metrics, readonly, sandboxing, shims, unsandboxed
 from agentd.errors import InputError, ToolError
 from agentd.outputs import TASKS_MOUNT, Outputs, sandbox_path
-from agentd.tasks import PROGRESS_INTERVAL, OutputFile, Run, Task, head_and_tail, new_task_id
+from agentd.shims import ShimOutput, ShimRun
+from agentd.tasks import (
+    PROGRESS_INTERVAL,
+    OutputFile,
+    Run,
+    Task,
+    head_and_tail,
+    new_task_id,
+    open_output,
+)
 from agentd.tools.base import Tool, ToolContext, ToolResult
 from agentd.tools.bash_channels import Channels, contained_cwd
 from agentd_sandbox import SandboxUnavailable, shell_argv, spawn
@@ -143,12 +152,8 @@ class BashTool(Tool):
         failure = ""
         for _attempt in range(_START_ATTEMPTS):
             task_id = new_task_id()
-            output = OutputFile(
-                os.path.join(tasks_dir, f"{task_id}.output"),
-                config.task_output_bytes,
-                group=readers,
-            )
-            outputs.add(session.id, ctx.tool_use_id, output)
+            output_path = os.path.join(tasks_dir, f"{task_id}.output")
+            output_fd = open_output(output_path, readers)
             seen_at = sandbox_path(task_id)
             channels = Channels.open()
             read_only = ctx.sandbox == "read_only"
@@ -160,30 +165,26 @@ class BashTool(Tool):
                     policy, session, config, command, read_only=read_only
                 )
             launch = unsandboxed.spawn if ctx.sandbox == "unsandboxed" else spawn
-            read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
             if launch is spawn:
                 # The session's output files, read-only at a fixed path (`tail -f` works).
                 policy.ro_binds = [*policy.ro_binds, (tasks_dir, TASKS_MOUNT)]
             try:
                 argv = shell_argv(policy, command)  # the text stays out of host `ps`
                 spawned = time.monotonic()
-                process = await launch(
-                    policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
-                )
+                run = await _start(launch, policy, argv, output_path, output_fd, config, channels)
                 metrics.sandbox_started(time.monotonic() - spawned)
             except SandboxUnavailable as exc:
-                os.close(read_fd)
                 staged.cleanup()
                 channels.close()
-                output.finish(None)
-                os.unlink(output.path)
+                os.unlink(output_path)
                 raise ToolError(
                     f"The sandbox could not start, so the command did not run: {exc}"
                 ) from None
             finally:
-                os.close(write_fd)
+                os.close(output_fd)
                 channels.started()
-            run = Run(process, read_fd, output)
+            output = run.output
+            outputs.add(session.id, ctx.tool_use_id, output)
             try:
                 started = await channels.wait_started(run.done)
             except BaseException:
@@ -333,7 +334,7 @@ def effective_timeout_ms(timeout: float | None) -> float:
     return min(timeout, MAX_TIMEOUT_MS)
 
 
-def persisted_output(head: str, output: OutputFile) -> str:
+def persisted_output(head: str, output: OutputFile | ShimOutput) -> str:
     """The reference's form of an output too large to show: where it is, and its start
     (2000 characters, cut back to a line end when one is in the second half)."""
     preview = head[:PREVIEW_CHARS]
@@ -347,7 +348,39 @@ def persisted_output(head: str, output: OutputFile) -> str:
     )
 
 
-async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
+async def _start(
+    launch: Any,
+    policy: Any,
+    argv: list[str],
+    output_path: str,
+    output_fd: int,
+    config: Any,
+    channels: Channels,
+) -> Run | ShimRun:
+    """The command started: under a shim (agentd/shim.py) when sandboxed, so that it can
+    outlive the daemon as a task; in the daemon's process otherwise."""
+    limit = config.task_output_bytes
+    if launch is spawn:
+        run = await shims.spawn(
+            policy, argv, output_path, output_fd, limit, channels.pass_fds, (channels.cwd_read,)
+        )
+        if run is not None:
+            return run
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    try:
+        process = await launch(
+            policy, argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    output = OutputFile(output_path, limit, fd=os.dup(output_fd))
+    return Run(process, read_fd, output)
+
+
+async def _follow(run: Run | ShimRun, ctx: ToolContext, timeout: float) -> str:
     """Report progress until the run ends ("done"), times out, or is cancelled.
 
     Progress carries where the output file stands (its id and size) and the last line,
@@ -384,7 +417,7 @@ async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
         cancelled.cancel()
 
 
-def _where(out: OutputFile) -> dict[str, Any]:
+def _where(out: Any) -> dict[str, Any]:
     return {"output_id": out.id, "output_size": out.size, "last_line": out.last_line}
 
 
@@ -394,7 +427,7 @@ def _output_readers(session: Any, config: Any) -> int | None:
     return ident[1] if ident else None
 
 
-async def _after(run: Run, cleanup: Any) -> None:
+async def _after(run: Run | ShimRun, cleanup: Any) -> None:
     await run.done
     cleanup()
 

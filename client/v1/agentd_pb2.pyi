@@ -12,7 +12,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Status(_message.Message):
-    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox", "calls_served", "pending_asks", "state")
+    __slots__ = ("version", "pid", "uptime_seconds", "open_sessions", "running_calls", "running_tasks", "socket_path", "state_dir", "sandbox", "calls_served", "pending_asks", "state", "tasks_readopted")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,7 @@ class Status(_message.Message):
     CALLS_SERVED_FIELD_NUMBER: _ClassVar[int]
     PENDING_ASKS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    TASKS_READOPTED_FIELD_NUMBER: _ClassVar[int]
     version: str
     pid: int
     uptime_seconds: float
@@ -37,7 +38,8 @@ class Status(_message.Message):
     calls_served: int
     pending_asks: int
     state: StateUsage
-    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ..., state: _Optional[_Union[StateUsage, _Mapping]] = ...) -> None: ...
+    tasks_readopted: int
+    def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ..., state: _Optional[_Union[StateUsage, _Mapping]] = ..., tasks_readopted: _Optional[int] = ...) -> None: ...
 
 class StateUsage(_message.Message):
     __slots__ = ("used_bytes", "max_bytes", "retention_seconds", "session_idle_seconds", "sessions_idle_closed", "sessions_reaped", "closed_sessions", "disk_full", "events_unjournaled")
