@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentd import metrics
+from agentd.errors import StorageFull
 from agentd.outputfile import (  # noqa: F401 - re-exported: where callers import them from
     LAST_LINE_BYTES,
     PROGRESS_INTERVAL,
@@ -216,7 +217,10 @@ class TaskManager:
             shutil.rmtree(os.path.join(self.shim_root, task.id), ignore_errors=True)
 
     def _save(self, task: Task) -> None:
-        self._store.save_task(task.id, task.session_id, task.to_dict())
+        # On a full state disk the task runs on and is saved with its next change (its
+        # shim's own record keeps it across a restart meanwhile); the store logs it.
+        with contextlib.suppress(StorageFull):
+            self._store.save_task(task.id, task.session_id, task.to_dict())
 
     def get(self, session_id: str, task_id: str) -> Task | None:
         task = self._tasks.get(task_id)
