@@ -165,3 +165,8 @@ class ReadOnlyTool(Tool):
 
     def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
         return True
+
+
+def reminder(text: str) -> str:
+    """A note to the model, set apart from the tool's output as the reference sets it."""
+    return f"<system-reminder>{text}</system-reminder>"

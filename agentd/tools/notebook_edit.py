@@ -12,7 +12,7 @@ from typing import Any
 from agentd.errors import InputError, ToolError
 from agentd.tools import filestate
 from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
-from agentd.tools.read import join_source, notebook_language
+from agentd.tools.notebooks import join_source, notebook_language
 
 _INDEX_ID = re.compile(r"^cell-(\d+)$")
 

@@ -5,25 +5,22 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import io
-import json
 import os
-import re
 import stat
 from typing import Any
 
 from agentd import fsaccess, fsidentity
 from agentd.errors import InputError, ToolError
 from agentd.sessions import Session
-from agentd.tools import devices, filestate, images
+from agentd.tools import devices, filestate, images, notebooks, pdfs
 from agentd.tools.base import (
-    ContentBlock,
     FileAccess,
     ImageBlock,
     ReadOnlyTool,
     TextBlock,
     ToolContext,
     ToolResult,
+    reminder,
 )
 
 # A whole-file read (no offset/limit) of more text than this is refused: the model
@@ -33,8 +30,6 @@ MAX_TEXT_BYTES = 256 * 1024
 MAX_LARGE_CHARS = 2_000_000
 # No file larger than this is loaded at all.
 MAX_FILE_BYTES = 256 * 1024 * 1024
-MAX_PDF_PAGES = 20
-MAX_OUTPUT_CHARS = 10_000
 # A whole-file Read of a regular file up to this size runs on the event loop itself.
 INLINE_READ_BYTES = 64 * 1024
 
@@ -64,7 +59,6 @@ _IMAGE_EXTENSIONS = {
     ".webp": "image/webp",
 }
 _NOT_PLAIN_TEXT = frozenset({*_IMAGE_EXTENSIONS, ".pdf", ".ipynb"})
-_PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
 def _image_type(data: bytes, ext: str) -> str | None:
@@ -74,27 +68,6 @@ def _image_type(data: bytes, ext: str) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
     return None
-
-
-def _parse_pages(pages: str) -> tuple[int, int]:
-    m = _PAGES.match(pages)
-    if not m:
-        raise InputError(
-            f'Invalid pages value "{pages}": give one page ("3") or a range ("1-5"), '
-            "counted from 1."
-        )
-    first = int(m.group(1))
-    last = int(m.group(2) or first)
-    if first < 1 or last < first:
-        raise InputError(
-            f'Invalid pages value "{pages}": pages count from 1 and a range must not run backwards.'
-        )
-    if last - first + 1 > MAX_PDF_PAGES:
-        raise InputError(
-            f'The range "{pages}" has {last - first + 1} pages; at most {MAX_PDF_PAGES} pages '
-            "can be read per call. Read it in several calls."
-        )
-    return first, last
 
 
 def _not_an_image(path: str, data: bytes) -> str:
@@ -108,10 +81,6 @@ def _not_an_image(path: str, data: bytes) -> str:
     )
 
 
-def _is_pdf_name(path: str) -> bool:
-    return path.lower().endswith(".pdf")
-
-
 def _too_large(path: str, size: int) -> str:
     return (
         f"{path} is {filestate.format_size(size)}, over the "
@@ -119,10 +88,6 @@ def _too_large(path: str, size: int) -> str:
         "Read a part with offset and limit, or search it (grep) for what you need. "
         "Set allow_large to true only if you truly need the whole file."
     )
-
-
-def _reminder(text: str) -> str:
-    return f"<system-reminder>{text}</system-reminder>"
 
 
 class ReadTool(ReadOnlyTool):
@@ -134,7 +99,7 @@ class ReadTool(ReadOnlyTool):
         "- The whole file is returned by default. A file over 256KB needs offset (first line, "
         "from 1) and limit (number of lines); or set allow_large to read it all anyway.\n"
         "- Images (PNG, JPEG, GIF, WebP) are shown as images. PDFs return their text per page; "
-        f'use pages ("3" or "1-5", at most {MAX_PDF_PAGES} per call) for long documents. '
+        f'use pages ("3" or "1-5", at most {pdfs.MAX_PDF_PAGES} per call) for long documents. '
         "Jupyter notebooks (.ipynb) return their cells with their outputs.\n"
         "- Directories, binary files and devices cannot be read: list directories with ls.\n"
         "- Reading a file is required before Write, Edit, MultiEdit or NotebookEdit change it.\n"
@@ -177,8 +142,8 @@ class ReadTool(ReadOnlyTool):
                 f"Cannot read '{args['file_path']}': it names {device}, and Read never reads "
                 "device or process files (they may be endless or block)."
             )
-        if args.get("pages") is not None and _is_pdf_name(args["file_path"]):
-            _parse_pages(args["pages"])
+        if args.get("pages") is not None and pdfs.is_pdf_name(args["file_path"]):
+            pdfs.parse_pages(args["pages"])
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
@@ -239,9 +204,9 @@ class ReadTool(ReadOnlyTool):
         if media_type is not None:
             result = self._image(args, data, media_type)
         elif ext == ".pdf" or data.startswith(b"%PDF-"):
-            result = self._pdf(args, data, pages)
-        elif ext == ".ipynb" and (notebook := _load_notebook(data)) is not None:
-            result = self._notebook(args, notebook)
+            result = pdfs.render_pdf(args, data, pages)
+        elif ext == ".ipynb" and (notebook := notebooks.load_notebook(data)) is not None:
+            result = notebooks.render_notebook(args, notebook, MAX_LARGE_CHARS)
         else:
             return self._text(args, session, loc, current)
         filestate.remember(session, loc.path, data, current.st, partial=False)
@@ -283,10 +248,10 @@ class ReadTool(ReadOnlyTool):
         notices: list[str] = []
         if text == "" and start <= 1:
             shown: list[str] = [""]
-            body = _reminder("Note: this file exists, but it is empty.")
+            body = reminder("Note: this file exists, but it is empty.")
         elif start > total:
             shown = []
-            body = _reminder(
+            body = reminder(
                 f"Note: the file has only {total} lines, fewer than the requested offset "
                 f"({start}). Nothing was shown; use a smaller offset."
             )
@@ -356,157 +321,6 @@ class ReadTool(ReadOnlyTool):
                 },
             },
         )
-
-    def _pdf(self, args: dict[str, Any], data: bytes, pages: str | None) -> ToolResult:
-        import pypdf
-
-        try:
-            reader = pypdf.PdfReader(io.BytesIO(data))
-            count = len(reader.pages)
-        except Exception as exc:  # pypdf raises many types on a damaged file
-            raise ToolError(f"{args['file_path']} could not be read as a PDF: {exc}") from None
-        if pages is None:
-            if count > MAX_PDF_PAGES:
-                raise InputError(
-                    f"This PDF has {count} pages; at most {MAX_PDF_PAGES} can be read per call. "
-                    'Choose pages with the pages parameter, e.g. pages: "1-20".'
-                )
-            first, last = 1, count
-        else:
-            first, last = _parse_pages(pages)
-            if last > count:
-                raise InputError(f'The PDF has {count} pages, so pages "{pages}" is out of range.')
-        parts: list[str] = []
-        for number in range(first, last + 1):
-            try:
-                page_text = reader.pages[number - 1].extract_text() or ""
-            except Exception as exc:  # one bad page does not spoil the others
-                page_text = f"[text of this page could not be extracted: {exc}]"
-            parts.append(f'<page number="{number}">\n{page_text.strip()}\n</page>')
-        text = "\n".join(parts)
-        if count == 0:
-            text = _reminder("Note: this PDF has no pages.")
-        elif not any(p.strip() for p in text.split("\n") if not p.startswith(("<page", "</page"))):
-            text += "\n\n" + _reminder(
-                "Note: no text could be extracted from these pages; they may be scanned images."
-            )
-        return ToolResult.text(
-            text,
-            {
-                "type": "pdf",
-                "file": {
-                    "filePath": args["file_path"],
-                    "originalSize": len(data),
-                    "numPages": count,
-                    "startPage": first,
-                    "endPage": last,
-                    "content": text,
-                },
-            },
-        )
-
-    def _notebook(self, args: dict[str, Any], notebook: dict[str, Any]) -> ToolResult:
-        language = notebook_language(notebook)
-        blocks: list[ContentBlock] = []
-        pending: list[str] = []
-        cells_data: list[dict[str, Any]] = []
-        for index, cell in enumerate(notebook.get("cells") or []):
-            cell_type = cell.get("cell_type", "code")
-            cell_id = cell.get("id") or f"cell-{index}"
-            source = join_source(cell.get("source"))
-            tags = ""
-            if cell_type != "code":
-                tags = f"<cell_type>{cell_type}</cell_type>"
-            elif language != "python":
-                tags = f"<language>{language}</language>"
-            pending.append(f'<cell id="{cell_id}">{tags}{source}</cell id="{cell_id}">\n')
-            entry: dict[str, Any] = {"cellType": cell_type, "source": source}
-            if cell_type == "code" and cell.get("execution_count") is not None:
-                entry["execution_count"] = cell["execution_count"]
-            entry["cell_id"] = cell_id
-            if cell_type == "code":
-                entry["language"] = language
-                outputs = []
-                for output in cell.get("outputs") or []:
-                    out_text, image = _output(output)
-                    out_entry: dict[str, Any] = {
-                        "output_type": output.get("output_type"),
-                        "text": out_text,
-                    }
-                    if out_text:
-                        pending.append(f"\n{out_text}\n")
-                    if image is not None:
-                        media_type, b64 = image
-                        out_entry["image"] = {"image_data": b64, "media_type": media_type}
-                        if pending:
-                            blocks.append(TextBlock("".join(pending)))
-                            pending = []
-                        blocks.append(ImageBlock(media_type, base64.b64decode(b64)))
-                    outputs.append(out_entry)
-                entry["outputs"] = outputs
-            cells_data.append(entry)
-        if pending:
-            blocks.append(TextBlock("".join(pending)))
-        if not blocks:
-            blocks.append(TextBlock(_reminder("Note: this notebook has no cells.")))
-        size = sum(len(b.text) for b in blocks if isinstance(b, TextBlock))
-        if size > MAX_LARGE_CHARS:
-            raise ToolError(
-                f"{args['file_path']} has {size} characters of cells and outputs, more than "
-                "one read returns. Look at parts of it with jq through Bash, e.g. "
-                "`jq '.cells[:10]' notebook.ipynb`."
-            )
-        return ToolResult(
-            blocks,
-            data={"type": "notebook", "file": {"filePath": args["file_path"], "cells": cells_data}},
-        )
-
-
-def notebook_language(notebook: dict[str, Any]) -> str:
-    metadata = notebook.get("metadata") or {}
-    return (
-        (metadata.get("language_info") or {}).get("name")
-        or (metadata.get("kernelspec") or {}).get("language")
-        or "python"
-    )
-
-
-def join_source(source: Any) -> str:
-    if isinstance(source, list):
-        return "".join(str(part) for part in source)
-    return source if isinstance(source, str) else ""
-
-
-def _output(output: dict[str, Any]) -> tuple[str, tuple[str, str] | None]:
-    """An output's text (bounded) and its image (media type, base64) if it has one."""
-    kind = output.get("output_type")
-    text = ""
-    image = None
-    if kind == "stream":
-        text = join_source(output.get("text"))
-    elif kind in ("execute_result", "display_data"):
-        bundle = output.get("data") or {}
-        text = join_source(bundle.get("text/plain"))
-        for media_type in ("image/png", "image/jpeg"):
-            if isinstance(bundle.get(media_type), str):
-                image = (media_type, bundle[media_type].replace("\n", ""))
-                break
-    elif kind == "error":
-        traceback = "\n".join(output.get("traceback") or [])
-        text = f"{output.get('ename', '')}: {output.get('evalue', '')}\n{traceback}".rstrip()
-    if len(text) > MAX_OUTPUT_CHARS:
-        text = text[:MAX_OUTPUT_CHARS] + "\n[output truncated: longer than 10000 characters]"
-    return text, image
-
-
-def _load_notebook(data: bytes) -> dict[str, Any] | None:
-    try:
-        notebook = json.loads(data)
-    except ValueError:
-        return None
-    return (
-        notebook if isinstance(notebook, dict) and isinstance(notebook.get("cells"), list) else None
-    )
 
 
 TOOL = ReadTool
