@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentd import metrics, results, validation
+from agentd import eager, metrics, results, validation
 from agentd.config import Config
 from agentd.errors import InputError, StorageFull, ToolError
 from agentd.sessions import Session, SessionManager
@@ -101,7 +101,7 @@ def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
 
 @dataclass
 class _Running:
-    task: asyncio.Task[ToolResult]
+    task: asyncio.Future[ToolResult]
     ctx: ToolContext
 
 
@@ -209,10 +209,12 @@ class Executor:
             services=self.services,
         )
         key = (session.id, call.tool_use_id)
-        task = asyncio.ensure_future(self._execute(session, call, ctx, recorded))
+        # A Task of its own only if the call waits (eager.py): most calls end at once.
+        task = eager.start(self._execute(session, call, ctx, recorded))
         self._running[key] = _Running(task, ctx)
         try:
-            result = await asyncio.shield(task)
+            # Shielded: a caller that goes away does not cancel the call.
+            result = await task if task.done() else await asyncio.shield(task)
         except asyncio.CancelledError:
             if not task.cancelled():
                 # Our caller went away: the call goes on and lands in the journal.

@@ -249,17 +249,19 @@ class Store:
     def save_read_state(
         self, session_id: str, states: dict[str, dict[str, Any]], removed: list[str]
     ) -> None:
-        self._write(
-            "INSERT INTO read_state (session_id, path, body) VALUES (?, ?, ?) "
-            "ON CONFLICT(session_id, path) DO UPDATE SET body = excluded.body",
-            [(session_id, path, json.dumps(body)) for path, body in states.items()],
-            many=True,
-        )
-        self._write(
-            "DELETE FROM read_state WHERE session_id = ? AND path = ?",
-            [(session_id, path) for path in removed],
-            many=True,
-        )
+        if states:
+            self._write(
+                "INSERT INTO read_state (session_id, path, body) VALUES (?, ?, ?) "
+                "ON CONFLICT(session_id, path) DO UPDATE SET body = excluded.body",
+                [(session_id, path, json.dumps(body)) for path, body in states.items()],
+                many=True,
+            )
+        if removed:
+            self._write(
+                "DELETE FROM read_state WHERE session_id = ? AND path = ?",
+                [(session_id, path) for path in removed],
+                many=True,
+            )
         self._dirty()
 
     def load_read_state(self, session_id: str) -> dict[str, dict[str, Any]]:

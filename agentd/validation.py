@@ -142,12 +142,11 @@ def _fast_validator(schema: dict[str, Any]) -> Callable[[Any], Any] | None:
         return None
 
 
-# id(schema) -> (schema, its JSON, validator, fast validator). Tool schemas are class constants, so the
-# JSON text (the real cache key) is computed once per schema object, not once per call;
-# the entry holds the schema itself, so its id cannot be reused while it is cached.
-_Entry = tuple[
-    dict[str, Any], str, jsonschema.protocols.Validator, Callable[[Any], Any] | None
-]
+# id(schema) -> (schema, its JSON, validator, fast validator). Tool schemas are class
+# constants, so the JSON text (the real cache key) is computed once per schema object, not
+# once per call; the entry holds the schema itself, so its id cannot be reused while it
+# is cached.
+_Entry = tuple[dict[str, Any], str, jsonschema.protocols.Validator, Callable[[Any], Any] | None]
 _by_identity: dict[int, _Entry] = {}
 
 
