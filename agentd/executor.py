@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentd import metrics, results, validation
+from agentd import eager, metrics, results, validation
 from agentd.config import Config
 from agentd.errors import InputError, StorageFull, ToolError
 from agentd.sessions import Session, SessionManager
@@ -101,7 +101,7 @@ def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
 
 @dataclass
 class _Running:
-    task: asyncio.Task[ToolResult]
+    task: asyncio.Future[ToolResult]
     ctx: ToolContext
 
 
@@ -134,7 +134,12 @@ class Executor:
 
         async def flush() -> None:
             if group:
-                done = await asyncio.gather(*(self.run_one(session, c, sink) for c in group))
+                # A group's calls each get a Task at once, so they all start (and say so)
+                # before any of them ends, as calls run together should.
+                together = len(group) > 1
+                done = await asyncio.gather(
+                    *(self.run_one(session, c, sink, in_place=not together) for c in group)
+                )
                 for call, result in zip(group, done, strict=True):
                     await sink("result", result_payload(call.tool_use_id, result))
                 results_in_order.extend(done)
@@ -182,8 +187,11 @@ class Executor:
         except Exception:
             return False
 
-    async def run_one(self, session: Session, call: ToolUse, sink: UpdateSink) -> ToolResult:
-        """Run a call: progress goes to `sink`; the result is journaled and returned."""
+    async def run_one(
+        self, session: Session, call: ToolUse, sink: UpdateSink, in_place: bool = True
+    ) -> ToolResult:
+        """Run a call: progress goes to `sink`; the result is journaled and returned.
+        `in_place`: up to its first wait, in the caller's turn of the loop (eager.py)."""
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
         unjournaled = self.sessions.store.unjournaled
@@ -209,10 +217,13 @@ class Executor:
             services=self.services,
         )
         key = (session.id, call.tool_use_id)
-        task = asyncio.ensure_future(self._execute(session, call, ctx, recorded))
+        # A Task of its own only if the call waits (eager.py): most calls end at once.
+        work = self._execute(session, call, ctx, recorded)
+        task = eager.start(work) if in_place else asyncio.ensure_future(work)
         self._running[key] = _Running(task, ctx)
         try:
-            result = await asyncio.shield(task)
+            # Shielded: a caller that goes away does not cancel the call.
+            result = await task if task.done() else await asyncio.shield(task)
         except asyncio.CancelledError:
             if not task.cancelled():
                 # Our caller went away: the call goes on and lands in the journal.

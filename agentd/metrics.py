@@ -82,18 +82,33 @@ def know_tools(names: Mapping[str, str]) -> None:
     appear as label values (aliases counted under the tool); anything else is "unknown"."""
     global _known_tools
     _known_tools = dict(names)
+    _call_children.clear()
 
 
 def _tool(name: str) -> str:
     return _known_tools.get(name, "unknown")
 
 
+# (tool name as called, is_error) -> the labelled children a finished call counts in:
+# looked up once, not per call (labels() costs more than inc()). Bounded by the tool
+# names a client may send: any other name is "unknown" and shares one entry.
+_call_children: dict[tuple[str, bool], tuple[Any, Any]] = {}
+
+
 def call_finished(tool: str, is_error: bool, seconds: float) -> None:
     global _served
     _served += 1
-    name = _tool(tool)
-    CALLS.labels(name, "error" if is_error else "ok").inc()
-    CALL_SECONDS.labels(name).observe(seconds)
+    key = (tool if tool in _known_tools else "", is_error)
+    children = _call_children.get(key)
+    if children is None:
+        name = _tool(tool)
+        children = (
+            CALLS.labels(name, "error" if is_error else "ok"),
+            CALL_SECONDS.labels(name),
+        )
+        _call_children[key] = children
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 def calls_served() -> int:

@@ -42,6 +42,8 @@ class ReadState(dict[str, FileState]):
         self.changed: set[str] = set()
 
     def __setitem__(self, path: str, state: FileState) -> None:
+        if self.get(path) == state:
+            return  # a Read of a file as it was: nothing to save
         super().__setitem__(path, state)
         self.changed.add(path)
 

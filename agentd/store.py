@@ -131,10 +131,7 @@ class Store:
             if not is_full(exc):
                 raise
             self._note_full(exc)
-            raise StorageFull(
-                f"agentd's state disk is full ({os.path.dirname(self.path)}): {exc}; "
-                "free space there (or lower retention_seconds / state_max_bytes)"
-            ) from None
+            raise self._full_error(exc) from None
         finally:
             if not self._db.in_transaction:
                 # SQLite may roll the transaction back on SQLITE_FULL: open the next one.
@@ -143,6 +140,12 @@ class Store:
         if commit and self.full_since:
             log.warning("state disk writable again after %.0fs", time.time() - self.full_since)
             self.full_since = 0.0
+
+    def _full_error(self, exc: BaseException) -> StorageFull:
+        return StorageFull(
+            f"agentd's state disk is full ({os.path.dirname(self.path)}): {exc}; "
+            "free space there (or lower retention_seconds / state_max_bytes)"
+        )
 
     def _note_full(self, exc: BaseException) -> None:
         now = time.time()
@@ -157,11 +160,22 @@ class Store:
             )
 
     def _write(self, sql: str, params: Any = (), many: bool = False) -> None:
-        with self._writing():
+        """As `with self._writing()`, without a context manager's cost (several per call)."""
+        try:
             if many:
                 self._db.executemany(sql, params)
             else:
                 self._db.execute(sql, params)
+        except (sqlite3.OperationalError, OSError) as exc:
+            if not is_full(exc):
+                raise
+            self._note_full(exc)
+            raise self._full_error(exc) from None
+        finally:
+            if not self._db.in_transaction:
+                # SQLite may roll the transaction back on SQLITE_FULL: open the next one.
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("BEGIN")
 
     def _dirty(self) -> None:
         if self._flush_handle is not None:
@@ -249,17 +263,19 @@ class Store:
     def save_read_state(
         self, session_id: str, states: dict[str, dict[str, Any]], removed: list[str]
     ) -> None:
-        self._write(
-            "INSERT INTO read_state (session_id, path, body) VALUES (?, ?, ?) "
-            "ON CONFLICT(session_id, path) DO UPDATE SET body = excluded.body",
-            [(session_id, path, json.dumps(body)) for path, body in states.items()],
-            many=True,
-        )
-        self._write(
-            "DELETE FROM read_state WHERE session_id = ? AND path = ?",
-            [(session_id, path) for path in removed],
-            many=True,
-        )
+        if states:
+            self._write(
+                "INSERT INTO read_state (session_id, path, body) VALUES (?, ?, ?) "
+                "ON CONFLICT(session_id, path) DO UPDATE SET body = excluded.body",
+                [(session_id, path, json.dumps(body)) for path, body in states.items()],
+                many=True,
+            )
+        if removed:
+            self._write(
+                "DELETE FROM read_state WHERE session_id = ? AND path = ?",
+                [(session_id, path) for path in removed],
+                many=True,
+            )
         self._dirty()
 
     def load_read_state(self, session_id: str) -> dict[str, dict[str, Any]]:

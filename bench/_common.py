@@ -33,10 +33,11 @@ def workspace() -> str:
 
 
 @contextlib.contextmanager
-def daemon() -> Iterator[DaemonProcess]:
-    """A real agentd process on a temp socket and state dir, stopped and removed at the end."""
+def daemon(wrapper: list[str] | None = None) -> Iterator[DaemonProcess]:
+    """A real agentd process on a temp socket and state dir, stopped and removed at the end;
+    `wrapper` goes before its command line (read_rtt.py runs another tree's daemon so)."""
     base = Path(tempfile.mkdtemp(prefix="agentd-bench-"))
-    proc = start_daemon(base)
+    proc = start_daemon(base, wrapper=wrapper)
     try:
         yield proc
     finally:

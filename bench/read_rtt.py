@@ -1,6 +1,6 @@
 """Round trip of a small-file Read through the daemon, beside the same Read in-process.
 
-    .venv/bin/python bench/read_rtt.py [--quick]
+    .venv/bin/python bench/read_rtt.py [--quick] [--against TREE [--rounds N]]
 
 Rows, all measured in this run on the same file:
 - the Read tool called directly (its own cost),
@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import cpu_seconds, daemon, percentile, verdict, workspace
+from _common import DaemonProcess, cpu_seconds, daemon, percentile, verdict, workspace
 
 CLIENTS = 16
 
@@ -160,6 +162,47 @@ def _throughput(
     return CLIENTS * per_client / (end - start)
 
 
+def _over_socket(
+    d: DaemonProcess, ws: str, path: str, n: int, warm: int, per_client: int, streaming: bool = True
+) -> dict[str, Any]:
+    """The rows measured against one running daemon: p50 samples, throughputs, daemon CPU."""
+    from agentd_client import Client
+
+    rows: dict[str, list[float]] = {}
+    with Client(d.socket) as c:
+        session = c.create_session(ws, permission_mode="bypassPermissions")
+        cpu0 = cpu_seconds(d.proc.pid)
+        rows["GetStatus over gRPC (floor)"] = _time_calls(c.status, warm, n)
+        cpu_status = (cpu_seconds(d.proc.pid) - cpu0) / (warm + n) * 1000
+
+        def read() -> None:
+            r = c.run_tool(session.id, "Read", {"file_path": path})
+            assert not r.is_error, r.text
+
+        def read_streaming() -> None:
+            for update in c.stream_tool(session.id, "Read", {"file_path": path}):
+                if update.HasField("result"):
+                    assert not update.result.is_error
+
+        if streaming:
+            rows["RunTool(Read), streaming"] = _time_calls(read_streaming, warm, n)
+        cpu0 = cpu_seconds(d.proc.pid)
+        rows["run_tool(Read) over gRPC"] = _time_calls(read, warm, n)
+        cpu_per_call = (cpu_seconds(d.proc.pid) - cpu0) / (warm + n) * 1000
+        cpu0 = cpu_seconds(d.proc.pid)
+        per_second = _throughput(d.socket, session.id, path, per_client)
+        cpu_loaded = (cpu_seconds(d.proc.pid) - cpu0) / (CLIENTS * (per_client + 20)) * 1000
+        floor_per_second = _throughput(d.socket, session.id, path, per_client, floor=True)
+    return {
+        "rows": rows,
+        "per_second": per_second,
+        "floor_per_second": floor_per_second,
+        "cpu_per_call": cpu_per_call,
+        "cpu_loaded": cpu_loaded,
+        "cpu_status": cpu_status,
+    }
+
+
 def measure(n: int, warm: int, per_client: int) -> dict[str, Any]:
     """Per-call samples (ms) of each row, and the 16-client throughputs (calls/s)."""
     ws = workspace()
@@ -167,45 +210,68 @@ def measure(n: int, warm: int, per_client: int) -> dict[str, Any]:
         path = _small_file(ws)
         rows = _in_process(ws, path, warm, n)
         with daemon() as d:
-            from agentd_client import Client
-
-            with Client(d.socket) as c:
-                session = c.create_session(ws, permission_mode="bypassPermissions")
-                rows["GetStatus over gRPC (floor)"] = _time_calls(c.status, warm, n)
-
-                def read() -> None:
-                    r = c.run_tool(session.id, "Read", {"file_path": path})
-                    assert not r.is_error, r.text
-
-                def read_streaming() -> None:
-                    for update in c.stream_tool(session.id, "Read", {"file_path": path}):
-                        if update.HasField("result"):
-                            assert not update.result.is_error
-
-                rows["RunTool(Read), streaming"] = _time_calls(read_streaming, warm, n)
-                cpu0 = cpu_seconds(d.proc.pid)
-                rows["run_tool(Read) over gRPC"] = _time_calls(read, warm, n)
-                cpu_per_call = (cpu_seconds(d.proc.pid) - cpu0) / (warm + n) * 1000
-                cpu0 = cpu_seconds(d.proc.pid)
-                per_second = _throughput(d.socket, session.id, path, per_client)
-                cpu_loaded = (cpu_seconds(d.proc.pid) - cpu0) / (CLIENTS * (per_client + 20)) * 1000
-                floor_per_second = _throughput(d.socket, session.id, path, per_client, floor=True)
+            m = _over_socket(d, ws, path, n, warm, per_client)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
-    return {
-        "rows": rows,
-        "per_second": per_second,
-        "floor_per_second": floor_per_second,
-        "cpu_per_call": cpu_per_call,
-        "cpu_loaded": cpu_loaded,
-    }
+    m["rows"] = {**rows, **m["rows"]}
+    return m
+
+
+def compare(tree: str, n: int, warm: int, per_client: int, rounds: int) -> None:
+    """This tree's daemon and `tree`'s (another checkout, e.g. main's), both running, each
+    measured in turn `rounds` times: the two issue rows and the daemon CPU per call."""
+    ws = workspace()
+    trees = {"this tree": None, tree: tree}
+    got: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    try:
+        path = _small_file(ws)
+        with contextlib.ExitStack() as stack:
+            daemons = {
+                name: stack.enter_context(
+                    daemon(wrapper=None if t is None else ["env", "-C", t, f"PYTHONPATH={t}"])
+                )
+                for name, t in trees.items()
+            }
+            for _ in range(rounds):
+                for name, d in daemons.items():
+                    got[name].append(_over_socket(d, ws, path, n, warm, per_client, False))
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+    print(f"{rounds} rounds, each tree in turn: {n} calls after {warm} warm-up per row, "
+          f"{CLIENTS} clients x {per_client} calls; medians over the rounds")  # fmt: skip
+    print(f"{'':24} {'status p50':>10} {'Read p50':>9} {'ratio':>6} {'Read/s':>7} "
+          f"{'status/s':>8} {'share':>6} {'cpu/Read':>8} {'cpu/status':>10}")  # fmt: skip
+    for name, ms in got.items():
+        status = [percentile(m["rows"]["GetStatus over gRPC (floor)"], 50) for m in ms]
+        read = [percentile(m["rows"]["run_tool(Read) over gRPC"], 50) for m in ms]
+        ratio = [r / s for r, s in zip(read, status, strict=True)]
+        share = [m["per_second"] / m["floor_per_second"] for m in ms]
+        print(
+            f"{name[-24:]:24} {statistics.median(status):10.3f} {statistics.median(read):9.3f} "
+            f"{statistics.median(ratio):5.2f}x "
+            f"{statistics.median(m['per_second'] for m in ms):7,.0f} "
+            f"{statistics.median(m['floor_per_second'] for m in ms):8,.0f} "
+            f"{statistics.median(share):6.0%} "
+            f"{statistics.median(m['cpu_per_call'] for m in ms):8.3f} "
+            f"{statistics.median(m['cpu_status'] for m in ms):10.3f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run")
+    parser.add_argument(
+        "--against",
+        metavar="TREE",
+        help="also run the daemon of another checkout (say `git archive main | tar -x -C "
+        "DIR`), and compare the two in the same run",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: turns each")
     args = parser.parse_args()
     n, warm, per_client = (300, 50, 60) if args.quick else (2000, 200, 250)
+    if args.against:
+        compare(os.path.abspath(args.against), n, warm, per_client, args.rounds)
+        return
     m = measure(n, warm, per_client)
     rows, per_second, floor_per_second = m["rows"], m["per_second"], m["floor_per_second"]
     cpu_per_call, cpu_loaded = m["cpu_per_call"], m["cpu_loaded"]
