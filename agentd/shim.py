@@ -43,6 +43,8 @@ UPDATE_INTERVAL = 0.01
 MAX_MESSAGE = 1 << 16
 SOCKET_NAME = "ctl.sock"
 STATUS_NAME = "status.json"
+# How long the end waits for a busy daemon to take it.
+EXIT_SEND_SECONDS = 60.0
 SHIM_NAME = "shim.json"
 # Python ignores SIGPIPE (and the forkserver SIGINT, SIGCHLD): the command gets the
 # defaults, as subprocess's restore_signals gives them.
@@ -158,11 +160,12 @@ class Shim:
         if not self.controllers and not self.task:
             self.kill()  # a plain run dies with its daemon
 
-    def _send(self, conn: socket.socket, body: dict[str, Any], wait: bool = False) -> None:
+    def _send(self, conn: socket.socket, body: dict[str, Any], wait: float = 0) -> None:
+        """`wait`: seconds to wait for room (a daemon reads at most ~10 messages behind)."""
         data = json.dumps(body).encode()
         try:
             if wait:
-                conn.settimeout(5)
+                conn.settimeout(wait)
             conn.send(data)
         except (BlockingIOError, TimeoutError):
             pass  # a busy daemon gets the next update, which carries everything
@@ -173,7 +176,7 @@ class Shim:
                 with contextlib.suppress(OSError):
                     conn.setblocking(False)
 
-    def _send_all(self, body: dict[str, Any], wait: bool = False) -> None:
+    def _send_all(self, body: dict[str, Any], wait: float = 0) -> None:
         for conn in list(self.controllers):
             self._send(conn, body, wait)
 
@@ -201,7 +204,7 @@ class Shim:
         elif op == "task":
             self._become_task(str(msg["dir"]))
         elif op == "hello":
-            self._send(conn, {"ev": "state", "pid": self.pid, **self._state()}, wait=True)
+            self._send(conn, {"ev": "state", "pid": self.pid, **self._state()}, wait=5)
 
     def _become_task(self, path: str) -> None:
         if self.task:
@@ -311,7 +314,9 @@ class Shim:
                 with contextlib.suppress(OSError):
                     os.unlink(SOCKET_NAME, dir_fd=self.dir_fd)
             write_json(self.dir_fd, STATUS_NAME, end)
-        self._send_all(end, wait=True)
+        # The end must reach a daemon that is alive, however loaded (a lost one reads as
+        # the shim vanished, 137); a gone daemon fails the send at once.
+        self._send_all(end, wait=EXIT_SEND_SECONDS)
         return 0
 
 

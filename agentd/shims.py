@@ -145,6 +145,7 @@ class ShimRun:
         self.killed = False
         self.ended_ms = 0
         self.pid = -1
+        self._task_dir: str | None = None
         self._sock = sock
         sock.setblocking(False)
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -173,6 +174,9 @@ class ShimRun:
                 end = msg
                 break
         self._sock.close()
+        if not end and self._task_dir is not None:
+            # The end may have been recorded and not sent: a task's shim writes it first.
+            end = _recorded_end(self._task_dir) or {}
         code = end.get("code")
         self.exit_code = code if isinstance(code, int) else 137  # the shim vanished
         self.killed = self.killed or bool(end.get("killed"))
@@ -192,6 +196,7 @@ class ShimRun:
 
     def make_task(self, directory: str) -> None:
         """Outlive this daemon: the shim listens in `directory` and records its end there."""
+        self._task_dir = directory
         self._op({"op": "task", "dir": directory})
 
     def detach(self) -> None:
@@ -298,6 +303,20 @@ async def spawn(
         if launch.lifeline is not None:
             launch.lifeline.close()
     return ShimRun(ours, ShimOutput(output_path, os.dup(output_fd)))
+
+
+def _recorded_end(directory: str) -> dict[str, Any] | None:
+    """The end a task's shim recorded in its directory (the daemon's own, 0700)."""
+    try:
+        dir_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return read_json(dir_fd, shim_proc.STATUS_NAME)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
 
 
 # ---- a previous daemon's shims ----
