@@ -124,10 +124,37 @@ async def run_rg(
         raise InputError(
             "The pattern, glob or type contains a NUL byte, which ripgrep cannot take."
         )
+    for attempt in range(1, START_ATTEMPTS + 1):
+        out = await _run_once([*common, *args], cwd, cancelled, max_bytes, max_seconds, sandbox)
+        if sandbox is None or attempt == START_ATTEMPTS or not _never_started(out):
+            return out
+    raise AssertionError("unreachable")
+
+
+# A search whose sandbox failed before rg ran is started again (bwrap's argv is built
+# anew: a host socket or listed path may have vanished since, as on a busy machine).
+# Nothing ran, and a search changes nothing, so this is safe; as the Bash tool does.
+START_ATTEMPTS = 3
+
+
+def _never_started(out: RgOutput) -> bool:
+    """bwrap failed while setting up (its own message, exit 1): rg never ran. rg's own
+    messages start with "rg:", so no file name or match can pose as this."""
+    return out.returncode == 1 and not out.stdout and out.stderr.startswith("bwrap: ")
+
+
+async def _run_once(
+    argv: list[str],
+    cwd: str,
+    cancelled: asyncio.Event,
+    max_bytes: int,
+    max_seconds: float | None,
+    sandbox: SandboxPolicy | None,
+) -> RgOutput:
     proc: Any
     if sandbox is not None:
         try:
-            proc = await spawn(dataclasses.replace(sandbox, cwd=cwd), [RG_BIN, *common, *args])
+            proc = await spawn(dataclasses.replace(sandbox, cwd=cwd), [RG_BIN, *argv])
         except SandboxUnavailable as exc:
             raise ToolError(
                 f"The sandbox the search runs in could not start, so nothing was searched: {exc}"
@@ -135,8 +162,7 @@ async def run_rg(
     else:
         proc = await asyncio.create_subprocess_exec(
             RG_BIN,
-            *common,
-            *args,
+            *argv,
             cwd=cwd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,

@@ -1,0 +1,85 @@
+"""A search whose sandbox failed before rg ran is started again (a host socket or a
+listed path may vanish before bwrap mounts it); one that never starts is an error."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentd.config import Config
+from agentd.tools import ripgrep
+from tests.conftest import SANDBOX_UID
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+
+
+@pytest.fixture
+def ws() -> Iterator[Path]:
+    """A workspace the sandbox's uid can search."""
+    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
+    root.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def tool_services(tmp_path: Path) -> dict[str, Any]:
+    """With a config, the searches run in the session's sandbox."""
+    return {"config": Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))}
+
+
+@pytest.fixture
+def starts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, int]:
+    """Sandbox starts seen; the first `failing` get a bind whose source is gone."""
+    seen = {"starts": 0, "failing": 0}
+    real = ripgrep.spawn
+
+    async def spawn(policy: Any, argv: list[str], *a: Any, **kw: Any) -> Any:
+        seen["starts"] += 1
+        if seen["starts"] <= seen["failing"]:
+            gone = str(tmp_path / f"vanished-{seen['starts']}")
+            policy = dataclasses.replace(policy, ro_binds=[*policy.ro_binds, (gone, "/vanished")])
+        return await real(policy, argv, *a, **kw)
+
+    monkeypatch.setattr(ripgrep, "spawn", spawn)
+    return seen
+
+
+@pytest.mark.parametrize("tool", ["Grep", "Glob"])
+async def test_a_search_whose_sandbox_failed_to_start_is_retried(
+    call: Any, ws: Path, starts: dict[str, int], tool: str
+) -> None:
+    (ws / "a.txt").write_text("needle\n")
+    starts["failing"] = ripgrep.START_ATTEMPTS - 1
+    args = {"pattern": "needle"} if tool == "Grep" else {"pattern": "*.txt"}
+    r = await call(tool, args)
+    assert not r.is_error, r.text
+    assert "a.txt" in r.text
+    assert starts["starts"] == ripgrep.START_ATTEMPTS
+
+
+async def test_a_sandbox_that_never_starts_is_an_error(
+    call: Any, ws: Path, starts: dict[str, int]
+) -> None:
+    (ws / "a.txt").write_text("needle\n")
+    starts["failing"] = ripgrep.START_ATTEMPTS
+    r = await call("Grep", {"pattern": "needle"})
+    assert r.is_error and "bwrap" in r.text, r.text
+    assert starts["starts"] == ripgrep.START_ATTEMPTS
+
+
+async def test_no_matches_is_not_taken_for_a_failed_start(
+    call: Any, ws: Path, starts: dict[str, int]
+) -> None:
+    (ws / "a.txt").write_text("hay\n")
+    r = await call("Grep", {"pattern": "needle"})
+    assert not r.is_error and starts["starts"] == 1
