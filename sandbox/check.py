@@ -9,7 +9,7 @@ from typing import Any
 from . import bwrap, identity, limits, seccomp
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
-from .runner import pid_namespace_prefix, run
+from .runner import orphan_guard_prefix, run
 
 
 def _read(path: str) -> str | None:
@@ -49,6 +49,9 @@ def _inside_status() -> dict[str, str]:
 def check() -> dict[str, Any]:
     """Supported protections and which are in force, as a JSON-ready dict."""
     path = bwrap.find_bwrap()
+    ident = identity.resolve(SandboxPolicy())
+    # As a start does it (runner.prepare): setpriv drops ids when it is there.
+    dropping = bool(identity.setpriv_prefix(ident))
     report: dict[str, Any] = {
         "bwrap_path": path,
         "bwrap_version": bwrap.bwrap_version(path) if path else None,
@@ -60,7 +63,7 @@ def check() -> dict[str, Any]:
             "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
         ),
         "running_as_root": os.geteuid() == 0,
-        "sandbox_uid": identity.resolve(SandboxPolicy()).uid,
+        "sandbox_uid": ident.uid,
         "cgroup_v2_delegated": limits.cgroup_v2_delegated(),
         "limits_mode": limits.mode(),
         "prlimit_path": limits.prlimit_path(),
@@ -85,7 +88,7 @@ def check() -> dict[str, Any]:
         "disable_userns": ok and report["disable_userns_supported"],
         "limits": report["limits_mode"],
         # bwrap as pid 1 of an unshare --kill-child namespace: no orphan when the
-        # spawner dies during start-up (see runner).
-        "orphan_guard": ok and bool(pid_namespace_prefix()),
+        # spawner dies during start-up (see runner). The variant a start here uses.
+        "orphan_guard": ok and bool(orphan_guard_prefix(ident, dropping)[0]),
     }
     return report

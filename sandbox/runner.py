@@ -98,12 +98,10 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         "env": {},
     }
     drop = identity.setpriv_prefix(ident)
-    pidns = root_pid_namespace_prefix(ident) if drop and ident.switch else ()
-    if pidns:
+    pidns, unshare_drops = orphan_guard_prefix(ident, bool(drop))
+    if unshare_drops:
         # unshare drops to the identity itself: setpriv only arms the death signal.
         drop = identity.setpriv_prefix(dataclasses.replace(ident, switch=False))
-    else:
-        pidns = pid_namespace_prefix()
     if not drop:
         kwargs.update(identity.popen_kwargs(ident))
     prefix = limits.prlimit_prefix(policy.limits)
@@ -134,6 +132,15 @@ def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], i
 
 
 @functools.cache
+def orphan_guard_prefix(ident: identity.Identity, dropping: bool) -> tuple[tuple[str, ...], bool]:
+    """The pid-namespace prefix a start of `ident` uses (empty: none can be made here), and
+    whether it drops to `ident` itself: the root variant when the spawner drops ids
+    (`dropping`: setpriv is there) and is root, else the user-namespace one."""
+    if dropping and ident.switch and (prefix := root_pid_namespace_prefix(ident)):
+        return prefix, True
+    return pid_namespace_prefix(), False
+
+
 def pid_namespace_prefix() -> tuple[str, ...]:
     """argv prefix that makes what follows pid 1 of a new pid namespace which dies with
     unshare (see the module docstring); empty when util-linux unshare cannot do it here.

@@ -114,3 +114,23 @@ def test_cli_run_and_check(ws):
     assert report["in_force"]["uid_drop"] and report["in_force"]["seccomp"]
     assert report["in_force"]["no_capabilities"]
     assert report["cgroup_v2_delegated"] is False and report["limits_mode"] == "rlimit"
+
+
+def test_check_reports_the_orphan_guard_a_start_uses():
+    """`check` names the pid-namespace chain a start here uses: a root spawner's own
+    (unshare drops the ids itself) when it can, else the user-namespace one."""
+    from agentd_sandbox import identity
+    from agentd_sandbox.check import check
+    from agentd_sandbox.runner import (
+        orphan_guard_prefix,
+        pid_namespace_prefix,
+        root_pid_namespace_prefix,
+    )
+
+    ident = identity.resolve(SandboxPolicy())
+    prefix, unshare_drops = orphan_guard_prefix(ident, True)
+    if os.geteuid() == 0 and root_pid_namespace_prefix(ident):
+        assert unshare_drops and f"--setuid={ident.uid}" in prefix
+    else:
+        assert not unshare_drops and prefix == pid_namespace_prefix()
+    assert check()["in_force"]["orphan_guard"] is bool(prefix)
