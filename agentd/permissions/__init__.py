@@ -1,6 +1,9 @@
 """Permissions: rules, modes, hooks, and asking people.
 
 engine.py    PermissionEngine: the executor's PermissionChecker (decide, after_call)
+call.py      one call as the checks see it (describe_call), and Allow / Ask
+tool_check.py      the tool's own check, when no rule or hook decided
+protected_paths.py protected-path writes, and the allow rule that names one
 rules.py     parse_rule and matching in Claude Code's rule syntax
 paths.py     gitignore-style path patterns for Read/Edit rules
 settings.py  the sources merged: daemon config, .claude/settings*.json, session rules

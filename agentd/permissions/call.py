@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd import fsaccess
 from agentd.permissions.rules import SourcedRule
+from agentd.sessions import Session
 from agentd.tools.base import Tool
 
 # Tools that touch nothing but the session's own state (its todo list, its own tasks'
@@ -55,6 +59,31 @@ class Call:
         if self.url:
             return f"{self.name} of {self.url}"
         return f"the {self.name} tool"
+
+
+def describe_call(
+    session: Session, tool: Tool, args: dict[str, Any], classify: Callable[[str], Any]
+) -> Call:
+    """The call as every check sees it: a Bash command classified once, a file tool's
+    path expanded as the tool will expand it, a WebFetch's URL."""
+    call = Call(tool, args)
+    if tool.name == "Bash":
+        call.command = str(args.get("command", ""))
+        call.classification = classify(call.command)
+        return call
+    if tool.name == "WebFetch":
+        call.url = str(args.get("url", ""))
+    try:
+        access = tool.file_access(args)
+    except Exception:
+        access = None
+    if access is not None and access.path and "\0" not in access.path:
+        call.access_mode = access.mode
+        # The very expansion the tool makes (~, the cwd, the whitespace a model
+        # leaves around a path): the rules judge the file the tool will touch.
+        call.path = fsaccess.expand(access.path, session.cwd, session.home)
+        call.real_path = os.path.realpath(call.path)
+    return call
 
 
 @dataclass

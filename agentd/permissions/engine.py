@@ -13,12 +13,12 @@ The order, first match wins:
     simple commands (wrappers and VAR= prefixes seen through) matches.
  3. Plan mode denies anything that is not read-only.
  4. A write to a protected path (agentd/protected.py: `.git/`, `.claude/`, shell rc
-    files...) asks, in every mode, unless an allow rule names that path explicitly
-    (no wildcard). A recursive or forced `rm` (or `find -delete`/`-exec rm`) of /, the
-    home directory, a workspace root or one of its parents, as bash would resolve it,
-    asks in every mode, whatever the allow rules say (permissions/critical.py). A Bash
-    call with `dangerouslyDisableSandbox` asks a person here too, whatever the mode
-    and rules.
+    files...) asks, in every mode, unless an allow rule names that path explicitly (no
+    wildcard; permissions/protected_paths.py). A recursive or forced `rm` (or
+    `find -delete`/`-exec rm`) of /, the home directory, a workspace root or one of its
+    parents, as bash would resolve it, asks in every mode, whatever the allow rules say
+    (permissions/critical.py). A Bash call with `dangerouslyDisableSandbox` asks a
+    person here too, whatever the mode and rules.
  5. A hook's ask asks; a hook's allow allows.
  6. bypassPermissions allows.
  7. Ask rules ask.
@@ -26,15 +26,15 @@ The order, first match wins:
     literal text begins with an allow rule's prefix and everything the rules did not see
     (other commands, VAR= prefixes, wrappers, options before the subcommand, redirects,
     expansions) is read-only on its own (permissions/bashrules.py).
- 9. The tool's own check: tools that only touch the session's own state run; Bash runs
-    when the classifier says read-only; file reads inside the workspace, the
-    additional directories or the session's state dir run; file writes inside the
-    workspace run in acceptEdits; everything else asks (paths outside the workspace,
-    writes in default mode, commands that change things, WebFetch). A Bash command
-    allowed here, by the classifier's verdict alone, runs read-only (Decision.sandbox):
-    the workspace read-only, no network; so does every Bash command in plan mode. A
-    read-only command an allow rule lets run keeps the workspace writable but runs with
-    the repository's git config neutralised (step 8).
+ 9. The tool's own check (permissions/tool_check.py): tools that only touch the
+    session's own state run; Bash runs when the classifier says read-only; file reads
+    inside the workspace, the additional directories or the session's state dir run;
+    file writes inside the workspace run in acceptEdits; everything else asks (paths
+    outside the workspace, writes in default mode, commands that change things,
+    WebFetch). A Bash command allowed here, by the classifier's verdict alone, runs
+    read-only (Decision.sandbox): the workspace read-only, no network; so does every
+    Bash command in plan mode. A read-only command an allow rule lets run keeps the
+    workspace writable but runs with the repository's git config neutralised (step 8).
 10. An ask becomes a deny in dontAsk mode, and when no client is attached to answer;
     otherwise it is a PermissionRequested event and waits for the first answer, or
     the timeout (a deny).
@@ -46,35 +46,29 @@ A path outside the roots that a decision allows is added to `ctx.granted_paths`.
 from __future__ import annotations
 
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from agentd import fsaccess, sandboxing
+from agentd import sandboxing
 from agentd.config import Config
 from agentd.executor import Decision
 from agentd.permissions import hooks as hook_runner
 from agentd.permissions.approvals import Approvals
 from agentd.permissions.asker import Asker
-from agentd.permissions.call import PERMISSIONLESS_TOOLS, Allow, Ask, Call, rule_note
+from agentd.permissions.call import Allow, Ask, Call, describe_call, rule_note
 from agentd.permissions.critical import critical_rm
 from agentd.permissions.matching import RuleMatcher
 from agentd.permissions.outcomes import Outcomes
 from agentd.permissions.paths import is_within
-from agentd.permissions.rules import (
-    EDIT_TOOLS,
-    SourcedRule,
-    url_host,
-)
+from agentd.permissions.protected_paths import explicit_allow, protected_reason
 from agentd.permissions.settings import MergedSettings, SettingsLoader
-from agentd.protected import protected_name
+from agentd.permissions.tool_check import bash_reasons, grants_for, tool_check
 from agentd.sessions import Session, SessionManager
 from agentd.tools.base import TextBlock, Tool, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
 
-_GLOB_CHARS = frozenset("*?[")
 _REMEMBERED_POST_HOOKS = 1024
 
 
@@ -135,7 +129,7 @@ class PermissionEngine:
             reason = f"A PreToolUse hook blocked this call: {verdict.reason}"
             return self.outcomes.deny(session, ctx, tool.name, "hook", reason)
 
-        call = self._describe(session, tool, args)
+        call = describe_call(session, tool, args, self.classify)
         # A trusted additionalDirectory is a root the call may use once allowed, as the
         # session's own are (a grant only takes effect if the call runs).
         for extra in settings.additional_dirs:
@@ -168,8 +162,8 @@ class PermissionEngine:
             return await self._ask_unsandboxed(session, ctx, call, mode, updated)
 
         ask: Ask | None = None
-        if protected := self._protected(call, session):
-            if rule := self._explicit_allow(call, settings, session):
+        if protected := protected_reason(call, session):
+            if rule := explicit_allow(call, settings, session, self.rules):
                 return self.outcomes.allow(
                     session,
                     ctx,
@@ -177,13 +171,13 @@ class PermissionEngine:
                     "rule",
                     f"allow rule {rule_note(rule)} names the protected path",
                     updated,
-                    self._grants(call, ctx),
+                    grants_for(call, ctx),
                 )
             ask = Ask(
                 "protected",
                 [protected],
                 self.rules.suggest(call, settings, session),
-                self._grants(call, ctx),
+                grants_for(call, ctx),
             )
         elif call.is_bash and (critical := self._critical_rm(call, session)):
             ask = Ask("classifier", [critical, *call.classification.reasons], "")
@@ -192,7 +186,7 @@ class PermissionEngine:
                 "hook",
                 [f"a PreToolUse hook asks: {verdict.reason or verdict.hook}"],
                 self.rules.suggest(call, settings, session),
-                self._grants(call, ctx),
+                grants_for(call, ctx),
             )
         elif verdict.behavior == "allow":
             return self.outcomes.allow(
@@ -202,7 +196,7 @@ class PermissionEngine:
                 "hook",
                 f"allowed by PreToolUse hook {verdict.hook!r}",
                 updated,
-                self._grants(call, ctx),
+                grants_for(call, ctx),
                 mode=mode,
             )
         elif mode == "bypassPermissions":
@@ -213,15 +207,15 @@ class PermissionEngine:
                 "mode",
                 "bypassPermissions mode",
                 updated,
-                self._grants(call, ctx),
+                grants_for(call, ctx),
                 mode=mode,
             )
         elif rule := self.rules.first(settings.ask, call, session, kind="ask"):
             ask = Ask(
                 "rule",
-                [f"matches the ask rule {rule_note(rule)}", *self._reasons(call)],
+                [f"matches the ask rule {rule_note(rule)}", *bash_reasons(call)],
                 self.rules.suggest(call, settings, session),
-                self._grants(call, ctx),
+                grants_for(call, ctx),
             )
         elif rule := self.rules.allowed(call, settings, session):
             return self.outcomes.allow(
@@ -231,14 +225,16 @@ class PermissionEngine:
                 "rule",
                 f"allow rule {rule_note(rule)}",
                 updated,
-                self._grants(call, ctx),
+                grants_for(call, ctx),
                 # A read-only command a rule lets run unasked still runs with the
                 # repository's git config cut to inert keys: the workspace may be hostile.
                 sandbox="neutralised" if call.is_bash and call.read_only() else "normal",
                 mode=mode,
             )
         else:
-            outcome = self._tool_check(call, session, settings, ctx, mode)
+            outcome = tool_check(
+                call, session, settings, ctx, mode, self.rules.suggest(call, settings, session)
+            )
             if isinstance(outcome, Allow):
                 return self.outcomes.allow(
                     session,
@@ -275,39 +271,7 @@ class PermissionEngine:
         for note in notes:
             result.content.append(TextBlock(f"\n\nPostToolUse hook feedback:\n{note}"))
 
-    # --- trust and protected paths ---------------------------------------------------------
-
-    def _protected(self, call: Call, session: Session) -> str:
-        """Why a file write touches a protected path, or ""; judged below the workspace root
-        (a `.git` or `.claude` above the root does not count) and on where links lead."""
-        if not call.path or not (call.access_mode == "write" or call.name in EDIT_TOOLS):
-            return ""
-        for path in dict.fromkeys((call.path, call.real_path)):
-            roots = [
-                os.path.normpath(r)
-                for r in session.workspace_roots
-                if is_within(path, os.path.normpath(r))
-            ]
-            rel = os.path.relpath(path, max(roots, key=len)) if roots else path
-            if name := protected_name(rel):
-                return (
-                    f"{path} is a protected path ({name} holds configuration that makes code "
-                    "run later), so a change to it always needs a person's approval"
-                )
-        return ""
-
-    def _explicit_allow(
-        self, call: Call, settings: MergedSettings, session: Session
-    ) -> SourcedRule | None:
-        """An allow rule that names this very path (no wildcard, same file name)."""
-        name = os.path.basename(call.path)
-        for r in settings.allow:
-            spec = r.rule.specifier
-            if not spec or _GLOB_CHARS & set(spec) or os.path.basename(spec.rstrip("/")) != name:
-                continue
-            if self.rules.matches(r, call, session, kind="allow"):
-                return r
-        return None
+    # --- pieces ---------------------------------------------------------------------------
 
     def _hook_sandbox(self, session: Session) -> hook_runner.PolicyFactory:
         def policy() -> Any:
@@ -315,8 +279,6 @@ class PermissionEngine:
             return sandboxing.policy_for(session, self.config, tmp_dir)
 
         return policy
-
-    # --- pieces ---------------------------------------------------------------------------
 
     def effective_mode(self, session: Session, settings: MergedSettings) -> str:
         """The session's mode; a session in `default` takes its workspace's defaultMode."""
@@ -344,93 +306,11 @@ class PermissionEngine:
             "permission_mode": mode,
         }
 
-    def _describe(self, session: Session, tool: Tool, args: dict[str, Any]) -> Call:
-        call = Call(tool, args)
-        if tool.name == "Bash":
-            call.command = str(args.get("command", ""))
-            call.classification = self.classify(call.command)
-            return call
-        if tool.name == "WebFetch":
-            call.url = str(args.get("url", ""))
-        try:
-            access = tool.file_access(args)
-        except Exception:
-            access = None
-        if access is not None and access.path and "\0" not in access.path:
-            call.access_mode = access.mode
-            # The very expansion the tool makes (~, the cwd, the whitespace a model
-            # leaves around a path): the rules judge the file the tool will touch.
-            call.path = fsaccess.expand(access.path, session.cwd, session.home)
-            call.real_path = os.path.realpath(call.path)
-        return call
-
-    # the critical rm check
-
     def _critical_rm(self, call: Call, session: Session) -> str:
         """A reason when the command recursively or forcibly removes a critical path."""
         return critical_rm(
             call.classification, session.cwd, session.home, list(session.workspace_roots)
         )
-
-    # the tool's own check
-
-    def _inside(self, path: str, session: Session, settings: MergedSettings) -> bool:
-        roots = [*session.workspace_roots, *session.additional_dirs, *settings.additional_dirs]
-        return any(is_within(path, os.path.normpath(r)) for r in roots)
-
-    def _grants(self, call: Call, ctx: ToolContext) -> list[str]:
-        """The path a file call needs granted when it lies outside the call's roots."""
-        if not call.path:
-            return []
-        mode = "write" if call.access_mode == "write" else "read"
-        if any(is_within(call.path, os.path.normpath(r)) for r in ctx.roots(mode)):
-            return []
-        return [call.path]
-
-    def _tool_check(
-        self,
-        call: Call,
-        session: Session,
-        settings: MergedSettings,
-        ctx: ToolContext,
-        mode: str,
-    ) -> Allow | Ask:
-        suggested = self.rules.suggest(call, settings, session)
-        if call.name in PERMISSIONLESS_TOOLS:
-            return Allow("mode", f"{call.name} touches only the session's own state")
-        if call.is_bash:
-            if call.classification.read_only:
-                # Nothing but the verdict allows it: the sandbox enforces the verdict.
-                return Allow("classifier", "read-only command", sandbox="read_only")
-            return Ask("classifier", self._reasons(call), suggested)
-        if call.path:
-            inside = self._inside(call.path, session, settings)
-            grants = self._grants(call, ctx)
-            if call.access_mode == "write" or call.name in EDIT_TOOLS:
-                if not inside:
-                    return Ask(
-                        "mode", [f"writes {call.path}, outside the workspace"], suggested, grants
-                    )
-                if mode == "acceptEdits":
-                    return Allow(
-                        "mode", "acceptEdits mode: a file edit inside the workspace", grants
-                    )
-                return Ask(
-                    "mode", [f"edits {call.path} ({mode} mode asks for edits)"], suggested, grants
-                )
-            if inside or is_within(call.path, os.path.normpath(ctx.state_dir)):
-                return Allow("mode", "a read inside the workspace", grants)
-            return Ask("mode", [f"reads {call.path}, outside the workspace"], suggested, grants)
-        if call.url:
-            return Ask("mode", [f"fetches from {url_host(call.url) or call.url}"], suggested)
-        if call.read_only():
-            return Allow("mode", "read-only tool")
-        return Ask("mode", [f"{call.name} is not read-only"], suggested)
-
-    def _reasons(self, call: Call) -> list[str]:
-        if call.is_bash:
-            return list(call.classification.reasons) or ["the command is not read-only"]
-        return []
 
     async def _ask_unsandboxed(
         self,
@@ -459,6 +339,6 @@ class PermissionEngine:
         reasons = ["asks to run outside the sandbox (dangerouslyDisableSandbox)"]
         if critical := self._critical_rm(call, session):
             reasons.append(critical)
-        reasons += self._reasons(call) if not call.read_only() else []
+        reasons += bash_reasons(call) if not call.read_only() else []
         ask = Ask("sandbox", reasons, "", sandbox="unsandboxed")
         return await self.outcomes.ask(session, ctx, call, ask, mode, updated)

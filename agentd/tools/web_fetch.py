@@ -9,6 +9,10 @@ Every connection goes through web_address.CheckedTransport: loopback, private,
 link-local (cloud metadata), unique-local, multicast and reserved addresses are refused
 after DNS resolution, and the socket is pinned to the address that was checked, unless
 the daemon's config lists the host in `webfetch_allow_private_hosts`.
+
+This module is the tool: its input, the cache, cancellation and the result the model
+reads. The URL rules are in web_url.py, the HTTP fetch in web_http.py, the conversion
+to text in web_text.py, the page and cache types in web_pages.py.
 """
 
 from __future__ import annotations
@@ -16,50 +20,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any, ClassVar
-from urllib.parse import urljoin, urlsplit, urlunsplit
 
-import httpx
-from bs4 import BeautifulSoup
-from markdownify import MarkdownConverter
-
-from agentd import __version__ as AGENTD_VERSION
 from agentd.tools.base import InputError, Tool, ToolContext, ToolError, ToolResult
-from agentd.tools.web_address import AllowList, CheckedTransport, Resolver, system_resolve
+from agentd.tools.web_address import AllowList, Resolver, system_resolve
+from agentd.tools.web_http import MAX_BODY_BYTES, fetch_page
+from agentd.tools.web_pages import Page, PageCache, Redirect
+from agentd.tools.web_text import describe_size
+from agentd.tools.web_url import checked_url
 
-MAX_URL_LENGTH = 2000
-FETCH_TIMEOUT_S = 30.0
-MAX_REDIRECTS = 10
-MAX_BODY_BYTES = 10 * 1024 * 1024
 PAGE_CHARS = 100_000
 CACHE_TTL_S = 15 * 60
 CACHE_MAX_ENTRIES = 50
 CACHE_MAX_CHARS = 50 * 1024 * 1024
-USER_AGENT = f"agentd/{AGENTD_VERSION} (WebFetch tool; +https://github.com/agentd)"
-ACCEPT = "text/markdown, text/html;q=0.9, text/*;q=0.8, application/json;q=0.8, */*;q=0.5"
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-# Elements whose content is not page text.
-DROPPED_TAGS = ("script", "style", "noscript", "template", "iframe", "object", "embed", "svg")
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-TEXT_TYPES = frozenset(
-    {
-        "application/json",
-        "application/ld+json",
-        "application/xml",
-        "application/javascript",
-        "application/x-javascript",
-        "application/ecmascript",
-        "application/x-ndjson",
-        "application/yaml",
-        "application/x-yaml",
-        "application/toml",
-        "application/x-sh",
-        "application/sql",
-        "application/graphql",
-    }
-)
 
 DESCRIPTION = """\
 Fetch a URL over HTTP(S) and return its content: web pages as markdown, text and JSON
@@ -84,162 +57,6 @@ cloud metadata addresses are refused unless the operator has allowed that host.
 
 This tool only reads, but it reaches the network; it asks for permission per domain
 unless a rule such as WebFetch(domain:example.com) allows it."""
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    """A fetched response, converted to text; what the cache holds."""
-
-    url: str
-    code: int
-    code_text: str
-    content_type: str
-    bytes: int
-    text: str
-    cut: bool  # the body was larger than MAX_BODY_BYTES and was cut there
-
-
-@dataclass(frozen=True, slots=True)
-class Redirect:
-    """A redirect to another host, which is reported rather than followed."""
-
-    url: str
-    location: str
-    code: int
-    code_text: str
-    content_type: str
-
-
-class PageCache:
-    """Pages by requested URL, least recently used first out; bounded in entries and size."""
-
-    def __init__(self, ttl_s: float, max_entries: int, max_chars: int) -> None:
-        self.ttl_s = ttl_s
-        self.max_entries = max_entries
-        self.max_chars = max_chars
-        self._pages: OrderedDict[str, tuple[float, Page]] = OrderedDict()
-        self._chars = 0
-
-    def get(self, url: str) -> Page | None:
-        hit = self._pages.get(url)
-        if hit is None:
-            return None
-        stored_at, page = hit
-        if time.monotonic() - stored_at > self.ttl_s:
-            self._drop(url)
-            return None
-        self._pages.move_to_end(url)
-        return page
-
-    def put(self, url: str, page: Page) -> None:
-        if len(page.text) > self.max_chars:
-            return
-        if url in self._pages:
-            self._drop(url)
-        self._pages[url] = (time.monotonic(), page)
-        self._chars += len(page.text)
-        while len(self._pages) > self.max_entries or self._chars > self.max_chars:
-            self._drop(next(iter(self._pages)))
-
-    def _drop(self, url: str) -> None:
-        _, page = self._pages.pop(url)
-        self._chars -= len(page.text)
-
-
-def checked_url(url: str, allow: AllowList | None = None) -> str:
-    """The URL to fetch: validated, and upgraded to https unless it is loopback or a host
-    the operator allowed as internal (internal services often speak plain http)."""
-    if len(url) > MAX_URL_LENGTH:
-        raise InputError(f"The URL is {len(url)} characters long; the limit is {MAX_URL_LENGTH}.")
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise InputError(f"Invalid URL {url!r}: {exc}.") from None
-    if parts.scheme.lower() not in ("http", "https"):
-        raise InputError(f"Invalid URL {url!r}: only http:// and https:// URLs can be fetched.")
-    if not host:
-        raise InputError(f"Invalid URL {url!r}: it names no host.")
-    if parts.username is not None or parts.password is not None:
-        raise InputError(
-            f"Invalid URL {url!r}: URLs with a user name or password cannot be fetched."
-        )
-    scheme = parts.scheme.lower()
-    internal = host.lower() in LOOPBACK_HOSTS or (allow is not None and allow.names_host(host))
-    if scheme == "http" and not internal:
-        scheme = "https"
-    return urlunsplit((scheme, parts.netloc, parts.path or "/", parts.query, ""))
-
-
-def _effective_port(url: str) -> int | None:
-    parts = urlsplit(url)
-    return parts.port or {"http": 80, "https": 443}.get(parts.scheme)
-
-
-def is_same_host(current: str, target: str) -> bool:
-    """Whether a redirect from `current` to `target` stays on the same host (a leading
-    "www." aside), on the same port, without credentials and without leaving http(s)."""
-    a, b = urlsplit(current), urlsplit(target)
-    if b.scheme not in ("http", "https") or b.username is not None or b.password is not None:
-        return False
-    if (a.hostname or "").removeprefix("www.") != (b.hostname or "").removeprefix("www."):
-        return False
-    if a.scheme == b.scheme:
-        return _effective_port(current) == _effective_port(target)
-    # http -> https on the default ports is the same site, upgraded.
-    return a.scheme == "http" and b.scheme == "https" and a.port is None and b.port is None
-
-
-def to_markdown(body: bytes, charset: str | None) -> str:
-    soup = BeautifulSoup(body, "html.parser", from_encoding=charset)
-    for tag in soup(DROPPED_TAGS):
-        tag.decompose()
-    text = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
-    # Collapse the runs of blank lines that layout markup leaves behind.
-    lines: list[str] = []
-    for line in text.splitlines():
-        line = line.rstrip()
-        if line or (lines and lines[-1]):
-            lines.append(line)
-    return "\n".join(lines).strip()
-
-
-def _looks_textual(body: bytes) -> bool:
-    sample = body[:4096]
-    if b"\0" in sample:
-        return False
-    try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(sample) - 3  # a character cut at the end of the sample
-    return True
-
-
-def to_text(body: bytes, media_type: str, charset: str | None) -> str | None:
-    """The body as text for the model, or None if it is not text."""
-    if not media_type and _looks_textual(body):
-        media_type = "text/html" if b"<html" in body.lstrip()[:512].lower() else "text/plain"
-    if media_type in HTML_TYPES:
-        return to_markdown(body, charset)
-    if (
-        media_type.startswith("text/")
-        or media_type in TEXT_TYPES
-        or media_type.endswith(("+json", "+xml"))
-    ):
-        try:
-            return body.decode(charset or "utf-8", errors="replace")
-        except LookupError:  # an unknown charset name
-            return body.decode("utf-8", errors="replace")
-    return None
-
-
-def _describe_size(n: int) -> str:
-    if n >= 1024 * 1024:
-        return f"{n / (1024 * 1024):.1f} MB"
-    if n >= 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n} bytes"
 
 
 class WebFetch(Tool):
@@ -323,8 +140,8 @@ class WebFetch(Tool):
         header = [f"Fetched {page.url} ({status}, {page.content_type or 'no content type'})."]
         if page.cut:
             header.append(
-                f"The response was larger than {_describe_size(MAX_BODY_BYTES)}; only the first "
-                f"{_describe_size(MAX_BODY_BYTES)} were read, so the content below is incomplete."
+                f"The response was larger than {describe_size(MAX_BODY_BYTES)}; only the first "
+                f"{describe_size(MAX_BODY_BYTES)} were read, so the content below is incomplete."
             )
         if offset or next_offset is not None:
             header.append(f"Characters {offset}-{end} of {total}.")
@@ -362,7 +179,7 @@ class WebFetch(Tool):
     async def _fetch_cancellable(
         self, url: str, allow: AllowList, ctx: ToolContext
     ) -> Page | Redirect:
-        fetch = asyncio.ensure_future(self._fetch(url, allow))
+        fetch = asyncio.ensure_future(fetch_page(url, allow, self.resolve))
         cancelled = asyncio.ensure_future(ctx.cancelled.wait())
         try:
             await asyncio.wait({fetch, cancelled}, return_when=asyncio.FIRST_COMPLETED)
@@ -375,97 +192,6 @@ class WebFetch(Tool):
         if not fetch.done() or fetch.cancelled() or ctx.cancelled.is_set():
             raise ToolError("The fetch was cancelled.")
         return fetch.result()
-
-    async def _fetch(self, url: str, allow: AllowList) -> Page | Redirect:
-        try:
-            async with asyncio.timeout(FETCH_TIMEOUT_S):
-                fetched = await self._fetch_following(url, allow)
-        except (TimeoutError, httpx.TimeoutException):
-            raise ToolError(
-                f"Fetching {url} timed out after {FETCH_TIMEOUT_S:.0f} seconds."
-            ) from None
-        except httpx.ConnectError as exc:
-            raise ToolError(f"Could not connect to {urlsplit(url).netloc}: {exc}") from None
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise ToolError(
-                f"Fetching {url} failed: {type(exc).__name__}: {exc or 'no details'}"
-            ) from None
-        if isinstance(fetched, Redirect):
-            return fetched
-        # Converting is outside the time limit: it is our work, not the server's.
-        return await self._page(*fetched)
-
-    async def _fetch_following(
-        self, url: str, allow: AllowList
-    ) -> tuple[str, httpx.Response, bytes, bool] | Redirect:
-        """The final URL, its response and its body (and whether the body was cut), or a
-        redirect to another host."""
-        headers = {
-            "User-Agent": USER_AGENT,
-            "Accept": ACCEPT,
-        }
-        async with httpx.AsyncClient(
-            timeout=FETCH_TIMEOUT_S,
-            follow_redirects=False,
-            headers=headers,
-            transport=CheckedTransport(allow, self.resolve),
-        ) as client:
-            current = url
-            for _ in range(MAX_REDIRECTS + 1):
-                async with client.stream("GET", current) as resp:
-                    media_type = resp.headers.get("content-type", "")
-                    location = resp.headers.get("location")
-                    if resp.is_redirect and location:
-                        target = urljoin(current, location)
-                        if not is_same_host(current, target):
-                            return Redirect(
-                                current, target, resp.status_code, resp.reason_phrase, media_type
-                            )
-                        current = target
-                        continue
-                    body, cut = await _read_capped(resp)
-                    return current, resp, body, cut
-            raise ToolError(f"Fetching {url} gave more than {MAX_REDIRECTS} redirects; giving up.")
-
-    async def _page(self, url: str, resp: httpx.Response, body: bytes, cut: bool) -> Page:
-        content_type = resp.headers.get("content-type", "")
-        media_type = content_type.split(";", 1)[0].strip().lower()
-        charset = resp.charset_encoding
-        if resp.status_code >= 400:
-            # The error page, if it is text, tells the model what went wrong.
-            text = await asyncio.to_thread(to_text, body[:65536], media_type, charset) or ""
-        else:
-            converted = await asyncio.to_thread(to_text, body, media_type, charset)
-            if converted is None:
-                raise ToolError(
-                    f"{url} is {media_type or 'of no stated type'} "
-                    f"({_describe_size(len(body))}{' or more' if cut else ''}), which WebFetch "
-                    f"cannot show: it returns web pages, text and JSON only. To work with this "
-                    f"file, download it with Bash (for example curl -o) if that is allowed, "
-                    f"then Read it."
-                )
-            text = converted
-        return Page(
-            url=url,
-            code=resp.status_code,
-            code_text=resp.reason_phrase,
-            content_type=content_type,
-            bytes=len(body),
-            text=text,
-            cut=cut,
-        )
-
-
-async def _read_capped(resp: httpx.Response) -> tuple[bytes, bool]:
-    """The body, read as it arrives, up to MAX_BODY_BYTES; and whether it was cut there."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in resp.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return b"".join(chunks)[:MAX_BODY_BYTES], True
-    return b"".join(chunks), False
 
 
 TOOL = WebFetch
