@@ -106,9 +106,28 @@ def _write_all(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
+# Starts of a hook's sandbox that failed before bash ran (a path bwrap was to mount
+# vanished after the policy listed it): nothing of the hook ran, so it is started again,
+# as a Bash call is. Otherwise a deny hook would be skipped as a non-blocking failure.
+START_ATTEMPTS = 3
+
+
 async def run_hook(hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFactory) -> HookRun:
     """Run one hook command in the session's sandbox with `payload` on stdin; kill the
     whole sandbox on timeout."""
+    for _attempt in range(START_ATTEMPTS - 1):
+        run = await _run_once(hook, payload, sandbox)
+        if run is not None:
+            return run
+    run = await _run_once(hook, payload, sandbox, last=True)
+    assert run is not None
+    return run
+
+
+async def _run_once(
+    hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFactory, last: bool = False
+) -> HookRun | None:
+    """The hook run once; None when its sandbox ended before bash ran (unless `last`)."""
     try:
         policy = copy.deepcopy(sandbox())
     except OSError as exc:
@@ -119,15 +138,32 @@ async def run_hook(hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFa
         policy.cwd = hook.project_dir or None
     policy.limits.wall_seconds = hook.timeout + 5  # a backstop; our own timeout comes first
     stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
+    # bash marks that it runs (one byte on a pipe only the daemon reads) before the hook's
+    # command, which cannot undo it: no byte means the sandbox never ran it.
+    started_r, started_w = os.pipe2(os.O_CLOEXEC)
     # bash reads the command from its argument, stdin from the fd the daemon passed in.
-    script = f"exec 0<&{stdin_r} {stdin_r}<&-\n{hook.command}"
+    script = (
+        f"exec 0<&{stdin_r} {stdin_r}<&-; printf x >&{started_w}; exec {started_w}>&-\n"
+        f"{hook.command}"
+    )
     try:
-        proc = await spawn(policy, ["/bin/bash", "-c", script], pass_fds=(stdin_r,))
+        proc = await spawn(policy, ["/bin/bash", "-c", script], pass_fds=(stdin_r, started_w))
     except (SandboxUnavailable, OSError) as exc:
         os.close(stdin_w)
+        os.close(started_r)
         return HookRun(hook, None, "", "", f"could not start in the sandbox: {exc}")
     finally:
         os.close(stdin_r)
+        os.close(started_w)
+    try:
+        return await _talk(hook, payload, proc, stdin_w, started_r, last)
+    finally:
+        os.close(started_r)
+
+
+async def _talk(
+    hook: HookCommand, payload: dict[str, Any], proc: Any, stdin_w: int, started_r: int, last: bool
+) -> HookRun | None:
     feeding = asyncio.ensure_future(
         asyncio.to_thread(_write_all, stdin_w, json.dumps(payload).encode())
     )
@@ -149,6 +185,14 @@ async def run_hook(hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFa
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(feeding), 5)
+    os.set_blocking(started_r, False)
+    try:
+        started = os.read(started_r, 1) == b"x"
+    except BlockingIOError:  # pragma: no cover - every writer has exited by now
+        started = True
+    if not started and not last:
+        log.info("hook %r: its sandbox ended before bash ran; starting it again", hook.command)
+        return None
     return HookRun(
         hook,
         proc.returncode,
