@@ -121,26 +121,6 @@ class Store:
         # Events that could not be journaled for want of space, since the start.
         self.unjournaled = 0
 
-    @contextlib.contextmanager
-    def _writing(self, commit: bool = False) -> Iterator[None]:
-        """A write: a full disk becomes StorageFull (and is noted). Only a commit that
-        succeeds says the disk has room again (a write may just sit in the cache)."""
-        try:
-            yield
-        except (sqlite3.OperationalError, OSError) as exc:
-            if not is_full(exc):
-                raise
-            self._note_full(exc)
-            raise self._full_error(exc) from None
-        finally:
-            if not self._db.in_transaction:
-                # SQLite may roll the transaction back on SQLITE_FULL: open the next one.
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("BEGIN")
-        if commit and self.full_since:
-            log.warning("state disk writable again after %.0fs", time.time() - self.full_since)
-            self.full_since = 0.0
-
     def _full_error(self, exc: BaseException) -> StorageFull:
         return StorageFull(
             f"agentd's state disk is full ({os.path.dirname(self.path)}): {exc}; "
@@ -160,22 +140,30 @@ class Store:
             )
 
     def _write(self, sql: str, params: Any = (), many: bool = False) -> None:
-        """As `with self._writing()`, without a context manager's cost (several per call)."""
+        """A write: a full disk becomes StorageFull (and is noted)."""
         try:
             if many:
                 self._db.executemany(sql, params)
             else:
                 self._db.execute(sql, params)
         except (sqlite3.OperationalError, OSError) as exc:
-            if not is_full(exc):
-                raise
+            self._raise_if_full(exc)
+            raise
+        finally:
+            self._keep_transaction()
+
+    def _raise_if_full(self, exc: BaseException) -> None:
+        """StorageFull (noted) for a failure for want of space; else nothing (the caller
+        re-raises what it caught)."""
+        if is_full(exc):
             self._note_full(exc)
             raise self._full_error(exc) from None
-        finally:
-            if not self._db.in_transaction:
-                # SQLite may roll the transaction back on SQLITE_FULL: open the next one.
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("BEGIN")
+
+    def _keep_transaction(self) -> None:
+        if not self._db.in_transaction:
+            # SQLite may roll the transaction back on SQLITE_FULL: open the next one.
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("BEGIN")
 
     def _dirty(self) -> None:
         if self._flush_handle is not None:
@@ -197,10 +185,20 @@ class Store:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        with self._writing(commit=True):
+        try:
             if self._db.in_transaction:
                 self._db.execute("COMMIT")
             self._db.execute("BEGIN")
+        except (sqlite3.OperationalError, OSError) as exc:
+            self._raise_if_full(exc)
+            raise
+        finally:
+            self._keep_transaction()
+        # Only a commit that succeeds says the disk has room again (a write may just sit
+        # in the cache).
+        if self.full_since:
+            log.warning("state disk writable again after %.0fs", time.time() - self.full_since)
+            self.full_since = 0.0
 
     def _flush_later(self) -> None:
         """The grouped commit: on a full disk it is tried again later, never raised into
