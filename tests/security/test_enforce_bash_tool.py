@@ -5,27 +5,18 @@ command that writes shows what a read-only run does with a write."""
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentd.tools.base import ToolResult
-from tests.conftest import SANDBOX_UID
 from tests.tools.direct import call_bash
 
 
 @pytest.fixture
-def ws() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
-    root.chmod(0o755)
-    if os.geteuid() == 0:
-        os.chown(root, SANDBOX_UID, SANDBOX_UID)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+def ws(workspace: Path) -> Path:
+    """A workspace the sandbox's uid can reach (conftest's)."""
+    return workspace
 
 
 def _run(ws: Path, tmp_path: Path, command: str, sandbox: str) -> ToolResult:

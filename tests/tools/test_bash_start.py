@@ -5,10 +5,7 @@ and nothing of the command has run yet. A command that did start is never run tw
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,20 +14,15 @@ from agentd import sandboxing
 from agentd.errors import ToolError
 from agentd.tools.base import ToolResult
 from agentd.tools.bash import _START_ATTEMPTS
-from tests.conftest import SANDBOX_UID
 from tests.tools.direct import call_bash
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 
 
 @pytest.fixture
-def ws() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
-    root.chmod(0o755)
-    if os.geteuid() == 0:
-        os.chown(root, SANDBOX_UID, SANDBOX_UID)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+def ws(workspace: Path) -> Path:
+    """A workspace the sandbox's uid can reach (conftest's)."""
+    return workspace
 
 
 def _run(

@@ -4,10 +4,7 @@ listed path may vanish before bwrap mounts it); one that never starts is an erro
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +12,14 @@ import pytest
 
 from agentd.config import Config
 from agentd.tools import ripgrep
-from tests.conftest import SANDBOX_UID
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 
 
 @pytest.fixture
-def ws() -> Iterator[Path]:
-    """A workspace the sandbox's uid can search."""
-    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
-    root.chmod(0o755)
-    if os.geteuid() == 0:
-        os.chown(root, SANDBOX_UID, SANDBOX_UID)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+def ws(workspace: Path) -> Path:
+    """A workspace the sandbox's uid can reach (conftest's)."""
+    return workspace
 
 
 @pytest.fixture
