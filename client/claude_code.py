@@ -21,12 +21,11 @@ Each file is merged (other content kept) and replaced whole by a rename.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from agentd_client.errors import Refused
+from agentd_client.files import write_atomic
 
 SERVER = "agentd"
 ENV = {"ENABLE_TOOL_SEARCH": "false", "MCP_CONNECTION_NONBLOCKING": "false"}
@@ -47,18 +46,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode(), dir_mode=0o777)
 
 
 def _object(parent: dict[str, Any], key: str, path: Path) -> dict[str, Any]:

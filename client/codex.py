@@ -18,12 +18,12 @@ whole by a rename):
 from __future__ import annotations
 
 import os
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from agentd_client.errors import Refused, need
+from agentd_client.files import write_atomic
 
 SERVER = "agentd"
 RUN = "codex -c features.shell_tool=false -c features.unified_exec=false"
@@ -47,19 +47,7 @@ def _load(path: Path) -> dict[str, Any]:
 def _save(path: Path, data: dict[str, Any]) -> None:
     import tomli_w
 
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            tomli_w.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, tomli_w.dumps(data).encode())
 
 
 def install(server: dict[str, Any], path: Path | None = None) -> list[str]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 
 from agentd_client._client import Client, default_socket_path
 from agentd_client.errors import Unreachable, Usage, need
+from agentd_client.files import write_atomic
 
 FIELDS = ("address", "socket", "token_file", "ca", "session")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -94,17 +94,7 @@ def save(data: dict[str, Any]) -> Path:
     import tomli_w
 
     path = config_path()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".client.toml.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            tomli_w.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, tomli_w.dumps(data).encode(), keep_mode=False)
     return path
 
 
