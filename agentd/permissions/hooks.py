@@ -115,23 +115,22 @@ START_ATTEMPTS = 3
 async def run_hook(hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFactory) -> HookRun:
     """Run one hook command in the session's sandbox with `payload` on stdin; kill the
     whole sandbox on timeout."""
-    for _attempt in range(START_ATTEMPTS - 1):
-        run = await _run_once(hook, payload, sandbox)
-        if run is not None:
-            return run
-    run = await _run_once(hook, payload, sandbox, last=True)
-    assert run is not None
+    for _attempt in range(START_ATTEMPTS):
+        run, started = await _run_once(hook, payload, sandbox)
+        if started:
+            break
+        log.info("hook %r: its sandbox ended before bash ran; starting it again", hook.command)
     return run
 
 
 async def _run_once(
-    hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFactory, last: bool = False
-) -> HookRun | None:
-    """The hook run once; None when its sandbox ended before bash ran (unless `last`)."""
+    hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFactory
+) -> tuple[HookRun, bool]:
+    """The hook run once, and whether bash ran (else its sandbox never started)."""
     try:
         policy = copy.deepcopy(sandbox())
     except OSError as exc:
-        return HookRun(hook, None, "", "", f"could not prepare its sandbox: {exc}")
+        return HookRun(hook, None, "", "", f"could not prepare its sandbox: {exc}"), True
     if hook.project_dir:
         policy.env = {**policy.env, "CLAUDE_PROJECT_DIR": hook.project_dir}
     if not (policy.cwd and os.path.isdir(policy.cwd)):
@@ -151,19 +150,19 @@ async def _run_once(
     except (SandboxUnavailable, OSError) as exc:
         os.close(stdin_w)
         os.close(started_r)
-        return HookRun(hook, None, "", "", f"could not start in the sandbox: {exc}")
+        return HookRun(hook, None, "", "", f"could not start in the sandbox: {exc}"), True
     finally:
         os.close(stdin_r)
         os.close(started_w)
     try:
-        return await _talk(hook, payload, proc, stdin_w, started_r, last)
+        return await _talk(hook, payload, proc, stdin_w, started_r)
     finally:
         os.close(started_r)
 
 
 async def _talk(
-    hook: HookCommand, payload: dict[str, Any], proc: Any, stdin_w: int, started_r: int, last: bool
-) -> HookRun | None:
+    hook: HookCommand, payload: dict[str, Any], proc: Any, stdin_w: int, started_r: int
+) -> tuple[HookRun, bool]:
     feeding = asyncio.ensure_future(
         asyncio.to_thread(_write_all, stdin_w, json.dumps(payload).encode())
     )
@@ -181,7 +180,7 @@ async def _talk(
             await asyncio.wait_for(proc.wait(), 5)
         if isinstance(exc, asyncio.CancelledError):
             raise
-        return HookRun(hook, None, "", "", f"timed out after {hook.timeout:g}s (killed)")
+        return HookRun(hook, None, "", "", f"timed out after {hook.timeout:g}s (killed)"), True
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(feeding), 5)
@@ -190,15 +189,8 @@ async def _talk(
         started = os.read(started_r, 1) == b"x"
     except BlockingIOError:  # pragma: no cover - every writer has exited by now
         started = True
-    if not started and not last:
-        log.info("hook %r: its sandbox ended before bash ran; starting it again", hook.command)
-        return None
-    return HookRun(
-        hook,
-        proc.returncode,
-        out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"),
-    )
+    text = (out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+    return HookRun(hook, proc.returncode, *text), started
 
 
 def _json_out(run: HookRun) -> dict[str, Any] | None:
