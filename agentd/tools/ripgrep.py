@@ -124,11 +124,11 @@ async def run_rg(
         raise InputError(
             "The pattern, glob or type contains a NUL byte, which ripgrep cannot take."
         )
-    for attempt in range(1, START_ATTEMPTS + 1):
+    for _attempt in range(START_ATTEMPTS):
         out = await _run_once([*common, *args], cwd, cancelled, max_bytes, max_seconds, sandbox)
-        if sandbox is None or attempt == START_ATTEMPTS or not _never_started(out):
-            return out
-    raise AssertionError("unreachable")
+        if sandbox is None or not _never_started(out):
+            break
+    return out
 
 
 # A search whose sandbox failed before rg ran is started again (bwrap's argv is built
