@@ -11,10 +11,11 @@ import signal
 import sys
 import warnings
 
-from agentd import __version__, logs, metrics
-from agentd.config import Config
+from agentd import __version__
 from agentd.daemon import Daemon
-from agentd.errors import AgentdError, ConfigError
+from agentd.foundation import logs, metrics
+from agentd.foundation.config import Config
+from agentd.foundation.errors import AgentdError, ConfigError
 
 log = logging.getLogger("agentd")
 
@@ -71,7 +72,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _tls_init(args: argparse.Namespace) -> int:
-    from agentd import tls
+    from agentd.api import tls
 
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     directory = args.dir or os.path.join(base, "agentd", "tls")
@@ -90,7 +91,7 @@ def _tls_init(args: argparse.Namespace) -> int:
 
 
 def _health(args: argparse.Namespace) -> int:
-    from agentd import health
+    from agentd.cli import health
     from agentd_client import default_socket_path
 
     serving, line = health.check(args.socket_path or default_socket_path(), args.timeout)
@@ -99,7 +100,7 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    from agentd import stopping
+    from agentd.cli import stop as stopping
 
     try:
         config = Config.load(args.config, socket_path=args.socket_path, state_dir=args.state_dir)

@@ -12,22 +12,24 @@ from typing import Any
 import grpc
 
 import agentd_sandbox
-from agentd import fsaccess, logs, metrics, shims
-from agentd.config import Config
-from agentd.errors import Unavailable
-from agentd.executor import Executor
-from agentd.notify import Notifier
-from agentd.outputs import Outputs
+from agentd.api.server import Server
+from agentd.api.service import Servicer
+from agentd.calls.executor import Executor
+from agentd.foundation import logs, metrics
+from agentd.foundation.config import Config
+from agentd.foundation.errors import Unavailable
+from agentd.foundation.notify import Notifier
+from agentd.foundation.privdir import ensure_private_dir
+from agentd.fs import access as fsaccess
+from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
-from agentd.privdir import ensure_private_dir
-from agentd.readopt import readopt
-from agentd.reaper import Reaper
-from agentd.server import Server
-from agentd.service import Servicer
-from agentd.sessions import Session, SessionManager
-from agentd.store import Store
-from agentd.tasks import TaskManager
-from agentd.templedger import TempLedger
+from agentd.runs.output.registry import Outputs
+from agentd.runs.tasks import TaskManager
+from agentd.sessions.retention import Reaper
+from agentd.sessions.session import Session, SessionManager
+from agentd.sessions.store import Store
+from agentd.shim import client as shim_client
+from agentd.shim.adopt import readopt
 from agentd.tools import default_registry
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
@@ -126,7 +128,7 @@ class Daemon:
         self.notifier.status("starting")
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
-        shims.FORKSERVER.start()  # warm before the first Bash call
+        shim_client.FORKSERVER.start()  # warm before the first Bash call
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
         if adopted:
@@ -205,7 +207,7 @@ class Daemon:
             await self.tasks.stop_all()
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
-        shims.FORKSERVER.close()
+        shim_client.FORKSERVER.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

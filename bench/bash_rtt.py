@@ -8,7 +8,7 @@ Rows, interleaved in this run so the machine's noise falls on all of them alike:
   --dev /dev --proc /proc --unshare-all --die-with-parent --new-session -- sh -c true`,
 - `bwrap <the daemon's policy> true` and `bwrap <the daemon's policy> /bin/bash -c true`:
   the argv from `agentd_sandbox.runner.prepare` with the policy the daemon builds for the
-  session (`agentd.sandboxing.policy_for`), spawned and waited for from this process,
+  session (`agentd.sandboxing.policy.policy_for`), spawned and waited for from this process,
 - RunTool(Bash "true") over gRPC to a daemon process (it runs `/bin/bash -c true`).
 Goals: the daemon's p50 <= 1.7x the bare bwrap spawn of the same argv; <= 1.3x the
 minimal sandbox (issue 12).
@@ -28,16 +28,16 @@ from _common import daemon, percentile, verdict, workspace
 
 
 def _policy(ws: str):
-    """The sandbox policy the daemon builds for a session on `ws` (see agentd.sandboxing)."""
-    from agentd import sandboxing
-    from agentd.config import Config
-    from agentd.sessions import Session
+    """The sandbox policy the daemon builds for a session on `ws` (see agentd.sandboxing.policy)."""
+    from agentd.foundation.config import Config
+    from agentd.sandboxing import policy as sandbox_policy
+    from agentd.sessions.session import Session
 
     state = tempfile.mkdtemp(prefix="agentd-bench-state-")
     config = Config(socket_path=os.path.join(state, "run", "agentd.sock"), state_dir=state)
     session = Session(id="bench", workspace_roots=[ws], cwd=ws, owner_uid=os.getuid())
-    tmp_dir = sandboxing.session_tmp_dir(session, config)
-    return sandboxing.policy_for(session, config, tmp_dir), [state, tmp_dir]
+    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
+    return sandbox_policy.policy_for(session, config, tmp_dir), [state, tmp_dir]
 
 
 def _bwrap(policy, argv: list[str]) -> Callable[[], None]:

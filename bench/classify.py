@@ -38,7 +38,7 @@ TYPICAL = [
     "pytest -q tests/test_x.py",
     "cd src && ls",
     "python3 -m pip install -r requirements.txt",
-    "sed -n '1,80p' agentd/server.py",
+    "sed -n '1,80p' agentd/api/server.py",
     "awk -F: '{print $1}' /etc/passwd | sort | uniq -c",
     "echo hello > out.txt",
     "rm -rf build dist",

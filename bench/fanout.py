@@ -22,7 +22,7 @@ daemon's machine really pays: the daemon serving them and the kernel's socket co
 `--local` runs them at normal priority instead, as 32 followers on the daemon's own
 machine would (on 2 cores they then compete with the command for CPU, whatever the
 daemon does). While the command runs the daemon serves live followers within a
-bounded rate (agentd/output_serving.py), so they fall behind a 100 MB burst and catch
+bounded rate (agentd/runs/output/serving.py), so they fall behind a 100 MB burst and catch
 up once it ends: the time the last one is done after the command is reported.
 """
 

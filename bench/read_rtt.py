@@ -66,10 +66,10 @@ async def _time_async(fn: Callable[[], Any], warm: int, n: int) -> list[float]:
 
 def _in_process(ws: str, path: str, warm: int, n: int) -> dict[str, list[float]]:
     """The Read tool alone, then through Executor.run_one with a real Store."""
-    from agentd.config import Config
+    from agentd.calls.executor import ToolUse
     from agentd.daemon import Daemon
-    from agentd.executor import ToolUse
-    from agentd.sessions import Session
+    from agentd.foundation.config import Config
+    from agentd.sessions.session import Session
     from agentd.tools import default_registry
     from agentd.tools.base import ToolContext
 

@@ -3,7 +3,7 @@
     .venv/bin/python bench/sandbox_start.py --baseline-tree /path/to/older/checkout [--quick]
 
 Each round spawns, from this process, `true` under the policy the daemon builds for a
-session on a git workspace (agentd.sandboxing.policy_for), once with this tree's
+session on a git workspace (agentd.sandboxing.policy.policy_for), once with this tree's
 agentd_sandbox and once with the baseline tree's (its `sandbox/` package loaded under
 another name), interleaved so the machine's noise falls on both alike. Prepare (argv,
 seccomp fd) is included: it is part of every Bash call.
@@ -53,9 +53,9 @@ def main() -> None:
     args = parser.parse_args()
     rounds, warm = (40, 5) if args.quick else (200, 20)
 
-    from agentd import sandboxing
-    from agentd.config import Config
-    from agentd.sessions import Session
+    from agentd.foundation.config import Config
+    from agentd.sandboxing import policy as sandbox_policy
+    from agentd.sessions.session import Session
     from agentd_sandbox import runner
 
     old = _load_tree(args.baseline_tree)
@@ -65,8 +65,8 @@ def main() -> None:
     state = tempfile.mkdtemp(prefix="agentd-bench-state-")
     config = Config(socket_path=os.path.join(state, "run", "agentd.sock"), state_dir=state)
     session = Session(id="bench", workspace_roots=[ws], cwd=ws, owner_uid=os.getuid())
-    tmp_dir = sandboxing.session_tmp_dir(session, config)
-    new_policy = sandboxing.policy_for(session, config, tmp_dir)
+    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
+    new_policy = sandbox_policy.policy_for(session, config, tmp_dir)
     known = {f.name for f in dataclasses.fields(old.SandboxPolicy)}
     common = {k: v for k, v in vars(new_policy).items() if k in known and k != "limits"}
     common.update(read_only=[], ro_binds=[], hidden=[state, os.path.dirname(config.socket_path)])

@@ -1,7 +1,7 @@
 """The errors of talking to agentd: typed exceptions for programs, exit codes for agentctl.
 
 For programs, every failed RPC raises one of these instead of a bare grpc.RpcError.
-The tree mirrors the daemon's own (agentd/errors.py maps each to a gRPC status), plus
+The tree mirrors the daemon's own (agentd/foundation/errors.py maps each to a gRPC status), plus
 the failures that happen on the way there:
 
     AgentdError                 an RPC failed; .code() and .details() as on grpc.RpcError

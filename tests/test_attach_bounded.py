@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agentd import events
-from agentd.events import EventLog
-from agentd.store import Store
+from agentd.sessions import events
+from agentd.sessions.events import EventLog
+from agentd.sessions.store import Store
 
 BLOB = "x" * 10_000
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agentd.config import Config, PermissionMode, describe
-from agentd.errors import ConfigError
-from agentd.sessions import PERMISSION_MODES
+from agentd.foundation.config import Config, PermissionMode, describe
+from agentd.foundation.errors import ConfigError
+from agentd.sessions.session import PERMISSION_MODES
 
 
 def _wrong_value(hint: object) -> object:

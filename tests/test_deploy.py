@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 from dockerfile_parse import DockerfileParser
 
-from agentd.config import Config
+from agentd.foundation.config import Config
 from tests import kustomize
 from tests.daemon import DaemonProcess
 

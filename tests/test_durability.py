@@ -165,7 +165,7 @@ def test_sigkill_keeps_every_call_answered_before_the_commit_window(
     """The promise (README, "What survives a crash"): journal writes are committed in
     groups at most FLUSH_DELAY after the reply; a daemon killed outright keeps every call
     answered before that window, and its session."""
-    from agentd.store import FLUSH_DELAY
+    from agentd.sessions.store import FLUSH_DELAY
 
     base = tmp_path / "d"
     first = start_daemon(base)

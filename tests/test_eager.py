@@ -7,7 +7,7 @@ import contextvars
 
 import pytest
 
-from agentd import eager
+from agentd.calls import eager
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="caller")
 

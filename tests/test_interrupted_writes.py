@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agentd.fsidentity import FsIdentity
-from agentd.templedger import TempLedger
+from agentd.fs.identity import FsIdentity
+from agentd.fs.temp_ledger import TempLedger
 from agentd_client import AgentdError, Client
 from tests.conftest import SANDBOX_UID
 from tests.daemon import start_daemon

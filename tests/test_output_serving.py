@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agentd import output_serving
-from agentd.output_serving import CHUNK, ChunkCache, Pacer
+from agentd.runs.output import serving
+from agentd.runs.output.serving import CHUNK, ChunkCache, Pacer
 
 
 def _file(tmp_path: Path, size: int) -> tuple[int, bytes]:
@@ -29,13 +29,13 @@ def test_readers_at_one_offset_share_one_read(
 ) -> None:
     fd, data = _file(tmp_path, 3 * CHUNK + 100)
     reads: list[int] = []
-    real_cached = output_serving._read_cached
+    real_cached = serving._read_cached
 
     def cached(fd_: int, n: int, offset: int) -> bytes | None:
         reads.append(offset)
         return real_cached(fd_, n, offset)
 
-    monkeypatch.setattr(output_serving, "_read_cached", cached)
+    monkeypatch.setattr(serving, "_read_cached", cached)
 
     async def follow(cache: ChunkCache) -> bytes:
         got, offset = bytearray(), 0
@@ -120,8 +120,8 @@ def test_the_pacer_bounds_live_bytes_and_lets_go_at_the_end() -> None:
 
 
 def test_a_chunk_is_encoded_once_for_all_its_followers() -> None:
-    from agentd.output_serving import EncodedChunks
-    from agentd.outputs import Chunk
+    from agentd.runs.output.registry import Chunk
+    from agentd.runs.output.serving import EncodedChunks
     from agentd_client.v1 import agentd_pb2 as pb
 
     encoded = EncodedChunks(keep=2)

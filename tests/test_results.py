@@ -52,7 +52,7 @@ def test_image_reply_and_journal_carry_the_same_bytes(client: Client, workspace:
 
 
 def test_journal_rows_with_hex_images_still_replay() -> None:
-    from agentd.wire import result_to_pb
+    from agentd.api.wire import result_to_pb
 
     legacy = {
         "tool_use_id": "toolu_1",

@@ -15,7 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from agentd import owners
+from agentd.sessions import tmp_owners
 from agentd_client import AgentdError, Client
 from tests import ctl
 from tests.daemon import DaemonProcess, start_daemon
@@ -153,10 +153,10 @@ def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, works
     finally:
         assert gone.stop() == 0, gone.log
     assert os.path.isdir(dirs["tmp"]) and os.path.isdir(dirs["out"])
-    record = Path(owners.base(), sid)
+    record = Path(tmp_owners.base(), sid)
     assert json.loads(record.read_text())["state_dir"] == gone.state_dir
     shutil.rmtree(gone.state_dir)
-    hour_ago = time.time() - owners.GRACE_SECONDS - 60
+    hour_ago = time.time() - tmp_owners.GRACE_SECONDS - 60
     os.utime(record, (hour_ago, hour_ago))
     # Two forged records: one whose owner still has its database (kept), one naming a
     # path that is no session directory (the record goes, the path stays).
@@ -166,23 +166,25 @@ def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, works
     other_state = tmp_path / "other" / "state"
     other_state.mkdir(parents=True)
     (other_state / "agentd.db").write_bytes(b"")
-    Path(owners.base(), live).write_text(json.dumps({"state_dir": str(other_state), "paths": []}))
-    Path(owners.base(), forged).write_text(
+    Path(tmp_owners.base(), live).write_text(
+        json.dumps({"state_dir": str(other_state), "paths": []})
+    )
+    Path(tmp_owners.base(), forged).write_text(
         json.dumps({"state_dir": str(tmp_path / "nowhere"), "paths": [str(victim)]})
     )
     for name in (live, forged):
-        os.utime(Path(owners.base(), name), (hour_ago, hour_ago))
+        os.utime(Path(tmp_owners.base(), name), (hour_ago, hour_ago))
 
     daemon = _daemon(tmp_path, session_idle_seconds=0)
     try:
         _wait(lambda: not record.exists(), daemon)
         assert not os.path.exists(dirs["tmp"]) and not os.path.exists(dirs["out"])
         assert "whose daemon is gone" in daemon.log
-        _wait(lambda: not Path(owners.base(), forged).exists(), daemon)
+        _wait(lambda: not Path(tmp_owners.base(), forged).exists(), daemon)
         assert victim.is_dir()
-        assert Path(owners.base(), live).exists()
+        assert Path(tmp_owners.base(), live).exists()
     finally:
-        Path(owners.base(), live).unlink(missing_ok=True)
+        Path(tmp_owners.base(), live).unlink(missing_ok=True)
         assert daemon.stop() == 0, daemon.log
 
 
@@ -196,15 +198,15 @@ def test_the_start_sweep_keeps_a_session_made_while_it_runs(tmp_path: Path) -> N
     try:
         for sid, path in dirs.items():
             path.mkdir(parents=True)
-            owners.record(sid, str(state), [str(path)])
+            tmp_owners.record(sid, str(state), [str(path)])
         before = started - 10
-        os.utime(Path(owners.base(), left_before), (before, before))
+        os.utime(Path(tmp_owners.base(), left_before), (before, before))
         # (The count also holds other daemons' stale records this machine may have.)
-        assert owners.sweep(str(state), lambda sid: False, started) >= 1
+        assert tmp_owners.sweep(str(state), lambda sid: False, started) >= 1
         assert dirs[made_now].is_dir() and not dirs[left_before].exists()
-        assert Path(owners.base(), made_now).exists()
-        assert not Path(owners.base(), left_before).exists()
+        assert Path(tmp_owners.base(), made_now).exists()
+        assert not Path(tmp_owners.base(), left_before).exists()
     finally:
         for sid, path in dirs.items():
             shutil.rmtree(path, ignore_errors=True)
-            owners.forget(sid)
+            tmp_owners.forget(sid)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentd.config import Config
-from agentd.sessions import FileState, SessionManager
-from agentd.store import Store
+from agentd.foundation.config import Config
+from agentd.sessions.session import FileState, SessionManager
+from agentd.sessions.store import Store
 
 
 def _manager(state_dir: Path) -> tuple[Store, SessionManager]:

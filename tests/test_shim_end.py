@@ -8,8 +8,8 @@ import os
 import socket
 from pathlib import Path
 
-from agentd import shim as shim_proc
-from agentd.shims import ShimOutput, ShimRun
+from agentd.shim import supervisor as shim_proc
+from agentd.shim.client import ShimOutput, ShimRun
 
 
 async def _ended_with(tmp_path: Path, recorded: dict | None) -> tuple[int, int]:

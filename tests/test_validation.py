@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentd import validation
-from agentd.errors import InputError
+from agentd.calls import validation
+from agentd.foundation.errors import InputError
 from agentd.tools import default_registry
 from tests.test_fuzz_inputs import ODD_VALUES
 

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from agentd.errors import InvalidRequest, NotFound
+from agentd.foundation.errors import InvalidRequest, NotFound
 from agentd.permissions.asker import Answer, Asker
 from agentd.permissions.settings import MergedSettings, SettingsLoader, UntrustedFile
 from agentd.permissions.trust import (
@@ -24,7 +24,7 @@ from agentd.permissions.trust import (
     read_settings,
     split_settings_path,
 )
-from agentd.sessions import Session, SessionManager
+from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import ToolContext
 
 log = logging.getLogger(__name__)

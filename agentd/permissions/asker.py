@@ -18,8 +18,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from agentd import metrics
-from agentd.sessions import SessionManager
+from agentd.foundation import metrics
+from agentd.sessions.session import SessionManager
 
 log = logging.getLogger(__name__)
 

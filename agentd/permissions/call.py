@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentd import fsaccess
+from agentd.fs import access as fsaccess
 from agentd.permissions.rules import SourcedRule
-from agentd.sessions import Session
+from agentd.sessions.session import Session
 from agentd.tools.base import Tool
 
 # Tools that touch nothing but the session's own state (its todo list, its own tasks'

@@ -12,7 +12,7 @@ The order, first match wins:
  2. Deny rules deny. A Bash command is denied if the whole command or any of its
     simple commands (wrappers and VAR= prefixes seen through) matches.
  3. Plan mode denies anything that is not read-only.
- 4. A write to a protected path (agentd/protected.py: `.git/`, `.claude/`, shell rc
+ 4. A write to a protected path (agentd/sandboxing/protected.py: `.git/`, `.claude/`, shell rc
     files...) asks, in every mode, unless an allow rule names that path explicitly (no
     wildcard; permissions/protected_paths.py). A recursive or forced `rm` (or
     `find -delete`/`-exec rm`) of /, the home directory, a workspace root or one of its
@@ -50,9 +50,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from agentd import sandboxing
-from agentd.config import Config
-from agentd.executor import Decision
+from agentd.calls.executor import Decision
+from agentd.foundation.config import Config
 from agentd.permissions import hooks as hook_runner
 from agentd.permissions.approvals import Approvals
 from agentd.permissions.asker import Asker
@@ -61,10 +60,11 @@ from agentd.permissions.critical import critical_rm
 from agentd.permissions.matching import RuleMatcher
 from agentd.permissions.outcomes import Outcomes
 from agentd.permissions.paths import is_within
-from agentd.permissions.protected_paths import explicit_allow, protected_reason
+from agentd.permissions.protected_edits import explicit_allow, protected_reason
 from agentd.permissions.settings import MergedSettings, SettingsLoader
 from agentd.permissions.tool_check import bash_reasons, grants_for, tool_check
-from agentd.sessions import Session, SessionManager
+from agentd.sandboxing import policy as sandbox_policy
+from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import TextBlock, Tool, ToolContext, ToolResult
 
 log = logging.getLogger(__name__)
@@ -275,8 +275,8 @@ class PermissionEngine:
 
     def _hook_sandbox(self, session: Session) -> hook_runner.PolicyFactory:
         def policy() -> Any:
-            tmp_dir = sandboxing.session_tmp_dir(session, self.config)
-            return sandboxing.policy_for(session, self.config, tmp_dir)
+            tmp_dir = sandbox_policy.session_tmp_dir(session, self.config)
+            return sandbox_policy.policy_for(session, self.config, tmp_dir)
 
         return policy
 

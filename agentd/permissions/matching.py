@@ -23,7 +23,7 @@ from agentd.permissions.rules import (
     url_host,
 )
 from agentd.permissions.settings import MergedSettings
-from agentd.sessions import Session
+from agentd.sessions.session import Session
 
 
 class RuleMatcher:

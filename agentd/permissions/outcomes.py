@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agentd.executor import Decision
+from agentd.calls.executor import Decision
 from agentd.permissions.asker import Asker
 from agentd.permissions.call import Ask, Call
-from agentd.sessions import Session, SessionManager
+from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import ToolContext
 
 log = logging.getLogger("agentd.permissions.engine")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from agentd.errors import InvalidRequest
+from agentd.foundation.errors import InvalidRequest
 from agentd.permissions import paths
 
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})

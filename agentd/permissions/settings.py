@@ -33,8 +33,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentd.config import Config
-from agentd.errors import InvalidRequest
+from agentd.foundation.config import Config
+from agentd.foundation.errors import InvalidRequest
 from agentd.permissions.rules import SourcedRule, parse_rule
 from agentd.permissions.trust import (
     SETTINGS_FILES,
@@ -43,7 +43,7 @@ from agentd.permissions.trust import (
     read_settings_files,
     stamp,
 )
-from agentd.sessions import PERMISSION_MODES, Session
+from agentd.sessions.session import PERMISSION_MODES, Session
 
 log = logging.getLogger(__name__)
 

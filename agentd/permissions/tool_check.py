@@ -11,7 +11,7 @@ from agentd.permissions.call import PERMISSIONLESS_TOOLS, Allow, Ask, Call
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import EDIT_TOOLS, url_host
 from agentd.permissions.settings import MergedSettings
-from agentd.sessions import Session
+from agentd.sessions.session import Session
 from agentd.tools.base import ToolContext
 
 

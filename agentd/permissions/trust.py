@@ -26,10 +26,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agentd.config import Config
-from agentd.errors import InvalidRequest
-from agentd.fsaccess import _openat2
-from agentd.store import Store
+from agentd.foundation.config import Config
+from agentd.foundation.errors import InvalidRequest
+from agentd.fs.access import _openat2
+from agentd.sessions.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The tool registry: one line per tool module, each module exporting `TOOL`."""
+"""The tool registry: one line per tool module (a package's `tool`), each exporting `TOOL`."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ TOOL_MODULES: tuple[str, ...] = (
     "grep",
     "ls",
     "todo_write",
-    "bash",
+    "bash.tool",
     "bash_output",
     "task_stop",
-    "web_fetch",
+    "web_fetch.tool",
 )
 
 

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from agentd.errors import InputError, ToolError
+from agentd.foundation.errors import InputError, ToolError
 
 if TYPE_CHECKING:
-    from agentd.sessions import Session
+    from agentd.sessions.session import Session
 
 __all__ = [
     "ContentBlock",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from agentd.errors import InputError
+from agentd.foundation.errors import InputError
 from agentd.tools.base import ReadOnlyTool, ToolContext, ToolResult
-from agentd.tools.patterns import compile_pattern, matching_lines
+from agentd.tools.search.patterns import compile_pattern, matching_lines
 
 DESCRIPTION = """\
 Returns the output a background task printed since the last BashOutput call for it \

@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from agentd import fsaccess
-from agentd.errors import InputError
-from agentd.sessions import Session
-from agentd.tools import filestate, textdiff
+from agentd.foundation.errors import InputError
+from agentd.fs import access as fsaccess
+from agentd.sessions.session import Session
 from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
+from agentd.tools.files import filestate, textdiff
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
 STALE_NOTE = (

@@ -7,10 +7,11 @@ import os
 import time
 from typing import Any, ClassVar
 
-from agentd import fsaccess, fsidentity
-from agentd.errors import PathOutsideWorkspace, ToolError
-from agentd.tools import glob_order, ripgrep
+from agentd.foundation.errors import PathOutsideWorkspace, ToolError
+from agentd.fs import access as fsaccess
+from agentd.fs import identity as fsidentity
 from agentd.tools.base import FileAccess, ReadOnlyTool, ToolContext, ToolResult
+from agentd.tools.search import glob_order, ripgrep
 
 MAX_RESULTS = 100
 

@@ -8,10 +8,10 @@ import os
 import re
 from typing import Any, ClassVar
 
-from agentd import fsidentity
-from agentd.errors import PathOutsideWorkspace
-from agentd.tools import ripgrep
+from agentd.foundation.errors import PathOutsideWorkspace
+from agentd.fs import identity as fsidentity
 from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
+from agentd.tools.search import ripgrep
 
 DEFAULT_HEAD_LIMIT = 250
 # Longer lines are replaced by rg's "[Omitted long matching line]".

@@ -23,8 +23,9 @@ import stat
 from collections import deque
 from typing import Any, ClassVar
 
-from agentd import fsaccess, fsidentity
-from agentd.errors import PathOutsideWorkspace
+from agentd.foundation.errors import PathOutsideWorkspace
+from agentd.fs import access as fsaccess
+from agentd.fs import identity as fsidentity
 from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
 
 MAX_ENTRIES = 1000

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentd.errors import InputError
-from agentd.tools import textdiff
+from agentd.foundation.errors import InputError
 from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
 from agentd.tools.edit import CURRENT_NOTE, apply_edit, edit_result, load_target, save_target
+from agentd.tools.files import textdiff
 
 PREVIEW_CHARS = 60
 

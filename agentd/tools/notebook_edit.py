@@ -9,10 +9,10 @@ import re
 import secrets
 from typing import Any
 
-from agentd.errors import InputError, ToolError
-from agentd.tools import filestate
+from agentd.foundation.errors import InputError, ToolError
 from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
-from agentd.tools.notebooks import join_source, notebook_language
+from agentd.tools.files import filestate
+from agentd.tools.formats.notebooks import join_source, notebook_language
 
 _INDEX_ID = re.compile(r"^cell-(\d+)$")
 

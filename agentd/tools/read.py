@@ -9,10 +9,10 @@ import os
 import stat
 from typing import Any
 
-from agentd import fsaccess, fsidentity
-from agentd.errors import InputError, ToolError
-from agentd.sessions import Session
-from agentd.tools import devices, filestate, images, notebooks, pdfs
+from agentd.foundation.errors import InputError, ToolError
+from agentd.fs import access as fsaccess
+from agentd.fs import identity as fsidentity
+from agentd.sessions.session import Session
 from agentd.tools.base import (
     FileAccess,
     ImageBlock,
@@ -22,6 +22,8 @@ from agentd.tools.base import (
     ToolResult,
     reminder,
 )
+from agentd.tools.files import devices, filestate
+from agentd.tools.formats import images, notebooks, pdfs
 
 # A whole-file read (no offset/limit) of more text than this is refused: the model
 # should read a part, search, or ask for it all with allow_large.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from agentd.errors import InputError
+from agentd.foundation.errors import InputError
 from agentd.tools.base import Tool, ToolContext, ToolResult
 
 DESCRIPTION = """\

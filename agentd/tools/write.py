@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agentd.errors import InputError
-from agentd.tools import filestate, textdiff
+from agentd.foundation.errors import InputError
 from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
+from agentd.tools.files import filestate, textdiff
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
 

@@ -21,13 +21,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agentd.config import Config
-from agentd.events import Event, EventLog
-from agentd.executor import Decision
+from agentd.calls.executor import Decision
+from agentd.foundation.config import Config
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.permissions.trust import SETTINGS_FILES
-from agentd.sessions import Session, SessionManager
-from agentd.store import Store
+from agentd.sessions.events import Event, EventLog
+from agentd.sessions.session import Session, SessionManager
+from agentd.sessions.store import Store
 from agentd.tools.base import FileAccess, Tool, ToolContext
 
 

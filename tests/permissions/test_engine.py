@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from agentd.errors import InvalidRequest
+from agentd.foundation.errors import InvalidRequest
 from agentd.permissions import PermissionEngine
 
 from .conftest import Env

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentd.errors import InvalidRequest
+from agentd.foundation.errors import InvalidRequest
 from agentd.permissions import parse_rule
 from agentd.permissions.paths import anchor_pattern, matches
 from agentd.permissions.rules import bash_spec_matches, domain_matches

@@ -2,7 +2,7 @@
 
 Shared by the differential test (tests/security/test_enforce_corpus.py) and the
 enforced-versus-unenforced report (bench/enforce_corpus.py). The policy is built by the
-same calls the Bash tool makes (`sandboxing.policy_for` and `readonly.enforce`), so what
+same calls the Bash tool makes (`sandbox_policy.policy_for` and `readonly.enforce`), so what
 runs here is what a read-only verdict runs in the daemon.
 """
 
@@ -15,10 +15,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentd import readonly, sandboxing
 from agentd.bashsec import classify_uncached
-from agentd.config import Config
-from agentd.sessions import Session
+from agentd.foundation.config import Config
+from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing import readonly
+from agentd.sessions.session import Session
 from agentd_sandbox import spawn
 
 CORPUS = Path(__file__).parent.parent / "bashsec" / "corpus.toml"
@@ -81,11 +82,13 @@ class Runner:
         )
         self.read_only = read_only
         self.wall_seconds = wall_seconds
-        self.tmp_dir = sandboxing.session_tmp_dir(self.session, self.config)
+        self.tmp_dir = sandbox_policy.session_tmp_dir(self.session, self.config)
 
     async def run(self, command: str, *, read_only: bool | None = None) -> Outcome:
         read_only = self.read_only if read_only is None else read_only
-        policy = sandboxing.policy_for(self.session, self.config, self.tmp_dir, read_only=read_only)
+        policy = sandbox_policy.policy_for(
+            self.session, self.config, self.tmp_dir, read_only=read_only
+        )
         policy.limits.wall_seconds = self.wall_seconds
         staged = readonly.Staged()
         if read_only:

@@ -1,4 +1,5 @@
-"""The sanitised git config of a read-only run (agentd/gitconfig.py, agentd/readonly.py).
+"""The sanitised git config of a read-only run (agentd/sandboxing/gitconfig.py and
+readonly.py).
 
 The parser reads hostile text: it must read what git reads (checked against git itself
 on the same files), and what it writes back must hold only allow-listed keys whatever
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd import gitconfig, readonly
+from agentd.sandboxing import gitconfig, readonly
 
 SYNTAX_CASES = [
     "[core]\n\tbare = false\n",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.fsidentity import FsIdentity, IdentityError, acting_as, current_identity
+from agentd.fs.identity import FsIdentity, IdentityError, acting_as, current_identity
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="switching identity needs root")
 

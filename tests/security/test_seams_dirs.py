@@ -165,10 +165,10 @@ def test_a_squatted_sandbox_temp_base_is_refused_not_taken_over() -> None:
     world-writable and another user's) is refused, and keeps its owner and mode."""
     if os.geteuid() != 0:
         pytest.skip("needs root: the sandbox identity differs from the daemon's only then")
-    from agentd import sandboxing
-    from agentd.config import Config
-    from agentd.errors import ToolError
-    from agentd.sessions import Session
+    from agentd.foundation.config import Config
+    from agentd.foundation.errors import ToolError
+    from agentd.sandboxing import policy as sandbox_policy
+    from agentd.sessions.session import Session
 
     owner_uid, squatter = 54321, 54322  # ids no one on the machine uses
     base = Path(f"/tmp/agentd-{owner_uid}")
@@ -179,13 +179,13 @@ def test_a_squatted_sandbox_temp_base_is_refused_not_taken_over() -> None:
         base.chmod(0o777)
         session = Session(id="squat", workspace_roots=["/"], cwd="/", owner_uid=owner_uid)
         with pytest.raises(ToolError, match="belongs to another user"):
-            sandboxing.session_tmp_dir(session, Config())
+            sandbox_policy.session_tmp_dir(session, Config())
         st = os.stat(base)
         assert (st.st_uid, mode(base)) == (squatter, 0o777)
         assert os.listdir(base) == []
         # Made by agentd itself, it is the sandbox user's and private.
         shutil.rmtree(base)
-        made = sandboxing.session_tmp_dir(session, Config())
+        made = sandbox_policy.session_tmp_dir(session, Config())
         st = os.stat(base)
         assert (st.st_uid, mode(base)) == (owner_uid, 0o700)
         assert os.stat(made).st_uid == owner_uid

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agentd.config import Config
-from agentd.executor import Executor
-from agentd.sessions import SessionManager
-from agentd.store import Store
+from agentd.calls.executor import Executor
+from agentd.foundation.config import Config
+from agentd.sessions.session import SessionManager
+from agentd.sessions.store import Store
 from agentd.tools import default_registry
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from agentd.decoding import RateLimitedLog
-from agentd.events import EventLog
-from agentd.store import Store
+from agentd.api.decoding import RateLimitedLog
+from agentd.sessions.events import EventLog
+from agentd.sessions.store import Store
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.daemon import DaemonProcess, start_daemon
@@ -80,7 +80,7 @@ def test_undecodable_requests_are_invalid_argument_with_a_short_log(
 
 def test_rate_limited_log_counts_what_it_left_out(caplog: pytest.LogCaptureFixture) -> None:
     limited = RateLimitedLog(every=3600)
-    with caplog.at_level(logging.WARNING, logger="agentd.decoding"):
+    with caplog.at_level(logging.WARNING, logger="agentd.api.decoding"):
         assert limited.warning("first")
         assert not any(limited.warning("again") for _ in range(99))
         limited._last -= 7200  # an hour later, as far as the limiter can tell

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentd.errors import InputError, ToolError
-from agentd.sessions import Session
+from agentd.foundation.errors import InputError, ToolError
+from agentd.sessions.session import Session
 from agentd.tools import default_registry
 from agentd.tools.base import ImageBlock, TextBlock, ToolContext, ToolResult
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentd.config import Config
-from agentd.sessions import Session
-from agentd.store import Store
-from agentd.tasks import TaskManager
+from agentd.foundation.config import Config
+from agentd.runs.tasks import TaskManager
+from agentd.sessions.session import Session
+from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext, ToolResult
-from agentd.tools.bash import BashTool
+from agentd.tools.bash.tool import BashTool
 
 
 async def call_bash(

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from agentd import sandboxing
-from agentd.errors import ToolError
+from agentd.foundation.errors import ToolError
+from agentd.sandboxing import policy as sandbox_policy
 from agentd.tools.base import ToolResult
-from agentd.tools.bash import _START_ATTEMPTS
+from agentd.tools.bash.tool import _START_ATTEMPTS
 from tests.tools.direct import call_bash
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
@@ -30,7 +30,7 @@ def _run(
 ) -> tuple[ToolResult, int]:
     """Run `command` with the first `failing` sandbox starts given a bind whose source is
     gone (bwrap then fails before bash runs, as when a listed path vanishes)."""
-    real = sandboxing.policy_for
+    real = sandbox_policy.policy_for
     built = 0
 
     def policy_for(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -42,7 +42,7 @@ def _run(
             policy.ro_binds = [*policy.ro_binds, (str(gone), str(ws / "vanished"))]
         return policy
 
-    monkeypatch.setattr(sandboxing, "policy_for", policy_for)
+    monkeypatch.setattr(sandbox_policy, "policy_for", policy_for)
 
     result = asyncio.run(call_bash(ws, tmp_path, command, session_id="s-start"))
     return result, built

@@ -237,7 +237,7 @@ async def test_edit_through_inside_symlink_keeps_link(call, ws: Path) -> None:
 
 
 def test_structured_patch_shapes() -> None:
-    from agentd.tools.textdiff import structured_patch
+    from agentd.tools.files.textdiff import structured_patch
 
     assert structured_patch("same\n", "same\n") == []
     assert structured_patch("a", "b") == [

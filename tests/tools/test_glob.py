@@ -178,8 +178,9 @@ def test_schema_matches_reference() -> None:
 def test_mtimes_never_follow_a_directory_swapped_for_a_symlink(ws: Path, tmp_path: Path) -> None:
     """A path rg listed whose directory is a symlink by the time of the stat (swapped
     meanwhile) gets no mtime: the stat never leaves the searched tree through it."""
-    from agentd import fsaccess
-    from agentd.tools import glob, ripgrep
+    from agentd.fs import access as fsaccess
+    from agentd.tools import glob
+    from agentd.tools.search import ripgrep
 
     outside = tmp_path / "outside"
     write(outside / "secret.txt", mtime=1)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agentd.errors import ToolError
-from agentd.tools import ripgrep
+from agentd.foundation.errors import ToolError
 from agentd.tools.grep import Grep
+from agentd.tools.search import ripgrep
 from tests.shared import TOOL_SCHEMAS
 
 REFERENCE_SCHEMAS = TOOL_SCHEMAS

@@ -1,4 +1,5 @@
-"""Images scaled to the Messages API's limits as the reference does (agentd/tools/images.py)."""
+"""Images scaled to the Messages API's limits as the reference does
+(agentd/tools/formats/images.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from agentd.tools import images
 from agentd.tools.base import ImageBlock, TextBlock
+from agentd.tools.formats import images
 
 
 def _png(width: int, height: int, noisy: bool = False) -> bytes:

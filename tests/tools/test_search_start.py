@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentd.config import Config
-from agentd.tools import ripgrep
+from agentd.foundation.config import Config
+from agentd.tools.search import ripgrep
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 

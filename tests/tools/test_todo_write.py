@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentd.sessions import Session
+from agentd.sessions.session import Session
 from agentd.tools.base import ToolContext
 from agentd.tools.todo_write import TodoWrite
 from tests.shared import TOOL_SCHEMAS

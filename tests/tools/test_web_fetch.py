@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from agentd.config import Config
-from agentd.sessions import Session
+from agentd.foundation.config import Config
+from agentd.sessions.session import Session
 from agentd.tools.base import ToolContext, ToolError
-from agentd.tools.web_address import AllowList, CheckedBackend
-from agentd.tools.web_fetch import PAGE_CHARS, WebFetch
-from agentd.tools.web_http import MAX_BODY_BYTES
-from agentd.tools.web_pages import Page, PageCache
-from agentd.tools.web_url import checked_url, is_same_host
+from agentd.tools.web_fetch.address import AllowList, CheckedBackend
+from agentd.tools.web_fetch.http import MAX_BODY_BYTES
+from agentd.tools.web_fetch.pages import Page, PageCache
+from agentd.tools.web_fetch.tool import PAGE_CHARS, WebFetch
+from agentd.tools.web_fetch.url import checked_url, is_same_host
 from tests.shared import TOOL_SCHEMAS
 
 HTML = b"""<!doctype html>

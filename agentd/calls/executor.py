@@ -1,0 +1,327 @@
+"""One tool call's lifecycle, and batches of calls.
+
+resolve name -> parse, coerce, validate -> tool.validate_input -> permission ->
+call (progress events) -> size budget -> journal and CallFinished.
+Every failure on the way becomes an `is_error` result; nothing escapes as an
+exception, because a failed call is an answer the model must see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from agentd.calls import eager, spill, validation
+from agentd.foundation import metrics
+from agentd.foundation.config import Config
+from agentd.foundation.errors import InputError, StorageFull, ToolError
+from agentd.sessions.session import Session, SessionManager
+from agentd.sessions.store import is_full
+from agentd.tools import Registry
+from agentd.tools.base import ImageBlock, TextBlock, Tool, ToolContext, ToolResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    tool_use_id: str
+    name: str
+    # As the caller sent it; the call works on a copy, so events show what was asked.
+    input: dict[str, Any]
+
+
+SandboxMode = Literal["normal", "read_only", "neutralised", "unsandboxed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A permission decision: who or what decided, and why."""
+
+    behavior: str  # "allow" or "deny"
+    reason: str = ""
+    decided_by: str = ""
+    # Input to run instead (a hook may rewrite it).
+    updated_input: dict[str, Any] | None = None
+    # How a Bash command runs, by why it was allowed: "read_only" when only the
+    # classifier's read-only verdict let it run (the sandbox then enforces that verdict),
+    # "neutralised" when a rule allowed a read-only command (the workspace stays
+    # writable, the repository's git config is cut to inert keys), "normal" when a rule,
+    # a person, a hook or the mode allowed it otherwise, "unsandboxed" when a person
+    # approved running it outside the sandbox.
+    sandbox: SandboxMode = "normal"
+
+
+class PermissionChecker(Protocol):
+    async def decide(
+        self, session: Session, tool: Tool, args: dict[str, Any], ctx: ToolContext
+    ) -> Decision: ...
+
+    async def after_call(
+        self,
+        session: Session,
+        tool: Tool,
+        args: dict[str, Any],
+        result: ToolResult,
+        ctx: ToolContext,
+    ) -> None: ...
+
+
+# Receives ("progress", payload) or ("result", payload) updates for the caller.
+UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
+    """A result as JSON-able data, the shape events and the journal carry: built once per
+    finished call (run_one stores it on the result) and reused by every reply."""
+    if result.payload is not None and result.payload["tool_use_id"] == tool_use_id:
+        return result.payload
+    content: list[dict[str, Any]] = []
+    for block in result.content:
+        if isinstance(block, TextBlock):
+            content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            # base64, as the Messages API takes it (journals before it hold hex "data").
+            data = base64.b64encode(block.data).decode("ascii")
+            content.append({"type": "image", "media_type": block.media_type, "base64": data})
+    return {
+        "tool_use_id": tool_use_id,
+        "content": content,
+        "is_error": result.is_error,
+        "data": result.data,
+    }
+
+
+@dataclass
+class _Running:
+    task: asyncio.Future[ToolResult]
+    ctx: ToolContext
+
+
+@dataclass
+class Executor:
+    """Runs calls; `permissions` is required: without a checker nothing would decide, and
+    an executor that cannot ask must not run anything (it is never "allow everything")."""
+
+    registry: Registry
+    sessions: SessionManager
+    config: Config
+    permissions: PermissionChecker
+    services: dict[str, Any] = field(default_factory=dict)
+    _running: dict[tuple[str, str], _Running] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.permissions, "decide", None)):
+            raise TypeError("Executor needs a permission checker; none was given")
+
+    @property
+    def running_count(self) -> int:
+        return len(self._running)
+
+    async def run_batch(
+        self, session: Session, calls: list[ToolUse], sink: UpdateSink
+    ) -> list[ToolResult]:
+        """Consecutive concurrency-safe calls run together; any other call runs alone."""
+        results_in_order: list[ToolResult] = []
+        group: list[ToolUse] = []
+
+        async def flush() -> None:
+            if group:
+                # A group's calls each get a Task at once, so they all start (and say so)
+                # before any of them ends, as calls run together should.
+                together = len(group) > 1
+                done = await asyncio.gather(
+                    *(self.run_one(session, c, sink, in_place=not together) for c in group)
+                )
+                for call, result in zip(group, done, strict=True):
+                    await sink("result", result_payload(call.tool_use_id, result))
+                results_in_order.extend(done)
+                group.clear()
+
+        for call in calls:
+            if self._concurrency_safe(call):
+                group.append(call)
+                continue
+            await flush()
+            result = await self.run_one(session, call, sink)
+            await sink("result", result_payload(call.tool_use_id, result))
+            results_in_order.append(result)
+        await flush()
+        return results_in_order
+
+    def cancel(self, session_id: str, tool_use_id: str) -> bool:
+        running = self._running.get((session_id, tool_use_id))
+        if running is None:
+            return False
+        running.ctx.cancelled.set()
+        # A tool that watches ctx.cancelled ends itself and keeps its partial output;
+        # one that does not is cancelled outright after a grace period.
+        asyncio.get_running_loop().call_later(1.0, running.task.cancel)
+        return True
+
+    async def cancel_all(self, grace: float = 5.0, session_id: str | None = None) -> None:
+        """Cancel every running call (of one session, if given) and wait, at most `grace`
+        seconds, for them to end."""
+        running = [r for (sid, _), r in self._running.items() if session_id in (None, sid)]
+        for r in running:
+            r.ctx.cancelled.set()
+        if running:
+            _, pending = await asyncio.wait([r.task for r in running], timeout=grace)
+            for task in pending:
+                task.cancel()
+
+    def _concurrency_safe(self, call: ToolUse) -> bool:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return True  # fails at once, touching nothing
+        try:
+            args = validation.coerce(copy.deepcopy(call.input), tool.input_schema)
+            return bool(tool.is_concurrency_safe(args))
+        except Exception:
+            return False
+
+    async def run_one(
+        self, session: Session, call: ToolUse, sink: UpdateSink, in_place: bool = True
+    ) -> ToolResult:
+        """Run a call: progress goes to `sink`; the result is journaled and returned.
+        `in_place`: up to its first wait, in the caller's turn of the loop (eager.py)."""
+        log_ = self.sessions.log(session.id)
+        started = time.monotonic()
+        unjournaled = self.sessions.store.unjournaled
+        log_.emit("call_started", tool_use_id=call.tool_use_id, name=call.name, input=call.input)
+        recorded = self.sessions.store.unjournaled == unjournaled
+
+        async def progress(output: str = "", message: str = "", **where: Any) -> None:
+            payload = {
+                "tool_use_id": call.tool_use_id,
+                "elapsed_ms": int((time.monotonic() - started) * 1000),
+                "output": output,
+                "message": message,
+                **where,  # output_id, output_size, last_line of a command's output file
+            }
+            log_.emit("progress", **payload)
+            await sink("progress", payload)
+
+        ctx = ToolContext(
+            session=session,
+            tool_use_id=call.tool_use_id,
+            state_dir=self.config.session_dir(session.id),
+            progress=progress,
+            services=self.services,
+        )
+        key = (session.id, call.tool_use_id)
+        # A Task of its own only if the call waits (eager.py): most calls end at once.
+        work = self._execute(session, call, ctx, recorded)
+        task = eager.start(work) if in_place else asyncio.ensure_future(work)
+        self._running[key] = _Running(task, ctx)
+        try:
+            # Shielded: a caller that goes away does not cancel the call.
+            result = await task if task.done() else await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                # Our caller went away: the call goes on and lands in the journal.
+                result = await task
+            else:
+                result = ToolResult.text(
+                    "The call was cancelled before it finished.", is_error=True
+                )
+        finally:
+            self._running.pop(key, None)
+        if (tasks := self.services.get("tasks")) and (notices := tasks.take_notices(session.id)):
+            # The model hears of finished background tasks with its next result.
+            result.content.append(TextBlock("\n".join(notices)))
+        # On a full disk, what changed is kept in memory and saved with the next save.
+        with contextlib.suppress(StorageFull):
+            self.sessions.save(session)
+        metrics.call_finished(call.name, result.is_error, time.monotonic() - started)
+        # The result is final from here on: its wire form is made once, for all.
+        result.payload = result_payload(call.tool_use_id, result)
+        log_.emit(
+            "call_finished",
+            name=call.name,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            result=result.payload,
+        )
+        return result
+
+    async def _execute(
+        self, session: Session, call: ToolUse, ctx: ToolContext, recorded: bool = True
+    ) -> ToolResult:
+        """Run the call; `recorded`: its call_started event reached the journal."""
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return ToolResult.error(f"Error: No such tool available: {call.name}", input_error=True)
+        try:
+            args = tool.lenient_input(
+                validation.coerce(copy.deepcopy(call.input), tool.input_schema)
+            )
+            validation.validate(tool.name, args, tool.input_schema)
+            await tool.validate_input(args, ctx)
+            if not tool.is_read_only(args) and (not recorded or self.sessions.storage_full()):
+                # What it changes could not be journaled: refused, before anyone is asked.
+                return ToolResult.error(
+                    f"{tool.name} was not run: agentd's state disk is full, so the call "
+                    "could not be recorded. Tools that only read still work; ask the "
+                    "person running agentd to free space in its state dir."
+                )
+            decision = await self.permissions.decide(session, tool, args, ctx)
+            metrics.permission_decided(decision.behavior)
+            if decision.behavior != "allow":
+                return ToolResult.error(decision.reason or "Permission denied.")
+            ctx.sandbox = decision.sandbox
+            if decision.updated_input is not None:
+                # A hook rewrote the input: it must be as valid as the model's own.
+                args = tool.lenient_input(
+                    validation.coerce(decision.updated_input, tool.input_schema)
+                )
+                validation.validate(tool.name, args, tool.input_schema)
+                await tool.validate_input(args, ctx)
+            result = await tool.call(args, ctx)
+        except InputError as exc:
+            return ToolResult.error(str(exc), input_error=True)
+        except ToolError as exc:
+            return ToolResult.error(str(exc))
+        except asyncio.CancelledError:
+            return ToolResult.text("The call was cancelled.", is_error=True)
+        except OSError as exc:
+            # The filesystem said no (a name too long, a loop of links, no permission):
+            # a fact about the machine the model can act on, not a bug of the tool.
+            log.info("%s on call %s: %s", call.name, call.tool_use_id, exc)
+            where = f" ({exc.filename})" if exc.filename else ""
+            return ToolResult.error(
+                f"{tool.name} could not complete: {exc.strerror or exc}{where}."
+            )
+        except Exception as exc:
+            log.exception("tool %s crashed on call %s", call.name, call.tool_use_id)
+            return ToolResult.error(
+                f"The {tool.name} tool failed unexpectedly: {type(exc).__name__}: {exc}. "
+                "This is a bug in agentd; try another way."
+            )
+        try:
+            await self.permissions.after_call(session, tool, args, result, ctx)
+        except Exception:
+            log.exception("PostToolUse handling failed for %s", call.tool_use_id)
+        try:
+            return spill.persist_if_large(
+                result, tool.max_result_chars, f"{ctx.state_dir}/tool-results", call.tool_use_id
+            )
+        except OSError as exc:
+            if not is_full(exc):
+                raise
+            return ToolResult.error(
+                f"{tool.name} ran, but its result is too large to return and agentd's state "
+                f"disk is full, so it could not be saved for you to read ({exc.strerror}). "
+                "Narrow the call (a smaller range or a filter) or ask for space to be freed."
+            )
+
+
+def new_tool_use_id() -> str:
+    return f"toolu_{uuid.uuid4().hex[:24]}"

@@ -1,0 +1,153 @@
+"""The session's identity for the daemon's own file work: per-thread fsuid, fsgid, groups.
+
+A root daemon that opens a file for a session must not read what the session's own
+sandboxed commands could not: the kernel's permission check has to see the session's
+identity, not root. Linux keeps credentials per thread; setfsuid/setfsgid and the raw
+setgroups syscall change only the calling thread (glibc's setgroups() broadcasts to
+every thread of the process, so it is never used here). A thread switches around one
+synchronous operation and switches back before it does anything else, so the event
+loop may switch too, between two awaits.
+
+Dropping fsuid from 0 also drops CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER and
+CAP_CHOWN from the thread's effective set, and brings them back when it returns to 0.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from agentd.tools.base import ToolContext
+
+T = TypeVar("T")
+
+# The raw setgroups syscall (32-bit gids) per architecture.
+_SYS_SETGROUPS = {"x86_64": 116, "aarch64": 159, "riscv64": 159, "ppc64le": 81, "s390x": 206}
+_SETGROUPS_NR = _SYS_SETGROUPS.get(platform.machine())
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.setfsuid.restype = ctypes.c_int
+_libc.setfsgid.restype = ctypes.c_int
+_QUERY = ctypes.c_uint(0xFFFFFFFF)  # an invalid id: setfs*id then only returns the current one
+
+
+class IdentityError(RuntimeError):
+    """The thread could not take (or give back) an identity; nothing was done as it."""
+
+
+@dataclass(frozen=True, slots=True)
+class FsIdentity:
+    """Who the daemon is while it touches a session's files (no supplementary groups,
+    as the sandbox clears them)."""
+
+    uid: int
+    gid: int
+
+
+_local = threading.local()
+
+
+def current_identity() -> FsIdentity | None:
+    """The identity this thread is acting as, if any."""
+    return getattr(_local, "identity", None)
+
+
+def _setgroups(groups: list[int]) -> None:
+    if _SETGROUPS_NR is None:
+        raise IdentityError(
+            f"agentd cannot switch supplementary groups per thread on {platform.machine()}"
+        )
+    array = (ctypes.c_uint * max(1, len(groups)))(*groups)
+    if _libc.syscall(_SETGROUPS_NR, len(groups), array) != 0:
+        err = ctypes.get_errno()
+        raise IdentityError(f"setgroups failed: {os.strerror(err)}")
+
+
+def _setfs(uid: int, gid: int) -> tuple[int, int]:
+    """Take fsuid `uid` and fsgid `gid`; the ones the thread held before.
+
+    setfsuid/setfsgid report no error: the first switch of each thread reads the ids
+    back (each read costs as much as a switch); a later one cannot fail differently,
+    since the thread's capabilities do not change, and the ids it held are checked
+    again when it switches back.
+    """
+    old_gid = _libc.setfsgid(ctypes.c_uint(gid))
+    old_uid = _libc.setfsuid(ctypes.c_uint(uid))
+    if not getattr(_local, "verified", False):
+        now_uid = _libc.setfsuid(_QUERY)
+        now_gid = _libc.setfsgid(_QUERY)
+        if (now_uid, now_gid) != (uid, gid):
+            _libc.setfsuid(ctypes.c_uint(old_uid))
+            _libc.setfsgid(ctypes.c_uint(old_gid))
+            raise IdentityError(
+                f"could not take fsuid {uid}/fsgid {gid} (have {now_uid}/{now_gid})"
+            )
+        _local.verified = True
+    return old_uid, old_gid
+
+
+@contextmanager
+def acting_as(identity: FsIdentity | None) -> Iterator[None]:
+    """Run the body with `identity`'s file permissions on this thread (None: as the daemon).
+
+    The body must not await: another task would run with the borrowed identity.
+    """
+    if identity is None or current_identity() == identity:
+        yield
+        return
+    if current_identity() is not None:
+        raise IdentityError("a thread acting for one identity cannot act for another")
+    groups = os.getgroups()
+    if groups:
+        _setgroups([])
+    try:
+        uid, gid = _setfs(identity.uid, identity.gid)
+    except BaseException:
+        if groups:
+            _setgroups(groups)
+        raise
+    _local.identity = identity
+    try:
+        yield
+    finally:
+        _local.identity = None
+        _restore(identity, uid, gid, groups)
+
+
+def _restore(identity: FsIdentity, uid: int, gid: int, groups: list[int]) -> None:
+    try:
+        held = _setfs(uid, gid)
+        if groups:
+            _setgroups(groups)
+    except IdentityError:
+        held = (-1, -1)
+    if held != (identity.uid, identity.gid):
+        # The body ran with other ids than it should have, or the thread cannot get its
+        # own back: either way its work was done with the wrong rights; nothing may go on.
+        os.write(2, b"agentd: a thread's file identity was not what it should be; exiting\n")
+        os._exit(70)
+
+
+def call_as(identity: FsIdentity | None, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` with `identity`'s file permissions; for asyncio.to_thread."""
+    with acting_as(identity):
+        return fn(*args)
+
+
+def of_session(ctx: ToolContext) -> FsIdentity | None:
+    """The identity the session's sandboxed commands have; None when the daemon is not
+    root (it is then that identity already) or runs without a config (tests of tools)."""
+    config = ctx.services.get("config")
+    if config is None:
+        return None
+    from agentd.sandboxing import policy as sandbox_policy
+
+    ident = sandbox_policy.run_as(ctx.session, config)
+    return None if ident is None else FsIdentity(*ident)

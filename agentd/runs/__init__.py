@@ -1,0 +1,1 @@
+"""A command's process and its output: tasks, runs outside the sandbox, output files."""

@@ -1,0 +1,127 @@
+"""A session's sandbox: who its commands run as, what they may write, what they never see."""
+
+from __future__ import annotations
+
+import os
+
+from agentd.foundation.config import Config, default_config_file
+from agentd.foundation.errors import ConfigError, ToolError
+from agentd.foundation.privdir import ensure_private_dir
+from agentd.sandboxing import readonly
+from agentd.sandboxing.protected import sandbox_protection
+from agentd.sessions.session import Session
+from agentd_sandbox import Limits, SandboxPolicy
+
+
+def run_as(session: Session, config: Config) -> tuple[int, int] | None:
+    """The uid/gid a root daemon's sandbox runs as; None when the daemon is not root.
+
+    The session owner's when that is not root; else the owner of the first workspace
+    root (files the command creates then belong to whoever owns the workspace); else
+    the configured unprivileged uid.
+    """
+    if os.geteuid() != 0:
+        return None
+    if session.owner_uid != 0:
+        return session.owner_uid, _gid_of(session.owner_uid)
+    st = os.stat(session.workspace_roots[0])
+    if st.st_uid != 0:
+        return st.st_uid, st.st_gid
+    return config.sandbox_uid, config.sandbox_gid
+
+
+def _gid_of(uid: int) -> int:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return uid
+
+
+def session_tmp_path(session: Session, config: Config) -> str:
+    """Where the session's temp dir is (made or not): /tmp/agentd-<sandbox uid>/<id>."""
+    ident = run_as(session, config)
+    uid = ident[0] if ident else os.getuid()
+    return os.path.join("/tmp", f"agentd-{uid}", session.id)
+
+
+def session_tmp_dir(session: Session, config: Config) -> str:
+    """The session's own temp dir, writable in its sandbox and kept between calls."""
+    ident = run_as(session, config)
+    path = session_tmp_path(session, config)
+    base = os.path.dirname(path)
+    if os.path.isdir(path):
+        return path  # made by an earlier call of this session
+    try:
+        # /tmp is shared: a base someone else made (or made writable) is refused, and
+        # never chmod-ed or chown-ed into ours.
+        ensure_private_dir(base, "sandbox temp dir", owner=ident, readable_by_others=True)
+    except ConfigError as exc:
+        raise ToolError(f"Cannot prepare the sandbox: {exc}") from None
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    if ident is not None:
+        os.chown(path, *ident)
+    return path
+
+
+def daemon_secrets(config: Config) -> list[str]:
+    """The daemon's own files no sandbox may see: its state, its socket's directory, its
+    config file (it may hold the TCP token), its token file and its TLS key."""
+    paths = [config.state_dir, os.path.dirname(config.socket_path)]
+    paths += [
+        p
+        for p in (config.config_file, default_config_file(), config.token_file, config.tls_key)
+        if p
+    ]
+    return paths
+
+
+def policy_for(
+    session: Session, config: Config, tmp_dir: str, *, read_only: bool = False
+) -> SandboxPolicy:
+    """The session's sandbox; `read_only`: every workspace root read-only and no network,
+    only the temp dir writable (a command run on the classifier's read-only verdict)."""
+    ident = run_as(session, config)
+    env = {"TMPDIR": tmp_dir, **session.env}
+    roots = list(session.workspace_roots)
+    pinned: list[str] = []
+    protected: list[str] = []
+    ensure_dirs: list[str] = []
+    for root in roots:
+        protection = sandbox_protection(root)
+        pinned += protection.pinned
+        protected += protection.read_only
+        ensure_dirs += protection.ensure_dirs
+    if read_only:
+        writable = [tmp_dir]
+        shown = [r for r in roots if not _contains(r, tmp_dir)]
+        protected = [*shown, *pinned, *protected]
+    else:
+        # Pinned git directories follow their root, so they are mount points of their own.
+        writable = [*roots, *pinned, tmp_dir]
+    return SandboxPolicy(
+        writable=writable,
+        read_only=protected,
+        ensure_dirs=ensure_dirs,
+        hidden=daemon_secrets(config),
+        home_allow=list(config.sandbox_home_allow),
+        sockets=list(config.sandbox_sockets),
+        network=session.allow_network and not read_only,
+        env=env,
+        cwd=session.cwd,
+        uid=ident[0] if ident else None,
+        gid=ident[1] if ident else None,
+        limits=Limits(
+            memory_bytes=config.bash_memory_bytes,
+            processes=config.bash_processes,
+            file_size_bytes=config.bash_file_size_bytes,
+            open_files=config.bash_open_files,
+        ),
+        home=readonly.sandbox_home(tmp_dir, ident),
+    )
+
+
+def _contains(root: str, path: str) -> bool:
+    root, path = os.path.realpath(root), os.path.realpath(path)
+    return path == root or path.startswith(root.rstrip("/") + "/")

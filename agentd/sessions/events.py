@@ -1,0 +1,234 @@
+"""A session's event log: sequence numbers, journal, fan-out to attached clients, replay.
+
+Every event gets the session's next sequence number. Events worth keeping go to
+the journal (SQLite); progress events are live only: they can be many, and they
+say only where a command's output file stands (its bytes are read from the file).
+
+What an attached client costs the daemon is bounded whatever the journal's size:
+replay reads the journal a page at a time on another thread, as the client takes
+it; live events wait in a backlog bounded in bytes. A client whose backlog is full
+loses it (the memory is freed at once); when it reads again it receives a Gap and
+the journaled events it missed, paged from the store, then follows live again.
+
+Replay is background work: however many clients replay at once, the event loop runs
+at most one replayed event (its conversion and send, by the caller) per turn of the
+loop, so a call another client makes meanwhile waits for one event, not one each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentd.foundation.errors import StorageFull
+from agentd.sessions.store import Store
+
+# Kinds that are not journaled: progress, and an agent's streamed text (its whole
+# message is journaled when it ends; agent_events.LIVE_KIND).
+LIVE_ONLY = frozenset({"progress", "agent_live"})
+# A subscriber's live backlog, in bytes of payload, before it is dropped for a Gap.
+BACKLOG_BYTES = 1 << 20
+# One page of replay, in bytes of payload (at least one event).
+PAGE_BYTES = 256 * 1024
+# Journal pages are read here: never on the event loop.
+_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="journal")
+
+
+class _Lane:
+    """Turns taken one per iteration of the event loop, in the order asked."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._scheduled = False
+
+    async def turn(self) -> None:
+        fut = self._loop.create_future()
+        self._waiters.append(fut)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._grant)
+        await fut
+
+    def _grant(self) -> None:
+        # Runs once per loop iteration (call_soon from a callback runs in the next one).
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                break
+        self._scheduled = bool(self._waiters)
+        if self._scheduled:
+            self._loop.call_soon(self._grant)
+
+
+_lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.WeakKeyDictionary()
+
+
+def _replay_lane() -> _Lane:
+    loop = asyncio.get_running_loop()
+    lane = _lanes.get(loop)
+    if lane is None:
+        lane = _lanes[loop] = _Lane(loop)
+    return lane
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    seq: int
+    session_id: str
+    time_ms: int
+    kind: str
+    payload: dict[str, Any]
+    size: int = 0  # bytes of payload as JSON, for backlog accounting
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    backlog: deque[Event] = field(default_factory=deque)
+    bytes: int = 0
+    # The seq of the first event this subscriber lost, while it is behind.
+    lost_from: int | None = None
+    last_seq: int = 0
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class EventLog:
+    def __init__(self, session_id: str, store: Store, backlog_bytes: int = BACKLOG_BYTES) -> None:
+        self.session_id = session_id
+        self._store = store
+        self._seq = store.last_seq(session_id)
+        # When the session last did anything (progress included), for idle-session gc.
+        self.last_time_ms = store.last_event_ms(session_id)
+        self._subscribers: set[_Subscriber] = set()
+        self._backlog_bytes = backlog_bytes
+        self.closed = False
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def emit(self, kind: str, **payload: Any) -> Event:
+        self._seq += 1
+        text = json.dumps(payload)
+        event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload, len(text))
+        self.last_time_ms = event.time_ms
+        if kind not in LIVE_ONLY:
+            try:
+                self._store.append_event(self.session_id, event.seq, event.time_ms, kind, text)
+            except StorageFull:
+                # The state disk is full: live subscribers still get it; the journal
+                # has a hole (counted, logged by the store). Calls that change
+                # something are refused meanwhile (Executor), so nothing goes unrecorded.
+                self._store.unjournaled += 1
+        for sub in self._subscribers:
+            if sub.lost_from is not None:
+                continue
+            if sub.bytes + event.size > self._backlog_bytes and sub.backlog:
+                # Behind: drop what it has not taken; the journal has the rest.
+                sub.lost_from = sub.backlog[0].seq
+                sub.backlog.clear()
+                sub.bytes = 0
+            else:
+                sub.backlog.append(event)
+                sub.bytes += event.size
+            sub.wake.set()
+        return event
+
+    def close(self) -> None:
+        """No more events: live subscribers finish after what they have."""
+        self.closed = True
+        for sub in self._subscribers:
+            sub.wake.set()
+
+    async def subscribe(
+        self, after_seq: int = 0, registered: Callable[[], Awaitable[None]] | None = None
+    ) -> AsyncIterator[Event]:
+        """Journaled events after `after_seq`, then live ones, until the log closes.
+        `registered` is awaited once the subscriber is counted: from then on it misses
+        nothing emitted, and asks find it among the session's listeners."""
+        sub = _Subscriber(last_seq=after_seq)
+        # Register before replaying so nothing emitted meanwhile is missed.
+        self._subscribers.add(sub)
+        try:
+            if registered is not None:
+                await registered()
+            async for event in self._journal(sub, self._seq):
+                yield event
+            while True:
+                if sub.lost_from is not None:
+                    async for event in self._catch_up(sub):
+                        yield event
+                    continue
+                if not sub.backlog:
+                    if self.closed:
+                        return
+                    sub.wake.clear()
+                    await sub.wake.wait()
+                    continue
+                event = sub.backlog.popleft()
+                sub.bytes -= event.size
+                if event.seq <= sub.last_seq:
+                    continue
+                sub.last_seq = event.seq
+                yield event
+        finally:
+            self._subscribers.discard(sub)
+
+    async def replay(self, after_seq: int = 0) -> AsyncIterator[Event]:
+        """The journaled events after `after_seq` up to the latest now; nothing live."""
+        async for event in self._journal(_Subscriber(last_seq=after_seq), self._seq):
+            yield event
+
+    async def _catch_up(self, sub: _Subscriber) -> AsyncIterator[Event]:
+        lost_to = self._seq
+        lost_from = sub.lost_from
+        assert lost_from is not None
+        sub.lost_from = None  # from here on it takes live events again
+        yield Event(
+            0,
+            self.session_id,
+            int(time.time() * 1000),
+            "gap",
+            {"from_seq": lost_from, "to_seq": lost_to},
+        )
+        async for event in self._journal(sub, lost_to):
+            yield event
+
+    async def _journal(self, sub: _Subscriber, up_to: int) -> AsyncIterator[Event]:
+        """The journal after sub.last_seq up to `up_to`, a page at a time, read off the loop."""
+        loop = asyncio.get_running_loop()
+        lane = _replay_lane()
+        while sub.last_seq < up_to:
+            if self._store.dirty:
+                # The readers' connections see committed rows only. On a full disk the
+                # replay goes on with what is committed: reading needs no space.
+                with contextlib.suppress(StorageFull):
+                    self._store.flush()
+            page = await loop.run_in_executor(
+                _READERS,
+                self._store.events_page,
+                self.session_id,
+                sub.last_seq,
+                up_to,
+                PAGE_BYTES,
+            )
+            if not page:
+                break
+            for seq, time_ms, kind, payload, size in page:
+                await lane.turn()
+                sub.last_seq = seq
+                yield Event(seq, self.session_id, time_ms, kind, payload, size)
+        sub.last_seq = max(sub.last_seq, up_to)

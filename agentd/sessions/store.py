@@ -1,0 +1,408 @@
+"""SQLite persistence: sessions, their event journal, background tasks, which output file
+each Bash call wrote, and trusted settings.
+
+One connection, owned by the event loop's thread. Commits are grouped: a write
+marks the store dirty and a commit follows within `flush_delay` seconds (or at
+once on `flush()`), so a tool call does not pay for a commit per event and its reply
+does not wait for one. The promise (README, "What survives a crash"): a daemon killed
+outright loses at most that window of journal, never a file a tool wrote (those are
+written atomically and fsynced before the call answers), never a trust decision
+(committed before its reply), nothing on a clean stop (close() commits).
+
+A full disk (SQLITE_FULL, ENOSPC, EDQUOT) raises StorageFull from the write that hit
+it and sets `full_since`; the first write or commit that succeeds again clears it. It
+is logged once a minute at most, not once per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+from agentd.foundation.errors import StorageFull
+
+log = logging.getLogger(__name__)
+
+# Seconds between two log lines about a full state disk.
+_FULL_LOG_EVERY = 60.0
+
+
+def is_full(exc: BaseException) -> bool:
+    """Whether `exc` says the disk (or the user's quota) is full."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS read_state (
+    session_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, path)
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS call_outputs (
+    session_id TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    output_id TEXT NOT NULL,
+    PRIMARY KEY (session_id, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS trusted_settings (
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_ms INTEGER NOT NULL,
+    PRIMARY KEY (path, sha256)
+);
+"""
+
+
+# The tables holding a session's rows, and the column naming it.
+_SESSION_ROWS = (
+    ("events", "session_id"),
+    ("read_state", "session_id"),
+    ("tasks", "session_id"),
+    ("call_outputs", "session_id"),
+    ("sessions", "id"),
+)
+
+# The longest a journaled event waits for its commit (see the module docstring).
+FLUSH_DELAY = 0.05
+
+
+class Store:
+    def __init__(self, path: str, flush_delay: float = FLUSH_DELAY) -> None:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        # Journal pages are read on other threads, each with a read-only connection of
+        # its own (WAL: they never block the writer, nor it them).
+        self._readers = threading.local()
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._db.execute("BEGIN")
+        self._flush_delay = flush_delay
+        self._flush_handle: asyncio.TimerHandle | None = None
+        # session id -> the body last written by this connection (sessions are only
+        # written through it), so a save of an unchanged session is skipped
+        self._session_bodies: dict[str, str] = {}
+        # When a write last failed for want of space (time.time()), 0 while writes work.
+        self.full_since = 0.0
+        self._full_logged = 0.0
+        # Events that could not be journaled for want of space, since the start.
+        self.unjournaled = 0
+
+    def _full_error(self, exc: BaseException) -> StorageFull:
+        return StorageFull(
+            f"agentd's state disk is full ({os.path.dirname(self.path)}): {exc}; "
+            "free space there (or lower retention_seconds / state_max_bytes)"
+        )
+
+    def _note_full(self, exc: BaseException) -> None:
+        now = time.time()
+        if not self.full_since:
+            self.full_since = now
+        if now - self._full_logged >= _FULL_LOG_EVERY:
+            self._full_logged = now
+            log.warning(
+                "state disk full (%s): calls that must store something are refused, "
+                "events are not journaled until space is freed",
+                exc,
+            )
+
+    def _write(self, sql: str, params: Any = (), many: bool = False) -> None:
+        """A write: a full disk becomes StorageFull (and is noted)."""
+        try:
+            if many:
+                self._db.executemany(sql, params)
+            else:
+                self._db.execute(sql, params)
+        except (sqlite3.OperationalError, OSError) as exc:
+            self._raise_if_full(exc)
+            raise
+        finally:
+            self._keep_transaction()
+
+    def _raise_if_full(self, exc: BaseException) -> None:
+        """StorageFull (noted) for a failure for want of space; else nothing (the caller
+        re-raises what it caught)."""
+        if is_full(exc):
+            self._note_full(exc)
+            raise self._full_error(exc) from None
+
+    def _keep_transaction(self) -> None:
+        if not self._db.in_transaction:
+            # SQLite may roll the transaction back on SQLITE_FULL: open the next one.
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("BEGIN")
+
+    def _dirty(self) -> None:
+        if self._flush_handle is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._flush_handle = loop.call_later(self._flush_delay, self._flush_later)
+
+    @property
+    def dirty(self) -> bool:
+        """Written since the last commit (readers on other connections cannot see it yet)."""
+        return self._flush_handle is not None
+
+    def flush(self) -> None:
+        """Commit now; StorageFull if the disk is full (the writes stay pending)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        try:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+            self._db.execute("BEGIN")
+        except (sqlite3.OperationalError, OSError) as exc:
+            self._raise_if_full(exc)
+            raise
+        finally:
+            self._keep_transaction()
+        # Only a commit that succeeds says the disk has room again (a write may just sit
+        # in the cache).
+        if self.full_since:
+            log.warning("state disk writable again after %.0fs", time.time() - self.full_since)
+            self.full_since = 0.0
+
+    def _flush_later(self) -> None:
+        """The grouped commit: on a full disk it is tried again later, never raised into
+        the event loop."""
+        self._flush_handle = None
+        try:
+            self.flush()
+        except StorageFull:
+            self._dirty()
+
+    def close(self) -> None:
+        with contextlib.suppress(StorageFull):
+            self.flush()
+        with contextlib.suppress(sqlite3.Error):
+            self._db.execute("COMMIT")
+        self._db.close()
+
+    # sessions
+    def save_session(self, session_id: str, created_ms: int, body: dict[str, Any]) -> None:
+        text = json.dumps(body)
+        if self._session_bodies.get(session_id) == text:
+            return  # unchanged since it was last written: no write, no commit
+        self._write(
+            "INSERT INTO sessions (id, created_ms, body) VALUES (?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
+            (session_id, created_ms, text),
+        )
+        self._session_bodies[session_id] = text
+        self._dirty()
+
+    def forget_session_body(self, session_id: str) -> None:
+        """The row of a session whose creation failed is not there: forget its cache."""
+        self._session_bodies.pop(session_id, None)
+
+    def delete_session(self, session_id: str) -> None:
+        """Every row of a session: it, its journal, what it read, its tasks. Committed at
+        once (deleting frees pages, it needs no new ones beyond the WAL's)."""
+        for table, key in _SESSION_ROWS:
+            self._write(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
+        self._session_bodies.pop(session_id, None)
+        self.flush()
+
+    def used_bytes(self) -> int:
+        """Bytes of the database in use (its free pages are reused before it grows), plus
+        its write-ahead log."""
+        page_size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+        free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+        try:
+            wal = os.stat(self.path + "-wal").st_size
+        except FileNotFoundError:
+            wal = 0
+        return (pages - free) * page_size + wal
+
+    def load_sessions(self) -> Iterator[dict[str, Any]]:
+        for (body,) in self._db.execute("SELECT body FROM sessions ORDER BY created_ms"):
+            yield json.loads(body)
+
+    # what each session has read: one row per file, written when it changes
+    def save_read_state(
+        self, session_id: str, states: dict[str, dict[str, Any]], removed: list[str]
+    ) -> None:
+        if states:
+            self._write(
+                "INSERT INTO read_state (session_id, path, body) VALUES (?, ?, ?) "
+                "ON CONFLICT(session_id, path) DO UPDATE SET body = excluded.body",
+                [(session_id, path, json.dumps(body)) for path, body in states.items()],
+                many=True,
+            )
+        if removed:
+            self._write(
+                "DELETE FROM read_state WHERE session_id = ? AND path = ?",
+                [(session_id, path) for path in removed],
+                many=True,
+            )
+        self._dirty()
+
+    def load_read_state(self, session_id: str) -> dict[str, dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT path, body FROM read_state WHERE session_id = ?", (session_id,)
+        )
+        return {path: json.loads(body) for path, body in rows}
+
+    # events
+    def append_event(
+        self, session_id: str, seq: int, time_ms: int, kind: str, payload: dict[str, Any] | str
+    ) -> None:
+        """`payload` as a dict, or as its JSON text already made."""
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        self._write(
+            "INSERT INTO events (session_id, seq, time_ms, kind, payload) VALUES (?, ?, ?, ?, ?)",
+            (session_id, seq, time_ms, kind, text),
+        )
+        self._dirty()
+
+    def events_after(
+        self, session_id: str, after_seq: int, up_to: int | None = None
+    ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
+        query = "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? AND seq > ?"
+        params: list[Any] = [session_id, after_seq]
+        if up_to is not None:
+            query += " AND seq <= ?"
+            params.append(up_to)
+        for seq, time_ms, kind, payload in self._db.execute(query + " ORDER BY seq", params):
+            yield seq, time_ms, kind, json.loads(payload)
+
+    def events_page(
+        self, session_id: str, after_seq: int, up_to: int, max_bytes: int, max_rows: int = 1000
+    ) -> list[tuple[int, int, str, dict[str, Any], int]]:
+        """Journaled events after `after_seq` up to `up_to`, at most `max_bytes` of payload
+        (at least one event) and `max_rows`: (seq, time_ms, kind, payload, size) each.
+        Runs on any thread but the event loop's, on a read-only connection of its own:
+        only committed events are seen (flush first)."""
+        db = getattr(self._readers, "db", None)
+        if db is None:
+            uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
+            db = sqlite3.connect(uri, uri=True, isolation_level=None)
+            self._readers.db = db
+        rows = db.execute(
+            "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? AND seq > ? "
+            "AND seq <= ? ORDER BY seq LIMIT ?",
+            (session_id, after_seq, up_to, max_rows),
+        )
+        page: list[tuple[int, int, str, dict[str, Any], int]] = []
+        used = 0
+        for seq, time_ms, kind, payload in rows:
+            page.append((seq, time_ms, kind, json.loads(payload), len(payload)))
+            used += len(payload)
+            if used >= max_bytes:
+                break
+        rows.close()
+        return page
+
+    def last_event_ms(self, session_id: str) -> int:
+        """The time of the session's latest journaled event, 0 if none."""
+        row = self._db.execute(
+            "SELECT time_ms FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        return row[0] if row else 0
+
+    def last_seq(self, session_id: str) -> int:
+        row = self._db.execute(
+            "SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return row[0] or 0
+
+    # tasks
+    def save_task(self, task_id: str, session_id: str, body: dict[str, Any]) -> None:
+        self._write(
+            "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET body = excluded.body",
+            (task_id, session_id, json.dumps(body)),
+        )
+        self._dirty()
+
+    def load_tasks(self, session_id: str | None = None) -> Iterator[dict[str, Any]]:
+        if session_id is None:
+            rows = self._db.execute("SELECT body FROM tasks")
+        else:
+            rows = self._db.execute("SELECT body FROM tasks WHERE session_id = ?", (session_id,))
+        for (body,) in rows:
+            yield json.loads(body)
+
+    # which output file a Bash call (by its tool_use_id) wrote, for `agentctl logs CALL`
+    def save_call_output(self, session_id: str, tool_use_id: str, output_id: str) -> None:
+        self._db.execute(
+            "INSERT INTO call_outputs (session_id, tool_use_id, output_id) VALUES (?, ?, ?) "
+            "ON CONFLICT(session_id, tool_use_id) DO UPDATE SET output_id = excluded.output_id",
+            (session_id, tool_use_id, output_id),
+        )
+        self._dirty()
+
+    def call_output(self, session_id: str, tool_use_id: str) -> str | None:
+        row = self._db.execute(
+            "SELECT output_id FROM call_outputs WHERE session_id = ? AND tool_use_id = ?",
+            (session_id, tool_use_id),
+        ).fetchone()
+        return row[0] if row else None
+
+    def forget_call_outputs(self, session_id: str) -> None:
+        self._db.execute("DELETE FROM call_outputs WHERE session_id = ?", (session_id,))
+        self._dirty()
+
+    # trusted settings content: committed at once, a trust given or revoked must not be lost
+    def save_trust(self, path: str, sha256: str, approved_by: str, approved_ms: int) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO trusted_settings (path, sha256, approved_by, approved_ms) "
+            "VALUES (?, ?, ?, ?)",
+            (path, sha256, approved_by, approved_ms),
+        )
+        self.flush()
+
+    def delete_trust(self, path: str, sha256: str = "") -> None:
+        if sha256:
+            self._write(
+                "DELETE FROM trusted_settings WHERE path = ? AND sha256 = ?", (path, sha256)
+            )
+        else:
+            self._write("DELETE FROM trusted_settings WHERE path = ?", (path,))
+        self.flush()
+
+    def load_trust(self) -> list[dict[str, Any]]:
+        rows = self._db.execute(
+            "SELECT path, sha256, approved_by, approved_ms FROM trusted_settings ORDER BY path"
+        )
+        return [{"path": p, "sha256": h, "by": b, "ms": m} for p, h, b, m in rows]

@@ -1,0 +1,121 @@
+"""Which daemon made each session's directories under /tmp, so that what a daemon
+that is gone for good left there is removed by the next daemon to start.
+
+A session's temp dir (/tmp/agentd-<uid>/<id>) and output dir (/tmp/agentd-out-<uid>/<id>)
+are shared by every daemon of the machine that runs as the same users: a daemon cannot
+tell its own from another's by looking at them, and a daemon whose state dir was
+deleted (a test's, a reinstall) leaves its sessions' directories for good. So each
+session's directories are recorded at creation in a directory of the daemon user's
+own (/tmp/agentd-owners-<euid>, 0700: no sandbox can write there), with the state dir
+of the daemon that owns them. At start a daemon removes the directories of records
+
+- of its own state dir whose session its store no longer knows (reaped, then a crash),
+  written before this daemon started (the sweep runs while the daemon serves: a record
+  written since is of a session it just made);
+- of another state dir that has no database any more, when the record is older than
+  GRACE_SECONDS (a state disk that is only unmounted for a while is not taken for gone).
+
+Directories made before records were kept are not known to anyone and stay.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agentd.foundation.errors import ConfigError
+from agentd.foundation.privdir import ensure_private_dir
+from agentd.fs import trees
+
+log = logging.getLogger(__name__)
+
+GRACE_SECONDS = 3600.0
+_SESSION_ID = re.compile(r"[0-9a-f]{32}")
+# The only paths a record may name: a session's temp dir or output dir.
+_SESSION_DIR = re.compile(r"/tmp/agentd-(out-)?[0-9]+/([0-9a-f]{32})")
+
+
+def base() -> str:
+    return f"/tmp/agentd-owners-{os.geteuid()}"
+
+
+def record(session_id: str, state_dir: str, paths: list[str]) -> None:
+    """Say that `paths` (the session's directories) belong to the daemon of `state_dir`.
+    Never fails the caller: without a record, only the session's own daemon removes
+    them (when it reaps the session)."""
+    try:
+        ensure_private_dir(base(), "session owners dir")
+        tmp = os.path.join(base(), f".{session_id}.new")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"state_dir": state_dir, "paths": paths}, f)
+        os.replace(tmp, os.path.join(base(), session_id))
+    except (OSError, ConfigError) as exc:
+        log.warning("cannot record the owner of session %s's directories: %s", session_id, exc)
+
+
+def forget(session_id: str) -> None:
+    try:
+        os.unlink(os.path.join(base(), session_id))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("cannot remove the owner record of session %s: %s", session_id, exc)
+
+
+def sweep(
+    state_dir: str, known: Callable[[str], bool], started: float, now: float | None = None
+) -> int:
+    """Remove the directories of sessions whose daemon is gone for good, or that our own
+    store no longer knows (see the module's docstring). The number of sessions cleaned."""
+    try:
+        ensure_private_dir(base(), "session owners dir")
+        names = os.listdir(base())
+    except (OSError, ConfigError) as exc:
+        log.warning("cannot look for directories left by other daemons: %s", exc)
+        return 0
+    now = time.time() if now is None else now
+    cleaned = 0
+    for name in names:
+        if not _SESSION_ID.fullmatch(name):
+            continue
+        entry = _read(os.path.join(base(), name))
+        if entry is None:
+            continue
+        body, mtime = entry
+        owner = body.get("state_dir")
+        if not isinstance(owner, str) or not owner:
+            continue
+        if owner == state_dir:
+            gone = not known(name) and mtime < started
+        else:
+            orphaned = not os.path.exists(os.path.join(owner, "agentd.db"))
+            gone = orphaned and now - mtime >= GRACE_SECONDS
+        if not gone:
+            continue
+        for path in body.get("paths", []):
+            match = _SESSION_DIR.fullmatch(path) if isinstance(path, str) else None
+            if match and match.group(2) == name:
+                trees.remove_tree(path)
+        forget(name)
+        cleaned += 1
+    return cleaned
+
+
+def _read(path: str) -> tuple[dict[str, Any], float] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd) as f:
+        mtime = os.fstat(f.fileno()).st_mtime
+        try:
+            body = json.load(f)
+        except ValueError:
+            return None
+    return (body, mtime) if isinstance(body, dict) else None

@@ -1,0 +1,7 @@
+"""`python -m agentd.shim FD`: the shims' forkserver, started once by the daemon."""
+
+import sys
+
+from agentd.shim.supervisor import serve
+
+serve(int(sys.argv[1]))

@@ -1,0 +1,376 @@
+"""The daemon's side of the shims (agentd/shim/supervisor.py): start a sandboxed run under a shim,
+follow it (ShimRun, ShimOutput: the faces Run and OutputFile have), and find the shims
+of tasks a previous daemon left running.
+
+What comes from a shim is checked like any peer's input (bounded messages, typed
+fields); the files the daemon reads back (shim.json, status.json) are in its own
+private state dir, which no sandbox can reach.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agentd.runs.output.file import LAST_LINE_BYTES, _resolve
+from agentd.shim import supervisor as shim_proc
+from agentd_sandbox import SandboxPolicy, SandboxUnavailable
+from agentd_sandbox.runner import _give_pipe, prepare
+
+log = logging.getLogger(__name__)
+
+TAIL = 65536
+KEEP_HEAD = 65536
+
+
+class ShimOutput:
+    """A shim's output file as the daemon sees it: how far written (from the shim's
+    updates), woken readers, and the head and tail read back from the file at the end."""
+
+    def __init__(self, path: str, fd: int, state: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.id = os.path.basename(path).removesuffix(".output")
+        # Read (and at most an end line appended) by the daemon; closed when dropped.
+        self._file = os.fdopen(fd, "r+b", buffering=0)
+        self._fd = fd
+        self.size = 0
+        self.total = 0
+        self.done = False
+        self._line = ""
+        self._end: dict[str, Any] = {}
+        self._head: bytes | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._next: asyncio.Future[None] | None = None
+        self.on_finish: Callable[[], None] | None = None
+        if state:
+            self.update(state)
+
+    @property
+    def truncated(self) -> bool:
+        return self.done and self.total > int(self._end.get("written", self.total))
+
+    @property
+    def last_line(self) -> str:
+        return self._line
+
+    @property
+    def head(self) -> bytes:
+        """The output's first KEEP_HEAD bytes (so far, while it runs)."""
+        if self._head is not None:
+            return self._head
+        written = int(self._end.get("written", self.size)) if self.done else self.size
+        head = os.pread(self._fd, min(KEEP_HEAD, written), 0)
+        if self.done:
+            self._head = head
+        return head
+
+    def tail_bytes(self) -> bytes:
+        """The output's last bytes (up to TAIL), from the file's tail part and head part."""
+        if not self.done:
+            return b""
+        end = self._end
+        written = int(end.get("written", self.total))
+        if self.total <= written:
+            n = min(TAIL, self.total)
+            return os.pread(self._fd, n, self.total - n)
+        tail_at, tail_len = int(end.get("tail_at", 0)), int(end.get("tail_len", 0))
+        tail = os.pread(self._fd, tail_len, tail_at)
+        more = min(TAIL - tail_len, written) if self.total - written <= tail_len else 0
+        return (os.pread(self._fd, more, written - more) if more > 0 else b"") + tail
+
+    def changed(self) -> asyncio.Future[None]:
+        if self._next is None or self._next.done():
+            self._loop = asyncio.get_running_loop()
+            self._next = self._loop.create_future()
+        return self._next
+
+    def _notify(self) -> None:
+        fut, self._next = self._next, None
+        if fut is not None:
+            _resolve(fut)
+
+    def update(self, msg: dict[str, Any]) -> None:
+        size, total = msg.get("size"), msg.get("total")
+        if isinstance(size, int) and size >= self.size:
+            self.size = size
+        if isinstance(total, int) and total >= self.total:
+            self.total = total
+        line = msg.get("line")
+        if isinstance(line, str):
+            self._line = line[-LAST_LINE_BYTES:]
+        self._notify()
+
+    def ended(self, msg: dict[str, Any]) -> None:
+        """The shim finished the file (`msg` its exit message), or vanished (`{}`)."""
+        if self.done:
+            return
+        self._end = {k: v for k, v in msg.items() if isinstance(v, int)}
+        self.update(msg)
+        if not msg:
+            self.size = self.total = os.fstat(self._fd).st_size
+            self._end = {"written": self.total}
+        self.done = True
+        self._notify()
+        if self.on_finish is not None:
+            self.on_finish()
+
+    def finish(self, exit_code: int | None) -> None:
+        """For a task the shim wrote the end line; a run made a task after it ended, not."""
+        if exit_code is not None and not self._end.get("task", True) and self.done:
+            line = f"\n[exited with code {exit_code}]\n".encode()
+            with contextlib.suppress(OSError):
+                os.pwrite(self._fd, line, self.size)
+                self.size += len(line)
+            self._end["task"] = True
+        self.ended(self._end)
+
+
+class ShimRun:
+    """A run under a shim, with Run's face: output, done (the exit code), kill."""
+
+    def __init__(self, sock: socket.socket, output: ShimOutput) -> None:
+        self.output = output
+        self.exit_code: int | None = None
+        self.killed = False
+        self.ended_ms = 0
+        self.pid = -1
+        self._task_dir: str | None = None
+        self._sock = sock
+        sock.setblocking(False)
+        self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._serving = asyncio.ensure_future(self._serve())
+
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        end: dict[str, Any] = {}
+        while True:
+            try:
+                data = await loop.sock_recv(self._sock, shim_proc.MAX_MESSAGE)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            try:
+                msg = json.loads(data)
+                kind = msg["ev"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if kind in ("out", "state"):
+                self.output.update(msg)
+                if isinstance(msg.get("pid"), int):
+                    self.pid = msg["pid"]
+            elif kind == "exit":
+                end = msg
+                break
+        self._sock.close()
+        if not end and self._task_dir is not None:
+            # The end may have been recorded and not sent: a task's shim writes it first.
+            end = _recorded_end(self._task_dir) or {}
+        code = end.get("code")
+        self.exit_code = code if isinstance(code, int) else 137  # the shim vanished
+        self.killed = self.killed or bool(end.get("killed"))
+        ended = end.get("ended_ms")
+        self.ended_ms = ended if isinstance(ended, int) else int(time.time() * 1000)
+        self.output.ended(end)
+        if not self.done.done():
+            self.done.set_result(self.exit_code)
+
+    def _op(self, body: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.send(json.dumps(body).encode())
+
+    def kill(self) -> None:
+        self.killed = True
+        self._op({"op": "kill"})
+
+    def make_task(self, directory: str) -> None:
+        """Outlive this daemon: the shim listens in `directory` and records its end there."""
+        self._task_dir = directory
+        self._op({"op": "task", "dir": directory})
+
+    def detach(self) -> None:
+        """Let go without stopping it (a task at the daemon's stop)."""
+        self._serving.cancel()
+        self._sock.close()
+
+
+class Forkserver:
+    """The warm process shims are forked from (fork of a small single-threaded Python is
+    a fraction of a millisecond; an exec of a new interpreter tens of milliseconds)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+
+    def start(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "agentd.shim", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH")},
+            )
+        self._sock = ours
+
+    def send(self, req: dict[str, Any], fds: list[int]) -> None:
+        self.start()
+        assert self._sock is not None
+        data = json.dumps(req).encode()
+        try:
+            self._sock.sendmsg(
+                [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+            )
+        except OSError:  # it died: once more with a new one
+            self._proc = None
+            self.start()
+            self._sock.sendmsg(
+                [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+            )
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=2)
+
+
+FORKSERVER = Forkserver()
+
+
+async def spawn(
+    policy: SandboxPolicy,
+    argv: list[str],
+    output_path: str,
+    output_fd: int,
+    limit: int,
+    pass_fds: tuple[int, ...] = (),
+    hold_fds: tuple[int, ...] = (),
+) -> ShimRun | None:
+    """Start `argv` in the sandbox under a shim writing `output_path` (opened as
+    `output_fd`, which the caller closes after). None when this machine's chain needs a
+    step in the child only subprocess can do (no setpriv or prlimit: the caller runs it
+    in-process then, and it does not outlive the daemon). `hold_fds` the shim keeps open
+    until the end without using them: read ends of pipes the command writes to (its cwd
+    report), so that a write after the daemon is gone is not a SIGPIPE."""
+    launch = prepare(policy, argv, pass_fds)
+    if "preexec_fn" in launch.popen_kwargs or "user" in launch.popen_kwargs:
+        launch.close()
+        if launch.lifeline is not None:
+            launch.lifeline.close()
+        return None
+    passed = [fd for fd in launch.popen_kwargs["pass_fds"]]
+    pipe_r, pipe_w = os.pipe2(os.O_CLOEXEC)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        _give_pipe(pipe_w, launch.ident)
+        assert launch.lifeline is not None
+        req = {
+            "argv": launch.argv,
+            "targets": passed,
+            "path": output_path,
+            "limit": limit,
+            "tail": TAIL,
+            "wall": policy.limits.wall_seconds,
+            "hold": len(hold_fds),
+        }
+        fds = [theirs.fileno(), output_fd, pipe_r, pipe_w, launch.lifeline.fileno()]
+        fds += [*hold_fds, *passed]
+        FORKSERVER.send(req, fds)
+    except OSError as exc:
+        ours.close()
+        raise SandboxUnavailable(f"cannot start the run's supervisor: {exc}") from exc
+    finally:
+        launch.close()
+        theirs.close()
+        for fd in (pipe_r, pipe_w):
+            os.close(fd)
+        if launch.lifeline is not None:
+            launch.lifeline.close()
+    return ShimRun(ours, ShimOutput(output_path, os.dup(output_fd)))
+
+
+def _recorded_end(directory: str) -> dict[str, Any] | None:
+    """The end a task's shim recorded in its directory (the daemon's own, 0700)."""
+    try:
+        dir_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        return read_json(dir_fd, shim_proc.STATUS_NAME)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+
+
+# ---- a previous daemon's shims ----
+
+
+def read_json(dir_fd: int, name: str) -> dict[str, Any] | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    try:
+        body = json.loads(os.read(fd, MAX_JSON))
+    except ValueError:
+        return None
+    finally:
+        os.close(fd)
+    return body if isinstance(body, dict) else None
+
+
+MAX_JSON = 1 << 20
+
+
+async def reconnect(directory: str, dir_fd: int) -> socket.socket | None:
+    """A control connection to the shim listening in `directory`, checked to be the shim
+    that wrote shim.json there (its pid and start time); None when none answers."""
+    info = read_json(dir_fd, shim_proc.SHIM_NAME) or {}
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(
+            sock, f"/proc/self/fd/{dir_fd}/{shim_proc.SOCKET_NAME}"
+        )
+    except OSError:
+        sock.close()
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    pid = int.from_bytes(creds[0:4], sys.byteorder)
+    uid = int.from_bytes(creds[4:8], sys.byteorder)
+    if uid != os.geteuid() or pid != info.get("pid"):
+        log.warning("%s: the process on its socket is not its shim; not adopted", directory)
+        sock.close()
+        return None
+    return sock
+
+
+def kill_stray(dir_fd: int) -> None:
+    """SIGKILL a shim that does not answer, if shim.json still names a live process
+    (same pid and start time: never a reused pid). Its sandbox dies with it."""
+    info = read_json(dir_fd, shim_proc.SHIM_NAME) or {}
+    pid, start = info.get("pid"), info.get("start")
+    if isinstance(pid, int) and pid > 1 and start == shim_proc.start_time(pid) and start != -1:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+
+
+def remove_dir(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)

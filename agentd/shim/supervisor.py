@@ -1,0 +1,385 @@
+"""The shim: a small supervisor per sandboxed run, which owns the process, its output file
+and its exit status, so that a background task outlives the daemon (containerd's shim).
+
+    daemon --(SEQPACKET + SCM_RIGHTS)--> shim (setsid) --posix_spawn--> setpriv ->
+    unshare -> prlimit -> bwrap (the chain of agentd_sandbox.runner); each shim forked,
+    before it is needed, by a forkserver (`python -m agentd.shim FD`, warm,
+    single-threaded, started once per daemon)
+
+The shim is the sandbox chain's parent: it holds bwrap's lifeline (the info pipe) and is
+what setpriv's parent-death signal watches, so the sandbox dies with the shim and no
+orphan survives its spawner (issue 7); and it waits for the exit status itself. It
+copies the command's output into the bounded output file (head, marker, tail: tasks.
+OutputFile) out of the daemon's process, and tells the daemon over its control
+connection how far the file is written (coalesced), and the end.
+
+A plain run dies with its daemon: when its last control connection closes the shim
+kills the sandbox. A run the daemon made a task ("task" op, with a directory in the
+daemon's private state dir) lives on: the shim listens on `ctl.sock` there for the
+next daemon, and at the end writes `status.json` (exit code, end time) there before it
+exits. Nothing in that directory is reachable from the sandbox; the output the shim
+copies is treated as bytes only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from agentd.runs.output.file import OutputFile
+
+_READ_SIZE = 1 << 20
+_F_SETPIPE_SZ = 1031
+# Seconds between output updates sent to the daemon while output flows.
+UPDATE_INTERVAL = 0.01
+MAX_MESSAGE = 1 << 16
+SOCKET_NAME = "ctl.sock"
+STATUS_NAME = "status.json"
+# How long the end waits for a busy daemon to take it.
+EXIT_SEND_SECONDS = 60.0
+SHIM_NAME = "shim.json"
+# Python ignores SIGPIPE (and the forkserver SIGINT, SIGCHLD): the command gets the
+# defaults, as subprocess's restore_signals gives them.
+_DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD)
+
+
+def start_time(pid: int) -> int:
+    """The start time of `pid` in clock ticks since boot (with the pid, names a process
+    for good: a reused pid has another start time); -1 if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return -1
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])
+
+
+def write_json(dir_fd: int, name: str, body: dict[str, Any]) -> None:
+    """Atomically (temp file, fsync, rename) write `name` in the directory `dir_fd`."""
+    tmp = f".{name}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        os.write(fd, json.dumps(body).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+    return found
+
+
+def _exit_code(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+class Shim:
+    """One run: spawn, copy output, answer control connections, record the end."""
+
+    def __init__(self, req: dict[str, Any], fds: list[int]) -> None:
+        ctrl, out_fd, self.pipe_r, pipe_w, self.lifeline, *rest = fds
+        hold = int(req.get("hold", 0))
+        self.held, pass_fds = rest[:hold], rest[hold:]
+        self.req = req
+        self.out = OutputFile(req["path"], req["limit"], tail=req["tail"], fd=out_fd)
+        self.sel = selectors.DefaultSelector()
+        self.controllers: list[socket.socket] = []
+        self.listener: socket.socket | None = None
+        self.dir_fd = -1
+        self.task = False
+        self.killed = False
+        self.pid = -1
+        self.pidfd = -1
+        self.code: int | None = None
+        self.eof = False
+        self.deadline = time.monotonic() + req["wall"] if req.get("wall") else None
+        self.dirty = False
+        self.sent_at = 0.0
+        self._add_controller(socket.socket(fileno=ctrl))
+        self._spawn(req["argv"], pipe_w, pass_fds, req["targets"])
+
+    def _spawn(self, argv: list[str], pipe_w: int, pass_fds: list[int], targets: list[int]) -> None:
+        """posix_spawn the chain with the daemon's fds at the numbers its argv names."""
+        high = max([2, *targets]) + 1
+        moved = []
+        for fd in (pipe_w, *pass_fds):
+            moved.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, high))
+            os.close(fd)
+        actions: list[tuple[Any, ...]] = [
+            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, moved[0], 1),
+            (os.POSIX_SPAWN_DUP2, moved[0], 2),
+            *((os.POSIX_SPAWN_DUP2, m, t) for m, t in zip(moved[1:], targets, strict=True)),
+        ]
+        with contextlib.suppress(OSError):  # a bigger pipe is an optimisation only
+            fcntl.fcntl(self.pipe_r, _F_SETPIPE_SZ, _READ_SIZE)
+        try:
+            self.pid = os.posix_spawn(
+                argv[0], argv, {}, file_actions=actions, setsid=True, setsigdef=_DEFAULTED
+            )
+            self.pidfd = os.pidfd_open(self.pid)
+        except OSError as exc:
+            self.out.write(f"cannot start bwrap: {exc}\n".encode())
+            self.code, self.eof = 127, True
+        finally:
+            for fd in moved:
+                os.close(fd)
+        if self.pidfd >= 0:
+            self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
+            self.sel.register(self.pipe_r, selectors.EVENT_READ, "out")
+        if self.req.get("dir"):
+            self._become_task(self.req["dir"])
+
+    # control connections
+    def _add_controller(self, conn: socket.socket) -> None:
+        conn.setblocking(False)
+        self.controllers.append(conn)
+        self.sel.register(conn, selectors.EVENT_READ, "ctrl")
+
+    def _drop_controller(self, conn: socket.socket) -> None:
+        with contextlib.suppress(KeyError, ValueError):
+            self.sel.unregister(conn)
+            self.controllers.remove(conn)
+        conn.close()
+        if not self.controllers and not self.task:
+            self.kill()  # a plain run dies with its daemon
+
+    def _send(self, conn: socket.socket, body: dict[str, Any], wait: float = 0) -> None:
+        """`wait`: seconds to wait for room (a daemon reads at most ~10 messages behind)."""
+        data = json.dumps(body).encode()
+        try:
+            if wait:
+                conn.settimeout(wait)
+            conn.send(data)
+        except (BlockingIOError, TimeoutError):
+            pass  # a busy daemon gets the next update, which carries everything
+        except OSError:
+            self._drop_controller(conn)
+        finally:
+            if wait:
+                with contextlib.suppress(OSError):
+                    conn.setblocking(False)
+
+    def _send_all(self, body: dict[str, Any], wait: float = 0) -> None:
+        for conn in list(self.controllers):
+            self._send(conn, body, wait)
+
+    def _state(self) -> dict[str, Any]:
+        out = self.out
+        return {"size": out.size, "total": out.total, "line": out.last_line}
+
+    def _on_ctrl(self, conn: socket.socket) -> None:
+        try:
+            data = conn.recv(MAX_MESSAGE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._drop_controller(conn)
+            return
+        try:
+            msg = json.loads(data)
+            op = msg["op"]
+        except (ValueError, KeyError, TypeError):
+            return
+        if op == "kill":
+            self.kill()
+        elif op == "task":
+            self._become_task(str(msg["dir"]))
+        elif op == "hello":
+            self._send(conn, {"ev": "state", "pid": self.pid, **self._state()}, wait=5)
+
+    def _become_task(self, path: str) -> None:
+        if self.task:
+            return
+        self.task = True
+        self.dir_fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Through the directory's fd: a state dir's path may be past sun_path's 108 bytes.
+        listener.bind(f"/proc/self/fd/{self.dir_fd}/{SOCKET_NAME}")
+        listener.listen(8)
+        listener.setblocking(False)
+        self.listener = listener
+        self.sel.register(listener, selectors.EVENT_READ, "listen")
+        write_json(self.dir_fd, SHIM_NAME, {"pid": os.getpid(), "start": start_time(os.getpid())})
+
+    def _on_accept(self) -> None:
+        assert self.listener is not None
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+        uid = int.from_bytes(creds[4:8], sys.byteorder)
+        if uid != os.geteuid():  # only the daemon's own uid steers a task
+            conn.close()
+            return
+        self._add_controller(conn)
+
+    # the run
+    def kill(self) -> None:
+        if self.code is not None or self.pid < 0:
+            return
+        self.killed = True
+        for pid in (*_children(self.pid), self.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _on_output(self) -> None:
+        try:
+            chunk = os.read(self.pipe_r, _READ_SIZE)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            self.sel.unregister(self.pipe_r)
+            return
+        self.out.write(chunk)
+        self.dirty = True
+
+    def _on_exit(self) -> None:
+        _, status = os.waitpid(self.pid, 0)
+        self.code = _exit_code(status)
+        self.sel.unregister(self.pidfd)
+        os.close(self.pidfd)
+        for fd in (self.lifeline, *self.held):
+            os.close(fd)
+
+    def run(self) -> int:
+        while self.code is None or not self.eof:
+            timeout = None
+            now = time.monotonic()
+            if self.dirty:
+                timeout = max(0.0, self.sent_at + UPDATE_INTERVAL - now)
+            if self.deadline is not None:
+                left = max(0.0, self.deadline - now)
+                timeout = left if timeout is None else min(timeout, left)
+            for key, _ in self.sel.select(timeout):
+                what = key.data
+                if what == "out":
+                    self._on_output()
+                elif what == "exit":
+                    self._on_exit()
+                elif what == "ctrl":
+                    self._on_ctrl(key.fileobj)  # type: ignore[arg-type]
+                elif what == "listen":
+                    self._on_accept()
+            now = time.monotonic()
+            if self.deadline is not None and now >= self.deadline and self.code is None:
+                self.deadline = None
+                self.kill()
+            if self.dirty and now - self.sent_at >= UPDATE_INTERVAL:
+                self.dirty, self.sent_at = False, now
+                self._send_all({"ev": "out", **self._state()})
+        return self._finish()
+
+    def _finish(self) -> int:
+        """The end: the file completed, the status recorded (a task's on disk), told."""
+        assert self.code is not None
+        out = self.out
+        out.finish(self.code if self.task else None)
+        end = {
+            "ev": "exit",
+            "code": self.code,
+            "killed": self.killed,
+            "ended_ms": int(time.time() * 1000),
+            "task": self.task,
+            "size": out.size,
+            "total": out.total,
+            "written": out.written,
+            "tail_at": out.tail_at,
+            "tail_len": out.tail_len,
+            "line": out.last_line,
+        }
+        if self.task:
+            if self.listener is not None:
+                self.listener.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(SOCKET_NAME, dir_fd=self.dir_fd)
+            write_json(self.dir_fd, STATUS_NAME, end)
+        # The end must reach a daemon that is alive, however loaded (a lost one reads as
+        # the shim vanished, 137); a gone daemon fails the send at once.
+        self._send_all(end, wait=EXIT_SEND_SECONDS)
+        return 0
+
+
+def _recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    fds: list[int] = []
+    data, anc, _flags, _addr = sock.recvmsg(
+        MAX_MESSAGE, socket.CMSG_SPACE(64 * 4), socket.MSG_CMSG_CLOEXEC
+    )
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % 4
+            fds += [int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, usable, 4)]
+    if not data:
+        return None, fds
+    return json.loads(data), fds
+
+
+def _detach_stdio() -> None:
+    """A shim outlives the daemon: it must not hold the daemon's stdout and stderr (a
+    log pipe would never see its end), nor its terminal."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for std in (0, 1, 2):
+        os.dup2(null, std)
+    os.close(null)
+
+
+def serve(fd: int) -> None:
+    """The forkserver: keeps one spare shim forked, waiting for the daemon's next request
+    (so no fork is on a call's path), and forks the next spare when it takes one; until
+    the daemon closes the socket."""
+    sock = socket.socket(fileno=fd)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # shims are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        taken, tell = os.pipe()
+        if os.fork() == 0:
+            os.close(taken)
+            _spare(sock, tell)
+        os.close(tell)
+        word = os.read(taken, 1)
+        os.close(taken)
+        if word != b"t":  # the daemon is gone (or the spare died): no more shims
+            return
+
+
+def _spare(sock: socket.socket, tell: int) -> None:
+    """A forked shim-to-be: ready before the request comes, it takes the next one, tells
+    the forkserver to fork the next spare, and supervises its run."""
+    code = 1
+    fds: list[int] = []
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.setsid()
+        _detach_stdio()
+        req, fds = _recv(sock)
+        os.write(tell, b"t" if req is not None else b"e")
+        os.close(tell)
+        sock.close()
+        if req is not None:
+            code = Shim(req, fds).run()
+    except BaseException as exc:  # noqa: BLE001 - the shim's last word, then out
+        with contextlib.suppress(OSError, IndexError):
+            os.write(fds[1], f"\n[agentd shim failed: {exc!r}]\n".encode())
+    finally:
+        os._exit(code)

@@ -1,0 +1,1 @@
+"""What the file tools share: the read state, refusing devices, structured patches."""

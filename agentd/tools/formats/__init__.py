@@ -1,0 +1,1 @@
+"""Files Read renders for the model: images, PDFs, notebooks."""
