@@ -22,7 +22,7 @@ PYTHON3 ?= python3
 CLAUDE_CODE_VERSION := 2.1.328
 CLAUDE_CODE_DIR ?= $(HOME)/.cache/agentd/claude-code
 CLAUDE_CODE_STAMP := $(CLAUDE_CODE_DIR)/.installed-$(CLAUDE_CODE_VERSION)
-# Codex, for the test that runs it against `agentctl mcp` (tests/test_mcp_codex.py).
+# Codex, for the test that runs it against `agentctl mcp` (tests/e2e/test_mcp_codex.py).
 CODEX_VERSION := 0.169.0
 CODEX_DIR ?= $(HOME)/.cache/agentd/codex
 CODEX_STAMP := $(CODEX_DIR)/.installed-$(CODEX_VERSION)

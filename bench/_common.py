@@ -1,7 +1,7 @@
 """Helpers the daemon benches share: a real daemon, a sandbox-reachable workspace, stats.
 
 Imported as `_common` by the scripts beside it (`bench/` is sys.path[0] when one of them
-runs as `python bench/NAME.py`); puts the repo root on sys.path so `tests.daemon` imports.
+runs as `python bench/NAME.py`); puts the repo root on sys.path so `tests.support.daemon` imports.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.daemon import DaemonProcess, start_daemon  # noqa: E402
+from tests.support.daemon import DaemonProcess, start_daemon  # noqa: E402
 
 SANDBOX_UID = 65534
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from _common import cpu_seconds, memory_kb, percentile, verdict, workspace
 
-from tests.daemon import start_daemon
+from tests.support.daemon import start_daemon
 
 PAYLOAD = 100_000
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from _common import cpu_seconds, memory_kb, verdict, workspace
 
-from tests.daemon import start_daemon
+from tests.support.daemon import start_daemon
 
 LINE = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ\n"
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import percentile, verdict, workspace  # noqa: E402
 
 from agentd_client import Client  # noqa: E402
-from tests.daemon import start_daemon  # noqa: E402
+from tests.support.daemon import start_daemon  # noqa: E402
 
 
 def _pids_with(marker: str) -> list[int]:

@@ -1,7 +1,7 @@
 """`agentctl mcp install claude-code`: make Claude Code use agentd's tools instead of its own.
 
 Found by running Claude Code 2.1 against a fake Messages API
-(tests/test_mcp_claude_code.py). Everything goes into the user's own configuration
+(tests/e2e/test_mcp_claude_code.py). Everything goes into the user's own configuration
 and nothing into the workspace, whose files may come from anyone:
 
 - `~/.claude.json`, `projects[WS].mcpServers.agentd`: the server, in Claude Code's

@@ -1,7 +1,7 @@
 """`agentctl mcp install codex`: make Codex use agentd's tools instead of its own.
 
 Found by running Codex 0.169 offline against a fake Responses API
-(tests/test_mcp_codex.py). Codex reads MCP servers from its own configuration only,
+(tests/e2e/test_mcp_codex.py). Codex reads MCP servers from its own configuration only,
 `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`), for every project; the
 entry `[mcp_servers.agentd]` is written there (the rest of the file kept, replaced
 whole by a rename):

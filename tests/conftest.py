@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from tests.daemon import DaemonProcess, start_daemon
+from tests.support.daemon import DaemonProcess, start_daemon
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
 SANDBOX_UID = 65534

@@ -8,7 +8,7 @@ A call's input is checked first by a validator fastjsonschema compiles to Python
 once per schema (~30x cheaper than walking the schema with jsonschema on every call);
 only input it refuses goes through jsonschema, whose errors name the parameters. The
 fast check is used only for schemas made of keywords both read alike (_FAST_KEYWORDS),
-and anything it accepts jsonschema accepts too (tests/test_validation.py checks the two
+and anything it accepts jsonschema accepts too (tests/calls/test_validation.py checks the two
 agree on every tool's schema).
 """
 

@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from agentd_sandbox import seccomp
-from tests.shared import DOCKER_DENIED
+from tests.support.data import DOCKER_DENIED
 
 from .conftest import NOT_SANDBOXED, policy, run_capture
 

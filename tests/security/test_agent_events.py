@@ -13,7 +13,7 @@ from agentd_client import Client, errors
 from agentd_client import conversation as conv
 from agentd_client.display import describe_event
 from agentd_client.v1 import agentd_pb2 as pb
-from tests.daemon import DaemonProcess
+from tests.support.daemon import DaemonProcess
 
 CID = "conv_test"
 

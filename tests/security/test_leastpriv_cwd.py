@@ -20,8 +20,8 @@ import grpc
 import pytest
 
 from agentd_client import Client
-from tests.daemon import DaemonProcess, start_daemon
 from tests.security._leastpriv import GUARD, SYSTEM_PYTHON, host_pidns
+from tests.support.daemon import DaemonProcess, start_daemon
 
 # How long the daemon may take to answer a GetStatus while a call of another client
 # runs; far above a healthy answer (milliseconds), far below a stall.

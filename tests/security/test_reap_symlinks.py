@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from tests.daemon import DaemonProcess
+from tests.support.daemon import DaemonProcess
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from tests.daemon import start_daemon
+from tests.support.daemon import start_daemon
 
 SANDBOX_UID = 65534
 

@@ -22,8 +22,8 @@ from agentd.sessions.events import EventLog
 from agentd.sessions.store import Store
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
-from tests.daemon import DaemonProcess, start_daemon
-from tests.waiting import task_finished, wait_for_event
+from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.waiting import task_finished, wait_for_event
 
 GARBAGE = [b"\xff\xff\xff\xff", b"\x0a\x05ab", b"\x08" + b"\xff" * 11]  # parse as no message
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from tests.daemon import DaemonProcess, start_daemon
+from tests.support.daemon import DaemonProcess, start_daemon
 
 
 class Site:

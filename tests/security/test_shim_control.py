@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_tasks_outlive import (
+from tests.e2e.test_tasks_outlive import (
     Node,
     _background,
     _pids_with,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd_client import Client
-from tests.daemon import DaemonProcess
+from tests.support.daemon import DaemonProcess
 
 
 def agentctl(

@@ -20,7 +20,7 @@ import pytest
 from agentd_client import Client, ToolResult
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.conftest import SANDBOX_UID
-from tests.daemon import DaemonProcess, start_daemon
+from tests.support.daemon import DaemonProcess, start_daemon
 
 ALLOW_BASH = {"permissions": {"allow": ["Bash"]}}
 

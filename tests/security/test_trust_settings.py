@@ -24,7 +24,7 @@ import pytest
 
 from agentd_client import Client, structs
 from tests.conftest import SANDBOX_UID
-from tests.waiting import wait_for_event
+from tests.support.waiting import wait_for_event
 
 
 def write_settings(ws: Path, body: dict[str, Any] | str, name: str = "settings.json") -> Path:

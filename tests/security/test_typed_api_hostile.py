@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from agentd_client import Client, structs
-from tests.daemon import DaemonProcess
-from tests.waiting import wait_for_event
+from tests.support.daemon import DaemonProcess
+from tests.support.waiting import wait_for_event
 
 AGENTCTL = str(Path(sys.executable).parent / "agentctl")
 

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 from agentd_client import Client
-from tests.waiting import task_finished, wait_for_event
+from tests.support.waiting import task_finished, wait_for_event
 
 
 def bash(client: Client, sid: str, command: str, **kw: object):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentd.tools.glob import Glob
-from tests.shared import TOOL_SCHEMAS
+from tests.support.data import TOOL_SCHEMAS
 
 REFERENCE_SCHEMAS = TOOL_SCHEMAS
 

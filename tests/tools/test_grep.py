@@ -12,7 +12,7 @@ import pytest
 from agentd.foundation.errors import ToolError
 from agentd.tools.grep import Grep
 from agentd.tools.search import ripgrep
-from tests.shared import TOOL_SCHEMAS
+from tests.support.data import TOOL_SCHEMAS
 
 REFERENCE_SCHEMAS = TOOL_SCHEMAS
 

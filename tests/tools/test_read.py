@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentd.tools.base import ImageBlock
-from tests.shared import TOOL_SCHEMAS
+from tests.support.data import TOOL_SCHEMAS
 
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

@@ -11,7 +11,7 @@ import pytest
 from agentd.sessions.session import Session
 from agentd.tools.base import ToolContext
 from agentd.tools.todo_write import TodoWrite
-from tests.shared import TOOL_SCHEMAS
+from tests.support.data import TOOL_SCHEMAS
 
 REFERENCE_SCHEMAS = TOOL_SCHEMAS
 

@@ -26,7 +26,7 @@ from agentd.tools.web_fetch.http import MAX_BODY_BYTES
 from agentd.tools.web_fetch.pages import Page, PageCache
 from agentd.tools.web_fetch.tool import PAGE_CHARS, WebFetch
 from agentd.tools.web_fetch.url import checked_url, is_same_host
-from tests.shared import TOOL_SCHEMAS
+from tests.support.data import TOOL_SCHEMAS
 
 HTML = b"""<!doctype html>
 <html><head><title>Fixture page</title>

@@ -1,0 +1,212 @@
+"""The state stays bounded: a closed session's temp dir goes at once, its journal and
+output files after its retention time (or sooner past the size cap), idle sessions are
+closed by the daemon itself, and the numbers show in `agentctl status`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from agentd.sessions import tmp_owners
+from agentd_client import AgentdError, Client
+from tests.support import ctl
+from tests.support.daemon import DaemonProcess, start_daemon
+
+
+def _daemon(tmp_path: Path, **settings: object) -> DaemonProcess:
+    lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
+    config = tmp_path / "agentd.toml"
+    config.write_text("\n".join(lines) + "\n")
+    return start_daemon(tmp_path / "d", ["--config", str(config)])
+
+
+@pytest.fixture
+def quick(tmp_path: Path) -> Iterator[DaemonProcess]:
+    """A daemon that closes sessions idle 3 s and reaps them 1 s after they close."""
+    daemon = _daemon(
+        tmp_path, session_idle_seconds=3.0, retention_seconds=1.0, reap_interval_seconds=0.3
+    )
+    yield daemon
+    assert daemon.stop() == 0, daemon.log
+    assert "Traceback" not in daemon.log, daemon.log
+
+
+def _dirs(c: Client, sid: str, state_dir: str) -> dict[str, str]:
+    """Where the session's temp dir, output dir and saved results are."""
+    tmp = c.run_tool(sid, "Bash", {"command": 'printf %s "$TMPDIR"'})
+    return {
+        "tmp": tmp.text,
+        "out": f"/tmp/agentd-out-{os.geteuid()}/{sid}",
+        "state": os.path.join(state_dir, "sessions", sid),
+    }
+
+
+def _wait(condition: object, daemon: DaemonProcess | None = None, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out\n{daemon.log if daemon else ''}"
+        time.sleep(0.1)
+
+
+def test_idle_sessions_closed_then_reaped(quick: DaemonProcess, workspace: Path) -> None:
+    with Client(quick.socket, timeout=30) as c:
+        idle = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        busy = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        dirs = _dirs(c, idle, quick.state_dir)
+        # Output to keep after close (a background task's file), and a saved result as
+        # a large Grep or Glob result leaves it.
+        c.run_tool(idle, "Bash", {"command": "echo kept", "run_in_background": True})
+        os.makedirs(os.path.join(dirs["state"], "tool-results"))
+        Path(dirs["state"], "tool-results", "toolu_x.txt").write_text("saved")
+        assert all(os.path.isdir(d) for d in dirs.values()), dirs
+        c.run_tool(busy, "Bash", {"command": "sleep 60", "run_in_background": True})
+
+        # Closed by the daemon once idle; its temp dir goes at once, the rest stays
+        # until its retention ends.
+        _wait(lambda: c.get_session(idle).closed)
+        assert not os.path.exists(dirs["tmp"])
+        # Reaped: rows, journal and files gone.
+        _wait(lambda: idle not in {s.id for s in c.list_sessions(include_closed=True)})
+        with pytest.raises(AgentdError) as gone:
+            c.get_session(idle)
+        assert gone.value.code() == grpc.StatusCode.NOT_FOUND
+        assert not os.path.exists(dirs["out"]) and not os.path.exists(dirs["state"])
+        # The one with a running task is neither closed nor reaped.
+        assert not c.get_session(busy).closed
+        st = c.status().state
+        assert st.sessions_idle_closed >= 1 and st.sessions_reaped >= 1
+        assert st.retention_seconds == 1.0 and st.session_idle_seconds == 3.0
+        c.close_session(busy)
+    status = ctl.run("--socket", quick.socket, "status", "--json")
+    assert json.loads(status.stdout)["state"]["sessions_reaped"] >= 1
+    text = ctl.run("--socket", quick.socket, "status").stdout
+    assert "closed idle" in text and "reaped since start" in text
+
+
+def test_size_cap_reaps_oldest_closed_first(tmp_path: Path, workspace: Path) -> None:
+    # No idle closing, a week's retention: only the cap can reap here.
+    daemon = _daemon(tmp_path, session_idle_seconds=0, state_max_bytes=1, reap_interval_seconds=0.3)
+    try:
+        with Client(daemon.socket, timeout=30) as c:
+            old, new, open_ = (
+                c.create_session(str(workspace), permission_mode="bypassPermissions").id
+                for _ in range(3)
+            )
+            c.close_session(old)
+            c.close_session(new)
+            # Over the cap (1 byte) both closed ones go, the open one never does.
+            left = lambda: {s.id for s in c.list_sessions(include_closed=True)}  # noqa: E731
+            _wait(lambda: left() == {open_}, daemon)
+            assert c.status().state.used_bytes > 1
+        reaped = [line for line in daemon.log_lines if "reaped session" in line]
+        assert old in reaped[0] and new in reaped[1], reaped
+    finally:
+        assert daemon.stop() == 0, daemon.log
+
+
+def test_temp_dirs_left_by_a_crash_go_at_start(tmp_path: Path, workspace: Path) -> None:
+    daemon = _daemon(tmp_path, session_idle_seconds=0)
+    try:
+        with Client(daemon.socket, timeout=30) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            tmp = _dirs(c, sid, daemon.state_dir)["tmp"]
+            c.close_session(sid)
+            # As if the daemon had died before removing it.
+            os.mkdir(tmp)
+            (Path(tmp) / "left").write_text("x")
+    finally:
+        assert daemon.stop() == 0, daemon.log
+    again = start_daemon(tmp_path / "d", ["--config", str(tmp_path / "agentd.toml")])
+    try:
+        _wait(lambda: not os.path.exists(tmp))
+    finally:
+        assert again.stop() == 0, again.log
+
+
+@pytest.mark.parametrize("field", ["idle_seconds", "reap_after_seconds"])
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), 1e300])
+def test_collect_refuses_out_of_range_times(client: Client, field: str, value: float) -> None:
+    with pytest.raises(AgentdError) as refused:
+        client.collect_sessions(**{field: value}, dry_run=True)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in refused.value.details()
+
+
+def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, workspace: Path) -> None:
+    # A daemon whose state dir is deleted (as a test's is) leaves its sessions'
+    # directories under /tmp; the next daemon to start removes them, once the record
+    # is older than the grace time, and nothing a record names outside them.
+    gone = start_daemon(tmp_path / "gone")
+    try:
+        with Client(gone.socket, timeout=30) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            dirs = _dirs(c, sid, gone.state_dir)
+            c.run_tool(sid, "Bash", {"command": "echo out", "run_in_background": True})
+    finally:
+        assert gone.stop() == 0, gone.log
+    assert os.path.isdir(dirs["tmp"]) and os.path.isdir(dirs["out"])
+    record = Path(tmp_owners.base(), sid)
+    assert json.loads(record.read_text())["state_dir"] == gone.state_dir
+    shutil.rmtree(gone.state_dir)
+    hour_ago = time.time() - tmp_owners.GRACE_SECONDS - 60
+    os.utime(record, (hour_ago, hour_ago))
+    # Two forged records: one whose owner still has its database (kept), one naming a
+    # path that is no session directory (the record goes, the path stays).
+    live, forged = uuid.uuid4().hex, uuid.uuid4().hex
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    other_state = tmp_path / "other" / "state"
+    other_state.mkdir(parents=True)
+    (other_state / "agentd.db").write_bytes(b"")
+    Path(tmp_owners.base(), live).write_text(
+        json.dumps({"state_dir": str(other_state), "paths": []})
+    )
+    Path(tmp_owners.base(), forged).write_text(
+        json.dumps({"state_dir": str(tmp_path / "nowhere"), "paths": [str(victim)]})
+    )
+    for name in (live, forged):
+        os.utime(Path(tmp_owners.base(), name), (hour_ago, hour_ago))
+
+    daemon = _daemon(tmp_path, session_idle_seconds=0)
+    try:
+        _wait(lambda: not record.exists(), daemon)
+        assert not os.path.exists(dirs["tmp"]) and not os.path.exists(dirs["out"])
+        assert "whose daemon is gone" in daemon.log
+        _wait(lambda: not Path(tmp_owners.base(), forged).exists(), daemon)
+        assert victim.is_dir()
+        assert Path(tmp_owners.base(), live).exists()
+    finally:
+        Path(tmp_owners.base(), live).unlink(missing_ok=True)
+        assert daemon.stop() == 0, daemon.log
+
+
+def test_the_start_sweep_keeps_a_session_made_while_it_runs(tmp_path: Path) -> None:
+    """The sweep runs while the daemon serves: a session of its own state dir that its
+    start-time list lacks, but whose record is newer than its start, was just made."""
+    state = tmp_path / "state"
+    started = time.time()
+    made_now, left_before = uuid.uuid4().hex, uuid.uuid4().hex
+    dirs = {sid: Path("/tmp", f"agentd-{os.getuid()}", sid) for sid in (made_now, left_before)}
+    try:
+        for sid, path in dirs.items():
+            path.mkdir(parents=True)
+            tmp_owners.record(sid, str(state), [str(path)])
+        before = started - 10
+        os.utime(Path(tmp_owners.base(), left_before), (before, before))
+        # (The count also holds other daemons' stale records this machine may have.)
+        assert tmp_owners.sweep(str(state), lambda sid: False, started) >= 1
+        assert dirs[made_now].is_dir() and not dirs[left_before].exists()
+        assert Path(tmp_owners.base(), made_now).exists()
+        assert not Path(tmp_owners.base(), left_before).exists()
+    finally:
+        for sid, path in dirs.items():
+            shutil.rmtree(path, ignore_errors=True)
+            tmp_owners.forget(sid)
