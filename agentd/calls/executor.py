@@ -27,6 +27,7 @@ from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import is_full
 from agentd.tools import Registry
 from agentd.tools.base import ImageBlock, TextBlock, Tool, ToolContext, ToolResult
+from agentd.tools.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class Executor:
     sessions: SessionManager
     config: Config
     permissions: PermissionChecker
-    services: dict[str, Any] = field(default_factory=dict)
+    services: Services
     _running: dict[tuple[str, str], _Running] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -235,7 +236,7 @@ class Executor:
                 )
         finally:
             self._running.pop(key, None)
-        if (tasks := self.services.get("tasks")) and (notices := tasks.take_notices(session.id)):
+        if notices := self.services.tasks.take_notices(session.id):
             # The model hears of finished background tasks with its next result.
             result.content.append(TextBlock("\n".join(notices)))
         # On a full disk, what changed is kept in memory and saved with the next save.

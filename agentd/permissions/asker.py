@@ -44,7 +44,7 @@ class _Pending:
 
 
 class Asker:
-    """Pending requests keyed by request id; `services["asker"]` for ResolvePermission."""
+    """Pending requests keyed by request id; the API answers them (ResolvePermission)."""
 
     def __init__(self, sessions: SessionManager, timeout_seconds: float) -> None:
         self.sessions = sessions

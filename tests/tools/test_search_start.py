@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from agentd.foundation.config import Config
 from agentd.tools.search import ripgrep
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
@@ -20,12 +19,6 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 def ws(workspace: Path) -> Path:
     """A workspace the sandbox's uid can reach (conftest's)."""
     return workspace
-
-
-@pytest.fixture
-def tool_services(tmp_path: Path) -> dict[str, Any]:
-    """With a config, the searches run in the session's sandbox."""
-    return {"config": Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))}
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from agentd.foundation import metrics
 from agentd.foundation.errors import InputError, ToolError
 from agentd.fs import identity as fsidentity
 from agentd.runs import unsandboxed
-from agentd.runs.output.registry import TASKS_MOUNT, Outputs, sandbox_path
+from agentd.runs.output.registry import TASKS_MOUNT, sandbox_path
 from agentd.runs.tasks import (
     PROGRESS_INTERVAL,
     OutputFile,
@@ -97,12 +97,12 @@ class BashTool(Tool):
             )
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        tasks = ctx.services["tasks"]
-        config = ctx.services["config"]
+        tasks = ctx.services.tasks
+        config = ctx.services.config
         session = ctx.session
         command: str = args["command"]
         tmp_dir = sandbox_policy.session_tmp_dir(session, config)
-        outputs = ctx.services.get("outputs") or Outputs(config)
+        outputs = ctx.services.outputs
         readers = _output_readers(session, config)
         tasks_dir = outputs.make_tasks_dir(session.id, readers)
         start_notices: list[str] = []
@@ -346,18 +346,17 @@ def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
     session = ctx.session
     if new_cwd == session.cwd:
         return []
-    with fsidentity.acting_as(fsidentity.of_session(ctx)):
+    with fsidentity.acting_as(ctx.fs_identity()):
         checked = contained_cwd(new_cwd, session.workspace_roots)
     previous = session.cwd
-    emit = ctx.services.get("on_cwd_changed")
     if checked is not None:
         session.cwd = checked
         notices: list[str] = []
     else:
         session.cwd = session.workspace_roots[0]
         notices = [f"Shell cwd was reset to {session.cwd}"]
-    if emit is not None and session.cwd != previous:
-        emit(session, session.cwd, previous)
+    if session.cwd != previous:
+        ctx.services.on_cwd_changed(session, session.cwd, previous)
     return notices
 
 

@@ -50,7 +50,7 @@ class SearchRoot:
     path: str  # absolute, lexical (as the session names it)
     is_dir: bool
     loc: fsaccess.Located
-    # The sandbox rg runs in; None for the daemon's own state dir or without a daemon.
+    # The sandbox rg runs in; None for the daemon's own state dir (saved results).
     sandbox: SandboxPolicy | None = None
 
 
@@ -59,9 +59,7 @@ def search_root(raw: str | None, ctx: ToolContext) -> SearchRoot:
     lie inside the roots the call may read."""
     session = ctx.session
     path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
-    loc = fsaccess.locate(
-        path, ctx.roots("read"), fsidentity.of_session(ctx), daemon_roots=(ctx.state_dir,)
-    )
+    loc = fsaccess.locate(path, ctx.roots("read"), ctx.fs_identity(), daemon_roots=(ctx.state_dir,))
     fsaccess.check_inside(loc)  # a symlink leaving the workspace is refused here
     try:
         st = fsaccess.stat_beneath(loc)
@@ -76,8 +74,8 @@ def search_root(raw: str | None, ctx: ToolContext) -> SearchRoot:
 def _sandbox_for(ctx: ToolContext, loc: fsaccess.Located) -> SandboxPolicy | None:
     """The session's sandbox narrowed for a search: everything it may read shown
     read-only where it is, nothing writable, no network, none of the session's env."""
-    config = ctx.services.get("config")
-    if config is None or os.path.normpath(loc.root) == os.path.normpath(ctx.state_dir):
+    config = ctx.services.config
+    if os.path.normpath(loc.root) == os.path.normpath(ctx.state_dir):
         return None
     session = ctx.session
     tmp_dir = sandbox_policy.session_tmp_dir(session, config)
