@@ -17,12 +17,13 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from agentd.calls import eager, spill, validation
 from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InputError, StorageFull, ToolError
+from agentd.permissions.decision import Decision
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import is_full
 from agentd.tools import Registry
@@ -38,27 +39,6 @@ class ToolUse:
     name: str
     # As the caller sent it; the call works on a copy, so events show what was asked.
     input: dict[str, Any]
-
-
-SandboxMode = Literal["normal", "read_only", "neutralised", "unsandboxed"]
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """A permission decision: who or what decided, and why."""
-
-    behavior: str  # "allow" or "deny"
-    reason: str = ""
-    decided_by: str = ""
-    # Input to run instead (a hook may rewrite it).
-    updated_input: dict[str, Any] | None = None
-    # How a Bash command runs, by why it was allowed: "read_only" when only the
-    # classifier's read-only verdict let it run (the sandbox then enforces that verdict),
-    # "neutralised" when a rule allowed a read-only command (the workspace stays
-    # writable, the repository's git config is cut to inert keys), "normal" when a rule,
-    # a person, a hook or the mode allowed it otherwise, "unsandboxed" when a person
-    # approved running it outside the sandbox.
-    sandbox: SandboxMode = "normal"
 
 
 class PermissionChecker(Protocol):
@@ -275,7 +255,7 @@ class Executor:
                 )
             decision = await self.permissions.decide(session, tool, args, ctx)
             metrics.permission_decided(decision.behavior)
-            if decision.behavior != "allow":
+            if not decision.allowed:
                 return ToolResult.error(decision.reason or "Permission denied.")
             ctx.sandbox = decision.sandbox
             if decision.updated_input is not None:

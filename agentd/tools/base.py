@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from agentd.foundation.errors import InputError, ToolError
 from agentd.fs.identity import FsIdentity
 from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing.mode import SandboxMode
 from agentd.tools.services import Services
 
 if TYPE_CHECKING:
@@ -103,10 +104,8 @@ class ToolContext:
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     # Paths outside the workspace that a permission decision granted to this call.
     granted_paths: list[str] = field(default_factory=list)
-    # How a Bash call's sandbox is built, from the permission decision (Decision.sandbox):
-    # "normal", "read_only" (workspace read-only, no network), "neutralised" (the
-    # repository's git config cut to inert keys) or "unsandboxed".
-    sandbox: str = "normal"
+    # How a Bash call's sandbox is built, from the permission decision (Decision.sandbox).
+    sandbox: SandboxMode = SandboxMode.NORMAL
 
     def roots(self, mode: Literal["read", "write"] = "read") -> list[str]:
         """Where this call may touch files: the workspace, granted paths, and for reads the

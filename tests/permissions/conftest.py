@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agentd.calls.executor import Decision
 from agentd.foundation.config import Config
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
+from agentd.permissions.decision import Decision
 from agentd.permissions.trust import SETTINGS_FILES
 from agentd.sessions.events import Event, EventLog
 from agentd.sessions.session import Session, SessionManager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session
 from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext, ToolResult
@@ -39,7 +40,7 @@ async def call_bash(
             progress=progress,
             services=make_services(config, store),
         )
-        ctx.sandbox = sandbox
+        ctx.sandbox = SandboxMode(sandbox)
         return await BashTool().call({"command": command}, ctx)
     finally:
         store.close()
