@@ -24,12 +24,13 @@ from agentd.fs import access as fsaccess
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.runs.output.registry import Outputs
+from agentd.runs.shim import client as shim_client
+from agentd.runs.shim.adopt import readopt
 from agentd.runs.tasks import TaskManager
+from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
-from agentd.shim import client as shim_client
-from agentd.shim.adopt import readopt
 from agentd.tools import default_registry
 from agentd.tools.services import Services
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
@@ -67,7 +68,13 @@ class Daemon:
             shim_root=os.path.join(config.state_dir, "shims"),
         )
         outputs = Outputs(config, self.store)
-        self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
+        self.reaper = Reaper(
+            config,
+            self.sessions,
+            self.tasks,
+            outputs,
+            tmp_dir_of=lambda session: session_tmp_path(session, config),
+        )
         self.outputs = outputs
         self.services = Services(
             config=config,

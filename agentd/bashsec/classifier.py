@@ -19,7 +19,7 @@ from tree_sitter import Language, Node, Parser
 
 from agentd.bashsec import plain, shellvars
 from agentd.bashsec.argv import run
-from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Word
+from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Walk, Word
 from agentd.bashsec.model import (
     Classification,
     new_classification,
@@ -70,7 +70,7 @@ def _classify_cached(command: str) -> Classification:
 
 def classify_uncached(command: str) -> Classification:
     """classify() without the cache (for benchmarks and memory-sensitive callers)."""
-    ctx = Ctx()
+    ctx = new_ctx()
     if "\x00" in command:
         ctx.parse_ok = False
         ctx.opaque("command contains a NUL byte")
@@ -566,5 +566,10 @@ _HANDLERS = {
     "function_definition": _function,
 }
 
-walk = _walk
-word = _word
+# What argv.py, checks.py and shellvars.py call back into (through the Ctx).
+WALK = Walk(node=_walk, word=_word, script=run_shell_literal, argv=run)
+
+
+def new_ctx() -> Ctx:
+    """A walk's state, at its start."""
+    return Ctx(WALK)

@@ -1,7 +1,13 @@
-"""What the classifier's tree walk carries: the run-time words it cannot see (`Dyn`) and
-what it has found so far (`Ctx`), and the program table both halves read."""
+"""What the classifier's tree walk carries: the run-time words it cannot see (`Dyn`),
+what it has found so far (`Ctx`), the way back into the walk (`Walk`), and the program
+table both halves read."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
 
 from agentd.bashsec.model import SimpleCommand
 from agentd.bashsec.table import load
@@ -35,15 +41,30 @@ class Assigned(Dyn):
 Word = str | Dyn
 
 
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """The walk's entry points (classifier.py), for the readers of a command's parts that
+    meet code inside it: the text of `sh -c` (script), the command `find -exec` runs
+    (argv), a substitution inside arithmetic or `[[ -v ]]` (node, word). The Ctx carries
+    them, so those readers call back into the walk without importing it."""
+
+    node: Callable[[Node, Ctx], None]
+    word: Callable[[Node, Ctx], Word]
+    script: Callable[[Ctx, str], None]
+    argv: Callable[[Ctx, list[Word], list[int] | None, int, tuple[str, ...]], None]
+
+
 class Ctx:
-    """What the walk has found so far."""
+    """What the walk has found so far, and the walk itself."""
 
     __slots__ = (
-        "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe", "defined",
-        "depth", "src", "assigned", "arith_refs", "indirect", "integers", "repo_configured",
+        "walk", "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe",
+        "defined", "depth", "src", "assigned", "arith_refs", "indirect", "integers",
+        "repo_configured",
     )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, walk: Walk) -> None:
+        self.walk = walk
         self.cats: set[str] = set()
         self.reasons: list[str] = []
         self.writes: list[str] = []

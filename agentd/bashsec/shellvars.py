@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
+from agentd.bashsec.context import Dyn
 from agentd.bashsec.table import load
 
 SETTINGS, _ = load()
 
 if TYPE_CHECKING:
-    from agentd.bashsec.classifier import Ctx, Word
+    from agentd.bashsec.context import Ctx, Word
 
 # An assignment whose value is an integer produced by arithmetic.
 INT = "<integer>"
@@ -138,8 +139,6 @@ def arith_text(ctx: Ctx, text: str, where: str) -> None:
 
 def arith(ctx: Ctx, node: Node, where: str = "arithmetic") -> None:
     """A syntax node bash evaluates as arithmetic: every name in it must hold a number."""
-    from agentd.bashsec.classifier import walk
-
     t = node.type
     if not node.is_named or t in ("number", "comment", "test_operator"):
         return
@@ -177,7 +176,7 @@ def arith(ctx: Ctx, node: Node, where: str = "arithmetic") -> None:
             else:
                 arith(ctx, child, where)
     elif t in ("command_substitution", "process_substitution", "ansi_c_string"):
-        walk(node, ctx)
+        ctx.walk.node(node, ctx)
         ctx.opaque(f"arithmetic evaluates {node.text.decode('utf-8', 'replace')[:60]}")
     else:
         _arith_assignments(ctx, node)
@@ -205,11 +204,9 @@ def _arith_assignments(ctx: Ctx, node: Node) -> None:
 
 def _arith_expansion(ctx: Ctx, node: Node, where: str) -> None:
     """${x}, ${#x}, ${a[i]} inside arithmetic; anything with an operator is not a number."""
-    from agentd.bashsec.classifier import walk
-
     tokens = [c.type for c in node.children if not c.is_named]
     named = node.named_children
-    walk(node, ctx)  # subscripts, offsets, @P, substitutions inside
+    ctx.walk.node(node, ctx)  # subscripts, offsets, @P, substitutions inside
     if tokens == ["${", "#", "}"]:
         return  # a length is a number
     if tokens == ["${", "}"] and len(named) == 1:
@@ -276,11 +273,9 @@ def expansion(ctx: Ctx, node: Node) -> None:
 
 
 def _value_after(ctx: Ctx, children: list[Node], op: Node) -> Word:
-    from agentd.bashsec.classifier import Dyn, word
-
     after = [c for c in children if c.start_byte >= op.end_byte and c.is_named]
     if len(after) == 1:
-        return word(after[0], ctx)
+        return ctx.walk.word(after[0], ctx)
     return Dyn("${…}")
 
 
@@ -304,9 +299,7 @@ def test_command(ctx: Ctx, node: Node) -> None:
         elif sub.type == "unary_expression":
             op = sub.child_by_field_name("operator")
             if op is not None and op.text in (b"-v", b"-R") and sub.named_child_count >= 2:
-                from agentd.bashsec.classifier import word
-
-                var_operand(ctx, word(sub.named_children[-1], ctx), "[[ -v ]]")
+                var_operand(ctx, ctx.walk.word(sub.named_children[-1], ctx), "[[ -v ]]")
 
 
 def _descend(node: Node) -> list[Node]:

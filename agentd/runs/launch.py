@@ -10,7 +10,7 @@ command ran (bwrap could not mount a host socket or a listed path that vanished 
 the plan listed it, as on a busy machine) is planned and started again; nothing of the
 command ran, so that is safe. Bash, Grep/Glob and the hooks all start this way.
 start_bash is Bash's start: its output file, the channels bash reports through, and the
-hand-off to a shim (agentd/shim/client.py), or to the daemon's own process where the
+hand-off to a shim (agentd/runs/shim/client.py), or to the daemon's own process where the
 machine's chain needs a step only subprocess can do, or the command runs unsandboxed.
 """
 
@@ -33,12 +33,12 @@ from agentd.runs.channels import Channels
 from agentd.runs.output.file import OutputFile, open_output
 from agentd.runs.output.registry import TASKS_MOUNT
 from agentd.runs.run import Output, Run
+from agentd.runs.shim import client as shim_client
 from agentd.runs.tasks import InProcessRun, new_task_id
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session
-from agentd.shim import client as shim_client
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable, shell_argv, spawn
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ async def start_bash(
 async def _spawn(
     plan: LaunchPlan, output_path: str, output_fd: int, limit: int, channels: Channels
 ) -> Run:
-    """The command started: under a shim (agentd/shim/supervisor.py) when sandboxed, so
+    """The command started: under a shim (agentd/runs/shim/supervisor.py) when sandboxed, so
     that it can outlive the daemon as a task; in the daemon's process otherwise."""
     if plan.sandboxed:
         run = await shim_client.spawn(

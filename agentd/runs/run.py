@@ -1,7 +1,7 @@
 """Run and Output: what every run of a command offers, whoever supervises it.
 
 Two kinds satisfy them. A sandboxed run is supervised by a shim of its own
-(agentd/shim/client.py: ShimRun, ShimOutput) and can outlive the daemon as a task
+(agentd/runs/shim/client.py: ShimRun, ShimOutput) and can outlive the daemon as a task
 (Supervised). A run the daemon supervises itself (agentd/runs/tasks.py InProcessRun
 with agentd/runs/output/file.py OutputFile) is an unsandboxed command, or any command
 on a machine whose sandbox chain needs a step only subprocess can do. The Bash tool,

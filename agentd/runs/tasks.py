@@ -2,11 +2,11 @@
 
 Every Bash call is a run (agentd/runs/run.py) whose merged stdout/stderr is copied to a
 bounded output file (agentd/runs/output/file.py): a sandboxed run under a shim of its own
-(agentd/shim/client.py, ShimRun), an unsandboxed one (or one on a machine without
+(agentd/runs/shim/client.py, ShimRun), an unsandboxed one (or one on a machine without
 setpriv/prlimit) by a reader thread in the daemon (InProcessRun). A foreground call
 waits for its run; a background task, or a foreground call that reached its timeout, is
 the same run registered with the TaskManager, and under a shim it outlives the daemon
-(agentd/shim/adopt.py).
+(agentd/runs/shim/adopt.py).
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class TaskManager:
         self._store = store
         self._emit = emit
         self._max_seconds = max_seconds
-        # Where the shims of tasks keep their socket and status (agentd/shim/adopt.py); None:
+        # Where the shims of tasks keep their socket and status (agentd/runs/shim/adopt.py); None:
         # tasks do not outlive the daemon.
         self.shim_root = shim_root
         self._tasks: dict[str, Task] = {}
@@ -161,7 +161,7 @@ class TaskManager:
 
     def adopt(self, task: Task, run: Run) -> None:
         """Make `run` a background task: tracked, evented, stopped with its session; a
-        run under a shim also outlives this daemon (see agentd/shim/adopt.py)."""
+        run under a shim also outlives this daemon (see agentd/runs/shim/adopt.py)."""
         if self.shim_root is not None and isinstance(run, Supervised):
             directory = os.path.join(self.shim_root, task.id)
             os.makedirs(self.shim_root, mode=0o700, exist_ok=True)

@@ -18,13 +18,13 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import StorageFull
 from agentd.fs import trees
-from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import tmp_owners
 from agentd.sessions.session import Session, SessionManager
 
@@ -58,9 +58,17 @@ class OutputDirs(Protocol):
 
 class Reaper:
     def __init__(
-        self, config: Config, sessions: SessionManager, tasks: RunningTasks, outputs: OutputDirs
+        self,
+        config: Config,
+        sessions: SessionManager,
+        tasks: RunningTasks,
+        outputs: OutputDirs,
+        tmp_dir_of: Callable[[Session], str],
     ) -> None:
+        """`tmp_dir_of`: where a session's sandbox temp dir is (made or not), as the
+        sandbox names it (agentd/sandboxing/policy.py session_tmp_path)."""
         self.config = config
+        self._tmp_dir_of = tmp_dir_of
         self._sessions = sessions
         self._tasks = tasks
         self._outputs = outputs
@@ -195,7 +203,7 @@ class Reaper:
         not go yet (deleting needs room in the log), but the files, which free the
         space, do."""
         self._outputs.forget_session(session.id)
-        paths = [*self._kept_dirs(session), session_tmp_path(session, self.config)]
+        paths = [*self._kept_dirs(session), self._tmp_dir_of(session)]
         await asyncio.get_running_loop().run_in_executor(None, _remove_all, paths)
         try:
             self._sessions.forget(session.id)
@@ -208,22 +216,18 @@ class Reaper:
 
     def on_create(self, session: Session) -> None:
         """Record whose the session's directories under /tmp will be (see owners)."""
-        paths = [session_tmp_path(session, self.config), self._outputs.tasks_dir(session.id)]
+        paths = [self._tmp_dir_of(session), self._outputs.tasks_dir(session.id)]
         tmp_owners.record(session.id, self.config.state_dir, paths)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
-        path = session_tmp_path(session, self.config)
+        path = self._tmp_dir_of(session)
         await asyncio.get_running_loop().run_in_executor(None, trees.remove_tree, path)
 
     async def remove_leftovers(self) -> None:
         """At start: the temp dirs of closed sessions that a crashed daemon left, and the
         directories of sessions whose daemon is gone for good (owners)."""
-        paths = [
-            session_tmp_path(s, self.config)
-            for s in self._sessions.list(include_closed=True)
-            if s.closed
-        ]
+        paths = [self._tmp_dir_of(s) for s in self._sessions.list(include_closed=True) if s.closed]
         loop = asyncio.get_running_loop()
         removed = await loop.run_in_executor(None, _remove_all, paths)
         if removed:

@@ -1,7 +1,8 @@
 """A command's output file: its head up to a bound, then a marker, then its tail.
 
-Written by one writer (a shim, agentd/shim/supervisor.py, or the daemon's reader thread for a run
-it supervises itself); read by anyone through the file at their own offsets.
+Written by one writer (a shim, agentd/runs/shim/supervisor.py, or the daemon's reader
+thread for a run it supervises itself); read by anyone through the file at their own
+offsets.
 """
 
 from __future__ import annotations

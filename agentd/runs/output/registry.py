@@ -15,11 +15,10 @@ import os
 import re
 import stat
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import NotFound, ToolError
-from agentd.runs.output.serving import CHUNK, ChunkCache, Pacer
+from agentd.runs.output.serving import CHUNK, Chunk, ChunkCache, Pacer
 from agentd.runs.run import Output
 from agentd.sessions.store import Store
 
@@ -39,14 +38,6 @@ def _base() -> str:
 def sandbox_path(output_id: str) -> str:
     """The path of an output file as commands in the session's sandbox see it."""
     return f"{TASKS_MOUNT}/{output_id}.output"
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    offset: int
-    data: bytes
-    output_id: str
-    done: bool
 
 
 class Outputs:
