@@ -12,6 +12,13 @@ from typing import Any
 import grpc
 
 import agentd_sandbox
+from agentd.api.handlers.calls import CallHandlers
+from agentd.api.handlers.events import EventHandlers
+from agentd.api.handlers.outputs import OutputHandlers
+from agentd.api.handlers.permissions import PermissionHandlers
+from agentd.api.handlers.sessions import SessionHandlers
+from agentd.api.handlers.status import StatusHandlers
+from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
@@ -95,16 +102,17 @@ class Daemon:
         # Last: once its calls and tasks have ended, its temp dir goes.
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_create.append(self.reaper.on_create)
+        approvals = self.permissions.approvals
         self.servicer = Servicer(
-            self.sessions,
-            self.executor,
-            socket_path=config.socket_path,
-            state_dir=config.state_dir,
-            services=self.services,
-            asker=asker,
-            approvals=self.permissions.approvals,
-            reaper=self.reaper,
-            sandbox_report=_sandbox_report(),
+            status=StatusHandlers(
+                self.sessions, self.executor, self.services, asker, self.reaper, _sandbox_report()
+            ),
+            sessions=SessionHandlers(self.sessions, approvals, self.reaper),
+            permissions=PermissionHandlers(self.sessions, asker),
+            trust=TrustHandlers(approvals),
+            calls=CallHandlers(self.sessions, self.executor),
+            events=EventHandlers(self.sessions),
+            outputs=OutputHandlers(self.sessions, self.tasks, outputs),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()

@@ -12,6 +12,7 @@ trust.py     which settings content may widen permissions; reading settings file
 approvals.py the "trust these settings?" prompt, reports, and agentctl trust's requests
 hooks.py     PreToolUse / PostToolUse command hooks (Claude Code's protocol)
 asker.py     Asker: PermissionRequested out, the first ResolvePermission in
+session_update.py  a person's change to a session's mode and rules, checked whole
 """
 
 from agentd.permissions.asker import Answer, Asker

@@ -146,9 +146,10 @@ class Approvals:
         out += [(path, "", {}, unreadable_reason(path, err)) for path, err in merged.unreadable]
         return out
 
-    async def trust_entries(self, path: str, roots: list[str]) -> list[TrustEntry]:
+    async def trust_entries(self, path: str) -> list[TrustEntry]:
         """The trusted contents and the settings files as they are now: of `path` only, or
-        of every file under `roots`."""
+        of every file under the workspace roots of the open sessions."""
+        roots = [r for s in self.sessions.list() for r in s.workspace_roots]
         if path:
             root, name = split_settings_path(path)
             path = os.path.join(root, name)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentd.foundation.config import Config
-from agentd.foundation.errors import StorageFull
+from agentd.foundation.errors import InvalidRequest, StorageFull
 from agentd.fs import trees
 from agentd.sessions import tmp_owners
 from agentd.sessions.session import Session, SessionManager
@@ -110,6 +110,28 @@ class Reaper:
             await asyncio.sleep(self.config.reap_interval_seconds)
 
     # ---- one pass ----
+    async def collect_asked(
+        self,
+        idle_seconds: float | None = None,
+        reap_after_seconds: float | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> list[Collected]:
+        """A pass a person asked for (`agentctl gc`): the configured idle and retention
+        times unless given (InvalidRequest unless between 0 and 1e9)."""
+        for name, value in (
+            ("idle_seconds", idle_seconds),
+            ("reap_after_seconds", reap_after_seconds),
+        ):
+            if value is not None and not 0 <= value <= 10**9:
+                raise InvalidRequest(f"{name} must be between 0 and 1e9")
+        # session_idle_seconds = 0: open sessions are never closed for idleness.
+        idle = (self.config.session_idle_seconds or None) if idle_seconds is None else idle_seconds
+        reap_after = (
+            self.config.retention_seconds if reap_after_seconds is None else reap_after_seconds
+        )
+        return await self.collect(idle, reap_after, dry_run=dry_run)
+
     async def collect(
         self, idle_seconds: float | None, reap_after: float | None, dry_run: bool = False
     ) -> list[Collected]:
