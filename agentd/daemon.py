@@ -79,12 +79,9 @@ class Daemon:
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
         asker = Asker(self.sessions, config.permission_timeout_seconds)
         settings = SettingsLoader(config, TrustStore(config, self.store))
+        permissions = PermissionEngine(config, self.sessions, asker, settings=settings)
         self.executor = Executor(
-            default_registry(),
-            self.sessions,
-            config,
-            PermissionEngine(config, self.sessions, asker, settings=settings),
-            services=self.services,
+            default_registry(), self.sessions, config, permissions, services=self.services
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
@@ -92,7 +89,7 @@ class Daemon:
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_create.append(self.reaper.on_create)
         self.services["asker"] = asker
-        self.services["trust"] = self.executor.permissions.approvals
+        self.services["trust"] = permissions.approvals
         self.services["parse_rule"] = parse_rule
         self.servicer = Servicer(
             self.sessions,

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentd.fs import access as fsaccess
 from agentd.permissions.rules import SourcedRule
 from agentd.sessions.session import Session
 from agentd.tools.base import Tool
+
+if TYPE_CHECKING:
+    from agentd.calls.executor import SandboxMode
 
 # Tools that touch nothing but the session's own state (its todo list, its own tasks'
 # output): Claude Code never asks for them, and plan mode lets them run.
@@ -92,7 +95,7 @@ class Allow:
     reason: str
     grants: list[str] = field(default_factory=list)
     # Decision.sandbox: "read_only" when only the classifier's verdict allows the call.
-    sandbox: str = "normal"
+    sandbox: SandboxMode = "normal"
 
 
 @dataclass
@@ -103,7 +106,7 @@ class Ask:
     # Paths to grant the call if a person allows it.
     grants: list[str] = field(default_factory=list)
     # Decision.sandbox if a person allows it.
-    sandbox: str = "normal"
+    sandbox: SandboxMode = "normal"
 
 
 def rule_note(rule: SourcedRule) -> str:

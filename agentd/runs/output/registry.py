@@ -88,7 +88,11 @@ class Outputs:
     def add(self, session_id: str, tool_use_id: str, out: OutputFile) -> None:
         key = (session_id, out.id)
         self._live[key] = out
-        out.on_finish = lambda: self._live.pop(key, None)
+
+        def forget() -> None:
+            self._live.pop(key, None)
+
+        out.on_finish = forget
         if not tool_use_id:
             return
         if self._store is not None:

@@ -82,7 +82,8 @@ def finished(
 ) -> ToolResult:
     """The result of a command that ended (`outcome`: done, cancelled or timeout), in the
     reference's form: its output or a persisted preview, the exit code, the notices."""
-    shown, cut = head_and_tail(output, MAX_OUTPUT_CHARS)
+    # ShimOutput has OutputFile's face by convention only, until the Output Protocol.
+    shown, cut = head_and_tail(output, MAX_OUTPUT_CHARS)  # type: ignore[arg-type]  # Output Protocol: issue 16 item 3
     is_error, note = interpret_exit(command, code)
     if outcome != "done":
         is_error = True

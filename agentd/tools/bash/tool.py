@@ -149,7 +149,8 @@ class BashTool(Tool):
                 os.close(output_fd)
                 channels.started()
             output = run.output
-            outputs.add(session.id, ctx.tool_use_id, output)
+            # ShimOutput has OutputFile's face by convention only, until the Output Protocol.
+            outputs.add(session.id, ctx.tool_use_id, output)  # type: ignore[arg-type]  # Output Protocol: issue 16 item 3
             try:
                 started = await channels.wait_started(run.done)
             except BaseException:
@@ -208,7 +209,7 @@ class BashTool(Tool):
         if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
             tasks.adopt(as_task(), run)
             asyncio.ensure_future(_after(run, cleanup))
-            shown, _ = head_and_tail(output, MAX_OUTPUT_CHARS)
+            shown, _ = head_and_tail(output, MAX_OUTPUT_CHARS)  # type: ignore[arg-type]  # Output Protocol: issue 16 item 3
             seconds = f"{timeout_ms / 1000:g}s"
             text = (f"{shown.rstrip(chr(10))}\n" if shown.strip() else "") + (
                 f"Command did not finish within its {seconds} timeout and was moved to the "
@@ -307,8 +308,9 @@ async def _follow(run: Run | ShimRun, ctx: ToolContext, timeout: float) -> str:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout"
+            waiting: set[asyncio.Future[Any]] = {run.done, cancelled}
             done, _ = await asyncio.wait(
-                {run.done, cancelled},
+                waiting,
                 timeout=min(PROGRESS_INTERVAL, remaining),
                 return_when=asyncio.FIRST_COMPLETED,
             )
