@@ -404,7 +404,8 @@ class Servicer(pb_grpc.AgentdServicer):
     @_stream
     async def ReadOutput(
         self, request: pb.ReadOutputRequest, context: Any
-    ) -> AsyncIterator[pb.OutputChunk]:
+    ) -> AsyncIterator[pb.OutputChunk | bytes]:
+        # bytes: a chunk encoded once for all its followers (the serializer passes it on).
         self.sessions.get(_require(request.session_id, "session_id"))
         async for chunk in self.services.outputs.read(
             request.session_id, _require(request.id, "id"), request.offset, request.follow
