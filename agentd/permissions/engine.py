@@ -91,7 +91,9 @@ class PermissionEngine:
         self.asker = asker or Asker(sessions, config.permission_timeout_seconds)
         self.settings = settings or SettingsLoader(config)
         if classify is None:
-            from agentd.bashsec import classify as classify
+            from agentd.bashsec import classify as bashsec_classify
+
+            classify = bashsec_classify
         self.classify = classify
         self.approvals = approvals or Approvals(self.sessions, self.asker, self.settings)
         self.outcomes = Outcomes(sessions, self.asker)

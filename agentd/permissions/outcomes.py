@@ -126,13 +126,13 @@ class Outcomes:
             )
         self.record(session, ctx, call.name, Behavior.ASK, ask.decided_by, why)
         if not self.asker.has_listeners(session.id):
-            how = [f"attach with `agentctl attach {session.id}` and answer the prompt"]
+            ways = [f"attach with `agentctl attach {session.id}` and answer the prompt"]
             if ask.suggested_rule:
-                how.append(
+                ways.append(
                     f"add a rule with `agentctl perms --session {session.id} "
                     f"--allow '{ask.suggested_rule}'`"
                 )
-            how.append(f"switch mode with `agentctl perms --session {session.id} --mode MODE`")
+            ways.append(f"switch mode with `agentctl perms --session {session.id} --mode MODE`")
             return self.deny(
                 session,
                 ctx,
@@ -140,7 +140,7 @@ class Outcomes:
                 "nobody-attached",
                 f"Permission to use {call.describe()} is needed ({why}), but no client is "
                 f"attached to session {session.id} to answer. The user can allow it: "
-                + "; or ".join(how)
+                + "; or ".join(ways)
                 + ". Tell the user, or do something that needs no approval.",
             )
         await ctx.progress(message="waiting for permission")

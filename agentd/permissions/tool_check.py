@@ -59,8 +59,8 @@ def grants_for(call: Call, ctx: ToolContext) -> list[str]:
     """The path a file call needs granted when it lies outside the call's roots."""
     if not call.path:
         return []
-    mode = "write" if call.access_mode == "write" else "read"
-    if any(is_within(call.path, os.path.normpath(r)) for r in ctx.roots(mode)):
+    roots = ctx.roots("write" if call.access_mode == "write" else "read")
+    if any(is_within(call.path, os.path.normpath(r)) for r in roots):
         return []
     return [call.path]
 

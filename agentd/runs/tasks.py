@@ -12,6 +12,7 @@ the same run registered with the TaskManager, and under a shim it outlives the d
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import fcntl
 import json
@@ -261,7 +262,8 @@ class TaskManager:
                 self._runs.pop(tid)
         await self.stop_all()
 
-    def take_notices(self, session_id: str) -> list[str]:
+    # builtins.list: in this class `list` is the method above.
+    def take_notices(self, session_id: str) -> builtins.list[str]:
         return self._notices.pop(session_id, [])
 
 

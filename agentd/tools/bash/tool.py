@@ -233,8 +233,9 @@ async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout"
+            waiting: set[asyncio.Future[Any]] = {run.done, cancelled}
             done, _ = await asyncio.wait(
-                {run.done, cancelled},
+                waiting,
                 timeout=min(PROGRESS_INTERVAL, remaining),
                 return_when=asyncio.FIRST_COMPLETED,
             )

@@ -193,8 +193,9 @@ async def _run_once(
     stop = asyncio.ensure_future(cancelled.wait())
     timed_out = False
     try:
+        waiting: set[asyncio.Future[Any]] = {work, stop}
         done, _ = await asyncio.wait(
-            {work, stop},
+            waiting,
             timeout=MAX_SECONDS if max_seconds is None else max_seconds,
             return_when=asyncio.FIRST_COMPLETED,
         )
