@@ -35,6 +35,7 @@ from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing.policy import session_tmp_path
+from agentd.sessions import gids
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -61,6 +62,8 @@ class Daemon:
     def __init__(self, config: Config) -> None:
         self.config = config
         ensure_private_dir(config.state_dir, "state dir")
+        if gids.enabled(config.sandbox_gid_range):
+            gids.check_range(config.sandbox_gid_range)
         self.store = Store(config.db_path)
         # Temp files of writes a crash interrupted go before any new write is made.
         self.temp_ledger = TempLedger(os.path.join(config.state_dir, "pending-writes"))
@@ -101,7 +104,6 @@ class Daemon:
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
         # Last: once its calls and tasks have ended, its temp dir goes.
         self.sessions.on_close.append(self.reaper.on_close)
-        self.sessions.on_create.append(self.reaper.on_create)
         approvals = self.permissions.approvals
         self.servicer = Servicer(
             status=StatusHandlers(

@@ -45,11 +45,17 @@ def _layers(policy: object) -> dict[str, Callable[[], None]]:
     def agentd_argv(with_seccomp: bool, prlimit: bool) -> Callable[[], None]:
         def once() -> None:
             fd = seccomp.bpf_fd() if with_seccomp else None
+            mount_list = None
             try:
-                argv = bwrap.build_argv(policy, bash, identity=ident, bwrap=BWRAP, seccomp_fd=fd)
+                argv, mount_list = bwrap.build_argv(
+                    policy, bash, identity=ident, bwrap=BWRAP, seccomp_fd=fd
+                )
                 pre = limits.prlimit_prefix(policy.limits) if prlimit else []
-                _run([*drop, *pre, *argv], pass_fds=(fd,) if fd is not None else ())
+                passed = (*([fd] if fd is not None else []), *mount_list.fds)
+                _run([*drop, *pre, *argv], pass_fds=passed)
             finally:
+                if mount_list is not None:
+                    mount_list.close()
                 if fd is not None:
                     import os
 

@@ -1,5 +1,6 @@
 """agentd_sandbox: bubblewrap + seccomp + limits, usable alone (imports nothing of agentd)."""
 
+from .bwrap import hides
 from .check import check
 from .errors import SandboxError, SandboxUnavailable
 from .policy import Limits, SandboxPolicy
@@ -12,6 +13,7 @@ __all__ = [
     "SandboxProcess",
     "SandboxUnavailable",
     "check",
+    "hides",
     "run",
     "shell_argv",
     "spawn",

@@ -9,12 +9,16 @@ are hidden, so bwrap never creates a placeholder in the user's tree.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import subprocess
+from collections.abc import Callable
 
-from . import binaries, visibility
-from .identity import Identity, can_reach
+from . import anchored, binaries, mounts, visibility
+from .errors import SandboxUnavailable
+from .identity import Identity, can_reach, resolve
+from .mounts import BINDS, Mount, MountList, Role
 from .policy import SandboxPolicy
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -51,77 +55,198 @@ def is_setuid(path: str) -> bool:
     return bool(os.stat(path).st_mode & 0o4000)
 
 
-def _mounts(policy: SandboxPolicy, identity: Identity) -> list[str]:
+def _mounts(policy: SandboxPolicy, identity: Identity) -> MountList:
     """Everything after the base mounts, in the order that makes each layer hold:
     hide homes and endpoints, show the allow-list again, bind the writable roots, make
     the read-only paths read-only, then cover credentials and sockets last so nothing
-    bound before re-exposes them."""
-    argv: list[str] = []
+    bound before re-exposes them. Paths of the policy are bound by descriptor
+    (anchored.py): a root opened with no link on its way, a path inside a root opened
+    beneath it; a name with a link on its way is bound nowhere. The list is checked
+    (mounts.check) before anything starts."""
+    out = MountList()
+    try:
+        _fill(out, policy, identity)
+    except BaseException:
+        out.close()
+        raise
+    return out
+
+
+def _fill(out: MountList, policy: SandboxPolicy, identity: Identity) -> None:
     # Looked up once per start (each walks the passwd homes): the same answer three times.
     dirs = visibility.home_dirs(identity)
     homes = visibility.user_homes(identity, dirs)
     covered = ["/tmp", *visibility.endpoint_dirs(), *dirs]
     for path in covered[1:]:
-        argv += ["--tmpfs", path]
-    shown: list[str] = []
+        out.add(Mount("tmpfs", path, Role.COVER))
     allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
     kept = visibility.kept_targets(covered)
     for path in [*visibility.allowed_home_paths(identity, allow, homes), *kept]:
         # -try: an allow-listed file its owner removes meanwhile is simply not shown; a
         # vanished entry must not stop every sandbox from starting. (Protected paths,
         # below, stay strict: a protection that cannot be mounted fails the start.)
-        argv += ["--ro-bind-try", path, path]
-        shown.append(path)
+        out.add(Mount("ro-bind-try", path, Role.GRANT, source=path))
     sockets = [os.path.realpath(s) for s in policy.sockets]
     for path in sockets:
         if visibility.is_socket(path) and can_reach(path, identity):
-            argv += ["--bind", path, path]
-            shown.append(path)
+            out.add(Mount("bind", path, Role.GRANT, source=path))
+    roots = _Roots(out)
     for path in policy.writable:
-        real = os.path.realpath(path)
-        if not os.path.isdir(real):
-            raise ValueError(f"writable path is not a directory: {path}")
-        argv += ["--bind", real, real]
-        shown.append(real)
+        anchored = roots.open(path, directory=True)
+        if anchored is not None:
+            fd, dest, role = anchored
+            out.add(Mount("bind", dest, role, fd=fd))
     for path in policy.ensure_dirs:
-        real = os.path.realpath(path)
         # bwrap makes the mount point on the host (inside a writable bind), empty, and
-        # covers it with an empty read-only tmpfs.
-        argv += ["--tmpfs", real, "--remount-ro", real]
-        shown.append(real)
+        # covers it with an empty read-only tmpfs; its parent must be no link.
+        parent = roots.dest_of(os.path.dirname(path))
+        if parent is not None:
+            dest = os.path.join(parent, os.path.basename(path))
+            out.add(Mount("tmpfs", dest, Role.PROTECT))
+            out.add(Mount("remount-ro", dest, Role.FIXUP))
     for path in policy.read_only:
-        real = os.path.realpath(path)
-        if os.path.lexists(real):
-            argv += ["--ro-bind", real, real]
-            shown.append(real)
+        anchored = roots.open(path)
+        if anchored is not None:
+            fd, dest, role = anchored
+            out.add(Mount("ro-bind", dest, role, fd=fd))
     for source, dest in policy.ro_binds:
-        argv += ["--ro-bind", source, dest]
-        shown.append(dest)
+        # The daemon's own files (staged configs, the output dir), shown at `dest`.
+        fd = roots.open_top(os.path.realpath(source))
+        out.add(Mount("ro-bind", dest, Role.GRANT, fd=fd))
     if policy.home is None:
-        argv += ["--dir", DEFAULT_HOME]
+        out.add(Mount("dir", DEFAULT_HOME, Role.FIXUP))
     # Every mount point inside them exists now: the emptied homes and /run go read-only
     # (not recursively: the binds inside keep their own mode).
     for path in covered[1:]:
-        argv += ["--remount-ro", path]
+        out.add(Mount("remount-ro", path, Role.FIXUP))
+    shown = [m.dest for m in out.mounts if m.op in BINDS]
 
     def visible(path: str) -> bool:
         hidden = any(visibility.under(path, d) for d in covered)
         return not hidden or any(visibility.under(path, s) for s in shown)
 
+    secrets: list[str] = []
     for path in visibility.secret_paths(identity, policy.hidden, homes):
         if not visible(path):
             continue
+        secrets.append(path)
         if os.path.isdir(path):
-            argv += ["--tmpfs", path]
+            out.add(Mount("tmpfs", path, Role.HIDE))
         else:
-            argv += ["--ro-bind", "/dev/null", path]
+            out.add(Mount("ro-bind", path, Role.HIDE, source="/dev/null"))
     for path in visibility.host_sockets():
         real = os.path.realpath(path)
         if real in sockets or not visible(real) or not visibility.is_socket(real):
             continue
         if can_reach(real, identity):
-            argv += ["--ro-bind", "/dev/null", real]
-    return argv
+            secrets.append(real)
+            out.add(Mount("ro-bind", real, Role.HIDE, source="/dev/null"))
+    mounts.check(out.mounts, covered, secrets)
+
+
+def hides(policy: SandboxPolicy) -> Callable[[str], bool]:
+    """Whether the sandbox of `policy` keeps a real host path from its commands: a
+    credential or the daemon's own file, or a path in a covered place (/tmp, /run, a
+    home) that nothing the policy shows holds. The daemon asks it before it stages a
+    file for such a path (a sanitised git config): what is hidden gets no stand-in."""
+    ident = resolve(policy)
+    dirs = visibility.home_dirs(ident)
+    homes = visibility.user_homes(ident, dirs)
+    covered = ["/tmp", *visibility.endpoint_dirs(), *dirs]
+    allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
+    shown = [os.path.realpath(p) for p in (*policy.writable, *policy.read_only)]
+    shown += visibility.allowed_home_paths(ident, allow, homes)
+    shown += visibility.kept_targets(covered)
+    secrets = visibility.secret_paths(ident, policy.hidden, homes)
+
+    def hidden(path: str) -> bool:
+        if any(mounts.under(path, s) for s in secrets):
+            return True
+        inside = any(mounts.under(path, c) for c in covered)
+        return inside and not any(mounts.under(path, s) for s in shown)
+
+    return hidden
+
+
+class _Roots:
+    """The policy's paths as descriptors: each top-level one opened from / with no link
+    on its way, each inside another opened beneath it (anchored.py)."""
+
+    def __init__(self, out: MountList) -> None:
+        self._out = out
+        self._roots: list[tuple[str, str, int]] = []  # (as named, real path, fd)
+
+    def open_top(self, real: str, *, directory: bool = False) -> int:
+        """A root the policy names, resolved once; SandboxUnavailable if it is not there
+        or a link appeared on its way since (a start planned again may succeed)."""
+        flags = os.O_PATH | (os.O_DIRECTORY if directory else 0)
+        try:
+            fd = anchored.open_path(real, flags)
+        except OSError as exc:
+            raise SandboxUnavailable(
+                f"cannot open {real} for the sandbox: {exc.strerror}"
+            ) from None
+        self._out.fds.append(fd)
+        return fd
+
+    def open(self, path: str, *, directory: bool = False) -> tuple[int, str, Role] | None:
+        """(descriptor, destination, role) for `path`; None when it is inside a root and
+        missing or a link (it is then bound nowhere)."""
+        path = os.path.normpath(path)
+        for named, real, fd in self._roots:
+            if named == path:
+                # Named twice: bwrap closes a descriptor once it has bound it.
+                again = os.dup(fd)
+                self._out.fds.append(again)
+                return again, real, Role.GRANT
+        root = self._root_of(path)
+        if root is None:
+            real = os.path.realpath(path)
+            if directory and not os.path.isdir(real):
+                raise ValueError(f"writable path is not a directory: {path}")
+            fd = self.open_top(real, directory=directory)
+            self._roots.append((path, real, fd))
+            return fd, real, Role.GRANT
+        opened = self._beneath(root, path, directory)
+        if opened is None:
+            return None
+        fd, dest = opened
+        self._out.fds.append(fd)
+        return fd, dest, Role.PROTECT
+
+    def dest_of(self, path: str) -> str | None:
+        """The real path of the directory `path` inside a root, checked to be one with no
+        link on its way; None if it is missing or a link."""
+        path = os.path.normpath(path)
+        for named, real, _ in self._roots:
+            if named == path:
+                return real
+        root = self._root_of(path)
+        opened = self._beneath(root, path, True) if root is not None else None
+        if opened is None:
+            return None
+        os.close(opened[0])
+        return opened[1]
+
+    def _root_of(self, path: str) -> tuple[str, str, int] | None:
+        inside = [r for r in self._roots if visibility.under(path, r[0]) and path != r[0]]
+        return max(inside, key=lambda r: len(r[0]), default=None)
+
+    def _beneath(
+        self, root: tuple[str, str, int], path: str, directory: bool
+    ) -> tuple[int, str] | None:
+        named, real_root, root_fd = root
+        rel = os.path.relpath(path, named)
+        flags = os.O_PATH | (os.O_DIRECTORY if directory else 0)
+        try:
+            fd = anchored.open_beneath(root_fd, rel, flags)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR) or anchored.is_link_refusal(exc):
+                return None  # missing, or a link: never bound at its target
+            raise SandboxUnavailable(
+                f"cannot open {path} for the sandbox: {exc.strerror}"
+            ) from None
+        return fd, os.path.join(real_root, rel)
 
 
 def environment(policy: SandboxPolicy) -> dict[str, str]:
@@ -137,6 +262,11 @@ def environment(policy: SandboxPolicy) -> dict[str, str]:
     return env
 
 
+def supports_bind_fd(path: str) -> bool:
+    """Whether this bwrap binds an open descriptor (`--bind-fd`: 0.10, or backported)."""
+    return "--bind-fd" in bwrap_help(path)
+
+
 def build_argv(
     policy: SandboxPolicy,
     command: list[str],
@@ -144,10 +274,16 @@ def build_argv(
     identity: Identity,
     bwrap: str,
     seccomp_fd: int | None,
-) -> list[str]:
-    """The full bwrap argv running `command` under `policy`."""
+) -> tuple[list[str], MountList]:
+    """The full bwrap argv running `command` under `policy`, and the mount list whose
+    descriptors it names (pass them to bwrap, then close them)."""
     if not command:
         raise ValueError("empty command")
+    if not supports_bind_fd(bwrap):
+        raise SandboxUnavailable(
+            f"{bwrap} cannot bind a descriptor (--bind-fd); install bubblewrap 0.10 or "
+            "later (Debian's 0.8.0 has it): the sandbox binds workspace paths by descriptor only"
+        )
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--hostname", HOSTNAME]
     if not policy.network:
@@ -158,11 +294,12 @@ def build_argv(
     # bwrap already remounts /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus
     # read-only over a fresh proc; tests check /proc/sys stays read-only.
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    argv += _mounts(policy, identity)
+    mount_list = _mounts(policy, identity)
+    argv += mount_list.argv()
     argv.append("--clearenv")
     for key, value in environment(policy).items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", policy.cwd or policy.home or DEFAULT_HOME]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
-    return [*argv, "--", *command]
+    return [*argv, "--", *command], mount_list

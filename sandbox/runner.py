@@ -56,12 +56,15 @@ class Launch:
     # closes it) and the child's end (see the module docstring).
     lifeline: io.FileIO | None = None
     info_fd: int | None = None
+    # The descriptors bwrap binds (bwrap.build_argv): it closes each once it is mounted.
+    mount_fds: list[int] = dataclasses.field(default_factory=list)
 
     def close(self) -> None:
         """Close the parent's copies of the fds the child has; the lifeline stays open."""
-        for fd in (self.seccomp_fd, self.args_fd, self.info_fd):
+        for fd in (self.seccomp_fd, self.args_fd, self.info_fd, *self.mount_fds):
             if fd is not None:
                 os.close(fd)
+        self.mount_fds = []
 
 
 def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...] = ()) -> Launch:
@@ -83,17 +86,21 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
     except (seccomp.FilterError, OSError) as exc:
         raise SandboxUnavailable(f"cannot build the seccomp filter: {exc}") from exc
     lifeline, info_fd = os.pipe2(os.O_CLOEXEC)
+    mount_fds: list[int] = []
     try:
-        argv = bwrap.build_argv(policy, command, identity=ident, bwrap=bwrap_path, seccomp_fd=fd)
+        argv, mount_list = bwrap.build_argv(
+            policy, command, identity=ident, bwrap=bwrap_path, seccomp_fd=fd
+        )
+        mount_fds = mount_list.fds
         argv = [argv[0], "--info-fd", str(info_fd), *argv[1:]]
         argv, args_fd = _options_through_fd(argv, len(command))
     except BaseException:
-        for end in (fd, lifeline, info_fd):
+        for end in (fd, lifeline, info_fd, *mount_fds):
             os.close(end)
         raise
     kwargs: dict[str, Any] = {
         "close_fds": True,
-        "pass_fds": (fd, args_fd, info_fd, *pass_fds),
+        "pass_fds": (fd, args_fd, info_fd, *mount_fds, *pass_fds),
         "start_new_session": True,
         "env": {},
     }
@@ -110,7 +117,7 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
     argv = [*drop, *pidns, *prefix, *argv]
     ours = io.FileIO(lifeline, "rb", closefd=True)
-    return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd)
+    return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd, mount_fds)
 
 
 def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], int]:
@@ -131,7 +138,6 @@ def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], i
     return [argv[0], "--args", str(args_fd), "--", *argv[len(argv) - command_len :]], args_fd
 
 
-@functools.cache
 def orphan_guard_prefix(ident: identity.Identity, dropping: bool) -> tuple[tuple[str, ...], bool]:
     """The pid-namespace prefix a start of `ident` uses (empty: none can be made here), and
     whether it drops to `ident` itself: the root variant when the spawner drops ids
@@ -141,6 +147,7 @@ def orphan_guard_prefix(ident: identity.Identity, dropping: bool) -> tuple[tuple
     return pid_namespace_prefix(), False
 
 
+@functools.cache
 def pid_namespace_prefix() -> tuple[str, ...]:
     """argv prefix that makes what follows pid 1 of a new pid namespace which dies with
     unshare (see the module docstring); empty when util-linux unshare cannot do it here.
@@ -151,7 +158,6 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return _probed((path, "--user", "--map-current-user", "--pid", "--kill-child=SIGKILL", "--"))
 
 
-@functools.cache
 def root_pid_namespace_prefix(ident: identity.Identity) -> tuple[str, ...]:
     """The same pid namespace made by a root spawner, which needs no user namespace for it
     (one namespace and its uid map less per start, ~15% of a sandboxed `true`): unshare
@@ -161,8 +167,17 @@ def root_pid_namespace_prefix(ident: identity.Identity) -> tuple[str, ...]:
     path = binaries.find("unshare")
     if path is None or os.geteuid() != 0 or not ident.switch:
         return ()
+    base = (path, "--pid", "--kill-child=SIGKILL")
     ids = (f"--setgid={ident.gid}", f"--setuid={ident.uid}")
-    return _probed((path, "--pid", "--kill-child=SIGKILL", *ids, "--"), ident.uid)
+    # Probed once per uid (each session has a group of its own: a probe per group would
+    # cost every new session a start, and keep one cache entry per session for good).
+    if ident.uid not in _root_unshare_works:
+        _root_unshare_works[ident.uid] = bool(_probed((*base, *ids, "--"), ident.uid))
+    return (*base, *ids, "--") if _root_unshare_works[ident.uid] else ()
+
+
+# uid -> whether a root unshare can make the pid namespace and drop to it.
+_root_unshare_works: dict[int, bool] = {}
 
 
 def _probed(prefix: tuple[str, ...], uid: int | None = None) -> tuple[str, ...]:
@@ -178,12 +193,22 @@ def _probed(prefix: tuple[str, ...], uid: int | None = None) -> tuple[str, ...]:
     return prefix
 
 
-@functools.cache
 def _probe(bwrap_path: str, ident: identity.Identity) -> str | None:
-    """Why bwrap cannot build a sandbox as `ident` here, or None if it can (once per uid).
+    """Why bwrap cannot build a sandbox as `ident` here, or None if it can (once per uid:
+    the group, each session's own, does not change whether bwrap works).
 
     Without this a broken sandbox would look like a command that exited 1.
     """
+    key = (bwrap_path, ident.uid, ident.switch)
+    if key not in _probed_bwrap:
+        _probed_bwrap[key] = _probe_bwrap(bwrap_path, ident)
+    return _probed_bwrap[key]
+
+
+_probed_bwrap: dict[tuple[str, int, bool], str | None] = {}
+
+
+def _probe_bwrap(bwrap_path: str, ident: identity.Identity) -> str | None:
     argv = [bwrap_path, "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/"]
     try:
         out = subprocess.run(

@@ -79,6 +79,19 @@ Positive = Annotated[int, at.Gt(0), at.Le(_MAX_INT)]
 NonNegative = Annotated[int, at.Ge(0), at.Le(_MAX_INT)]
 Id = Annotated[int, at.Ge(0), at.Le(2**32 - 2)]
 Seconds = Annotated[float, at.Gt(0), at.Le(10**9)]
+
+
+def _id_range(value: list[int]) -> list[int]:
+    if not value:
+        return value
+    if len(value) != 2 or value[1] < 1 or not 1 <= value[0] <= 2**32 - 2 - value[1]:
+        raise ValueError("not [first, count]")
+    return value
+
+
+IdRange = Annotated[
+    list[int], AfterValidator(_id_range), Expect("[first, count] of ids, or [] for none")
+]
 SecondsOrNever = Annotated[float, at.Ge(0), at.Le(10**9)]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 ListenAddress = Annotated[
@@ -140,6 +153,12 @@ class Config:
     # The uid a root daemon's sandboxed commands run as when the session owner is root.
     sandbox_uid: Id = 65534
     sandbox_gid: Id = 65534
+    # The groups a root daemon gives its sessions, one each (like /etc/subgid's
+    # "first:count"): a session's commands run with its own group, and its temp dir and
+    # output files belong to root and that group, so no other session's sandbox can
+    # reach them even with the same uid. No group of the host may lie in the range.
+    # []: sessions share their identity's group (isolated only by what is mounted).
+    sandbox_gid_range: IdRange = field(default_factory=lambda: [1879113728, 65536])
     # Per Bash call limits.
     bash_memory_bytes: Positive = 4 * 1024**3
     bash_processes: Positive = 512

@@ -6,9 +6,10 @@ import os
 import stat
 
 from agentd.foundation.config import Config, default_config_file
-from agentd.foundation.errors import ConfigError, ToolError
-from agentd.foundation.privdir import ensure_private_dir
+from agentd.foundation.errors import ToolError
+from agentd.fs.identity import FsIdentity
 from agentd.sandboxing.protected import sandbox_protection
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
 from agentd_sandbox import Limits, SandboxPolicy
 
@@ -16,18 +17,22 @@ from agentd_sandbox import Limits, SandboxPolicy
 def run_as(session: Session, config: Config) -> tuple[int, int] | None:
     """The uid/gid a root daemon's sandbox runs as; None when the daemon is not root.
 
-    The session owner's when that is not root; else the owner of the first workspace
-    root (files the command creates then belong to whoever owns the workspace); else
-    the configured unprivileged uid.
+    The uid is the session owner's when that is not root; else the owner of the first
+    workspace root (files the command creates then belong to whoever owns the
+    workspace); else the configured unprivileged uid. The gid is the session's own
+    (agentd/sessions/gids.py), where it has one; else that uid's group.
     """
     if os.geteuid() != 0:
         return None
     if session.owner_uid != 0:
-        return session.owner_uid, _gid_of(session.owner_uid)
-    st = os.stat(session.workspace_roots[0])
-    if st.st_uid != 0:
-        return st.st_uid, st.st_gid
-    return config.sandbox_uid, config.sandbox_gid
+        uid, gid = session.owner_uid, _gid_of(session.owner_uid)
+    else:
+        st = os.stat(session.workspace_roots[0])
+        if st.st_uid != 0:
+            uid, gid = st.st_uid, st.st_gid
+        else:
+            uid, gid = config.sandbox_uid, config.sandbox_gid
+    return uid, session.sandbox_gid or gid
 
 
 def _gid_of(uid: int) -> int:
@@ -40,29 +45,21 @@ def _gid_of(uid: int) -> int:
 
 
 def session_tmp_path(session: Session, config: Config) -> str:
-    """Where the session's temp dir is (made or not): /tmp/agentd-<sandbox uid>/<id>."""
-    ident = run_as(session, config)
-    uid = ident[0] if ident else os.getuid()
-    return os.path.join("/tmp", f"agentd-{uid}", session.id)
+    """Where the session's temp dir is (made or not): under this daemon's own base for
+    session directories (agentd/sessions/dirs.py), never at a name others could take."""
+    return session_dirs.of(config.state_dir).tmp_path(session.id)
 
 
 def session_tmp_dir(session: Session, config: Config) -> str:
-    """The session's own temp dir, writable in its sandbox and kept between calls."""
+    """The session's own temp dir, writable in its sandbox and kept between calls: root's
+    and the session's group's (0770), so no other session's sandbox may enter it."""
     ident = run_as(session, config)
-    path = session_tmp_path(session, config)
-    base = os.path.dirname(path)
-    if os.path.isdir(path):
-        return path  # made by an earlier call of this session
     try:
-        # /tmp is shared: a base someone else made (or made writable) is refused, and
-        # never chmod-ed or chown-ed into ours.
-        ensure_private_dir(base, "sandbox temp dir", owner=ident, readable_by_others=True)
-    except ConfigError as exc:
-        raise ToolError(f"Cannot prepare the sandbox: {exc}") from None
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    if ident is not None:
-        os.chown(path, *ident)
-    return path
+        return session_dirs.of(config.state_dir).tmp_dir(session.id, ident[1] if ident else None)
+    except OSError as exc:
+        raise ToolError(
+            f"Cannot prepare the sandbox: its temp dir cannot be made ({exc})"
+        ) from None
 
 
 def daemon_secrets(config: Config) -> list[str]:
@@ -88,8 +85,9 @@ def policy_for(
     pinned: list[str] = []
     protected: list[str] = []
     ensure_dirs: list[str] = []
+    fs_ident = FsIdentity(*ident) if ident else None
     for root in roots:
-        protection = sandbox_protection(root)
+        protection = sandbox_protection(root, fs_ident)
         pinned += protection.pinned
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs

@@ -9,8 +9,14 @@ the same names.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from agentd.fs.identity import FsIdentity, acting_as
+from agentd_sandbox import anchored
 
 # A path with any of these as a component is protected.
 PROTECTED_DIRS: frozenset[str] = frozenset({".git", ".claude", ".vscode", ".idea"})
@@ -77,56 +83,137 @@ class SandboxProtection:
     ensure_dirs: list[str] = field(default_factory=list)
 
 
-def sandbox_protection(root: str) -> SandboxProtection:
+def sandbox_protection(root: str, identity: FsIdentity | None = None) -> SandboxProtection:
     """The protected paths of workspace root `root` for its sandbox (see SandboxProtection).
 
     Only the root's own entries count: rc files and editor settings deeper down are not
-    read by anything that runs them.
+    read by anything that runs them. Everything is looked at beneath the root's
+    descriptor with no link followed (agentd_sandbox.anchored), as the session's
+    `identity`: a name that is a link, or lies behind one, is not listed (the sandbox
+    binds nothing at a link's target), and no walk goes through a link.
     """
     out = SandboxProtection()
-    for name in sorted(PROTECTED_FILES) + list(_READ_ONLY_DIRS):
-        path = os.path.join(root, name)
-        if os.path.lexists(path):
-            out.read_only.append(path)
-    git = os.path.join(root, ".git")
-    if os.path.isfile(git) and not os.path.islink(git):
-        out.read_only.append(git)  # "gitdir: …" of a worktree or submodule
-    elif os.path.isdir(git) and not os.path.islink(git):
-        _protect_git_dir(git, out, top=True)
+    with acting_as(identity), _opened_root(root) as root_fd:
+        if root_fd is None:
+            return out
+        for name in sorted(PROTECTED_FILES) + list(_READ_ONLY_DIRS):
+            if _kind(root_fd, name) not in (None, "link"):
+                out.read_only.append(os.path.join(root, name))
+        git = os.path.join(root, ".git")
+        kind = _kind(root_fd, ".git")
+        if kind == "file":
+            out.read_only.append(git)  # "gitdir: …" of a worktree or submodule
+        elif kind == "dir":
+            _protect_git_dir(root_fd, ".git", git, out, _Budget(), top=True)
     return out
 
 
-def _protect_git_dir(gitdir: str, out: SandboxProtection, *, top: bool) -> None:
-    entries = [os.path.join(gitdir, name) for name in GIT_CODE_BEARING]
-    if any(os.path.islink(p) for p in entries):
+# A walk of nested git dirs stops past these: a .git/modules that holds more is made
+# read-only whole (its git dirs then cannot be written, but nothing in it is missed).
+MAX_NESTED_GIT_DIRS = 64
+MAX_WALKED_DIRS = 4096
+
+
+@dataclass
+class _Budget:
+    git_dirs: int = 0
+    walked: int = 0
+
+
+def _protect_git_dir(
+    root_fd: int, rel: str, gitdir: str, out: SandboxProtection, budget: _Budget, *, top: bool
+) -> None:
+    kinds = {name: _kind(root_fd, f"{rel}/{name}") for name in GIT_CODE_BEARING}
+    if "link" in kinds.values():
         # A symlink cannot be mounted over, only its target: the link itself could be
         # replaced. Fail closed: the whole git directory is read-only.
         out.read_only.append(gitdir)
         return
     out.pinned.append(gitdir)
-    for path in entries:
-        if os.path.lexists(path):
+    for name, kind in kinds.items():
+        path = os.path.join(gitdir, name)
+        if kind is not None:
             out.read_only.append(path)
-        elif top and os.path.basename(path) == "hooks":
+        elif top and name == "hooks":
             out.ensure_dirs.append(path)
     for nested in GIT_NESTED:
-        for path in _git_dirs_under(os.path.join(gitdir, nested), depth=4):
-            _protect_git_dir(path, out, top=False)
+        found = _git_dirs_under(root_fd, f"{rel}/{nested}", 4, budget)
+        if found is None:
+            out.read_only.append(os.path.join(gitdir, nested))
+            continue
+        for sub in found:
+            _protect_git_dir(
+                root_fd,
+                sub,
+                os.path.join(gitdir, os.path.relpath(sub, rel)),
+                out,
+                budget,
+                top=False,
+            )
 
 
-def _git_dirs_under(base: str, depth: int) -> list[str]:
-    """Git directories below `base` (a submodule named a/b lives in modules/a/b)."""
+def _git_dirs_under(root_fd: int, base: str, depth: int, budget: _Budget) -> list[str] | None:
+    """Git directories below `base` (relative to the root; a submodule named a/b lives in
+    modules/a/b), listed beneath the root without following a link; None past the budget."""
     try:
-        entries = sorted(os.listdir(base))
+        fd = anchored.open_beneath(root_fd, base, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return []  # missing, unreadable, or a link: not walked
+    try:
+        with os.scandir(fd) as it:
+            names = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
     except OSError:
         return []
+    finally:
+        os.close(fd)
     found: list[str] = []
-    for entry in entries:
-        path = os.path.join(base, entry)
-        if os.path.islink(path) or not os.path.isdir(path):
-            continue
-        if os.path.exists(os.path.join(path, "HEAD")):
+    for name in names:
+        budget.walked += 1
+        if budget.walked > MAX_WALKED_DIRS:
+            return None
+        path = f"{base}/{name}"
+        if _kind(root_fd, f"{path}/HEAD") is not None:
+            budget.git_dirs += 1
+            if budget.git_dirs > MAX_NESTED_GIT_DIRS:
+                return None
             found.append(path)
         elif depth > 1:
-            found += _git_dirs_under(path, depth - 1)
+            deeper = _git_dirs_under(root_fd, path, depth - 1, budget)
+            if deeper is None:
+                return None
+            found += deeper
     return found
+
+
+def _kind(root_fd: int, rel: str) -> str | None:
+    """What `rel` is beneath the root: "file", "dir", "link" (itself, or a link on its
+    way), "other", or None if it does not exist."""
+    parent, name = os.path.split(rel)
+    try:
+        dir_fd = anchored.open_beneath(root_fd, parent or ".", os.O_PATH | os.O_DIRECTORY)
+    except OSError as exc:
+        return "link" if anchored.is_link_refusal(exc) else None
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+    if stat.S_ISLNK(st.st_mode):
+        return "link"
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
+    return "file" if stat.S_ISREG(st.st_mode) else "other"
+
+
+@contextlib.contextmanager
+def _opened_root(root: str) -> Iterator[int | None]:
+    try:
+        fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)

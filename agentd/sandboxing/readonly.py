@@ -33,11 +33,14 @@ import secrets
 import stat
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agentd.fs.identity import FsIdentity, acting_as
 from agentd.sandboxing import gitconfig
 from agentd.sandboxing import policy as sandbox_policy
+from agentd_sandbox import hides
 
 if TYPE_CHECKING:
     from agentd.foundation.config import Config
@@ -96,6 +99,7 @@ async def enforce(
         session.cwd,
         static_dirs(command, session.cwd),
         sandbox_policy.run_as(session, config),
+        hides(policy),
     )
     policy.ro_binds = [*policy.ro_binds, *staged.ro_binds]
     return staged
@@ -168,13 +172,26 @@ class Staged:
 
 
 def stage_git_configs(
-    roots: list[str], cwd: str, extra_dirs: list[str], ident: tuple[int, int] | None
+    roots: list[str],
+    cwd: str,
+    extra_dirs: list[str],
+    ident: tuple[int, int] | None,
+    hidden: Callable[[str], bool] = lambda path: False,
 ) -> Staged:
-    """Sanitised copies of every repository config the run may read, ready to bind."""
+    """Sanitised copies of every repository config the run may read, ready to bind.
+
+    Found as the sandbox identity (links followed as git in the sandbox follows them),
+    and only where the sandbox sees: a config in a place it hides (`hidden`: a home, the
+    host's /tmp, through a `.git` link or a `commondir`) gets no stand-in, which would
+    show what it holds (a remote's URL with its token)."""
     who = Identity.of(ident)
     staged = Staged()
     try:
-        for dest in find_configs(roots, cwd, extra_dirs):
+        with acting_as(FsIdentity(*ident) if ident else None):
+            found = find_configs(roots, cwd, extra_dirs)
+        for dest in found:
+            if hidden(dest):
+                continue
             if not _reachable(dest, who):
                 continue  # the sandbox could not read it either (and bwrap could not mount)
             data = _read_beneath(dest, who)

@@ -2,10 +2,11 @@
 retention time, the oldest closed sessions first when the state passes its size cap.
 
 What a session leaves: its rows (session, journal, what it read, tasks), its saved
-large results (state_dir/sessions/<id>), its command output files
-(/tmp/agentd-out-<uid>/<id>) and its sandbox temp dir (/tmp/agentd-<uid>/<id>). The
-temp dir goes when the session closes; the rest when the session is reaped, so its
-journal and output can still be read for `retention_seconds` after it closed.
+large results (state_dir/sessions/<id>), and its directory under the daemon's base for
+session directories (agentd/sessions/dirs.py): its command output files and its
+sandbox temp dir. The temp dir goes when the session closes; the rest when the session
+is reaped, so its journal and output can still be read for `retention_seconds` after it
+closed.
 
 A session with a running task is never reaped (nor closed for idleness): its output
 file is still being written. Nothing another daemon made is touched: only sessions
@@ -25,7 +26,7 @@ from typing import Any, Protocol
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InvalidRequest, StorageFull
 from agentd.fs import trees
-from agentd.sessions import tmp_owners
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,9 @@ class Reaper:
         self._over_cap = False
         self._runner: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        # Owner records written from here on are of sessions this daemon made (owners).
+        # Session directories made from here on are of sessions this daemon just made.
         self._started = time.time()
+        self._dirs = session_dirs.of(config.state_dir)
 
     # ---- the daemon's own timer ----
     def start(self) -> None:
@@ -225,21 +227,19 @@ class Reaper:
         not go yet (deleting needs room in the log), but the files, which free the
         space, do."""
         self._outputs.forget_session(session.id)
-        paths = [*self._kept_dirs(session), self._tmp_dir_of(session)]
+        paths = [
+            *self._kept_dirs(session),
+            self._tmp_dir_of(session),
+            self._dirs.session_path(session.id),
+        ]
         await asyncio.get_running_loop().run_in_executor(None, _remove_all, paths)
         try:
             self._sessions.forget(session.id)
         except StorageFull as exc:
             log.warning("session %s: files deleted, its rows not yet: %s", session.id, exc)
             return
-        tmp_owners.forget(session.id)
         self.reaped += 1
         log.info("reaped session %s (%s)", session.id, why)
-
-    def on_create(self, session: Session) -> None:
-        """Record whose the session's directories under /tmp will be (see owners)."""
-        paths = [self._tmp_dir_of(session), self._outputs.tasks_dir(session.id)]
-        tmp_owners.record(session.id, self.config.state_dir, paths)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
@@ -247,8 +247,9 @@ class Reaper:
         await asyncio.get_running_loop().run_in_executor(None, trees.remove_tree, path)
 
     async def remove_leftovers(self) -> None:
-        """At start: the temp dirs of closed sessions that a crashed daemon left, and the
-        directories of sessions whose daemon is gone for good (owners)."""
+        """At start: the temp dirs of closed sessions that a crashed daemon left, the
+        directories of sessions this store no longer knows, and those of daemons gone
+        for good (sessions/dirs.py)."""
         paths = [self._tmp_dir_of(s) for s in self._sessions.list(include_closed=True) if s.closed]
         loop = asyncio.get_running_loop()
         removed = await loop.run_in_executor(None, _remove_all, paths)
@@ -256,10 +257,10 @@ class Reaper:
             log.info("removed %d temp dirs of closed sessions left by an earlier run", removed)
         ids = {s.id for s in self._sessions.list(include_closed=True)}
         cleaned = await loop.run_in_executor(
-            None, tmp_owners.sweep, self.config.state_dir, ids.__contains__, self._started
+            None, self._dirs.sweep, ids.__contains__, self._started
         )
         if cleaned:
-            log.info("removed the directories of %d sessions whose daemon is gone", cleaned)
+            log.info("removed %d session directories whose session or daemon is gone", cleaned)
 
     def _kept_dirs(self, session: Session) -> list[str]:
         return [self.config.session_dir(session.id), self._outputs.tasks_dir(session.id)]

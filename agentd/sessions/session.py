@@ -15,6 +15,7 @@ from typing import Any
 from agentd.foundation.config import Config
 from agentd.foundation.errors import AlreadyExists, InvalidRequest, SessionNotFound, StorageFull
 from agentd.foundation.errors import SessionClosed as SessionClosedError
+from agentd.sessions import gids
 from agentd.sessions.events import EventLog
 from agentd.sessions.store import Store
 
@@ -62,6 +63,9 @@ class Session:
     workspace_roots: list[str]
     cwd: str
     owner_uid: int = field(default_factory=os.getuid)
+    # The session's own group for its commands and files (agentd/sessions/gids.py); 0
+    # where sessions get none (a daemon not root, or no sandbox_gid_range).
+    sandbox_gid: int = 0
     home: str = field(default_factory=lambda: os.path.expanduser("~"))
     env: dict[str, str] = field(default_factory=dict)
     name: str = ""
@@ -127,6 +131,18 @@ class SessionManager:
         for body in store.load_sessions():
             session = _session_from_dict(body, store.load_read_state(body["id"]))
             self._sessions[session.id] = session
+        for session in self._sessions.values():
+            # Made before sessions had groups of their own: one now, kept from here on.
+            if not session.sandbox_gid and self._assign_gid(session):
+                self.save(session)
+
+    def _assign_gid(self, session: Session) -> bool:
+        """Give `session` a group of its own, if this daemon gives them; whether it did."""
+        if not gids.enabled(self._config.sandbox_gid_range):
+            return False
+        taken = (s.sandbox_gid for s in self._sessions.values())
+        session.sandbox_gid = gids.allocate(self._config.sandbox_gid_range, taken)
+        return True
 
     def create(
         self,
@@ -185,6 +201,7 @@ class SessionManager:
             allow_network=allow_network,
             allow_unsandboxed=allow_unsandboxed,
         )
+        self._assign_gid(session)
         # Stored and committed before it exists for anyone: a session the state disk
         # could not take is not half-created (not in memory, no row left to commit).
         try:

@@ -52,7 +52,7 @@ def start_daemon(
     base: Path,
     extra_args: list[str] | None = None,
     env: dict[str, str] | None = None,
-    timeout: float = 20,
+    timeout: float = 120,
     wrapper: list[str] | None = None,
     keep_tasks: bool = False,
 ) -> DaemonProcess:

@@ -10,16 +10,15 @@ buffer, so any number of followers cost the command nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
-import stat
 from collections.abc import AsyncIterator, Callable
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import NotFound, ToolError
 from agentd.runs.output.serving import CHUNK, Chunk, ChunkCache, Pacer
 from agentd.runs.run import Output
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.store import Store
 
 # Where a session's output files are, read-only, inside its sandbox.
@@ -27,12 +26,6 @@ TASKS_MOUNT = "/run/agentd-tasks"
 # Seconds a follower waits after a write before reading on (see read()).
 COALESCE = 0.05
 _TASK_ID = re.compile(r"b[0-9a-f]{8}")
-
-
-def _base() -> str:
-    # Outside the state dir: bwrap binds it as the sandbox identity, which must be
-    # able to walk to it (and to nothing else of the daemon's).
-    return f"/tmp/agentd-out-{os.geteuid()}"
 
 
 def sandbox_path(output_id: str) -> str:
@@ -54,27 +47,15 @@ class Outputs:
         self._pacer = Pacer()
 
     def tasks_dir(self, session_id: str) -> str:
-        return os.path.join(_base(), session_id)
+        return session_dirs.of(self._config.state_dir).output_path(session_id)
 
     def make_tasks_dir(self, session_id: str, group: int | None) -> str:
         """The session's output directory, made if need be: the daemon's, readable by the
-        sandbox identity's group only, which can change nothing in it."""
-        base = _base()
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(base, 0o711)
-        st = os.lstat(base)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            raise ToolError(
-                f"{base} is not a directory of the daemon's own; remove it and try again"
-            )
-        os.chmod(base, 0o711)
-        path = os.path.join(base, session_id)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)
-        if group is not None:
-            os.chown(path, os.geteuid(), group, follow_symlinks=False)
-            os.chmod(path, 0o750, follow_symlinks=False)
-        return path
+        session's sandbox group only, which can change nothing in it (sessions/dirs.py)."""
+        try:
+            return session_dirs.of(self._config.state_dir).output_dir(session_id, group)
+        except OSError as exc:
+            raise ToolError(f"Cannot prepare the command's output file: {exc}") from None
 
     def add(self, session_id: str, tool_use_id: str, out: Output) -> None:
         key = (session_id, out.id)

@@ -275,6 +275,13 @@ async def spawn(
             launch.lifeline.close()
         return None
     passed = [fd for fd in launch.popen_kwargs["pass_fds"]]
+    if len(passed) + len(hold_fds) + 5 > shim_proc.MAX_FDS:
+        # More descriptors than one message carries (a workspace with very many nested
+        # git dirs, each bound by descriptor): the caller runs it in its own process.
+        launch.close()
+        if launch.lifeline is not None:
+            launch.lifeline.close()
+        return None
     pipe_r, pipe_w = os.pipe2(os.O_CLOEXEC)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:

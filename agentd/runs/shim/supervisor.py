@@ -41,6 +41,8 @@ _F_SETPIPE_SZ = 1031
 # Seconds between output updates sent to the daemon while output flows.
 UPDATE_INTERVAL = 0.01
 MAX_MESSAGE = 1 << 16
+# Descriptors one start may hand over: the kernel's own cap for one message (SCM_MAX_FD).
+MAX_FDS = 253
 SOCKET_NAME = "ctl.sock"
 STATUS_NAME = "status.json"
 # How long the end waits for a busy daemon to take it.
@@ -323,7 +325,7 @@ class Shim:
 def _recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     fds: list[int] = []
     data, anc, _flags, _addr = sock.recvmsg(
-        MAX_MESSAGE, socket.CMSG_SPACE(64 * 4), socket.MSG_CMSG_CLOEXEC
+        MAX_MESSAGE, socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
     )
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:

@@ -1,0 +1,256 @@
+"""Each session's directories on the host: its sandbox temp dir and its output files.
+
+They used to be /tmp/agentd-<uid>/<id> and /tmp/agentd-out-<uid>/<id>: predictable
+names in a directory every local user may write, so whoever made /tmp/agentd-<uid>
+first (any other user) stopped every Bash call of that uid's sessions. Now they live
+under a base this daemon made itself, with a name no one can guess before (mkdtemp:
+created with O_EXCL), checked each time a daemon takes it up (a directory, not a link,
+the daemon user's own, mode 0711, its `.owner` naming this state dir), and recorded in
+the daemon's private state dir so that the next daemon finds it again:
+
+    /tmp/agentd-XXXXXXXX/        the daemon's, 0711; .owner holds its state dir
+        <session id>/            root : the session's group, 0710
+            tmp/                 root : the session's group, 0770   ($TMPDIR; HOME inside)
+            output/              root : the session's group, 0750   (output files, 0640)
+
+Owned by root and the session's own group (agentd/sessions/gids.py), each session's
+directory admits that session's sandbox and no other, even one of the same uid that a
+wrong bind showed it to. (A daemon that is not root makes them its own, 0700: its
+sandboxes all run as itself.)
+
+The base stays in /tmp, not in the 0700 state dir, because bwrap, which runs as the
+sandbox identity, resolves each bind's path by name (even a descriptor's; it then checks
+that the inode it mounted is the descriptor's), so that identity must be able to walk
+to these directories: 0711 lets it walk, not list.
+
+A daemon whose state dir is gone for good (a test's, a reinstall) leaves its base; the
+next daemon to start removes it, found by its owner and mode and its `.owner` file, not
+by its name, once the state dir has had no database for GRACE_SECONDS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+
+from agentd.fs import trees
+
+log = logging.getLogger(__name__)
+
+PARENT = "/tmp"
+PREFIX = "agentd-"
+OWNER_NAME = ".owner"
+# The record, in the state dir, of where this daemon's base is.
+RECORD_NAME = "session-dirs"
+BASE_MODE = 0o711
+GRACE_SECONDS = 3600.0
+_SESSION_ID = re.compile(r"[0-9a-f]{32}")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class SessionDirs:
+    """The directories of one daemon's sessions (see the module docstring)."""
+
+    def __init__(self, state_dir: str) -> None:
+        self.state_dir = os.path.realpath(state_dir)
+        self._base: str | None = None
+        self._lock = threading.Lock()
+
+    # ---- where ----
+    def base(self) -> str:
+        """This daemon's base, taken up from its record or made now."""
+        with self._lock:
+            if self._base is None or not _is_ours(self._base, self.state_dir):
+                self._base = self._recorded() or self._make_base()
+            return self._base
+
+    def session_path(self, session_id: str) -> str:
+        return os.path.join(self.base(), _checked(session_id))
+
+    def tmp_path(self, session_id: str) -> str:
+        return os.path.join(self.session_path(session_id), "tmp")
+
+    def output_path(self, session_id: str) -> str:
+        return os.path.join(self.session_path(session_id), "output")
+
+    # ---- made ----
+    def tmp_dir(self, session_id: str, gid: int | None) -> str:
+        """The session's temp dir, made if need be: its sandbox's group may write it."""
+        return self._make(session_id, "tmp", gid, 0o770)
+
+    def output_dir(self, session_id: str, gid: int | None) -> str:
+        """The session's output dir, made if need be: its sandbox's group may read it."""
+        return self._make(session_id, "output", gid, 0o750)
+
+    def _make(self, session_id: str, name: str, gid: int | None, mode: int) -> str:
+        top = self.session_path(session_id)
+        base_fd = os.open(os.path.dirname(top), _DIR_FLAGS)
+        try:
+            top_fd = _mkdir_at(base_fd, os.path.basename(top), gid, 0o710)
+            try:
+                os.close(_mkdir_at(top_fd, name, gid, mode))
+            finally:
+                os.close(top_fd)
+        finally:
+            os.close(base_fd)
+        return os.path.join(top, name)
+
+    # ---- removed ----
+    def remove_session(self, session_id: str) -> int:
+        """Everything the session had here (its temp dir and output files)."""
+        return trees.remove_tree(self.session_path(session_id))
+
+    def sweep(self, known: Callable[[str], bool], started: float, now: float | None = None) -> int:
+        """At start: the directories of sessions this daemon no longer knows (reaped,
+        then a crash) made before `started`, and the bases of daemons gone for good.
+        The number of directories removed."""
+        now = time.time() if now is None else now
+        removed = 0
+        base = self.base()
+        for name in _listdir(base):
+            path = os.path.join(base, name)
+            if _SESSION_ID.fullmatch(name) and not known(name) and _mtime(path) < started:
+                trees.remove_tree(path)
+                removed += 1
+        for name in _listdir(PARENT):
+            path = os.path.join(PARENT, name)
+            if not name.startswith(PREFIX) or path == base:
+                continue
+            owner = _owner_of(path)
+            if owner is None or os.path.exists(os.path.join(owner[0], "agentd.db")):
+                continue
+            if now - owner[1] >= GRACE_SECONDS:
+                trees.remove_tree(path)
+                removed += 1
+        return removed
+
+    # ---- the base ----
+    def _record_path(self) -> str:
+        return os.path.join(self.state_dir, RECORD_NAME)
+
+    def _recorded(self) -> str | None:
+        try:
+            fd = os.open(self._record_path(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        with os.fdopen(fd) as f:
+            path = f.read(4096).strip()
+        if os.path.dirname(path) != PARENT or not _is_ours(path, self.state_dir):
+            return None
+        with contextlib.suppress(OSError):
+            # Taken up: tmpfiles' age-based cleaning of /tmp must not take it for stale.
+            os.utime(os.path.join(path, OWNER_NAME), follow_symlinks=False)
+        return path
+
+    def _make_base(self) -> str:
+        path = tempfile.mkdtemp(prefix=PREFIX, dir=PARENT)  # O_EXCL: never someone's
+        os.chmod(path, BASE_MODE)
+        owner = os.path.join(path, OWNER_NAME)
+        fd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.state_dir + "\n")
+        tmp = self._record_path() + ".new"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(path + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._record_path())
+        log.info("sessions' temp and output dirs are under %s", path)
+        return path
+
+
+_all: dict[str, SessionDirs] = {}
+_all_lock = threading.Lock()
+
+
+def of(state_dir: str) -> SessionDirs:
+    """The session directories of the daemon whose state dir is `state_dir` (one object
+    per state dir, so every part of the daemon agrees on the base)."""
+    key = os.path.realpath(state_dir)
+    with _all_lock:
+        if key not in _all:
+            _all[key] = SessionDirs(key)
+        return _all[key]
+
+
+def _checked(session_id: str) -> str:
+    """A session id as one path component (ids are uuid hex; tests use short names)."""
+    if not re.fullmatch(r"[\w-][\w.-]{0,63}", session_id):
+        raise ValueError(f"not a session id: {session_id!r}")
+    return session_id
+
+
+def _mkdir_at(dir_fd: int, name: str, gid: int | None, mode: int) -> int:
+    """`name` in `dir_fd` as a directory of root (or ours) and `gid`, `mode` (0700 without
+    a group); made if missing. Its descriptor. Only the daemon writes where it is made,
+    so what is there is the daemon's own: a directory, never a link."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=dir_fd)
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        st = os.fstat(fd)
+        want_gid = st.st_gid if gid is None else gid
+        want_mode = 0o700 if gid is None else mode
+        if (st.st_uid, st.st_gid) != (os.geteuid(), want_gid):
+            os.fchown(fd, os.geteuid(), want_gid)
+        if stat.S_IMODE(st.st_mode) != want_mode:
+            os.fchmod(fd, want_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_ours(path: str, state_dir: str) -> bool:
+    """A base this daemon made: a directory (no link), ours, 0711, .owner naming us."""
+    owner = _owner_of(path)
+    return owner is not None and owner[0] == state_dir
+
+
+def _owner_of(path: str) -> tuple[str, float] | None:
+    """(the state dir named by `path`'s .owner, its mtime) if `path` is a base a daemon
+    of our user made (a directory, not a link, ours, mode 0711); else None."""
+    try:
+        fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != BASE_MODE:
+            return None
+        owner_fd = os.open(OWNER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    with os.fdopen(owner_fd) as f:
+        ost = os.fstat(f.fileno())
+        if not stat.S_ISREG(ost.st_mode) or ost.st_uid != os.geteuid():
+            return None
+        text = f.read(4096).strip()
+    return (text, ost.st_mtime) if os.path.isabs(text) else None
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            log.warning("cannot list %s: %s", path, exc)
+        return []
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0
