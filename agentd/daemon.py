@@ -15,9 +15,10 @@ import agentd_sandbox
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
-from agentd.foundation import logs, metrics
+from agentd.foundation import logs, metrics, offload
 from agentd.foundation.config import Config
 from agentd.foundation.errors import Unavailable
+from agentd.foundation.looplag import LoopWatch
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
@@ -105,6 +106,7 @@ class Daemon:
         self._stopped = asyncio.Event()
         self.notifier = Notifier()
         self._metrics_server: Any = None
+        self.loop_watch = LoopWatch()
         tools = self.executor.registry.tools
         metrics.know_tools({n: t.name for t in tools for n in (t.name, *t.aliases)})
         metrics.watch(metrics.RUNNING_CALLS, lambda: self.executor.running_count)
@@ -129,6 +131,8 @@ class Daemon:
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
+        offload.shared().warm()  # and the workers of heavy calls (patches) before theirs
+        self.loop_watch.start()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
         if adopted:
@@ -208,6 +212,8 @@ class Daemon:
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
         shim_client.FORKSERVER.close()
+        offload.shared().close()
+        self.loop_watch.stop()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -69,6 +69,17 @@ TASKS_READOPTED = Counter(
 RELOADS = Counter(
     "agentd_config_reloads", "SIGHUP reloads, by result (ok, error).", ["result"], registry=REGISTRY
 )
+LOOP_DELAY_SECONDS = Histogram(
+    "agentd_event_loop_delay_seconds",
+    "How late the event loop ran a timer (looplag.py): time it was held by one piece of work.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+    registry=REGISTRY,
+)
+LOOP_LONGEST_DELAY = Gauge(
+    "agentd_event_loop_longest_delay_seconds",
+    "The longest the event loop was held since the daemon started.",
+    registry=REGISTRY,
+)
 RUNNING_CALLS = Gauge("agentd_running_calls", "Tool calls running now.", registry=REGISTRY)
 RUNNING_TASKS = Gauge("agentd_running_tasks", "Background tasks running now.", registry=REGISTRY)
 OPEN_SESSIONS = Gauge("agentd_open_sessions", "Sessions open now.", registry=REGISTRY)
@@ -144,6 +155,17 @@ def task_readopted() -> None:
 def tasks_readopted() -> int:
     """Tasks taken over from a previous daemon since start, for `agentctl status`."""
     return _readopted
+
+
+_longest_delay = 0.0
+
+
+def loop_delay(seconds: float) -> None:
+    global _longest_delay
+    LOOP_DELAY_SECONDS.observe(seconds)
+    if seconds > _longest_delay:
+        _longest_delay = seconds
+        LOOP_LONGEST_DELAY.set(seconds)
 
 
 def watch(gauge: Gauge, read: Callable[[], float]) -> None:
