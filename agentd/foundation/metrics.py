@@ -66,6 +66,11 @@ TASKS_READOPTED = Counter(
     "Background tasks that outlived a daemon and were taken over by this one.",
     registry=REGISTRY,
 )
+UNAUTHENTICATED = Counter(
+    "agentd_unauthenticated_calls",
+    "Calls on the TCP listener refused for a missing or wrong token (their bodies unread).",
+    registry=REGISTRY,
+)
 RELOADS = Counter(
     "agentd_config_reloads", "SIGHUP reloads, by result (ok, error).", ["result"], registry=REGISTRY
 )
@@ -158,6 +163,10 @@ def tasks_readopted() -> int:
 
 
 _longest_delay = 0.0
+
+
+def unauthenticated_call() -> None:
+    UNAUTHENTICATED.inc()
 
 
 def loop_delay(seconds: float) -> None:
