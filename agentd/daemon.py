@@ -26,6 +26,7 @@ from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
+from agentd.sessions import recovery
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -35,6 +36,9 @@ from agentd.tools import default_registry
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+# How often the state database is checked for being deleted or replaced.
+STATE_CHECK_SECONDS = 5.0
 
 # Settings a SIGHUP applies to the running daemon; any other change waits for a restart.
 LIVE_SETTINGS = ("allow_rules", "deny_rules", "ask_rules", "trusted_settings", "log_level")
@@ -60,6 +64,8 @@ class Daemon:
             log.info("removed %d temp files of writes interrupted by a crash", removed)
         fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
+        # Before anything new is journaled: the calls a crash left open end, as interrupted.
+        recovery.end_interrupted_calls(self.sessions)
         self.tasks = TaskManager(
             self.store,
             self._emit,
@@ -113,6 +119,10 @@ class Daemon:
         metrics.watch(metrics.RUNNING_TASKS, self.tasks.running_count)
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
+        metrics.watch(metrics.STATE_DISK_FULL, lambda: bool(self.store.full_since))
+        metrics.watch(metrics.EVENTS_UNJOURNALED, lambda: self.store.unjournaled)
+        metrics.watch(metrics.STATE_DATABASE_PROBLEM, lambda: bool(self.store.problem))
+        self._state_watch: asyncio.Task[None] | None = None
 
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
@@ -145,6 +155,13 @@ class Daemon:
         self.notifier.ready(self.status_line())
         self.notifier.start_watchdog(self.status_line)
         self.reaper.start()
+        self._state_watch = asyncio.get_running_loop().create_task(self._watch_state())
+
+    async def _watch_state(self) -> None:
+        """The state database, looked at every few seconds: deleted or replaced under the
+        daemon is logged at once (Store.check) and shown in the status."""
+        while not self.store.check():
+            await asyncio.sleep(STATE_CHECK_SECONDS)
 
     async def _answers_on_socket(self) -> None:
         async with grpc.aio.insecure_channel(f"unix:{self.config.socket_path}") as channel:
@@ -201,6 +218,8 @@ class Daemon:
         log.info("agentd shutting down")
         self.notifier.stopping()
         await self.reaper.stop()
+        if self._state_watch is not None:
+            self._state_watch.cancel()
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]

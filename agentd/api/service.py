@@ -36,6 +36,7 @@ from agentd.foundation import metrics
 from agentd.foundation.errors import AgentdError, InvalidRequest, NotFound, Unavailable
 from agentd.runs.output.serving import EncodedChunks
 from agentd.sessions import agent_events
+from agentd.sessions.events import LIVE_ONLY
 from agentd.sessions.session import PERMISSION_MODES, SessionManager
 from agentd_client import structs
 from agentd_client._calls import ATTACHED_KEY
@@ -246,6 +247,7 @@ class Servicer(pb_grpc.AgentdServicer):
         session.deny_rules.extend(r for r in request.add_deny if r not in session.deny_rules)
         session.ask_rules.extend(r for r in request.add_ask if r not in session.ask_rules)
         self.sessions.save(session)
+        self.sessions.store.flush()  # durable before it is acknowledged
         return session_to_pb(session)
 
     @_unary
@@ -380,6 +382,7 @@ class Servicer(pb_grpc.AgentdServicer):
             decided_by=client_identity(context),
             rule=request.rule,
         )
+        self.sessions.store.flush()  # a rule it added, and the decision, durable first
         return pb.ResolvePermissionResponse(accepted=accepted, message=message)
 
     @_unary
@@ -389,6 +392,8 @@ class Servicer(pb_grpc.AgentdServicer):
         session = self.sessions.get(_require(request.session_id, "session_id"), open_only=True)
         kind = agent_events.check(request.event)
         event = self.sessions.log(session.id).emit(kind, **agent_events.to_payload(request.event))
+        if kind not in LIVE_ONLY:
+            self.sessions.store.flush()  # durable before its seq is acknowledged
         return pb.AppendAgentEventResponse(seq=event.seq)
 
     @_unary

@@ -85,6 +85,21 @@ LOOP_LONGEST_DELAY = Gauge(
     "The longest the event loop was held since the daemon started.",
     registry=REGISTRY,
 )
+STATE_DISK_FULL = Gauge(
+    "agentd_state_disk_full",
+    "1 while the state disk refuses writes (a write failed and no commit has succeeded).",
+    registry=REGISTRY,
+)
+EVENTS_UNJOURNALED = Gauge(
+    "agentd_events_unjournaled",
+    "Events lost from the journal for want of space since start (refused or rolled back).",
+    registry=REGISTRY,
+)
+STATE_DATABASE_PROBLEM = Gauge(
+    "agentd_state_database_problem",
+    "1 once the state database was found deleted, replaced or damaged while running.",
+    registry=REGISTRY,
+)
 RUNNING_CALLS = Gauge("agentd_running_calls", "Tool calls running now.", registry=REGISTRY)
 RUNNING_TASKS = Gauge("agentd_running_tasks", "Background tasks running now.", registry=REGISTRY)
 OPEN_SESSIONS = Gauge("agentd_open_sessions", "Sessions open now.", registry=REGISTRY)
