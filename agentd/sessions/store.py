@@ -60,6 +60,7 @@ def _file_identity(path: str) -> tuple[int, int] | None:
 
 
 def _damaged(path: str, why: str) -> str:
+    why = " ".join(why.replace("*", "").split())[:240]  # one line, whatever SQLite said
     return (
         f"agentd's state database {path} is damaged ({why}); stop agentd, move it aside "
         f"(mv {path} {path}.damaged) and start again with an empty state, or try "
