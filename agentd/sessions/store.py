@@ -51,6 +51,18 @@ def is_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
+# Bytes of write-ahead log after which a checkpoint is asked for (SQLite's default
+# auto-checkpoint is 1,000 pages, about this).
+CHECKPOINT_BYTES = 4 * 1024 * 1024
+
+
+def _wal_bytes(path: str) -> int:
+    try:
+        return os.stat(path + "-wal").st_size
+    except FileNotFoundError:
+        return 0
+
+
 def _file_identity(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -172,6 +184,16 @@ class Store:
         # What is wrong with the database found while running (deleted, replaced,
         # damaged), one line; "" while it is fine.
         self.problem = ""
+        # Checkpoints (copying the log into the database, with an fsync each) run on a
+        # thread of their own: on the event loop's commit they held it for 100s of ms.
+        self._db.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpoint_wanted = threading.Event()
+        self._checkpoint_asked = 0.0
+        self._closing = False
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop, name="wal-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
         self._db.execute("BEGIN")
         # Writes in the open transaction, and how many of them are journal events: a
         # rollback on a full disk loses them, and they are counted.
@@ -333,6 +355,16 @@ class Store:
             raise
         finally:
             self._keep_transaction()
+        now = time.monotonic()
+        # The log file keeps its size when SQLite starts it over: asked at most once a
+        # second while it is large.
+        if (
+            wrote
+            and now - self._checkpoint_asked > 1.0
+            and _wal_bytes(self.path) > CHECKPOINT_BYTES
+        ):
+            self._checkpoint_asked = now
+            self._checkpoint_wanted.set()
         # Only a commit that held writes says the disk has room again.
         if self.full_since and wrote:
             log.warning(
@@ -351,7 +383,27 @@ class Store:
         except StorageFull:
             self._dirty()
 
+    def _checkpoint_loop(self) -> None:
+        """Copy the log into the database when it grew (PASSIVE: never waits for, nor
+        blocks, the writer or the readers)."""
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            while True:
+                self._checkpoint_wanted.wait()
+                self._checkpoint_wanted.clear()
+                if self._closing:
+                    return
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:
+                    log.warning("state database checkpoint failed: %s", exc)
+        finally:
+            db.close()
+
     def close(self) -> None:
+        self._closing = True
+        self._checkpoint_wanted.set()
+        self._checkpointer.join(timeout=30)
         with contextlib.suppress(StorageFull):
             self.flush()
         with contextlib.suppress(sqlite3.Error):

@@ -1,11 +1,12 @@
 """Line diffs as structured hunks, the shape the reference's `structuredPatch` has.
 
-The work is bounded whatever the input. difflib (with autojunk off, as the patch must
-be exact) is cubic on repetitive text: a 5,000-line file of short repeated lines took
+The work is bounded whatever the input. difflib with autojunk off (the most minimal
+patch) is cubic on repetitive text: a 5,000-line file of short repeated lines took
 193 s. So the common head and tail are cut first (an Edit's change in a large file
-leaves a few lines), a small middle is diffed where the call runs, and a large one in
-a worker process (agentd.foundation.offload) under a CPU deadline: past it, the
-middle becomes one hunk that replaces it whole, still a correct patch, only coarser.
+leaves a few lines), a small middle is diffed exactly where the call runs, and a large
+one in a worker process (agentd.foundation.offload) with difflib's heuristic for long
+inputs, under a CPU deadline: past it, the middle becomes one hunk that replaces it
+whole, still a correct patch, only coarser.
 A large patch also comes back with its protobuf wire form made in the worker
 (structs.EncodedList), so no tens of thousands of Values are built on the event loop.
 """
@@ -51,10 +52,9 @@ def _common_ends(a: list[str], b: list[str]) -> tuple[int, int]:
 
 
 def inline_ok(old: str, new: str) -> bool:
-    """Whether the patch of `old` into `new` is cheap enough to make on the event loop."""
-    a, b = _lines(old), _lines(new)
-    head, tail = _common_ends(a, b)
-    return (len(a) - head - tail) * (len(b) - head - tail) <= INLINE_PAIRS
+    """Whether the patch of `old` into `new` is cheap enough to make on the event loop:
+    few enough line pairs whatever their content (counted in C, not split)."""
+    return (old.count("\n") + 1) * (new.count("\n") + 1) <= INLINE_PAIRS
 
 
 class _Deadline(Exception):
@@ -78,14 +78,14 @@ def _cpu_deadline(seconds: float) -> Iterator[None]:
 
 
 def _opcode_groups(
-    a: list[str], b: list[str], context: int, exact: bool
+    a: list[str], b: list[str], context: int, exact: bool, autojunk: bool = False
 ) -> list[list[tuple[str, int, int, int, int]]]:
     head, tail = _common_ends(a, b)
     a_mid, b_mid = a[head : len(a) - tail], b[head : len(b) - tail]
     if not a_mid and not b_mid:
         return []
     if exact:
-        matcher = difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=False)
+        matcher = difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=autojunk)
         ops = [
             (tag, i1 + head, i2 + head, j1 + head, j2 + head)
             for tag, i1, i2, j1, j2 in matcher.get_opcodes()
@@ -141,26 +141,30 @@ def _hunks(
 
 
 def structured_patch(
-    old: str, new: str, context: int = 3, *, exact: bool = True
+    old: str, new: str, context: int = 3, *, exact: bool = True, autojunk: bool = False
 ) -> list[dict[str, Any]]:
     """Hunks {oldStart, oldLines, newStart, newLines, lines} turning `old` into `new`.
 
     `lines` are " ctx", "-old", "+new" without line ends; a last line without one is
     followed by the unified-diff marker "\\ No newline at end of file". `exact=False`
-    replaces the whole differing middle in one hunk (linear time).
+    replaces the whole differing middle in one hunk (linear time); `autojunk` lets
+    difflib skip lines that are frequent in `new` as anchors (much faster on long
+    repetitive text, a patch as correct, sometimes less minimal).
     """
     a, b = _lines(old), _lines(new)
-    return _hunks(a, b, _opcode_groups(a, b, context, exact))
+    return _hunks(a, b, _opcode_groups(a, b, context, exact, autojunk))
 
 
 def bounded_patch(
     old: str, new: str, seconds: float = PATCH_SECONDS
 ) -> tuple[list[dict[str, Any]], bytes]:
-    """The patch (exact unless that takes more than `seconds` of CPU), and its wire form
-    as a google.protobuf.Value. Runs in a worker process: the deadline is a signal."""
+    """The patch and its wire form as a google.protobuf.Value; runs in a worker process
+    (the deadline is a signal). A large middle is diffed with difflib's own heuristic
+    for long inputs (autojunk, its default: lines frequent in `new` are no anchors),
+    which keeps it near linear; past `seconds` of CPU, the coarse patch."""
     try:
         with _cpu_deadline(seconds):
-            hunks = structured_patch(old, new)
+            hunks = structured_patch(old, new, autojunk=True)
     except _Deadline:
         hunks = structured_patch(old, new, exact=False)
     return hunks, structs.to_value(hunks).SerializeToString()
