@@ -139,7 +139,6 @@ class Daemon:
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
-        offload.shared().warm()  # and the workers of heavy calls (patches) before theirs
         self.loop_watch.start()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.outputs, self._session_open)

@@ -48,7 +48,7 @@ async def _deny(requests: Any, context: grpc.aio.ServicerContext) -> None:
 # message (up to max_message_bytes) before its handler runs, but a streaming handler's
 # messages only when it asks, and this one never does. So a caller without the token
 # costs the headers and the transport's flow-control window, never its body.
-_DENY = grpc.stream_stream_rpc_method_handler(_deny)
+_DENY: grpc.RpcMethodHandler = grpc.stream_stream_rpc_method_handler(_deny)
 
 
 class TokenAuth(grpc.aio.ServerInterceptor):

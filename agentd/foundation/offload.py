@@ -8,14 +8,19 @@ other session's calls. Worker processes run on the other cores instead.
 Fairness: each key (a session) has its own queue, and the workers take the queues in
 turn, so a session that sends many heavy calls waits behind its own, while another
 session's one heavy call waits for at most one job of each other session.
+
+Workers start with the first job (most daemons never need one; it costs the first
+heavy call ~0.2 s, off the loop) and end with the daemon, however it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -26,12 +31,23 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+_PR_SET_PDEATHSIG = 1
+
 # Processes at most: the machine's cores less the one the event loop runs on.
 WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
 def _ready() -> bool:
     return True
+
+
+def _die_with(parent: int) -> None:
+    """In a worker, first: end when the daemon ends, however it ends (a kill -9 left
+    workers and their resource tracker behind for good)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(0)
 
 
 class Offload:
@@ -49,7 +65,10 @@ class Offload:
         if self._pool is None:
             # spawn: a fork of this process would copy gRPC's threads and their locks.
             self._pool = ProcessPoolExecutor(
-                self._workers, mp_context=multiprocessing.get_context("spawn")
+                self._workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_die_with,
+                initargs=(os.getpid(),),
             )
         return self._pool
 

@@ -11,6 +11,7 @@ worker process, it is held for milliseconds, and B reads all along.
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,3 +119,45 @@ def test_other_sessions_read_while_one_writes_a_costly_file(
     # The patch is right, whether exact or (past its CPU deadline) one coarse hunk.
     assert _apply(old, result.data["structuredPatch"]) == new  # type: ignore[attr-defined]
     assert delay < MAX_LOOP_DELAY, f"the event loop was held {delay:.2f}s ({during} Reads during)"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            if f"\nPPid:\t{pid}\n" in status:
+                found.append(int(entry.name))
+    return found
+
+
+def test_workers_end_with_a_killed_daemon(tmp_path: Path, workspace: Path) -> None:
+    """The patch workers die with the daemon, even by kill -9 (they were left behind,
+    with their resource tracker, for good)."""
+    daemon = start_daemon(tmp_path / "d")
+    try:
+        big = workspace / "big.txt"
+        big.write_text(_repetitive(400, "old"))
+        _give_to_sandbox(big)
+        with Client(daemon.socket, timeout=120) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            assert not c.run_tool(sid, "Read", {"file_path": str(big)}).is_error
+            wrote = c.run_tool(
+                sid, "Write", {"file_path": str(big), "content": _repetitive(400, "new")}
+            )
+            assert not wrote.is_error, wrote.text
+        helpers = _children(daemon.proc.pid)
+        assert helpers  # the worker (and the resource tracker) the Write started
+        fds = [os.pidfd_open(pid) for pid in helpers]
+        daemon.proc.kill()
+        daemon.proc.wait()
+        # A pidfd is readable once its process has ended: wait on that, not the clock.
+        for fd in fds:
+            ready, _, _ = select.select([fd], [], [], 30)
+            assert ready, "a worker outlived the daemon"
+            os.close(fd)
+    finally:
+        daemon.stop()

@@ -84,6 +84,7 @@ def _opcode_groups(
     a_mid, b_mid = a[head : len(a) - tail], b[head : len(b) - tail]
     if not a_mid and not b_mid:
         return []
+    ops: list[tuple[str, int, int, int, int]]
     if exact:
         matcher = difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=autojunk)
         ops = [
