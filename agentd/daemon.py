@@ -22,9 +22,10 @@ from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
-from agentd.foundation import logs, metrics
+from agentd.foundation import logs, metrics, offload
 from agentd.foundation.config import Config
 from agentd.foundation.errors import Unavailable
+from agentd.foundation.looplag import LoopWatch
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
@@ -35,6 +36,7 @@ from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing.policy import session_tmp_path
+from agentd.sessions import recovery
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -43,6 +45,9 @@ from agentd.tools.services import Services
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+# How often the state database is checked for being deleted or replaced.
+STATE_CHECK_SECONDS = 5.0
 
 # Settings a SIGHUP applies to the running daemon; any other change waits for a restart.
 LIVE_SETTINGS = ("allow_rules", "deny_rules", "ask_rules", "trusted_settings", "log_level")
@@ -68,6 +73,8 @@ class Daemon:
             log.info("removed %d temp files of writes interrupted by a crash", removed)
         fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
+        # Before anything new is journaled: the calls a crash left open end, as interrupted.
+        recovery.end_interrupted_calls(self.sessions)
         self.tasks = TaskManager(
             self.store,
             self._emit,
@@ -118,12 +125,17 @@ class Daemon:
         self._stopped = asyncio.Event()
         self.notifier = Notifier()
         self._metrics_server: Any = None
+        self.loop_watch = LoopWatch()
         tools = self.executor.registry.tools
         metrics.know_tools({n: t.name for t in tools for n in (t.name, *t.aliases)})
         metrics.watch(metrics.RUNNING_CALLS, lambda: self.executor.running_count)
         metrics.watch(metrics.RUNNING_TASKS, self.tasks.running_count)
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
+        metrics.watch(metrics.STATE_DISK_FULL, lambda: bool(self.store.full_since))
+        metrics.watch(metrics.EVENTS_UNJOURNALED, lambda: self.store.unjournaled)
+        metrics.watch(metrics.STATE_DATABASE_PROBLEM, lambda: bool(self.store.problem))
+        self._state_watch: asyncio.Task[None] | None = None
 
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
@@ -142,6 +154,7 @@ class Daemon:
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
+        self.loop_watch.start()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.outputs, self._session_open)
         if adopted:
@@ -154,6 +167,13 @@ class Daemon:
         self.notifier.ready(self.status_line())
         self.notifier.start_watchdog(self.status_line)
         self.reaper.start()
+        self._state_watch = asyncio.get_running_loop().create_task(self._watch_state())
+
+    async def _watch_state(self) -> None:
+        """The state database, looked at every few seconds: deleted or replaced under the
+        daemon is logged at once (Store.check) and shown in the status."""
+        while not self.store.check():
+            await asyncio.sleep(STATE_CHECK_SECONDS)
 
     async def _answers_on_socket(self) -> None:
         async with grpc.aio.insecure_channel(f"unix:{self.config.socket_path}") as channel:
@@ -209,6 +229,8 @@ class Daemon:
         log.info("agentd shutting down")
         self.notifier.stopping()
         await self.reaper.stop()
+        if self._state_watch is not None:
+            self._state_watch.cancel()
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]
@@ -220,6 +242,8 @@ class Daemon:
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
         shim_client.FORKSERVER.close()
+        offload.shared().close()
+        self.loop_watch.stop()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -64,6 +64,8 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
                 if u.disk_full
                 else f"{u.events_unjournaled} events were not journaled (state disk was full)"
             )
+        if u.database_problem:
+            print(f"state database PROBLEM: {u.database_problem}")
     return OK
 
 

@@ -24,6 +24,7 @@ from grpc_reflection.v1alpha import reflection
 from agentd.api.decoding import DecodeGuard
 from agentd.api.service import Servicer
 from agentd.api.tls import load_server_pair, load_token
+from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
 from agentd.foundation.privdir import ensure_private_dir
@@ -37,6 +38,17 @@ SERVICE_NAME = agentd_pb2.DESCRIPTOR.services_by_name["Agentd"].full_name
 # Health answers without a token: load balancers and Kubernetes probes carry none,
 # and it tells nothing but SERVING or NOT_SERVING.
 OPEN_METHODS = frozenset({"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"})
+
+
+async def _deny(requests: Any, context: grpc.aio.ServicerContext) -> None:
+    await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+
+# A request-streaming handler, whatever the method: gRPC reads a unary call's whole
+# message (up to max_message_bytes) before its handler runs, but a streaming handler's
+# messages only when it asks, and this one never does. So a caller without the token
+# costs the headers and the transport's flow-control window, never its body.
+_DENY: grpc.RpcMethodHandler = grpc.stream_stream_rpc_method_handler(_deny)
 
 
 class TokenAuth(grpc.aio.ServerInterceptor):
@@ -60,10 +72,17 @@ class TokenAuth(grpc.aio.ServerInterceptor):
                 if hmac.compare_digest(got, self._expected):
                     return await continuation(details)
 
-        async def deny(request: Any, context: grpc.aio.ServicerContext) -> None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        metrics.unauthenticated_call()
+        return _DENY
 
-        return grpc.unary_unary_rpc_method_handler(deny)
+
+# What one TCP connection may hold before and around the token check: its TLS handshake
+# done within 10 s, at most 100 calls at once, headers of at most 16 KiB.
+TCP_OPTIONS = (
+    ("grpc.server_handshake_timeout_ms", 10_000),
+    ("grpc.max_concurrent_streams", 100),
+    ("grpc.max_metadata_size", 16 * 1024),
+)
 
 
 def _check_port_free(listen: str) -> None:
@@ -166,7 +185,9 @@ class Server:
             log.warning("token_file %s is readable by other users; chmod 600 it", config.token_file)
         key_pem, cert_pem = load_server_pair(config.tls_cert, config.tls_key)
         _check_port_free(config.tcp_listen)
-        tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(token), DecodeGuard()])
+        tcp = grpc.aio.server(
+            options=[*options, *TCP_OPTIONS], interceptors=[TokenAuth(token), DecodeGuard()]
+        )
         self._health.append(_add_services(tcp, servicer))
         creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
         try:

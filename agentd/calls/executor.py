@@ -27,7 +27,14 @@ from agentd.permissions.decision import Decision
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import is_full
 from agentd.tools import Registry
-from agentd.tools.base import ImageBlock, TextBlock, Tool, ToolContext, ToolResult
+from agentd.tools.base import (
+    ImageBlock,
+    ReadOnlyTool,
+    TextBlock,
+    Tool,
+    ToolContext,
+    ToolResult,
+)
 from agentd.tools.services import Services
 
 log = logging.getLogger(__name__)
@@ -177,8 +184,13 @@ class Executor:
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
         unjournaled = self.sessions.store.unjournaled
+        store = self.sessions.store
         log_.emit("call_started", tool_use_id=call.tool_use_id, name=call.name, input=call.input)
-        recorded = self.sessions.store.unjournaled == unjournaled
+        recorded = store.unjournaled == unjournaled
+        # Until its end is journaled, a crash leaves it open: the next start ends it as
+        # interrupted (sessions/recovery.py).
+        with contextlib.suppress(StorageFull):
+            store.call_opened(session.id, call.tool_use_id, call.name, int(time.time() * 1000))
 
         async def progress(output: str = "", message: str = "", **where: Any) -> None:
             payload = {
@@ -231,6 +243,14 @@ class Executor:
             duration_ms=int((time.monotonic() - started) * 1000),
             result=result.payload,
         )
+        with contextlib.suppress(StorageFull):
+            store.call_closed(session.id, call.tool_use_id)
+            if not isinstance(self.registry.get(call.name), ReadOnlyTool):
+                # The result of a call that may have changed something is committed
+                # before its caller hears it, so a crash never loses a result a client
+                # holds (~0.15 ms a call; README "What survives a crash"). A call that
+                # only reads keeps the group commit's window.
+                store.flush()
         return result
 
     async def _execute(

@@ -66,8 +66,39 @@ TASKS_READOPTED = Counter(
     "Background tasks that outlived a daemon and were taken over by this one.",
     registry=REGISTRY,
 )
+UNAUTHENTICATED = Counter(
+    "agentd_unauthenticated_calls",
+    "Calls on the TCP listener refused for a missing or wrong token (their bodies unread).",
+    registry=REGISTRY,
+)
 RELOADS = Counter(
     "agentd_config_reloads", "SIGHUP reloads, by result (ok, error).", ["result"], registry=REGISTRY
+)
+LOOP_DELAY_SECONDS = Histogram(
+    "agentd_event_loop_delay_seconds",
+    "How late the event loop ran a timer (looplag.py): time it was held by one piece of work.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+    registry=REGISTRY,
+)
+LOOP_LONGEST_DELAY = Gauge(
+    "agentd_event_loop_longest_delay_seconds",
+    "The longest the event loop was held since the daemon started.",
+    registry=REGISTRY,
+)
+STATE_DISK_FULL = Gauge(
+    "agentd_state_disk_full",
+    "1 while the state disk refuses writes (a write failed and no commit has succeeded).",
+    registry=REGISTRY,
+)
+EVENTS_UNJOURNALED = Gauge(
+    "agentd_events_unjournaled",
+    "Events lost from the journal for want of space since start (refused or rolled back).",
+    registry=REGISTRY,
+)
+STATE_DATABASE_PROBLEM = Gauge(
+    "agentd_state_database_problem",
+    "1 once the state database was found deleted, replaced or damaged while running.",
+    registry=REGISTRY,
 )
 RUNNING_CALLS = Gauge("agentd_running_calls", "Tool calls running now.", registry=REGISTRY)
 RUNNING_TASKS = Gauge("agentd_running_tasks", "Background tasks running now.", registry=REGISTRY)
@@ -144,6 +175,21 @@ def task_readopted() -> None:
 def tasks_readopted() -> int:
     """Tasks taken over from a previous daemon since start, for `agentctl status`."""
     return _readopted
+
+
+_longest_delay = 0.0
+
+
+def unauthenticated_call() -> None:
+    UNAUTHENTICATED.inc()
+
+
+def loop_delay(seconds: float) -> None:
+    global _longest_delay
+    LOOP_DELAY_SECONDS.observe(seconds)
+    if seconds > _longest_delay:
+        _longest_delay = seconds
+        LOOP_LONGEST_DELAY.set(seconds)
 
 
 def watch(gauge: Gauge, read: Callable[[], float]) -> None:

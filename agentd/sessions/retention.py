@@ -75,6 +75,8 @@ class Reaper:
         self.idle_closed = 0
         self.reaped = 0
         self.used_bytes = 0
+        # The sessions' files at the last measure (walking them is work for a pass).
+        self._files_bytes = 0
         # Over the cap with nothing left to reap: said once, until it is under again.
         self._over_cap = False
         self._runner: asyncio.Task[None] | None = None
@@ -192,6 +194,7 @@ class Reaper:
             await self.reap(session, f"the state is over its cap of {cap} bytes")
             freed = sizes.get(session.id, 0) + max(0, before - self._sessions.store.used_bytes())
             self.used_bytes -= freed
+            self._files_bytes -= sizes.get(session.id, 0)
             closed_for = (now_ms - self._closed_ms(session)) / 1000
             reaped.append(Collected(session.id, session.name, "reaped", closed_for, "size cap"))
         over = self.used_bytes > cap
@@ -214,7 +217,8 @@ class Reaper:
             return {sid: sum(trees.tree_bytes(d) for d in paths) for sid, paths in dirs.items()}
 
         sizes = await asyncio.get_running_loop().run_in_executor(None, walk)
-        self.used_bytes = self._sessions.store.used_bytes() + sum(sizes.values())
+        self._files_bytes = sum(sizes.values())
+        self.used_bytes = self._sessions.store.used_bytes() + self._files_bytes
         return sizes
 
     # ---- one session ----
@@ -278,7 +282,9 @@ class Reaper:
     def usage(self) -> dict[str, Any]:
         store = self._sessions.store
         return {
-            "used_bytes": self.used_bytes,
+            # The database and its log as they are now (they grow between passes), and
+            # the files as the last pass found them.
+            "used_bytes": store.used_bytes() + self._files_bytes,
             "max_bytes": self.config.state_max_bytes,
             "retention_seconds": self.config.retention_seconds,
             "session_idle_seconds": self.config.session_idle_seconds,
@@ -287,6 +293,7 @@ class Reaper:
             "closed_sessions": sum(1 for s in self._sessions.list(include_closed=True) if s.closed),
             "disk_full": bool(store.full_since),
             "events_unjournaled": store.unjournaled,
+            "database_problem": store.problem,
         }
 
 

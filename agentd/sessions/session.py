@@ -291,6 +291,8 @@ class SessionManager:
         log = self.log(session_id)
         log.emit("session_closed")
         log.close()
+        # Committed before the caller hears it is closed: a crash never reopens it.
+        self._store.flush()
         return session
 
 

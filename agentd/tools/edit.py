@@ -203,7 +203,9 @@ class EditTool(Tool):
             "oldString": applied.old,
             "newString": args["new_string"],
             "originalFile": target.content,
-            "structuredPatch": textdiff.structured_patch(target.content, applied.content),
+            "structuredPatch": await textdiff.patch_for(
+                session.id, target.content, applied.content
+            ),
             "userModified": False,
             "replaceAll": replace_all,
         }

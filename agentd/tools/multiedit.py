@@ -110,7 +110,7 @@ class MultiEditTool(Tool):
                 for e in edits
             ],
             "originalFileContents": target.content,
-            "structuredPatch": textdiff.structured_patch(target.content, content),
+            "structuredPatch": await textdiff.patch_for(session.id, target.content, content),
             "userModified": False,
         }
         return edit_result(text, data, target)

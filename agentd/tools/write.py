@@ -66,7 +66,7 @@ class WriteTool(Tool):
             patch: list[dict[str, Any]] = []
         else:
             text = f"Updated the file {loc.path} {CURRENT_NOTE}."
-            patch = textdiff.structured_patch(original, content)
+            patch = await textdiff.patch_for(session.id, original, content)
         return ToolResult.text(
             text,
             {

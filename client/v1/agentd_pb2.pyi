@@ -42,7 +42,7 @@ class Status(_message.Message):
     def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ..., state: _Optional[_Union[StateUsage, _Mapping]] = ..., tasks_readopted: _Optional[int] = ...) -> None: ...
 
 class StateUsage(_message.Message):
-    __slots__ = ("used_bytes", "max_bytes", "retention_seconds", "session_idle_seconds", "sessions_idle_closed", "sessions_reaped", "closed_sessions", "disk_full", "events_unjournaled")
+    __slots__ = ("used_bytes", "max_bytes", "retention_seconds", "session_idle_seconds", "sessions_idle_closed", "sessions_reaped", "closed_sessions", "disk_full", "events_unjournaled", "database_problem")
     USED_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     RETENTION_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class StateUsage(_message.Message):
     CLOSED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     DISK_FULL_FIELD_NUMBER: _ClassVar[int]
     EVENTS_UNJOURNALED_FIELD_NUMBER: _ClassVar[int]
+    DATABASE_PROBLEM_FIELD_NUMBER: _ClassVar[int]
     used_bytes: int
     max_bytes: int
     retention_seconds: float
@@ -61,7 +62,8 @@ class StateUsage(_message.Message):
     closed_sessions: int
     disk_full: bool
     events_unjournaled: int
-    def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ...) -> None: ...
+    database_problem: str
+    def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ..., database_problem: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
