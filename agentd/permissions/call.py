@@ -5,15 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentd.fs import access as fsaccess
 from agentd.permissions.rules import SourcedRule
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session
 from agentd.tools.base import Tool
-
-if TYPE_CHECKING:
-    from agentd.calls.executor import SandboxMode
 
 # Tools that touch nothing but the session's own state (its todo list, its own tasks'
 # output): Claude Code never asks for them, and plan mode lets them run.
@@ -94,8 +92,8 @@ class Allow:
     decided_by: str
     reason: str
     grants: list[str] = field(default_factory=list)
-    # Decision.sandbox: "read_only" when only the classifier's verdict allows the call.
-    sandbox: SandboxMode = "normal"
+    # Decision.sandbox: READ_ONLY when only the classifier's verdict allows the call.
+    sandbox: SandboxMode = SandboxMode.NORMAL
 
 
 @dataclass
@@ -106,7 +104,7 @@ class Ask:
     # Paths to grant the call if a person allows it.
     grants: list[str] = field(default_factory=list)
     # Decision.sandbox if a person allows it.
-    sandbox: SandboxMode = "normal"
+    sandbox: SandboxMode = SandboxMode.NORMAL
 
 
 def rule_note(rule: SourcedRule) -> str:
