@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_tasks_outlive import Node, _background, _session, _task, _wait_end
+from tests.sandbox.conftest import SYSTEM_PYTHON
 from tests.support.processes import processes_with, wait_gone, wait_present
 from tests.support.waiting import wait_until
 
@@ -57,17 +60,19 @@ def test_another_uid_cannot_steer_a_shim(node: Node, workspace: Path) -> None:
         task_id = _background(c, sid, "sleep 4343.5")
         sock = Path(node.daemon.state_dir) / "shims" / task_id / "ctl.sock"
         wait_until(sock.exists, 10, "the shim listens")
-        # Even with the directory opened to it, a process of another uid is refused by the
-        # shim itself (SO_PEERCRED), not only by the 0700 directory.
-        os.chmod(sock.parent, 0o711)
+        # Even with the socket in reach, a process of another uid is refused by the shim
+        # itself (SO_PEERCRED), not only by the 0700 directories above it: a second link
+        # to the socket in a directory that uid can enter, the socket open to anyone.
+        door = Path(tempfile.mkdtemp(prefix="agentd-door-", dir="/tmp"))
+        door.chmod(0o755)
+        os.link(sock, door / "ctl.sock")
         os.chmod(sock, 0o777)
         try:
-            # The shim hangs up on it (the end of the stream, or a broken pipe if the
-            # hang-up came before the send): it acted on nothing. A shim that took the
-            # message would say nothing back, and the wait would time out.
+            # It sends a kill and waits for the shim to hang up (the end of the stream,
+            # or a broken pipe if the hang-up came before the send).
             code = (
                 "import socket,json; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); "
-                f"s.connect({str(sock)!r}); s.settimeout(20)\n"
+                f"s.connect({str(door / 'ctl.sock')!r}); s.settimeout(20)\n"
                 "try:\n"
                 "    s.send(json.dumps({'op': 'kill'}).encode()); print(repr(s.recv(100)))\n"
                 "except OSError as e:\n"
@@ -79,7 +84,7 @@ def test_another_uid_cannot_steer_a_shim(node: Node, workspace: Path) -> None:
                     "--reuid=65534",
                     "--regid=65534",
                     "--clear-groups",
-                    "python3",
+                    SYSTEM_PYTHON,  # one that uid may run (not a python under /root)
                     "-c",
                     code,
                 ],
@@ -88,11 +93,13 @@ def test_another_uid_cannot_steer_a_shim(node: Node, workspace: Path) -> None:
                 timeout=60,
             )
         finally:
-            os.chmod(sock.parent, 0o700)
+            shutil.rmtree(door)
+        # The shim hung up on it, having read nothing. A shim that took it for a
+        # controller would have killed the task and told it so (its exit message).
         hung_up = {"b''", "BrokenPipeError", "ConnectionResetError"}
         assert attacker.stdout.strip() in hung_up, (attacker.stdout, attacker.stderr)
+        assert processes_with("sleep\x004343.5"), "the other uid's kill was obeyed"
         assert _task(c, sid, task_id).status == "running"
-        assert processes_with("sleep 4343.5")
         c.run_tool(sid, "TaskStop", {"task_id": task_id})
 
 
