@@ -16,6 +16,14 @@ CONFDIR ?= /etc/agentd
 USER_PREFIX ?= $(HOME)/.local
 SYSTEMD_USER_DIR ?= $(HOME)/.config/systemd/user
 PYTHON3 ?= python3
+# Both installs build agentd and agentd-client from a copy of their sources in a temp
+# dir: setuptools builds where the sources are (build/, *.egg-info), and the checkout is
+# not the install's to change. $(1): the pip of the venv to install into.
+INSTALL_SOURCES := pyproject.toml agentd sandbox client
+pip_install_a_copy = src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
+	tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=build $(INSTALL_SOURCES) \
+		| tar -x -C "$$src" && \
+	$(1) install -q "$$src/client[cli]" "$$src"
 
 # The reference (Claude Code, a native binary from the npm registry) that the live tests
 # run: installed outside the repo, once per version.
@@ -104,8 +112,7 @@ bench: system-deps $(STAMP)
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
-	rm -rf build client/build  # setuptools builds in the tree; a stale one breaks the wheel
-	$(PREFIX)/lib/agentd/bin/pip install -q "./client[cli]" .
+	$(call pip_install_a_copy,$(PREFIX)/lib/agentd/bin/pip)
 	install -d $(PREFIX)/bin $(SYSTEMD_SYSTEM_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \
 		ln -sfn ../lib/agentd/bin/$$cmd $(PREFIX)/bin/$$cmd; \
@@ -120,8 +127,7 @@ install:
 
 install-user:
 	$(PYTHON3) -m venv --clear $(USER_PREFIX)/share/agentd/venv
-	rm -rf build client/build  # setuptools builds in the tree; a stale one breaks the wheel
-	$(USER_PREFIX)/share/agentd/venv/bin/pip install -q "./client[cli]" .
+	$(call pip_install_a_copy,$(USER_PREFIX)/share/agentd/venv/bin/pip)
 	install -d $(USER_PREFIX)/bin $(SYSTEMD_USER_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \
 		ln -sfn $(USER_PREFIX)/share/agentd/venv/bin/$$cmd $(USER_PREFIX)/bin/$$cmd; \

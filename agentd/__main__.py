@@ -33,6 +33,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     serve.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics here"
     )
+    serve.add_argument(
+        "--tmp-owners-dir",
+        metavar="DIR",
+        help="where sessions' /tmp directories are recorded (default: shared by this user)",
+    )
     health = sub.add_parser(
         "health", help="exit 0 if the daemon's gRPC health service says SERVING (for probes)"
     )
@@ -124,6 +129,7 @@ def _load(args: argparse.Namespace) -> Config:
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_listen=args.metrics_listen,
+        tmp_owners_dir=args.tmp_owners_dir,
         stop_tasks_on_exit=args.stop_tasks_on_exit,
     )
     logs.check_level(config.log_level)

@@ -101,6 +101,10 @@ def default_state_dir() -> str:
     return os.path.join(base, "agentd")
 
 
+def default_tmp_owners_dir() -> str:
+    return f"/tmp/agentd-owners-{os.geteuid()}"
+
+
 def default_config_file() -> str | None:
     if path := os.environ.get("AGENTD_CONFIG"):
         return path
@@ -176,6 +180,12 @@ class Config:
     state_max_bytes: NonNegative = 10 * 1024**3
     # Seconds between two passes of the reaper (idle sessions, retention, the cap).
     reap_interval_seconds: Seconds = 300.0
+    # Where each session's directories under /tmp are recorded with the state dir of the
+    # daemon that made them, so the next daemon to start removes those of a daemon gone
+    # for good (sessions/tmp_owners.py). The default is shared by every daemon of this
+    # user on the machine, as /tmp is; a daemon with a directory of its own (a test's)
+    # neither sweeps the others' records nor has its own swept by them.
+    tmp_owners_dir: str = field(default_factory=default_tmp_owners_dir)
 
     # Log lines as text (default) or one JSON object per line ("json").
     log_format: Literal["text", "json"] = "text"

@@ -236,14 +236,14 @@ class Reaper:
         except StorageFull as exc:
             log.warning("session %s: files deleted, its rows not yet: %s", session.id, exc)
             return
-        tmp_owners.forget(session.id)
+        tmp_owners.forget(self.config.tmp_owners_dir, session.id)
         self.reaped += 1
         log.info("reaped session %s (%s)", session.id, why)
 
     def on_create(self, session: Session) -> None:
         """Record whose the session's directories under /tmp will be (see owners)."""
         paths = [self._tmp_dir_of(session), self._outputs.tasks_dir(session.id)]
-        tmp_owners.record(session.id, self.config.state_dir, paths)
+        tmp_owners.record(self.config.tmp_owners_dir, session.id, self.config.state_dir, paths)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
@@ -260,7 +260,12 @@ class Reaper:
             log.info("removed %d temp dirs of closed sessions left by an earlier run", removed)
         ids = {s.id for s in self._sessions.list(include_closed=True)}
         cleaned = await loop.run_in_executor(
-            None, tmp_owners.sweep, self.config.state_dir, ids.__contains__, self._started
+            None,
+            tmp_owners.sweep,
+            self.config.tmp_owners_dir,
+            self.config.state_dir,
+            ids.__contains__,
+            self._started,
         )
         if cleaned:
             log.info("removed the directories of %d sessions whose daemon is gone", cleaned)

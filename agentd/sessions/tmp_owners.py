@@ -6,8 +6,11 @@ are shared by every daemon of the machine that runs as the same users: a daemon 
 tell its own from another's by looking at them, and a daemon whose state dir was
 deleted (a test's, a reinstall) leaves its sessions' directories for good. So each
 session's directories are recorded at creation in a directory of the daemon user's
-own (/tmp/agentd-owners-<euid>, 0700: no sandbox can write there), with the state dir
-of the daemon that owns them. At start a daemon removes the directories of records
+own (the tmp_owners_dir setting, /tmp/agentd-owners-<euid> by default, 0700: no sandbox
+can write there), with the state dir of the daemon that owns them. The default is
+shared by every daemon of the user, as /tmp is; a daemon given a directory of its own
+(each test's) neither sweeps the others' records nor has its own swept by them. At
+start a daemon removes the directories of records
 
 - of its own state dir whose session its store no longer knows (reaped, then a crash),
   written before this daemon started (the sweep runs while the daemon serves: a record
@@ -40,28 +43,24 @@ _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 _SESSION_DIR = re.compile(r"/tmp/agentd-(out-)?[0-9]+/([0-9a-f]{32})")
 
 
-def base() -> str:
-    return f"/tmp/agentd-owners-{os.geteuid()}"
-
-
-def record(session_id: str, state_dir: str, paths: list[str]) -> None:
-    """Say that `paths` (the session's directories) belong to the daemon of `state_dir`.
-    Never fails the caller: without a record, only the session's own daemon removes
-    them (when it reaps the session)."""
+def record(directory: str, session_id: str, state_dir: str, paths: list[str]) -> None:
+    """Say in `directory` (the owners dir) that `paths` (the session's directories)
+    belong to the daemon of `state_dir`. Never fails the caller: without a record, only
+    the session's own daemon removes them (when it reaps the session)."""
     try:
-        ensure_private_dir(base(), "session owners dir")
-        tmp = os.path.join(base(), f".{session_id}.new")
+        ensure_private_dir(directory, "session owners dir")
+        tmp = os.path.join(directory, f".{session_id}.new")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump({"state_dir": state_dir, "paths": paths}, f)
-        os.replace(tmp, os.path.join(base(), session_id))
+        os.replace(tmp, os.path.join(directory, session_id))
     except (OSError, ConfigError) as exc:
         log.warning("cannot record the owner of session %s's directories: %s", session_id, exc)
 
 
-def forget(session_id: str) -> None:
+def forget(directory: str, session_id: str) -> None:
     try:
-        os.unlink(os.path.join(base(), session_id))
+        os.unlink(os.path.join(directory, session_id))
     except FileNotFoundError:
         pass
     except OSError as exc:
@@ -69,13 +68,18 @@ def forget(session_id: str) -> None:
 
 
 def sweep(
-    state_dir: str, known: Callable[[str], bool], started: float, now: float | None = None
+    directory: str,
+    state_dir: str,
+    known: Callable[[str], bool],
+    started: float,
+    now: float | None = None,
 ) -> int:
     """Remove the directories of sessions whose daemon is gone for good, or that our own
-    store no longer knows (see the module's docstring). The number of sessions cleaned."""
+    store no longer knows, as the records in `directory` say (see the module's
+    docstring). The number of sessions cleaned."""
     try:
-        ensure_private_dir(base(), "session owners dir")
-        names = os.listdir(base())
+        ensure_private_dir(directory, "session owners dir")
+        names = os.listdir(directory)
     except (OSError, ConfigError) as exc:
         log.warning("cannot look for directories left by other daemons: %s", exc)
         return 0
@@ -84,7 +88,7 @@ def sweep(
     for name in names:
         if not _SESSION_ID.fullmatch(name):
             continue
-        entry = _read(os.path.join(base(), name))
+        entry = _read(os.path.join(directory, name))
         if entry is None:
             continue
         body, mtime = entry
@@ -102,7 +106,7 @@ def sweep(
             match = _SESSION_DIR.fullmatch(path) if isinstance(path, str) else None
             if match and match.group(2) == name:
                 trees.remove_tree(path)
-        forget(name)
+        forget(directory, name)
         cleaned += 1
     return cleaned
 

@@ -343,11 +343,26 @@ def test_every_system_call_made_is_in_the_units_filter(tmp_path: Path, workspace
 # -- make install / make install-user ------------------------------------------------------
 
 
+def _checkout_state() -> dict[str, int]:
+    """Every file and directory of the checkout a build could add, change or remove (the
+    venv, git's and the caches' own aside), with its mtime."""
+    skip = {".git", ".venv", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+    state = {}
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip]
+        for name in [*dirs, *files]:
+            path = os.path.join(top, name)
+            state[os.path.relpath(path, ROOT)] = os.lstat(path).st_mtime_ns
+    return state
+
+
 @needs_systemd_analyze
+@pytest.mark.timeout(900)  # two venvs installed from an index, on a busy machine
 def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) -> None:
     """Both installs into temp prefixes: the programs run, and the units as installed
-    verify against them (no namespace trick: ExecStart names the real file). One after
-    the other: both build in the source tree's build/."""
+    verify against them (no namespace trick: ExecStart names the real file). Each
+    builds in a temp dir of its own, so they run side by side, and the checkout is left
+    as it was."""
     prefix = tmp_path / "prefix"
     home = tmp_path / "home"
     runtime = tmp_path / "runtime"
@@ -355,19 +370,31 @@ def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) ->
     runtime.mkdir(mode=0o700)
     env = {**os.environ, "HOME": str(home), "XDG_RUNTIME_DIR": str(runtime)}
     env.pop("VIRTUAL_ENV", None)
-    system = subprocess.run(
-        [
-            "make", "-s", "-C", str(ROOT), "install", f"PREFIX={prefix}",
-            f"SYSTEMD_SYSTEM_DIR={tmp_path / 'units'}", f"CONFDIR={tmp_path / 'etc'}",
-        ],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
-    assert system.returncode == 0, system.stdout + system.stderr
-    user = subprocess.run(
-        ["make", "-s", "-C", str(ROOT), "install-user"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
-    assert user.returncode == 0, user.stdout + user.stderr
+    # pip as the person has it, their index and their wheel cache (the venvs are new,
+    # their packages need not be downloaded again): only where the installs go is ours.
+    env.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
+    if (pip_conf := Path.home() / ".config" / "pip" / "pip.conf").exists():
+        env.setdefault("PIP_CONFIG_FILE", str(pip_conf))
+    before = _checkout_state()
+    system_install = [
+        "make", "-s", "-C", str(ROOT), "install", f"PREFIX={prefix}",
+        f"SYSTEMD_SYSTEM_DIR={tmp_path / 'units'}", f"CONFDIR={tmp_path / 'etc'}",
+    ]  # fmt: skip
+    user_install = ["make", "-s", "-C", str(ROOT), "install-user"]
+    installs = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        for argv in (system_install, user_install)
+    ]
+    try:
+        outputs = [install.communicate(timeout=600)[0] for install in installs]
+    finally:
+        for install in installs:
+            install.kill()
+    for install, output in zip(installs, outputs, strict=True):
+        assert install.returncode == 0, output
+    after = _checkout_state()
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    assert changed == [], "the installs changed the checkout"
 
     version = subprocess.run(
         [prefix / "bin" / "agentd", "--version"], capture_output=True, text=True, timeout=60
