@@ -10,6 +10,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from agentd.tools.base import ImageBlock, TextBlock
@@ -80,21 +81,57 @@ def test_a_gif_over_the_size_becomes_a_png() -> None:
         assert img.size == (2000, 77)
 
 
-def test_a_decompression_bomb_is_not_decoded() -> None:
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+
+def test_a_header_past_the_pixel_limit_is_refused_undecoded() -> None:
     # A valid PNG header claiming 60000x60000 pixels with almost no data behind it.
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
-
     header = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
-    bomb = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
-    fitted = images.fit(bomb, "image/png")
-    assert (fitted.data, fitted.dimensions) == (bomb, None)
+    bomb = b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IEND", b"")
+    with pytest.raises(images.ImageError, match="60000x60000 pixels"):
+        images.fit(bomb, "image/png")
 
 
-def test_garbage_with_an_image_name_is_sent_unchanged() -> None:
-    fitted = images.fit(b"\x89PNG\r\n\x1a\nnot really", "image/png")
-    assert fitted.data.endswith(b"not really") and fitted.dimensions is None
+def test_bytes_without_a_readable_header_are_refused() -> None:
+    with pytest.raises(images.ImageError, match="header cannot be read"):
+        images.fit(b"\x89PNG\r\n\x1a\nnot really", "image/png")
+
+
+def test_an_image_to_scale_that_does_not_decode_is_refused() -> None:
+    """A sound header over data that is not an image: sent as it is when it needs no
+    scaling (the reference sends such a truncated PNG), refused when it does."""
+    for width, want_error in ((300, False), (3000, True)):
+        header = struct.pack(">IIBBBBB", width, 200, 8, 2, 0, 0, 0)
+        data = (
+            b"\x89PNG\r\n\x1a\n"
+            + _chunk(b"IHDR", header)
+            + _chunk(b"IDAT", b"garbage, not zlib")
+            + _chunk(b"IEND", b"")
+        )
+        if want_error:
+            with pytest.raises(images.ImageError, match="cannot be decoded"):
+                images.fit(data, "image/png")
+        else:
+            assert images.fit(data, "image/png").data == data
+
+
+def test_the_worker_decodes_as_the_identity_it_is_given(tmp_path: Path) -> None:
+    """Decoding runs in a process of its own, as the session's identity: an identity that
+    cannot be taken (the daemon is not root) fails the decode, never the daemon."""
+    data = _png(2500, 100)
+    me = (os.getuid(), os.getgid())
+    fitted = images.fit(data, "image/png", me)
+    assert fitted.dimensions is not None and fitted.dimensions["displayWidth"] == 2000
+    if os.geteuid() == 0:
+        fitted = images.fit(data, "image/png", (65534, 65534))
+        assert fitted.dimensions == {
+            "originalWidth": 2500,
+            "originalHeight": 100,
+            "displayWidth": 2000,
+            "displayHeight": 80,
+        }
 
 
 async def test_read_sends_the_scaled_image_and_the_note(call, ws: Path) -> None:
