@@ -45,7 +45,8 @@ def warm_up(job: str) -> None:
 
 
 def fit_image(data: bytes, media_type: str) -> Fitted:
-    """Decode `data` and fit it inside the limits as the reference does (images.py)."""
+    """Decode `data` and fit it to the limits and the byte budget as the reference does
+    (images.py says how)."""
     Image.MAX_IMAGE_PIXELS = images.MAX_PIXELS
     with Image.open(io.BytesIO(data)) as img:
         original = img.size
@@ -54,7 +55,7 @@ def fit_image(data: bytes, media_type: str) -> Fitted:
             # Let libjpeg decode at 1/2, 1/4 or 1/8 scale when that still covers the target.
             img.draft("RGB", target)
         img.load()
-        return _fit_decoded(img, media_type, original, target)
+        return _fit_decoded(img, data, media_type, original, target)
 
 
 def pdf_pages(data: bytes, first: int, last: int, whole_max: int) -> tuple[int, bytes | None]:
@@ -77,33 +78,63 @@ def pdf_pages(data: bytes, first: int, last: int, whole_max: int) -> tuple[int, 
 
 
 def _fit_decoded(
-    img: Image.Image, media_type: str, original: tuple[int, int], target: tuple[int, int]
+    img: Image.Image,
+    data: bytes,
+    media_type: str,
+    original: tuple[int, int],
+    target: tuple[int, int],
 ) -> Fitted:
-    is_png = media_type == "image/png"
     sizes = images.dims(*original, *target)
-    scaled = (
-        img
-        if target == original
-        else img.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
-    )
-    if target != original:
-        # Same format, except GIF (and anything else but JPEG/WebP) becomes PNG.
+    if target == original:
+        scaled, out, fmt = img, data, media_type.split("/")[1].upper()
+    else:
+        # Scaled in the same format, except that anything but JPEG and WebP becomes PNG.
         fmt = {"image/jpeg": "JPEG", "image/webp": "WEBP"}.get(media_type, "PNG")
+        scaled = img.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
         out = _encode(scaled, fmt)
-        if len(out) <= images.MAX_RAW_BYTES:
-            return Fitted(out, f"image/{fmt.lower()}", sizes)
-    if is_png:
-        out = _encode(scaled, "PNG", palette=True)
-        if len(out) <= images.MAX_RAW_BYTES:
-            return Fitted(out, "image/png", sizes)
-    for quality in images.JPEG_QUALITIES:
-        out = _encode(scaled, "JPEG", quality=quality)
-        if len(out) <= images.MAX_RAW_BYTES:
-            return Fitted(out, "image/jpeg", sizes)
-    width = min(target[0], images.LAST_RESORT_WIDTH)
-    height = max(round(target[1] * width / max(target[0], 1)), 1)
-    out = _encode(img.resize((width, height), Image.Resampling.LANCZOS), "JPEG", quality=20)
-    return Fitted(out, "image/jpeg", images.dims(*original, width, height))
+    if len(out) <= images.BYTE_BUDGET:
+        return Fitted(out, f"image/{fmt.lower()}", sizes)
+    if fmt == "PNG" and len(out) > images.MAX_RAW_BYTES:
+        paletted = _encode(scaled, "PNG", palette=True)
+        if len(paletted) <= images.BYTE_BUDGET:
+            return Fitted(paletted, "image/png", sizes)
+    jpeg = _jpeg_within(scaled, out, images.BYTE_BUDGET, already_jpeg=fmt == "JPEG")
+    if jpeg is out:
+        if len(out) > images.MAX_RAW_BYTES:
+            raise ValueError(
+                f"no encoding of it fits the API's {images.MAX_RAW_BYTES // 1024} KB limit"
+            )
+        return Fitted(out, f"image/{fmt.lower()}", sizes)
+    return Fitted(jpeg, "image/jpeg", sizes)
+
+
+def _jpeg_within(img: Image.Image, current: bytes, budget: int, *, already_jpeg: bool) -> bytes:
+    """The best JPEG of `img` within `budget` bytes, searched as the reference searches:
+    quality 90 first (unless it is a JPEG already), then halving between 1 and 89 five
+    times, keeping the highest quality that fits; if none fits, the smallest of them
+    (or `current` itself when it was smaller still)."""
+    smallest = current
+    high = 90
+    if not already_jpeg:
+        out = _encode(img, "JPEG", quality=90)
+        if len(out) < len(smallest):
+            smallest = out
+        if len(out) <= budget:
+            return out
+        high = 89
+    low, best = 1, None
+    for _ in range(5):
+        quality = (low + high) // 2
+        out = _encode(img, "JPEG", quality=quality)
+        if len(out) < len(smallest):
+            smallest = out
+        if len(out) <= budget:
+            best, low = out, quality + 1
+        else:
+            high = quality - 1
+        if low > high:
+            break
+    return best if best is not None else smallest
 
 
 def _encode(img: Image.Image, fmt: str, *, quality: int = 80, palette: bool = False) -> bytes:

@@ -1,22 +1,23 @@
-"""Images for the model: scaled to what the Messages API takes, as the reference does.
+"""Images for the model: scaled and compressed to what the reference sends.
 
-The API refuses an image over 5 MB of base64 (3.75 MB raw) and scales down any over
-2000 px on a side anyway. Claude Code 2.1.328 fits an image inside 2000x2000 (keeping
-its format: PNG stays PNG), and when the bytes are still too many tries a palette PNG,
-then JPEG at quality 80, 60, 40, 20, and last a JPEG at most 1000 px wide at quality
-20. This does the same with Pillow. An image already inside both limits is sent as it
-is, without being decoded (Pillow reads only its header), as the reference sends a
-truncated PNG whose header is sound.
+Claude Code 2.1.328 (recorded: image_budget) fits an image inside 2000x2000, keeping
+JPEG and WebP and making anything else PNG, and then holds it to a byte budget of
+512,000 bytes (the API itself refuses 5 MB of base64, 3.75 MB raw): an image still over
+it becomes a JPEG, at quality 90 or the highest quality a five-step halving search finds
+within the budget (a 2500x2500 photo-like PNG goes out as a 2000x2000 JPEG); only a PNG
+over 3.75 MB first tries a palette PNG within the budget. An image already inside both
+the size and the budget is sent as it is, without being decoded (Pillow reads only its
+header), as the reference sends a truncated PNG whose header is sound.
 
 What the reference refuses is refused (recorded: image_undecodable): bytes whose header
-cannot be read (an image signature over garbage), and an image that needs scaling but
-cannot be decoded. Up to sharp's pixel limit (16383 x 16383, which the reference's
-decoder enforces) an image is decoded and scaled, a 12000x12000 PNG included
-(image_budget); a header claiming more is refused before any pixel is decoded.
+cannot be read (an image signature over garbage), and an image that needs scaling or
+compressing but cannot be decoded. Up to sharp's pixel limit (16383 x 16383, which the
+reference's decoder enforces) an image is decoded and scaled, a 12000x12000 PNG
+included; a header claiming more is refused before any pixel is decoded.
 
-The bytes come from a workspace, so they are hostile: an image that needs scaling is
-decoded in a bounded worker process acting as the session (isolated.py), never in the
-daemon.
+The bytes come from a workspace, so they are hostile: an image that needs work is
+decoded in a bounded worker process acting as the session (isolated.py, decoding.py),
+never in the daemon.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from agentd.tools.formats import isolated
 
 MAX_WIDTH = 2000
 MAX_HEIGHT = 2000
-# 5 MB of base64, as raw bytes (the reference's targetRawSize).
+# 5 MB of base64, as raw bytes (the reference's targetRawSize): the API's own limit.
 MAX_RAW_BYTES = 5 * 1024 * 1024 * 3 // 4
-JPEG_QUALITIES = (80, 60, 40, 20)
-LAST_RESORT_WIDTH = 1000
+# What the reference holds an image it sends from Read to (its byteBudget).
+BYTE_BUDGET = 512_000
 # sharp's limitInputPixels (0x3FFF squared), past which the reference's decoder refuses.
 MAX_PIXELS = 0x3FFF * 0x3FFF
 # header_size compares the pixel count with MAX_PIXELS itself, and says so in its words;
@@ -97,7 +98,7 @@ def fit(data: bytes, media_type: str, identity: tuple[int, int] | None = None) -
         raise ImageError(
             f"it is {width}x{height} pixels, more than the {MAX_PIXELS:,} that can be decoded"
         )
-    if len(data) <= MAX_RAW_BYTES and target_size(width, height) == (width, height):
+    if len(data) <= BYTE_BUDGET and target_size(width, height) == (width, height):
         return Fitted(data, media_type, dims(width, height, width, height))
     return _in_worker(data, media_type, identity)
 
