@@ -21,10 +21,12 @@ from agentd.foundation.errors import Unavailable
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
+from agentd.fs import workspace_access
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
+from agentd.sandboxing import policy as sandbox_policy
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -91,6 +93,8 @@ class Daemon:
         # Last: once its calls and tasks have ended, its temp dir goes.
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_create.append(self.reaper.on_create)
+        # A workspace the session's sandbox identity cannot use is refused at once.
+        self.sessions.admit.append(self._workspace_usable)
         self.services["asker"] = asker
         self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule
@@ -111,6 +115,14 @@ class Daemon:
         metrics.watch(metrics.RUNNING_TASKS, self.tasks.running_count)
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
+
+    def _workspace_usable(self, session: Session) -> None:
+        workspace_access.check(
+            session.workspace_roots,
+            sandbox_policy.run_as(session, self.config),
+            sandbox_policy.run_as_chosen_by(session, self.config),
+            root_daemon=os.geteuid() == 0,
+        )
 
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
