@@ -92,7 +92,11 @@ def describe_event(e: pb.Event) -> str:
             )
         case "permission_resolved":
             x = e.permission_resolved
-            return f"{head} permission {x.request_id}: {x.decision} ({x.scope}) by {x.decided_by}"
+            added = f"; added the {x.decision} rule {x.rule}" if x.rule else ""
+            return (
+                f"{head} permission {x.request_id}: {x.decision} ({x.scope}) by "
+                f"{x.decided_by}{added}"
+            )
         case "permission_decided":
             x = e.permission_decided
             return (
