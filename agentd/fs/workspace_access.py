@@ -19,13 +19,16 @@ from __future__ import annotations
 import ctypes
 import errno
 import grp
+import logging
 import os
 import pwd
 import stat
 from dataclasses import dataclass
 
 from agentd.foundation.errors import InvalidRequest
-from agentd.fs.identity import FsIdentity, acting_as
+from agentd.fs.identity import FsIdentity, IdentityError, acting_as
+
+log = logging.getLogger(__name__)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -175,7 +178,13 @@ def check(
     `identity` None: the daemon's own user, which the check then is about."""
     ident = FsIdentity(*identity) if identity is not None else None
     for root in roots:
-        refusal = examine(root, ident)
+        try:
+            refusal = examine(root, ident)
+        except IdentityError as exc:
+            # A daemon that cannot act as the identity (no CAP_SETUID) cannot ask: its
+            # calls will say so themselves. The session is not refused for it.
+            log.warning("workspace %s not checked for uid %s: %s", root, identity, exc)
+            return
         if refusal is not None:
             who = identity if identity is not None else (os.getuid(), os.getgid())
             raise InvalidRequest(refusal_message(refusal, who, chosen_by, root_daemon))
