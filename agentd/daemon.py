@@ -29,6 +29,7 @@ from agentd.foundation.looplag import LoopWatch
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
+from agentd.fs import workspace_access
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.runs.output.registry import Outputs
@@ -37,6 +38,7 @@ from agentd.runs.shim.adopt import readopt
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import recovery
+from agentd.sandboxing import policy as sandbox_policy
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -110,6 +112,8 @@ class Daemon:
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_create.append(self.reaper.on_create)
         approvals = self.permissions.approvals
+        # A workspace the session's sandbox identity cannot use is refused at once.
+        self.sessions.admit.append(self._workspace_usable)
         self.servicer = Servicer(
             status=StatusHandlers(
                 self.sessions, self.executor, self.services, asker, self.reaper, _sandbox_report()
@@ -136,6 +140,14 @@ class Daemon:
         metrics.watch(metrics.EVENTS_UNJOURNALED, lambda: self.store.unjournaled)
         metrics.watch(metrics.STATE_DATABASE_PROBLEM, lambda: bool(self.store.problem))
         self._state_watch: asyncio.Task[None] | None = None
+
+    def _workspace_usable(self, session: Session) -> None:
+        workspace_access.check(
+            session.workspace_roots,
+            sandbox_policy.run_as(session, self.config),
+            sandbox_policy.run_as_chosen_by(session, self.config),
+            root_daemon=os.geteuid() == 0,
+        )
 
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())

@@ -18,6 +18,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 from agentd_client._aio import AsyncClient, AsyncStream  # noqa: E402
 from agentd_client._calls import (  # noqa: E402
+    DocumentBlock,
     Event,
     ImageBlock,
     Progress,
@@ -39,6 +40,7 @@ __all__ = [
     "AsyncClient",
     "AsyncStream",
     "Client",
+    "DocumentBlock",
     "Event",
     "ImageBlock",
     "PermissionAsk",

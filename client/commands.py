@@ -14,6 +14,7 @@ import uuid
 import grpc
 
 from agentd_client import names
+from agentd_client._calls import ImageBlock
 from agentd_client._client import Client, ToolResult
 from agentd_client.display import as_dict, print_json, print_json_line
 from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage, need
@@ -177,7 +178,8 @@ def _print_result(result: ToolResult, as_json: bool) -> int:
             if hasattr(block, "text"):
                 print(block.text)
             else:
-                print(f"[image {block.media_type}, {len(block.data)} bytes]")
+                kind = "image" if isinstance(block, ImageBlock) else "document"
+                print(f"[{kind} {block.media_type}, {len(block.data)} bytes]")
     return TOOL_FAILED if result.is_error else OK
 
 

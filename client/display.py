@@ -93,9 +93,10 @@ def describe_event(e: pb.Event) -> str:
             )
         case "permission_resolved":
             resolved = e.permission_resolved
+            added = f"; added the {resolved.decision} rule {resolved.rule}" if resolved.rule else ""
             return (
                 f"{head} permission {resolved.request_id}: {resolved.decision} "
-                f"({resolved.scope}) by {resolved.decided_by}"
+                f"({resolved.scope}) by {resolved.decided_by}{added}"
             )
         case "permission_decided":
             decided = e.permission_decided

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from typing import Any
+from urllib.parse import quote
 
 try:
     import mcp_types as types
@@ -20,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("agentctl mcp needs the MCP SDK: pip install 'agentd-client[mcp]'") from exc
 
 from agentd_client._aio import AsyncClient
-from agentd_client._calls import ImageBlock, ToolResult, new_tool_use_id
+from agentd_client._calls import DocumentBlock, ImageBlock, ToolResult, new_tool_use_id
 from agentd_client.errors import AgentdError
 
 INSTRUCTIONS = (
@@ -30,12 +31,33 @@ INSTRUCTIONS = (
 )
 
 
+def _document_uri(result: ToolResult, n: int) -> str:
+    """Where an embedded document came from: the file Read read, else a name of its own."""
+    data = result.data if isinstance(result.data, dict) else {}
+    path = data.get("file", {}).get("filePath") if isinstance(data.get("file"), dict) else None
+    if isinstance(path, str) and path.startswith("/") and n == 0:
+        return "file://" + quote(path)
+    return f"agentd://results/{quote(result.tool_use_id, safe='')}/document-{n + 1}"
+
+
 def _content(result: ToolResult) -> list[Any]:
+    """The result as MCP content: text, images, and a document (a PDF) as an embedded
+    resource holding its bytes (the MCP form for binary content; Claude Code turns an
+    application/pdf blob back into a document block)."""
     blocks: list[Any] = []
+    documents = 0
     for b in result.content:
         if isinstance(b, ImageBlock):
             data = base64.b64encode(b.data).decode()
             blocks.append(types.ImageContent(data=data, mime_type=b.media_type))
+        elif isinstance(b, DocumentBlock):
+            blob = types.BlobResourceContents(
+                uri=_document_uri(result, documents),
+                mime_type=b.media_type,
+                blob=base64.b64encode(b.data).decode(),
+            )
+            blocks.append(types.EmbeddedResource(resource=blob))
+            documents += 1
         elif b.text:
             blocks.append(types.TextContent(text=b.text))
     return blocks

@@ -28,6 +28,7 @@ from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import is_full
 from agentd.tools import Registry
 from agentd.tools.base import (
+    DocumentBlock,
     ImageBlock,
     ReadOnlyTool,
     TextBlock,
@@ -76,10 +77,11 @@ def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
     for block in result.content:
         if isinstance(block, TextBlock):
             content.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock):
+        elif isinstance(block, ImageBlock | DocumentBlock):
             # base64, as the Messages API takes it (journals before it hold hex "data").
             data = base64.b64encode(block.data).decode("ascii")
-            content.append({"type": "image", "media_type": block.media_type, "base64": data})
+            kind = "image" if isinstance(block, ImageBlock) else "document"
+            content.append({"type": kind, "media_type": block.media_type, "base64": data})
     return {
         "tool_use_id": tool_use_id,
         "content": content,

@@ -135,7 +135,6 @@ class Approvals:
                 "unasked; trusting applies exactly this content, until it changes:",
                 *describe_widening(file.widens),
             ],
-            suggested_rule="",
             cancelled=ctx.cancelled,
         )
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import uuid
 from collections import OrderedDict
@@ -71,14 +70,15 @@ class Asker:
         tool_name: str,
         tool_input: dict[str, Any],
         reasons: list[str],
-        suggested_rule: str,
+        rule_choices: tuple[str, ...] = (),
         cancelled: asyncio.Event | None = None,
     ) -> Answer:
-        """Publish a request and wait for the first answer, the timeout, or cancellation."""
+        """Publish a request and wait for the first answer, the timeout, or cancellation.
+        `rule_choices`: what an "always" answer may add, the suggested rule first."""
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
         expires_ms = int((time.time() + self.timeout_seconds) * 1000)
-        choices = rule_choices(suggested_rule, tool_name, tool_input)
+        choices = tuple(rule_choices)
         pending = _Pending(session_id, loop.create_future(), expires_ms, choices)
         self._pending[request_id] = pending
         events = self.sessions.log(session_id)
@@ -89,7 +89,7 @@ class Asker:
             tool_name=tool_name,
             input=tool_input,
             reasons=list(reasons),
-            suggested_rule=suggested_rule,
+            suggested_rule=choices[0] if choices else "",
             expires_ms=expires_ms,
             rule_choices=list(choices),
         )
@@ -173,29 +173,3 @@ class Asker:
             answer.scope,
             answer.decided_by,
         )
-
-
-_SEGMENTS = re.compile(r"\|\||&&|[|;&\n]")
-
-
-def rule_choices(suggested: str, tool_name: str, tool_input: dict[str, Any]) -> tuple[str, ...]:
-    """What an "always" answer may add: the suggested rule, then narrower ones that still
-    cover this call (for a Bash prefix rule: longer prefixes of the command the rule is
-    for, down to that exact command). Never a broader one."""
-    if not suggested:
-        return ()
-    choices = [suggested]
-    command = tool_input.get("command")
-    m = re.fullmatch(r"Bash\((.+):\*\)", suggested)
-    if tool_name == "Bash" and m and isinstance(command, str):
-        prefix = m.group(1)
-        for segment in _SEGMENTS.split(command):
-            text = segment.strip()
-            if text == prefix or text.startswith(prefix + " "):
-                words = text[len(prefix) :].split()
-                for i in range(1, min(len(words), 3)):
-                    choices.append(f"Bash({prefix} {' '.join(words[:i])}:*)")
-                if "(" not in text and ")" not in text:
-                    choices.append(f"Bash({text})")
-                break
-    return tuple(dict.fromkeys(choices))

@@ -30,6 +30,17 @@ def run_as(session: Session, config: Config) -> tuple[int, int] | None:
     return config.sandbox_uid, config.sandbox_gid
 
 
+def run_as_chosen_by(session: Session, config: Config) -> str:
+    """Why run_as picks the identity it picks, in words for a person."""
+    if os.geteuid() != 0:
+        return "the daemon's own user"
+    if session.owner_uid != 0:
+        return "the session's owner"
+    if os.stat(session.workspace_roots[0]).st_uid != 0:
+        return "the workspace's owner"
+    return "sandbox_uid, as root owns the workspace"
+
+
 def _gid_of(uid: int) -> int:
     import pwd
 

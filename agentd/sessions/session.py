@@ -124,6 +124,8 @@ class SessionManager:
         self.on_close: list[Callable[[Session], Awaitable[None]]] = []
         # Called with a session once it is created and stored.
         self.on_create: list[Callable[[Session], None]] = []
+        # Called with a new session before it is stored; one that raises refuses it.
+        self.admit: list[Callable[[Session], None]] = []
         for body in store.load_sessions():
             session = _session_from_dict(body, store.load_read_state(body["id"]))
             self._sessions[session.id] = session
@@ -185,6 +187,8 @@ class SessionManager:
             allow_network=allow_network,
             allow_unsandboxed=allow_unsandboxed,
         )
+        for admit in self.admit:
+            admit(session)
         # Stored and committed before it exists for anyone: a session the state disk
         # could not take is not half-created (not in memory, no row left to commit).
         try:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ContentBlock",
+    "DocumentBlock",
     "FileAccess",
     "ImageBlock",
     "InputError",
@@ -48,7 +49,16 @@ class ImageBlock:
     data: bytes
 
 
-ContentBlock = TextBlock | ImageBlock
+@dataclass(frozen=True, slots=True)
+class DocumentBlock:
+    """A document the model reads itself (a PDF: its pages' text and images), as the
+    Messages API's `document` block carries it."""
+
+    media_type: str
+    data: bytes
+
+
+ContentBlock = TextBlock | ImageBlock | DocumentBlock
 
 
 @dataclass(slots=True)

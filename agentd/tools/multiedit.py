@@ -6,7 +6,14 @@ from typing import Any
 
 from agentd.foundation.errors import InputError
 from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
-from agentd.tools.edit import CURRENT_NOTE, apply_edit, edit_result, load_target, save_target
+from agentd.tools.edit import (
+    CURRENT_NOTE,
+    apply_edit,
+    edit_result,
+    load_target,
+    new_string,
+    save_target,
+)
 from agentd.tools.files import textdiff
 
 PREVIEW_CHARS = 60
@@ -81,7 +88,15 @@ class MultiEditTool(Tool):
         )
         crlf = target.codec.crlf
         content = target.content
+        # Each new_string as it goes into the file (line-end whitespace trimmed).
+        edits = [dict(e) for e in edits]
         for number, edit in enumerate(edits, 1):
+            try:
+                edit["new_string"] = new_string(
+                    args["file_path"], edit["old_string"], edit["new_string"], target
+                )
+            except InputError as exc:
+                raise InputError(f"Edit {number}: {exc}") from None
             old, new = edit["old_string"], edit["new_string"]
             if crlf:
                 old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")

@@ -304,3 +304,37 @@ def test_completion_comes_from_the_parser(shell: str) -> None:
     assert r.returncode == 0, r.stderr
     for word in ("attach", "session", "gc", "--from", "--context"):
         assert word in r.stdout, word
+
+
+def test_call_shows_a_document_as_what_it_is(
+    daemon: DaemonProcess, session_id: str, workspace: Path
+) -> None:
+    """`agentctl call Read` of a PDF: its text line, then the document said, not dumped;
+    --json has the Messages API's document block."""
+    import subprocess
+    import sys
+
+    from tests.support.data import ORACLE
+
+    pdf = workspace / "d.pdf"
+    subprocess.run([sys.executable, ORACLE / "make_media.py", "pdf", pdf, "2"], check=True)
+    shown = ctl.run(
+        "--socket", daemon.socket, "call", "-s", session_id, "Read", '{"file_path": "d.pdf"}'
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[-2:] == [
+        f"PDF file read: {pdf} (856 bytes)",
+        "[document application/pdf, 856 bytes]",
+    ]
+    raw = ctl.run(
+        "--socket",
+        daemon.socket,
+        "call",
+        "--json",
+        "-s",
+        session_id,
+        "Read",
+        '{"file_path": "d.pdf"}',
+    )
+    document = json.loads(raw.stdout)["content"][1]
+    assert document["type"] == "document" and document["source"]["media_type"] == "application/pdf"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from agentd_client import Client, PermissionAsk
 from tests.support.daemon import DaemonProcess
+from tests.support.data import ORACLE
 from tests.support.waiting import wait_for_event
 
 
@@ -51,6 +54,25 @@ async def test_tools_listed_read_and_a_sandboxed_bash(
         e.call_finished.name for e in _journal(client, session_id) if e.HasField("call_finished")
     ]
     assert names == ["Read", "Bash", "NoSuchTool"]
+
+
+async def test_a_pdf_is_an_embedded_resource_holding_the_pdf(
+    daemon: DaemonProcess, session_id: str, workspace: Path
+) -> None:
+    """MCP has no document block: a Read PDF comes as an embedded resource whose blob is
+    the PDF (application/pdf, its file:// URI), after the text block."""
+    subprocess.run(
+        [sys.executable, ORACLE / "make_media.py", "pdf", workspace / "d.pdf", "2"], check=True
+    )
+    async with mcp.Client(_server(daemon, "--session", session_id)) as m:
+        read = await m.call_tool("Read", {"file_path": str(workspace / "d.pdf")})
+    assert not read.is_error
+    text, resource = read.content
+    assert text.text.startswith("PDF file read: ")
+    assert resource.type == "resource"
+    assert resource.resource.mime_type == "application/pdf"
+    assert str(resource.resource.uri) == f"file://{workspace}/d.pdf"
+    assert base64.b64decode(resource.resource.blob) == (workspace / "d.pdf").read_bytes()
 
 
 def _journal(client: Client, session_id: str) -> list:
