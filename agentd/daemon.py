@@ -36,9 +36,9 @@ from agentd.runs.output.registry import Outputs
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
 from agentd.runs.tasks import TaskManager
+from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import recovery
-from agentd.sandboxing import policy as sandbox_policy
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
