@@ -190,15 +190,16 @@ class Missing(CliError):
 
 
 def need(module: str, extra: str, what: str) -> None:
-    """Raises Missing, in one line saying what to install, unless `module` imports."""
+    """Raises Missing, in one line saying what to install, unless `module` imports: the
+    command adds the extra from where this agentd-client came from (agentd_client.origin)."""
     import importlib
 
     try:
         importlib.import_module(module)
     except ImportError:
-        raise Missing(
-            f"{what} needs the {module} package: pip install 'agentd-client[{extra}]'"
-        ) from None
+        from agentd_client.origin import install_command
+
+        raise Missing(f"{what} needs the {module} package: {install_command(extra)}") from None
 
 
 def _first_line(text: str) -> str:

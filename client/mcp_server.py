@@ -17,7 +17,9 @@ try:
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError("agentctl mcp needs the MCP SDK: pip install 'agentd-client[mcp]'") from exc
+    from agentd_client.origin import install_command
+
+    raise ImportError(f"agentctl mcp needs the MCP SDK: {install_command('mcp')}") from exc
 
 from agentd_client._aio import AsyncClient
 from agentd_client._calls import ImageBlock, ToolResult, new_tool_use_id
