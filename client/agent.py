@@ -28,7 +28,9 @@ from agentd_client._client import Client
 from agentd_client.errors import AgentdError
 from agentd_client.v1 import agentd_pb2 as pb
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+# A current model; the installed SDK's table says when a model retires (retirement()), and
+# tests/e2e/test_agentctl_agent.py fails once it lists this one.
+DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_MAX_TURNS = 50
 CACHE = {"type": "ephemeral"}
@@ -45,6 +47,18 @@ You are a coding agent working on a project in {workspace} (the current director
 a sandbox on the machine where the code lives. Some calls need a person's approval: \
 when one is denied, do not retry it as it was; say what you need or do it another \
 way. Be brief in what you write; end when the task is done."""
+
+
+def retirement(model: str) -> str | None:
+    """The end of life the installed anthropic SDK lists for `model`, or None.
+
+    The SDK's own table (anthropic/_data/deprecated_models.py, the one its messages.create
+    warns from), so a newer SDK brings newer dates; an SDK without it says nothing."""
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:
+        return None
+    return DEPRECATED_MODELS.get(model)
 
 
 @dataclass
