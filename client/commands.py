@@ -386,6 +386,10 @@ def cmd_mcp(c: Client, args: argparse.Namespace) -> int:
             args.workspace, permission_mode=args.mode or "", allow_network=args.net
         ).id
     session_id = created or _session(c, args)
+    # Asked before serving: a daemon that is not there, or a session that is closed, is
+    # the handshake's error (cli.main), not a server whose every call fails later.
+    if c.get_session(session_id).closed:
+        raise Refused(f"session {session_id} is closed; serve an open one, or --workspace")
     # stdout is the protocol's: what a person should know goes to stderr.
     if args.json:
         print(json.dumps({"serving": session_id, "transport": "stdio"}), file=sys.stderr)
@@ -400,6 +404,7 @@ def cmd_mcp(c: Client, args: argparse.Namespace) -> int:
         async with contexts.open_client(args.endpoint, factory=AsyncClient) as aio:
             await serve_stdio(aio, session_id, version())
 
+    args.mcp_serving = True  # from here on the MCP SDK answers the client, errors too
     try:
         asyncio.run(serve())
     finally:

@@ -55,13 +55,16 @@ def start_daemon(
     timeout: float = 20,
     wrapper: list[str] | None = None,
     keep_tasks: bool = False,
+    socket: str | None = None,
+    inherit_env: bool = True,
 ) -> DaemonProcess:
     """A daemon on `base`; unless `keep_tasks`, its stop (SIGTERM) stops the background
-    tasks too, so no test leaves a task's shim running (tasks outlive a daemon)."""
+    tasks too, so no test leaves a task's shim running (tasks outlive a daemon).
+    `socket`: elsewhere than base/run; `inherit_env=False`: only `env` (another user's)."""
     base.mkdir(parents=True, exist_ok=True)
-    socket = str(base / "run" / "agentd.sock")
+    socket = socket or str(base / "run" / "agentd.sock")
     state_dir = str(base / "state")
-    proc_env = {**os.environ, **(env or {})}
+    proc_env = {**(os.environ if inherit_env else {}), **(env or {})}
     proc_env.pop("AGENTD_SOCKET", None)
     proc_env.pop("AGENTD_STATE_DIR", None)
     proc = subprocess.Popen(
