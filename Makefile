@@ -57,6 +57,8 @@ system-deps:
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v strace >/dev/null || missing="$$missing strace"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	command -v ssh >/dev/null || missing="$$missing openssh-client"; \
+	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

@@ -259,8 +259,10 @@ def cmd_agent(c: Client, args: argparse.Namespace) -> int:
     loop = AgentLoop(c, anthropic.Anthropic(), session_id, chosen, printer, c.list_tools())
     try:
         loop.run(prompt, resume)
-    except Interrupted:
-        return INTERRUPTED
+    except Interrupted as exc:
+        from agentd_client import hangup
+
+        return hangup.exit_code(exc.cause, INTERRUPTED)
     except anthropic.APIError as exc:
         raise ModelFailed(f"the model's API failed: {_first_line(str(exc), 300)}") from None
     return OK

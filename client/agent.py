@@ -80,11 +80,13 @@ class Outcome:
 
 
 class Interrupted(Exception):
-    """Ctrl-C: the running calls were cancelled and the stop recorded."""
+    """Ctrl-C, or the caller went away (agentd_client.hangup): the running calls were
+    cancelled and the stop recorded. `cause` is the KeyboardInterrupt that said so."""
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: Outcome, cause: KeyboardInterrupt | None = None) -> None:
         super().__init__("interrupted")
         self.outcome = outcome
+        self.cause = cause or KeyboardInterrupt()
 
 
 class LiveText:
@@ -204,11 +206,16 @@ class AgentLoop:
             self._record(conv.prompt_event(cid, prompt, self.settings.model))
             system = self.system_prompt()
             reason = self._turns(cid, messages, system, done, usage, state, live)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             live.close()
             outcome = Outcome(cid, "interrupted", state["turns"], usage, state["text"])
-            self._stop(outcome, "stopped by the person (Ctrl-C)")
-            raise Interrupted(outcome) from None
+            why = (
+                "stopped by the person (Ctrl-C)"
+                if type(exc) is KeyboardInterrupt
+                else (f"stopped: its caller went away ({exc})")
+            )
+            self._stop(outcome, why)
+            raise Interrupted(outcome, exc) from None
         except BaseException as exc:
             live.close()
             outcome = Outcome(cid, "error", state["turns"], usage, state["text"])
@@ -228,7 +235,8 @@ class AgentLoop:
         except AgentdError:
             if outcome.reason not in ("interrupted", "error"):
                 raise
-        self.printer.stopped(event)
+        with contextlib.suppress(OSError):  # a hung-up terminal takes no more lines
+            self.printer.stopped(event)
 
     def _turns(
         self,

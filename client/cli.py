@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 
-from agentd_client import _agent_cli, _trust_cli, commands, contexts
+from agentd_client import _agent_cli, _trust_cli, commands, contexts, hangup
 from agentd_client.display import print_json
 from agentd_client.errors import (
     EXIT_CODES_HELP,
@@ -370,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in (sys.argv[1:] if argv is None else argv)
     endpoint: contexts.Endpoint | None = None
     serving_mcp = False
+    if argv is None:  # the command itself, not a caller in this process
+        hangup.install()
     try:
         try:
             args = build_parser().parse_args(argv)
@@ -388,9 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         if serving_mcp and not getattr(args, "mcp_serving", False):
             _refuse_mcp(exc)
         return code
-    except KeyboardInterrupt:
-        print("agentctl: interrupted", file=sys.stderr)
-        return INTERRUPTED
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (hangup.py)
+        hangup.say(f"agentctl: {hangup.why(exc)}")
+        return hangup.exit_code(exc, INTERRUPTED)
     except BrokenPipeError:
         return OK
 

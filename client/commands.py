@@ -6,6 +6,7 @@ Each returns an exit code (see agentd_client.errors) and honours `args.json`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -13,7 +14,7 @@ import uuid
 
 import grpc
 
-from agentd_client import names
+from agentd_client import hangup, names
 from agentd_client._client import Client, ToolResult
 from agentd_client.display import as_dict, print_json, print_json_line
 from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage, need
@@ -213,24 +214,21 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
                     follower.wait(output_id)  # its last bytes before the result
                 follower.stop()
                 return _print_result(ToolResult.from_pb(update.result), args.json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or the caller went away (hangup.py)
         follower.stop()
         cancelled = _cancel_after_interrupt(c, session_id, tool_use_id)
         stream.cancel()
+        what = hangup.why(exc)
         if args.json:
-            print_json_line(
-                {"interrupted": True, "cancelled": cancelled, "tool_use_id": tool_use_id}
-            )
+            with contextlib.suppress(OSError):
+                print_json_line(
+                    {"interrupted": True, "cancelled": cancelled, "tool_use_id": tool_use_id}
+                )
         if cancelled:
-            print(
-                f"agentctl: interrupted; cancelled {args.tool} call {tool_use_id}", file=sys.stderr
-            )
+            hangup.say(f"agentctl: {what}; cancelled {args.tool} call {tool_use_id}")
         else:
-            print(
-                f"agentctl: interrupted; the daemon had no running call {tool_use_id} to cancel",
-                file=sys.stderr,
-            )
-        return INTERRUPTED
+            hangup.say(f"agentctl: {what}; the daemon had no running call {tool_use_id} to cancel")
+        return hangup.exit_code(exc, INTERRUPTED)
     raise Refused("the daemon ended the call without a result")
 
 

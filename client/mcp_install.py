@@ -54,7 +54,7 @@ def pin(endpoint: contexts.Endpoint) -> tuple[list[str], dict[str, str]]:
 
 
 def _reachable(endpoint: contexts.Endpoint) -> str:
-    """"" when the daemon answers now; else one line saying why not."""
+    """Empty when the daemon answers now; else one line saying why not."""
     import grpc
 
     from agentd_client.errors import CliError, from_rpc_error

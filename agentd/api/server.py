@@ -133,6 +133,13 @@ class Server:
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
             ("grpc.so_reuseport", 0),
+            # A caller whose connection dies without a word (a laptop's network gone)
+            # is found within about a minute and a half: its calls are then cancelled
+            # as for any caller that went away (Executor.run_one). Pings continue
+            # while a long call sends nothing.
+            ("grpc.keepalive_time_ms", 60_000),
+            ("grpc.keepalive_timeout_ms", 20_000),
+            ("grpc.http2.max_pings_without_data", 0),
         ]
         self._servers: list[grpc.aio.Server] = []
         self._health: list[health.aio.HealthServicer] = []

@@ -74,6 +74,8 @@ class Asker:
         cancelled: asyncio.Event | None = None,
     ) -> Answer:
         """Publish a request and wait for the first answer, the timeout, or cancellation."""
+        if cancelled is not None and cancelled.is_set():
+            return Answer("deny", "once", "cancelled")  # never shown: nobody waits for it
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
         expires_ms = int((time.time() + self.timeout_seconds) * 1000)
