@@ -79,6 +79,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _tls_init(args: argparse.Namespace) -> int:
     from agentd.api import tls
+    from agentd.foundation.config import config_file_path
     from agentd.foundation.errors import AgentdError
 
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
@@ -93,7 +94,7 @@ def _tls_init(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"agentd: cannot write into {directory}: {exc.strerror}", file=sys.stderr)
         return 2
-    print(tls.instructions(files), end="")
+    print(tls.instructions(files, config_file_path()), end="")
     return 0
 
 

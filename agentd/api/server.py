@@ -167,8 +167,6 @@ class Server:
                 "tcp_listen needs tls_cert, tls_key and token_file; "
                 "`agentd tls init` makes them and prints the lines to add"
             )
-        if config.token_file and os.stat(config.token_file).st_mode & 0o077:
-            log.warning("token_file %s is readable by other users; chmod 600 it", config.token_file)
         key_pem, cert_pem = load_server_pair(config.tls_cert, config.tls_key)
         _check_port_free(config.tcp_listen)
         tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(token), DecodeGuard()])
