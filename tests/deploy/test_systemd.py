@@ -79,6 +79,21 @@ def exposure(output: str) -> float:
     return float(match.group(1))
 
 
+def rating(output: str) -> str:
+    """The figure and word systemd-analyze prints, as the README quotes it: "4.3 OK"."""
+    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+ [A-Z]+)", output)
+    assert match, output
+    return match.group(1)
+
+
+# Where the README quotes each unit's rating.
+README_RATING = {
+    SYSTEM_UNIT: r"\*\*Hardening \(system unit\)\*\*, `systemd-analyze security --offline=true`: "
+    r"\*\*(\d+\.\d+ [A-Z]+)\*\*",
+    USER_UNIT: r"\*\*User unit\*\*: \*\*(\d+\.\d+ [A-Z]+)\*\*",
+}
+
+
 @needs_systemd_analyze
 @needs_root
 def test_system_unit_verifies_as_shipped() -> None:
@@ -124,6 +139,9 @@ def test_security_exposure(unit: Path, user_env: dict[str, str]) -> None:
     level = exposure(done.stdout)
     print(f"{unit.parent.name} unit exposure: {level}")
     assert level <= MAX_EXPOSURE[unit], done.stdout
+    # The README quotes what this systemd-analyze prints, figure and word.
+    quoted = re.search(README_RATING[unit], (ROOT / "README.md").read_text())
+    assert quoted and quoted.group(1) == rating(done.stdout), (quoted, rating(done.stdout))
 
 
 @pytest.mark.parametrize("unit", [SYSTEM_UNIT, USER_UNIT], ids=["system", "user"])
