@@ -362,6 +362,7 @@ def test_every_system_call_made_is_in_the_units_filter(tmp_path: Path, workspace
 
 
 @needs_systemd_analyze
+@pytest.mark.timeout(900)  # two venvs, each with agentctl's extras (the anthropic and MCP SDKs)
 def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) -> None:
     """Both installs into temp prefixes: the programs run, and the units as installed
     verify against them (no namespace trick: ExecStart names the real file). One after
@@ -394,6 +395,19 @@ def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) ->
     unit = tmp_path / "units" / "agentd.service"
     assert f"ExecStart={prefix}/bin/agentd serve" in unit.read_text()
     assert (tmp_path / "etc" / "config.toml").exists()
+    # The daemon reads the config make install made, in CONFDIR.
+    assert (
+        directives(unit)["Environment"].count(f"AGENTD_CONFIG={tmp_path / 'etc' / 'config.toml'}")
+        == 1
+    ), unit.read_text()
+    # Every shipped command works there: agentctl's extras, agentd-sandbox on PATH.
+    extras = subprocess.run(
+        [prefix / "lib" / "agentd" / "bin" / "python", "-c", "import anthropic, mcp"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert extras.returncode == 0, extras.stderr
+    check = subprocess.run([prefix / "bin" / "agentd-sandbox", "--help"], capture_output=True)
+    assert check.returncode == 0, check.stderr
     done = analyze("verify", str(unit))
     assert done.returncode == 0 and done.stderr == "", done.stderr
 
