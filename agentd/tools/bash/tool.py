@@ -27,7 +27,7 @@ from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
 from agentd.shim import client as shim_client
 from agentd.shim.client import ShimRun
-from agentd.tools.base import Tool, ToolContext, ToolResult
+from agentd.tools.base import Hints, Tool, ToolContext, ToolResult
 from agentd.tools.bash import result as bash_result
 from agentd.tools.bash.channels import Channels, contained_cwd
 from agentd.tools.bash.result import MAX_OUTPUT_CHARS
@@ -69,6 +69,8 @@ _START_ATTEMPTS = 3
 
 class BashTool(Tool):
     name = "Bash"
+    # Runs anything; the network too in a session that allows it.
+    hints = Hints(open_world=True)
     description = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
