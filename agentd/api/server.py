@@ -19,8 +19,8 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
+from agentd.api import reflection
 from agentd.api.decoding import DecodeGuard
 from agentd.api.service import Servicer
 from agentd.api.tls import load_server_pair, load_token
@@ -115,13 +115,8 @@ def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.Hea
     agentd_pb2_grpc.add_AgentdServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (
-            SERVICE_NAME,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ),
-        server,
+    reflection.enable(
+        server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     )
     return health_servicer
 
