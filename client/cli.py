@@ -370,12 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in (sys.argv[1:] if argv is None else argv)
     endpoint: contexts.Endpoint | None = None
     serving_mcp = False
-    if argv is None:  # the command itself, not a caller in this process
-        hangup.install()
     try:
         try:
             args = build_parser().parse_args(argv)
             serving_mcp = args.func is commands.cmd_mcp
+            if argv is None:  # the command itself, not a caller in this process
+                # An MCP server ends when its client closes stdin, and then closes the
+                # session it made: its stdout closing too at that moment is no hang-up.
+                hangup.install(watch_output=not serving_mcp)
             if not args.needs_daemon:
                 return args.func(args)
             endpoint = _endpoint(args)

@@ -79,11 +79,13 @@ def _watch(fds: list[int]) -> None:
             return  # closed by the process itself
 
 
-def install() -> None:
+def install(watch_output: bool = True) -> None:
     """In the main thread, before a command runs."""
     for sig in SIGNALS:
         if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's choice stays
             signal.signal(sig, _raise)
+    if not watch_output:
+        return
     watched = []
     for fd in (1, 2):
         try:
