@@ -206,12 +206,21 @@ def _results(updates: list[pb.ToolCallUpdate]) -> list[ToolResult]:
     return [ToolResult.from_pb(u.result) for u in updates if u.HasField("result")]
 
 
-def _spec(t: pb.ToolSpec) -> dict[str, Any]:
-    return {
+def _spec(t: pb.ToolSpec, hints: bool) -> dict[str, Any]:
+    spec = {
         "name": t.name,
         "description": t.description,
         "input_schema": structs.ordered_schema(structs.from_struct(t.input_schema)),
     }
+    if hints:  # not in the Anthropic format: asked for by name
+        h = t.hints
+        spec["hints"] = {
+            "read_only": h.read_only,
+            "destructive": h.destructive,
+            "idempotent": h.idempotent,
+            "open_world": h.open_world,
+        }
+    return spec
 
 
 # ---- the calls, in the order of the service ----
@@ -280,9 +289,12 @@ def update_permissions(
     return Call("UpdatePermissions", request)
 
 
-def list_tools() -> Call:
+def list_tools(hints: bool = False) -> Call:
     return Call(
-        "ListTools", pb.ListToolsRequest(), lambda r: [_spec(t) for t in r.tools], safe=True
+        "ListTools",
+        pb.ListToolsRequest(),
+        lambda r: [_spec(t, hints) for t in r.tools],
+        safe=True,
     )
 
 

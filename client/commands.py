@@ -6,6 +6,7 @@ Each returns an exit code (see agentd_client.errors) and honours `args.json`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -13,7 +14,7 @@ import uuid
 
 import grpc
 
-from agentd_client import names
+from agentd_client import hangup, names
 from agentd_client._calls import ImageBlock
 from agentd_client._client import Client, ToolResult
 from agentd_client.display import as_dict, print_json, print_json_line
@@ -217,24 +218,21 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
                     follower.wait(output_id)  # its last bytes before the result
                 follower.stop()
                 return _print_result(ToolResult.from_pb(update.result), args.json)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or the caller went away (hangup.py)
         follower.stop()
         cancelled = _cancel_after_interrupt(c, session_id, tool_use_id)
         stream.cancel()
+        what = hangup.why(exc)
         if args.json:
-            print_json_line(
-                {"interrupted": True, "cancelled": cancelled, "tool_use_id": tool_use_id}
-            )
+            with contextlib.suppress(OSError):
+                print_json_line(
+                    {"interrupted": True, "cancelled": cancelled, "tool_use_id": tool_use_id}
+                )
         if cancelled:
-            print(
-                f"agentctl: interrupted; cancelled {args.tool} call {tool_use_id}", file=sys.stderr
-            )
+            hangup.say(f"agentctl: {what}; cancelled {args.tool} call {tool_use_id}")
         else:
-            print(
-                f"agentctl: interrupted; the daemon had no running call {tool_use_id} to cancel",
-                file=sys.stderr,
-            )
-        return INTERRUPTED
+            hangup.say(f"agentctl: {what}; the daemon had no running call {tool_use_id} to cancel")
+        return hangup.exit_code(exc, INTERRUPTED)
     raise Refused("the daemon ended the call without a result")
 
 
@@ -390,6 +388,10 @@ def cmd_mcp(c: Client, args: argparse.Namespace) -> int:
             args.workspace, permission_mode=args.mode or "", allow_network=args.net
         ).id
     session_id = created or _session(c, args)
+    # Asked before serving: a daemon that is not there, or a session that is closed, is
+    # the handshake's error (cli.main), not a server whose every call fails later.
+    if c.get_session(session_id).closed:
+        raise Refused(f"session {session_id} is closed; serve an open one, or --workspace")
     # stdout is the protocol's: what a person should know goes to stderr.
     if args.json:
         print(json.dumps({"serving": session_id, "transport": "stdio"}), file=sys.stderr)
@@ -404,6 +406,7 @@ def cmd_mcp(c: Client, args: argparse.Namespace) -> int:
         async with contexts.open_client(args.endpoint, factory=AsyncClient) as aio:
             await serve_stdio(aio, session_id, version())
 
+    args.mcp_serving = True  # from here on the MCP SDK answers the client, errors too
     try:
         asyncio.run(serve())
     finally:

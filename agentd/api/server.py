@@ -19,8 +19,8 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
+from agentd.api import reflection
 from agentd.api.decoding import DecodeGuard
 from agentd.api.service import Servicer
 from agentd.api.tls import load_server_pair, load_token
@@ -136,13 +136,8 @@ def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.Hea
     agentd_pb2_grpc.add_AgentdServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (
-            SERVICE_NAME,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ),
-        server,
+    reflection.enable(
+        server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     )
     return health_servicer
 
@@ -154,6 +149,13 @@ class Server:
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
             ("grpc.so_reuseport", 0),
+            # A caller whose connection dies without a word (a laptop's network gone)
+            # is found within about a minute and a half: its calls are then cancelled
+            # as for any caller that went away (Executor.run_one). Pings continue
+            # while a long call sends nothing.
+            ("grpc.keepalive_time_ms", 60_000),
+            ("grpc.keepalive_timeout_ms", 20_000),
+            ("grpc.http2.max_pings_without_data", 0),
         ]
         self._servers: list[grpc.aio.Server] = []
         self._health: list[health.aio.HealthServicer] = []
@@ -181,8 +183,6 @@ class Server:
                 "tcp_listen needs tls_cert, tls_key and token_file; "
                 "`agentd tls init` makes them and prints the lines to add"
             )
-        if config.token_file and os.stat(config.token_file).st_mode & 0o077:
-            log.warning("token_file %s is readable by other users; chmod 600 it", config.token_file)
         key_pem, cert_pem = load_server_pair(config.tls_cert, config.tls_key)
         _check_port_free(config.tcp_listen)
         tcp = grpc.aio.server(

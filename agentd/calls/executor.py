@@ -40,6 +40,10 @@ from agentd.tools.services import Services
 
 log = logging.getLogger(__name__)
 
+# How long a cancelled call may take to end by itself (keeping its partial output)
+# before its task is cancelled outright.
+CANCEL_GRACE = 1.0
+
 
 @dataclass(frozen=True, slots=True)
 class ToolUse:
@@ -154,7 +158,7 @@ class Executor:
         running.ctx.cancelled.set()
         # A tool that watches ctx.cancelled ends itself and keeps its partial output;
         # one that does not is cancelled outright after a grace period.
-        asyncio.get_running_loop().call_later(1.0, running.task.cancel)
+        asyncio.get_running_loop().call_later(CANCEL_GRACE, running.task.cancel)
         return True
 
     async def cancel_all(self, grace: float = 5.0, session_id: str | None = None) -> None:
@@ -217,17 +221,22 @@ class Executor:
         work = self._execute(session, call, ctx, recorded)
         task = eager.start(work) if in_place else asyncio.ensure_future(work)
         self._running[key] = _Running(task, ctx)
+        caller_gone = False
         try:
-            # Shielded: a caller that goes away does not cancel the call.
+            # Shielded, so the call ends as a cancelled call does (its end journaled, its
+            # partial output kept) rather than being torn down mid-step.
             result = await task if task.done() else await asyncio.shield(task)
         except asyncio.CancelledError:
-            if not task.cancelled():
-                # Our caller went away: the call goes on and lands in the journal.
-                result = await task
-            else:
+            if task.cancelled():
                 result = ToolResult.text(
                     "The call was cancelled before it finished.", is_error=True
                 )
+            else:
+                # The caller went away (its process killed, its connection dropped, its
+                # deadline past): nobody is left to read the result, so the call is
+                # cancelled as CancelCall does, and its ask withdrawn everywhere.
+                caller_gone = True
+                result = await self._end_abandoned(call, task, ctx)
         finally:
             self._running.pop(key, None)
         if notices := self.services.tasks.take_notices(session.id):
@@ -253,7 +262,25 @@ class Executor:
                 # holds (~0.15 ms a call; README "What survives a crash"). A call that
                 # only reads keeps the group commit's window.
                 store.flush()
+        if caller_gone:
+            raise asyncio.CancelledError  # the rest of its batch does not run
         return result
+
+    async def _end_abandoned(
+        self, call: ToolUse, task: asyncio.Future[ToolResult], ctx: ToolContext
+    ) -> ToolResult:
+        log.info("call %s (%s): its caller went away; cancelling it", call.tool_use_id, call.name)
+        ctx.cancelled.set()
+        hard = asyncio.get_running_loop().call_later(CANCEL_GRACE, task.cancel)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            return ToolResult.text(
+                "The call was cancelled: its caller went away before it finished.",
+                is_error=True,
+            )
+        finally:
+            hard.cancel()
 
     async def _execute(
         self, session: Session, call: ToolUse, ctx: ToolContext, recorded: bool = True

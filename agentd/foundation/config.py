@@ -105,12 +105,18 @@ def default_tmp_owners_dir() -> str:
     return f"/tmp/agentd-owners-{os.geteuid()}"
 
 
-def default_config_file() -> str | None:
+def config_file_path() -> str:
+    """Where `agentd serve` looks for its config when no --config is given (whether or
+    not a file is there): $AGENTD_CONFIG, else $XDG_CONFIG_HOME/agentd/config.toml."""
     if path := os.environ.get("AGENTD_CONFIG"):
         return path
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    path = os.path.join(base, "agentd", "config.toml")
-    return path if os.path.exists(path) else None
+    return os.path.join(base, "agentd", "config.toml")
+
+
+def default_config_file() -> str | None:
+    path = config_file_path()
+    return path if os.environ.get("AGENTD_CONFIG") or os.path.exists(path) else None
 
 
 @dataclass

@@ -12,17 +12,41 @@ never touches the event loop. Gauges of live state read it when scraped.
 from __future__ import annotations
 
 import logging
+import platform
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+import grpc
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
 from prometheus_client.exposition import generate_latest
 
+from agentd import __version__
 from agentd.foundation.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+
+# The process's own series, as every Prometheus client exports them: process_cpu_seconds,
+# process_resident_memory_bytes, process_open_fds, process_start_time_seconds, ... and
+# python_info; and which build this is, one series at 1 (agentd_build_info).
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+BUILD = Info(
+    "agentd_build", "The running agentd's version, and what it runs on.", registry=REGISTRY
+)
+BUILD.info(
+    {"version": __version__, "python": platform.python_version(), "grpcio": grpc.__version__}
+)
 
 _known_tools: dict[str, str] = {}
 _served = 0

@@ -10,7 +10,7 @@ from typing import Any
 from agentd.foundation.errors import InputError
 from agentd.fs import access as fsaccess
 from agentd.sessions.session import Session
-from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
+from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
 from agentd.tools.files import filestate, textdiff, trailing
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
@@ -147,6 +147,7 @@ async def save_target(session: Session, target: Target, content: str) -> None:
 
 class EditTool(Tool):
     name = "Edit"
+    hints = Hints()  # changes what is there; a repeat finds other text
     description = (
         "Replace exact text in a file. old_string must match the file exactly (indentation "
         "included; line-number prefixes from Read are not part of the file) and exactly once, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentd.foundation.errors import InputError
-from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
+from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
 from agentd.tools.edit import (
     CURRENT_NOTE,
     apply_edit,
@@ -25,6 +25,7 @@ def _preview(text: str) -> str:
 
 class MultiEditTool(Tool):
     name = "MultiEdit"
+    hints = Hints()  # as Edit's
     description = (
         "Make several replacements in one file in one call. Each entry of edits works like "
         "Edit (old_string, new_string, replace_all) and applies to the text left by the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-from agentd.tools.base import InputError, Tool, ToolContext, ToolResult
+from agentd.tools.base import Hints, InputError, Tool, ToolContext, ToolResult
 
 STATUSES = ("pending", "in_progress", "completed")
 FIELDS = ("content", "status", "activeForm")
@@ -28,6 +28,8 @@ RESULT_TEXT = (
 
 class TodoWrite(Tool):
     name: ClassVar[str] = "TodoWrite"
+    # Replaces the session's own list; touches no file.
+    hints = Hints(destructive=False, idempotent=True)
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",

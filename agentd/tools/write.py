@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from agentd.foundation.errors import InputError
-from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
+from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
 from agentd.tools.files import filestate, textdiff, trailing
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
@@ -14,6 +14,7 @@ CURRENT_NOTE = "(your view of the file is current; there is no need to Read it a
 
 class WriteTool(Tool):
     name = "Write"
+    hints = Hints(idempotent=True)  # replaces a file whole
     description = (
         "Write a file: create it, or replace its whole content. file_path may be absolute or "
         "relative to the working directory, inside the session's workspace; missing parent "

@@ -238,14 +238,28 @@ class ListToolsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "description", "input_schema")
+    __slots__ = ("name", "description", "input_schema", "hints")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    HINTS_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     input_schema: _struct_pb2.Struct
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    hints: ToolHints
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., hints: _Optional[_Union[ToolHints, _Mapping]] = ...) -> None: ...
+
+class ToolHints(_message.Message):
+    __slots__ = ("read_only", "destructive", "idempotent", "open_world")
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
+    OPEN_WORLD_FIELD_NUMBER: _ClassVar[int]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+    def __init__(self, read_only: _Optional[bool] = ..., destructive: _Optional[bool] = ..., idempotent: _Optional[bool] = ..., open_world: _Optional[bool] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ("tools",)

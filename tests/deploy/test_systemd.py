@@ -79,6 +79,21 @@ def exposure(output: str) -> float:
     return float(match.group(1))
 
 
+def rating(output: str) -> str:
+    """The figure and word systemd-analyze prints, as the README quotes it: "4.3 OK"."""
+    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+ [A-Z]+)", output)
+    assert match, output
+    return match.group(1)
+
+
+# Where the README quotes each unit's rating.
+README_RATING = {
+    SYSTEM_UNIT: r"\*\*Hardening \(system unit\)\*\*, `systemd-analyze security --offline=true`: "
+    r"\*\*(\d+\.\d+ [A-Z]+)\*\*",
+    USER_UNIT: r"\*\*User unit\*\*: \*\*(\d+\.\d+ [A-Z]+)\*\*",
+}
+
+
 @needs_systemd_analyze
 @needs_root
 def test_system_unit_verifies_as_shipped() -> None:
@@ -124,6 +139,9 @@ def test_security_exposure(unit: Path, user_env: dict[str, str]) -> None:
     level = exposure(done.stdout)
     print(f"{unit.parent.name} unit exposure: {level}")
     assert level <= MAX_EXPOSURE[unit], done.stdout
+    # The README quotes what this systemd-analyze prints, figure and word.
+    quoted = re.search(README_RATING[unit], (ROOT / "README.md").read_text())
+    assert quoted and quoted.group(1) == rating(done.stdout), (quoted, rating(done.stdout))
 
 
 @pytest.mark.parametrize("unit", [SYSTEM_UNIT, USER_UNIT], ids=["system", "user"])
@@ -357,7 +375,7 @@ def _checkout_state() -> dict[str, int]:
 
 
 @needs_systemd_analyze
-@pytest.mark.timeout(900)  # two venvs installed from an index, on a busy machine
+@pytest.mark.timeout(900)  # two venvs, each with agentctl's extras (the anthropic and MCP SDKs)
 def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) -> None:
     """Both installs into temp prefixes: the programs run, and the units as installed
     verify against them (no namespace trick: ExecStart names the real file). Each
@@ -403,6 +421,19 @@ def test_make_install_and_install_user_give_units_that_verify(tmp_path: Path) ->
     unit = tmp_path / "units" / "agentd.service"
     assert f"ExecStart={prefix}/bin/agentd serve" in unit.read_text()
     assert (tmp_path / "etc" / "config.toml").exists()
+    # The daemon reads the config make install made, in CONFDIR.
+    assert (
+        directives(unit)["Environment"].count(f"AGENTD_CONFIG={tmp_path / 'etc' / 'config.toml'}")
+        == 1
+    ), unit.read_text()
+    # Every shipped command works there: agentctl's extras, agentd-sandbox on PATH.
+    extras = subprocess.run(
+        [prefix / "lib" / "agentd" / "bin" / "python", "-c", "import anthropic, mcp"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert extras.returncode == 0, extras.stderr
+    check = subprocess.run([prefix / "bin" / "agentd-sandbox", "--help"], capture_output=True)
+    assert check.returncode == 0, check.stderr
     done = analyze("verify", str(unit))
     assert done.returncode == 0 and done.stderr == "", done.stderr
 

@@ -53,6 +53,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
     ca.write_text("not checked until used\n")
     token = tmp / "token"
     token.write_text("t\n")
+    token.chmod(0o600)
     settings = workspace / ".claude" / "settings.json"
     settings.parent.mkdir(exist_ok=True)
     settings.write_text('{"permissions": {"allow": ["Bash(make:*)"]}}\n')

@@ -65,6 +65,8 @@ def start_daemon(
     wrapper: list[str] | None = None,
     keep_tasks: bool = False,
     tmp_owners_dir: Path | None = None,
+    socket: str | None = None,
+    inherit_env: bool = True,
 ) -> DaemonProcess:
     """A daemon on `base`; unless `keep_tasks`, its stop (SIGTERM) stops the background
     tasks too, so no test leaves a task's shim running (tasks outlive a daemon).
@@ -72,13 +74,13 @@ def start_daemon(
     It records whose its sessions' /tmp directories are in `tmp_owners_dir` (default
     `base`/owners), never in the machine's: another daemon of the same uid (a person's,
     another test run's) must not sweep them, nor this one theirs.
-    """
+    `socket`: elsewhere than base/run; `inherit_env=False`: only `env` (another user's)."""
     base.mkdir(parents=True, exist_ok=True)
-    socket = str(base / "run" / "agentd.sock")
+    socket = socket or str(base / "run" / "agentd.sock")
     state_dir = str(base / "state")
     owners = str(tmp_owners_dir or base / "owners")
     OWNERS_DIRS.add(owners)
-    proc_env = {**os.environ, **(env or {})}
+    proc_env = {**(os.environ if inherit_env else {}), **(env or {})}
     proc_env.pop("AGENTD_SOCKET", None)
     proc_env.pop("AGENTD_STATE_DIR", None)
     proc = subprocess.Popen(

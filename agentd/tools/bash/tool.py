@@ -19,7 +19,7 @@ from agentd.runs.run import Output, Run
 from agentd.runs.tasks import Task
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode
-from agentd.tools.base import Tool, ToolContext, ToolResult
+from agentd.tools.base import Hints, Tool, ToolContext, ToolResult
 from agentd.tools.bash import result as bash_result
 from agentd.tools.bash.result import MAX_OUTPUT_CHARS
 
@@ -56,6 +56,8 @@ _BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
 
 class BashTool(Tool):
     name = "Bash"
+    # Runs anything; the network too in a session that allows it.
+    hints = Hints(open_world=True)
     description = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
