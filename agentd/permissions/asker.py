@@ -76,7 +76,7 @@ class Asker:
         """Publish a request and wait for the first answer, the timeout, or cancellation.
         `rule_choices`: what an "always" answer may add, the suggested rule first."""
         if cancelled is not None and cancelled.is_set():
-            return Answer("deny", "once", "cancelled")  # never shown: nobody waits for it
+            return Answer(Behavior.DENY, "once", "cancelled")  # never shown: nobody waits for it
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
         expires_ms = int((time.time() + self.timeout_seconds) * 1000)
