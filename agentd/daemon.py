@@ -25,6 +25,7 @@ from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
+from agentd.sandboxing import groups as session_groups
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -66,6 +67,8 @@ class Daemon:
             shim_root=os.path.join(config.state_dir, "shims"),
         )
         outputs = Outputs(config, self.store)
+        # Each session's control group; found at start (see start()).
+        self.groups = session_groups.SessionGroups(config)
         self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
         self.services: dict[str, Any] = {
             "config": config,
@@ -88,8 +91,10 @@ class Daemon:
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
-        # Last: once its calls and tasks have ended, its temp dir goes.
+        # Last: once its calls and tasks have ended, its temp dir goes, then its group
+        # (what is left in it killed).
         self.sessions.on_close.append(self.reaper.on_close)
+        self.sessions.on_close.append(self._release_group)
         self.sessions.on_create.append(self.reaper.on_create)
         self.services["asker"] = asker
         self.services["trust"] = self.executor.permissions.approvals
@@ -112,6 +117,9 @@ class Daemon:
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
 
+    async def _release_group(self, session: Session) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.groups.release, session.id)
+
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
 
@@ -128,11 +136,19 @@ class Daemon:
         self.notifier.status("starting")
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
+        # Before anything is forked: on cgroup v2 the daemon may move into a leaf first.
+        self.groups.start()
+        session_groups.install(self.groups)
+        self.services["sandbox_report"]["session_limits"] = self.groups.report()
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
+        # The groups of sessions closed or gone meanwhile (the tasks taken over are of
+        # open sessions and keep theirs).
+        if swept := self.groups.sweep(self._session_open):
+            log.info("removed the control groups of %d sessions no longer open", swept)
         self.server = Server(self.config, self.servicer)
         await self.server.start()
         # READY only once the socket answers a real RPC: a client that systemd starts
@@ -208,6 +224,8 @@ class Daemon:
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
         shim_client.FORKSERVER.close()
+        self.groups.close()
+        session_groups.install(None)
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()
