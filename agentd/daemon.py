@@ -21,6 +21,7 @@ from agentd.foundation.errors import Unavailable
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
+from agentd.fs import reserve
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.runs.output.registry import Outputs
@@ -139,7 +140,12 @@ class Daemon:
         # Before anything is forked: on cgroup v2 the daemon may move into a leaf first.
         self.groups.start()
         session_groups.install(self.groups)
-        self.services["sandbox_report"]["session_limits"] = self.groups.report()
+        self.services["sandbox_report"]["session_limits"] = {
+            **self.groups.report(),
+            "state_reserve_bytes": reserve.room(self.config.state_dir),
+        }
+        if problem := reserve.warning(self.config.state_dir):
+            log.warning("%s", problem)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
