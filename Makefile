@@ -51,6 +51,7 @@ system-deps:
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v strace >/dev/null || missing="$$missing strace"; \
+	command -v mkfs.ext4 >/dev/null || missing="$$missing e2fsprogs"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \

@@ -27,6 +27,7 @@ from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustSto
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing import groups as session_groups
+from agentd.sandboxing import session_tmp
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -134,18 +135,24 @@ class Daemon:
         self.sessions.log(session.id).emit("cwd_changed", cwd=cwd, previous=previous)
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            self.groups.close()  # a daemon that does not start leaves no empty group
+            raise
+
+    async def _start(self) -> None:
         self.notifier.status("starting")
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         # Before anything is forked: on cgroup v2 the daemon may move into a leaf first.
         self.groups.start()
         session_groups.install(self.groups)
+        session_tmp.enable(True)
         self.services["sandbox_report"]["session_limits"] = {
             **self.groups.report(),
             "state_reserve_bytes": reserve.room(self.config.state_dir),
         }
-        if problem := reserve.warning(self.config.state_dir):
-            log.warning("%s", problem)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
@@ -160,6 +167,9 @@ class Daemon:
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()
+        self.groups.say()
+        if problem := reserve.warning(self.config.state_dir):
+            log.warning("%s", problem)
         self.notifier.ready(self.status_line())
         self.notifier.start_watchdog(self.status_line)
         self.reaper.start()
@@ -232,6 +242,7 @@ class Daemon:
         shim_client.FORKSERVER.close()
         self.groups.close()
         session_groups.install(None)
+        session_tmp.enable(False)
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -155,9 +155,10 @@ class Config:
     # daemon's own (under systemd, the unit's delegated cgroup).
     cgroup_parent: str = ""
     # Sizes of the RAM-backed places a session writes, each counted in its memory: its
-    # temp dir ($TMPDIR, kept between calls; a tmpfs when the daemon is root), and each
+    # temp dir ($TMPDIR and the sandbox's HOME, kept between calls; a tmpfs of its own
+    # when the daemon is root; 0: a plain directory on /tmp's disk, unsized), and each
     # sandbox's own /tmp and /dev/shm.
-    session_tmp_bytes: Positive = 1024**3
+    session_tmp_bytes: NonNegative = 1024**3
     sandbox_tmp_bytes: Positive = 1024**3
     sandbox_shm_bytes: Positive = 256 * 1024**2
     # Per process rlimits: memory and processes only where no control group holds them

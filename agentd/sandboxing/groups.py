@@ -45,32 +45,37 @@ class SessionGroups:
 
     def start(self) -> None:
         """Find the hierarchy and set our tree up in it; before the daemon forks anything
-        (on cgroup v2 it may move itself into a leaf). One log line says what holds."""
+        (on cgroup v2 it may move itself into a leaf). `say` logs what holds, once the
+        daemon serves (a daemon that cannot start prints one line only)."""
         hierarchy = cgroups.detect(self.config.session_cgroups, self.config.cgroup_parent or None)
         if hierarchy is None:
             if self.config.session_cgroups != "off":
-                log.warning(
+                self.problems = [
                     "no control group hierarchy agentd may write here: sessions' limits are "
                     "per process (rlimits); run agentd as root, or give it a delegated "
                     "cgroup v2 (systemd: Delegate=yes)"
-                )
+                ]
             return
         tree = cgroups.Tree(hierarchy, tree_name(self.config.state_dir))
         try:
             self.problems = tree.setup()
         except OSError as exc:
-            log.warning("cannot make agentd's control groups (%s): limits are per process", exc)
+            self.problems = [f"cannot make agentd's control groups ({exc}): limits are per process"]
             return
+        self.tree = tree
+
+    def say(self) -> None:
+        """One log line on how sessions are limited here, and one per problem met."""
         for problem in self.problems:
             log.warning("control groups: %s", problem)
-        self.tree = tree
-        used = ", ".join(sorted(tree.hierarchy.controllers)) or "none (placement only)"
-        log.info(
-            "sessions' control groups: cgroup v%d under %s (controllers: %s)",
-            tree.hierarchy.version,
-            " ".join(tree.paths),
-            used,
-        )
+        if self.tree is not None:
+            used = ", ".join(sorted(self.controllers)) or "none (placement only)"
+            log.info(
+                "sessions' control groups: cgroup v%d under %s (controllers: %s)",
+                self.tree.hierarchy.version,
+                " ".join(self.tree.paths),
+                used,
+            )
 
     @property
     def controllers(self) -> frozenset[str]:

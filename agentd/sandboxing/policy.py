@@ -52,7 +52,8 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     ident = run_as(session, config)
     path = session_tmp_path(session, config)
     base = os.path.dirname(path)
-    if os.path.isdir(path) and session_tmp.is_sized(path):
+    sized = config.session_tmp_bytes > 0  # 0: a plain directory, on /tmp's disk
+    if os.path.isdir(path) and (not sized or session_tmp.is_sized(path)):
         return path  # made by an earlier call of this session
     try:
         # /tmp is shared: a base someone else made (or made writable) is refused, and
@@ -63,7 +64,8 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     os.makedirs(path, mode=0o700, exist_ok=True)
     if ident is not None:
         os.chown(path, *ident)
-    session_tmp.size(path, config.session_tmp_bytes, ident)
+    if sized and not session_tmp.is_sized(path):
+        session_tmp.size(path, config.session_tmp_bytes, ident)
     return path
 
 

@@ -39,12 +39,21 @@ _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Why this daemon cannot mount temp dirs (None: it can, or has not tried yet).
 _unavailable: str | None = None
+# Whether temp dirs are mounted at all: by a running daemon, which also unmounts them
+# (tools and benches that build a policy without one leave them plain directories).
+_mounting = False
+
+
+def enable(on: bool) -> None:
+    """Mount a sized tmpfs on each temp dir made from now on (the daemon, at its start)."""
+    global _mounting
+    _mounting = on
 
 
 def is_sized(path: str) -> bool:
-    """Whether `path` needs nothing more: it is a mount of its own (ours), or this daemon
-    cannot mount one anyway."""
-    if _unavailable is not None or os.geteuid() != 0:
+    """Whether `path` needs nothing more: it is a mount of its own (ours), or no mount is
+    to be made (not enabled, or this daemon cannot mount)."""
+    if not _mounting or _unavailable is not None or os.geteuid() != 0:
         return True
     try:
         st = os.lstat(path)

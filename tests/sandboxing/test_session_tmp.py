@@ -18,6 +18,13 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 UID = 65534
 
 
+@pytest.fixture(autouse=True)
+def mounting() -> Iterator[None]:
+    session_tmp.enable(True)  # as the daemon does at its start
+    yield
+    session_tmp.enable(False)
+
+
 @pytest.fixture
 def base() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="agentd-stmp-"))
