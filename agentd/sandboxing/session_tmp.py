@@ -25,6 +25,7 @@ import ctypes
 import errno
 import logging
 import os
+from collections.abc import Iterator
 
 from agentd.fs import trees
 
@@ -113,7 +114,7 @@ def remove(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def _opened(path: str):  # type: ignore[no-untyped-def]
+def _opened(path: str) -> Iterator[tuple[int, int]]:
     """(an O_PATH descriptor of the directory `path`, its parent's device), opened
     without following a link in either."""
     parent_fd = os.open(os.path.dirname(path), _FLAGS)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -163,12 +161,6 @@ def test_a_memory_hog_is_bounded_by_the_session_not_per_process(c: Client, two, 
     out = wait_output(c, a, task, "ALIVE")
     alive = int(out.split("HOLDING ")[1].split()[0])
     assert alive * 100 * MiB < SESSION_MEMORY, out  # main: all 4 (400 MiB) held
-    memory = group_dirs(limited, a).get("memory")
-    if memory:
-        name = "memory.max" if os.path.basename(memory) == "" else "memory.limit_in_bytes"
-        limit = Path(memory, name)
-        if limit.exists():
-            assert int(limit.read_text()) == SESSION_MEMORY
     others_still_work(c, b)
     c.run_tool(a, "TaskStop", {"task_id": task})
 
@@ -245,6 +237,23 @@ def test_the_sandbox_neither_sees_nor_writes_its_group(c: Client, two, limited) 
     c.run_tool(a, "TaskStop", {"task_id": task})
 
 
+def test_the_group_holds_the_configured_limits(c: Client, two, limited) -> None:
+    """Processes, memory and CPU weight as configured (cpu weight 100: v1's 1024 shares)."""
+    a, _ = two
+    bash(c, a, "true")
+    dirs = group_dirs(limited, a)
+    v2 = cgroups.detect().version == 2
+    expected = {
+        "pids": ("pids.max", SESSION_PROCESSES),
+        "memory": ("memory.max" if v2 else "memory.limit_in_bytes", SESSION_MEMORY),
+        "cpu": ("cpu.weight" if v2 else "cpu.shares", 100 if v2 else 1024),
+    }
+    assert dirs, "no group"
+    for controller, directory in dirs.items():
+        name, value = expected[controller]
+        assert int(Path(directory, name).read_text()) == value, (controller, name)
+
+
 def test_a_closed_sessions_group_is_gone_with_what_ran_in_it(c: Client, limited) -> None:
     root = sandbox_dir("agentd-lim-close-")
     try:
@@ -277,6 +286,3 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split(") ")[1][0] != "Z"
-
-
-__all__ = ["signal", "time"]
