@@ -102,11 +102,6 @@ class SessionGroups:
                 self._made.add(session_id)
         return group.procs_files
 
-    def usage(self, session_id: str) -> dict[str, int]:
-        if self.tree is None:
-            return {}
-        return self._group(session_id).usage()
-
     def release(self, session_id: str) -> None:
         """Kill what is left in the session's group and remove it (its session closed)."""
         if self.tree is None:

@@ -2,7 +2,7 @@
 emptied and removed.
 
 Nothing here reads what a sandboxed process could write: the files read are the
-kernel's (cgroup.procs, memory usage), in directories only root (or the delegated
+kernel's (cgroup.procs, subtree_control), in directories only root (or the delegated
 owner) may write, and the sandbox never sees them (bwrap hides every cgroup mount).
 """
 
@@ -165,22 +165,6 @@ class Group:
             else:
                 gone = False
         return gone
-
-    def usage(self) -> dict[str, int]:
-        """What the group uses now: memory bytes (tmpfs pages included) and processes."""
-        out: dict[str, int] = {}
-        memory = self.dirs.get("memory")
-        if memory is not None:
-            name = "memory.current" if self.hierarchy.version == 2 else "memory.usage_in_bytes"
-            text = _read(os.path.join(memory, name))
-            if text is not None and text.strip().isdigit():
-                out["memory_bytes"] = int(text)
-        pids = self.dirs.get("pids")
-        if pids is not None:
-            text = _read(os.path.join(pids, "pids.current"))
-            if text is not None and text.strip().isdigit():
-                out["processes"] = int(text)
-        return out
 
 
 class Tree:
