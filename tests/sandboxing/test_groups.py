@@ -154,3 +154,47 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.skipif(cgroups.detect() is None, reason="no cgroup hierarchy here")
+def test_an_unsandboxed_command_runs_in_the_sessions_group(
+    daemon: DaemonProcess, client: Client, workspace: Path
+) -> None:
+    """dangerouslyDisableSandbox, approved: no sandbox, but the session's group still
+    holds it (joined as root, before the drop to the session's uid)."""
+    import threading
+
+    from agentd_client.v1 import agentd_pb2 as pb
+
+    request = pb.CreateSessionRequest(
+        workspace_roots=[str(workspace)], permission_mode="bypassPermissions",
+        allow_unsandboxed=True,
+    )  # fmt: skip
+    sid = client.stub.CreateSession(request, timeout=30).id
+    stream = client.attach(sid)
+
+    def answer() -> None:
+        for event in stream:
+            if event.WhichOneof("kind") == "permission_requested":
+                client.resolve_permission(sid, event.permission_requested.request_id, "allow")
+                return
+
+    assert stream.wait_attached()
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        r = client.run_tool(
+            sid,
+            "Bash",
+            {"command": "id -u; cat /proc/self/cgroup", "dangerouslyDisableSandbox": True},
+        )
+    finally:
+        stream.cancel()
+    assert not r.is_error, r.text
+    assert r.text.split()[0] != "0"
+    group = group_of(daemon.state_dir, sid)
+    lines = r.text.splitlines()[1:]
+    for controller, directory in group.dirs.items():
+        suffix = "/" + tree_name(daemon.state_dir) + "/" + sid
+        assert any(controller in line and line.endswith(suffix) for line in lines), r.text
+        assert os.path.isdir(directory)
+    client.close_session(sid)
