@@ -21,13 +21,12 @@ from agentd.foundation.errors import Unavailable
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
-from agentd.fs import reserve
+from agentd.fs import reserve, tmpfs
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing import groups as session_groups
-from agentd.sandboxing import session_tmp
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -148,7 +147,7 @@ class Daemon:
         # Before anything is forked: on cgroup v2 the daemon may move into a leaf first.
         self.groups.start()
         session_groups.install(self.groups)
-        session_tmp.enable(True)
+        tmpfs.enable(True)
         self.services["sandbox_report"]["session_limits"] = {
             **self.groups.report(),
             "state_reserve_bytes": reserve.room(self.config.state_dir),
@@ -242,7 +241,7 @@ class Daemon:
         shim_client.FORKSERVER.close()
         self.groups.close()
         session_groups.install(None)
-        session_tmp.enable(False)
+        tmpfs.enable(False)
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

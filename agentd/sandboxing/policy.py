@@ -7,8 +7,9 @@ import os
 from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ConfigError, ToolError
 from agentd.foundation.privdir import ensure_private_dir
+from agentd.fs import tmpfs
 from agentd.sandboxing import groups as session_groups
-from agentd.sandboxing import readonly, session_tmp
+from agentd.sandboxing import readonly
 from agentd.sandboxing.protected import sandbox_protection
 from agentd.sessions.session import Session
 from agentd_sandbox import Limits, SandboxPolicy
@@ -53,7 +54,7 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     path = session_tmp_path(session, config)
     base = os.path.dirname(path)
     sized = config.session_tmp_bytes > 0  # 0: a plain directory, on /tmp's disk
-    if os.path.isdir(path) and (not sized or session_tmp.is_sized(path)):
+    if os.path.isdir(path) and (not sized or tmpfs.is_sized(path)):
         return path  # made by an earlier call of this session
     try:
         # /tmp is shared: a base someone else made (or made writable) is refused, and
@@ -64,8 +65,8 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     os.makedirs(path, mode=0o700, exist_ok=True)
     if ident is not None:
         os.chown(path, *ident)
-    if sized and not session_tmp.is_sized(path):
-        session_tmp.size(path, config.session_tmp_bytes, ident)
+    if sized and not tmpfs.is_sized(path):
+        tmpfs.size(path, config.session_tmp_bytes, ident)
     return path
 
 

@@ -23,8 +23,7 @@ from typing import Any
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import StorageFull
-from agentd.fs import trees
-from agentd.sandboxing import session_tmp
+from agentd.fs import tmpfs, trees
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import tmp_owners
 from agentd.sessions.session import Session, SessionManager
@@ -199,7 +198,7 @@ class Reaper:
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
         path = session_tmp_path(session, self.config)
-        await asyncio.get_running_loop().run_in_executor(None, session_tmp.remove, path)
+        await asyncio.get_running_loop().run_in_executor(None, tmpfs.remove, path)
 
     async def remove_leftovers(self) -> None:
         """At start: the temp dirs of closed sessions that a crashed daemon left, and the
@@ -253,7 +252,7 @@ def _remove_all(paths: list[str]) -> int:
     removed = 0
     for path in paths:
         try:
-            session_tmp.unmount(path)  # a session's temp dir is a tmpfs of its own
+            tmpfs.unmount(path)  # a session's temp dir is a tmpfs of its own
             removed += trees.remove_tree(path)
         except OSError as exc:
             log.warning("could not delete %s: %s", os.path.basename(path), exc)

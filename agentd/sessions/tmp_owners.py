@@ -30,7 +30,7 @@ from typing import Any
 
 from agentd.foundation.errors import ConfigError
 from agentd.foundation.privdir import ensure_private_dir
-from agentd.sandboxing import session_tmp
+from agentd.fs import tmpfs
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def sweep(
         for path in body.get("paths", []):
             match = _SESSION_DIR.fullmatch(path) if isinstance(path, str) else None
             if match and match.group(2) == name:
-                session_tmp.remove(path)
+                tmpfs.remove(path)
         forget(name)
         cleaned += 1
     return cleaned

@@ -1,4 +1,4 @@
-"""The session's temp dir as a sized tmpfs (agentd/sandboxing/session_tmp.py): mounted on
+"""The session's temp dir as a sized tmpfs (agentd/fs/tmpfs.py): mounted on
 the very directory, never through a link its owner put in its place, and unmounted
 before it is removed. Mounts happen only under directories this test made."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.sandboxing import session_tmp
+from agentd.fs import tmpfs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 UID = 65534
@@ -20,9 +20,9 @@ UID = 65534
 
 @pytest.fixture(autouse=True)
 def mounting() -> Iterator[None]:
-    session_tmp.enable(True)  # as the daemon does at its start
+    tmpfs.enable(True)  # as the daemon does at its start
     yield
-    session_tmp.enable(False)
+    tmpfs.enable(False)
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def base() -> Iterator[Path]:
     os.chown(path, UID, UID)  # as /tmp/agentd-<uid> is: the sandbox identity's
     yield path
     for entry in path.iterdir():
-        session_tmp.unmount(str(entry))
+        tmpfs.unmount(str(entry))
     shutil.rmtree(path)
 
 
@@ -43,15 +43,15 @@ def test_sized_then_removed(base: Path) -> None:
     tmp = base / "s"
     tmp.mkdir(mode=0o700)
     os.chown(tmp, UID, UID)
-    assert not session_tmp.is_sized(str(tmp))
-    session_tmp.size(str(tmp), 8 * 1024 * 1024, (UID, UID))
-    assert _mounted(tmp) and session_tmp.is_sized(str(tmp))
+    assert not tmpfs.is_sized(str(tmp))
+    tmpfs.size(str(tmp), 8 * 1024 * 1024, (UID, UID))
+    assert _mounted(tmp) and tmpfs.is_sized(str(tmp))
     st = os.statvfs(tmp)
     assert st.f_blocks * st.f_frsize == 8 * 1024 * 1024
     assert (tmp.stat().st_uid, oct(tmp.stat().st_mode & 0o777)) == (UID, "0o700")
-    session_tmp.size(str(tmp), 8 * 1024 * 1024, (UID, UID))  # once: no mount on a mount
+    tmpfs.size(str(tmp), 8 * 1024 * 1024, (UID, UID))  # once: no mount on a mount
     (tmp / "f").write_bytes(b"x")
-    assert session_tmp.remove(str(tmp))
+    assert tmpfs.remove(str(tmp))
     assert not tmp.exists()
 
 
@@ -64,7 +64,7 @@ def test_never_mounts_through_a_link(base: Path) -> None:
     link = base / "s"
     link.symlink_to(target)
     with pytest.raises(OSError):
-        session_tmp.size(str(link), 8 * 1024 * 1024, (UID, UID))
+        tmpfs.size(str(link), 8 * 1024 * 1024, (UID, UID))
     assert not _mounted(target)
 
 
@@ -72,5 +72,5 @@ def test_never_mounts_on_a_directory_of_another_owner(base: Path) -> None:
     foreign = base / "s"
     foreign.mkdir()  # root's, not the identity's
     with pytest.raises(PermissionError):
-        session_tmp.size(str(foreign), 8 * 1024 * 1024, (UID, UID))
+        tmpfs.size(str(foreign), 8 * 1024 * 1024, (UID, UID))
     assert not _mounted(foreign)
