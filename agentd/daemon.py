@@ -12,6 +12,13 @@ from typing import Any
 import grpc
 
 import agentd_sandbox
+from agentd.api.handlers.calls import CallHandlers
+from agentd.api.handlers.events import EventHandlers
+from agentd.api.handlers.outputs import OutputHandlers
+from agentd.api.handlers.permissions import PermissionHandlers
+from agentd.api.handlers.sessions import SessionHandlers
+from agentd.api.handlers.status import StatusHandlers
+from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
@@ -23,16 +30,18 @@ from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
 from agentd.fs import reserve, tmpfs
 from agentd.fs.temp_ledger import TempLedger
-from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
+from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.runs.output.registry import Outputs
+from agentd.runs.shim import client as shim_client
+from agentd.runs.shim.adopt import readopt
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing import groups as session_groups
+from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
-from agentd.shim import client as shim_client
-from agentd.shim.adopt import readopt
 from agentd.tools import default_registry
+from agentd.tools.services import Services
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -70,25 +79,28 @@ class Daemon:
         outputs = Outputs(config, self.store)
         # Each session's control group; found at start (see start()).
         self.groups = session_groups.SessionGroups(config)
-        self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
-        self.services: dict[str, Any] = {
-            "config": config,
-            "tasks": self.tasks,
-            "outputs": outputs,
-            "reaper": self.reaper,
-            "on_todos_changed": self._todos_changed,
-            "on_cwd_changed": self._cwd_changed,
-            "sandbox_report": _sandbox_report(),
-        }
-        self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
-        asker = Asker(self.sessions, config.permission_timeout_seconds)
-        settings = SettingsLoader(config, TrustStore(config, self.store))
-        self.executor = Executor(
-            default_registry(),
-            self.sessions,
+        self.sandbox_report = _sandbox_report()
+        self.reaper = Reaper(
             config,
-            PermissionEngine(config, self.sessions, asker, settings=settings),
-            services=self.services,
+            self.sessions,
+            self.tasks,
+            outputs,
+            tmp_dir_of=lambda session: session_tmp_path(session, config),
+        )
+        self.outputs = outputs
+        self.services = Services(
+            config=config,
+            tasks=self.tasks,
+            outputs=outputs,
+            on_todos_changed=self._todos_changed,
+            on_cwd_changed=self._cwd_changed,
+        )
+        self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
+        self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
+        settings = SettingsLoader(config, TrustStore(config, self.store))
+        self.permissions = PermissionEngine(config, self.sessions, asker, settings=settings)
+        self.executor = Executor(
+            default_registry(), self.sessions, config, self.permissions, services=self.services
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
@@ -97,15 +109,17 @@ class Daemon:
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_close.append(self._release_group)
         self.sessions.on_create.append(self.reaper.on_create)
-        self.services["asker"] = asker
-        self.services["trust"] = self.executor.permissions.approvals
-        self.services["parse_rule"] = parse_rule
+        approvals = self.permissions.approvals
         self.servicer = Servicer(
-            self.sessions,
-            self.executor,
-            socket_path=config.socket_path,
-            state_dir=config.state_dir,
-            services=self.services,
+            status=StatusHandlers(
+                self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
+            ),
+            sessions=SessionHandlers(self.sessions, approvals, self.reaper),
+            permissions=PermissionHandlers(self.sessions, asker),
+            trust=TrustHandlers(approvals),
+            calls=CallHandlers(self.sessions, self.executor),
+            events=EventHandlers(self.sessions),
+            outputs=OutputHandlers(self.sessions, self.tasks, outputs),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
@@ -148,13 +162,13 @@ class Daemon:
         self.groups.start()
         session_groups.install(self.groups)
         tmpfs.enable(True)
-        self.services["sandbox_report"]["session_limits"] = {
+        self.sandbox_report["session_limits"] = {
             **self.groups.report(),
             "state_reserve_bytes": reserve.room(self.config.state_dir),
         }
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         started = time.monotonic()
-        adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
+        adopted = await readopt(self.tasks, self.outputs, self._session_open)
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
         # The groups of sessions closed or gone meanwhile (the tasks taken over are of
@@ -191,7 +205,7 @@ class Daemon:
             f"serving on unix:{self.config.socket_path}; sessions {len(self.sessions.list())}, "
             f"calls running {self.executor.running_count}, "
             f"tasks running {self.tasks.running_count()}, "
-            f"asks pending {self.services['asker'].pending_count}, "
+            f"asks pending {self.asker.pending_count}, "
             f"calls served {metrics.calls_served()}"
         )
 
@@ -212,9 +226,8 @@ class Daemon:
         for key in live:
             setattr(self.config, key, getattr(new, key))
         settings.config = self.config
-        if isinstance(self.executor.permissions, PermissionEngine):
-            self.executor.permissions.settings = settings
-            self.executor.permissions.approvals.settings = settings
+        self.permissions.settings = settings
+        self.permissions.approvals.settings = settings
         logs.set_level(self.config.log_level)
         self.notifier.reloaded(self.status_line())
         summary = "reloaded: " + (", ".join(live) if live else "nothing changed")

@@ -1,2 +1,2 @@
-"""The gRPC face: the server and its listeners, request decoding, the servicer, and the
-protobuf forms of the daemon's data."""
+"""The gRPC face: the server and its listeners, request decoding, the service (each RPC
+bound to its handler in handlers/), and the protobuf forms of the daemon's data."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentd.bashsec.context import Assigned, Dyn
 from agentd.bashsec.shellvars import (
     INT,
     SUBSCRIPTED,
@@ -21,7 +22,7 @@ from agentd.bashsec.shellvars import (
 )
 
 if TYPE_CHECKING:
-    from agentd.bashsec.classifier import Ctx, Word
+    from agentd.bashsec.context import Ctx, Word
     from agentd.bashsec.table import Spec
 
 
@@ -60,7 +61,6 @@ def _opts_and_operands(
 
 def read(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """read [-a ARRAY] [NAME…]: every name gets a value from the input."""
-    from agentd.bashsec.classifier import Dyn
 
     opts, names, dyn = _opts_and_operands(args, "adinNptu")
     if dyn:
@@ -75,7 +75,6 @@ def read(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
 
 def mapfile(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """mapfile/readarray [ARRAY]: -C runs a callback."""
-    from agentd.bashsec.classifier import Dyn
 
     opts, names, dyn = _opts_and_operands(args, "dnOsuCc")
     if dyn:
@@ -90,7 +89,6 @@ def mapfile(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> Non
 
 def printf(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """printf -v NAME sets a variable; a run-time first word could be -v."""
-    from agentd.bashsec.classifier import Dyn
 
     if not args:
         return
@@ -106,7 +104,6 @@ def printf(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None
 
 def getopts(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """getopts OPTSTRING NAME sets NAME and OPTARG."""
-    from agentd.bashsec.classifier import Dyn
 
     if len(args) >= 2:
         assign_target(ctx, args[1], Dyn("<option>"), "getopts")
@@ -157,7 +154,6 @@ def unset(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
 
 def declare(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """declare/typeset/local/export/readonly: NAME[=VALUE] words, -n namerefs, -i integers."""
-    from agentd.bashsec.classifier import Assigned, Dyn
 
     how = spec.name
     i = 0

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from agentd.bashsec import bashbuiltins
 from agentd.bashsec.awk import awk
-from agentd.bashsec.context import VERSION_ONLY, is_dyn, shown
+from agentd.bashsec.context import VERSION_ONLY, Dyn, shown
 from agentd.bashsec.sed import sed
 
 if TYPE_CHECKING:
-    from agentd.bashsec.classifier import Ctx, Word
+    from agentd.bashsec.context import Ctx, Word
     from agentd.bashsec.table import Spec
 
 # ------------------------------------------------------------------ shells and interpreters
@@ -26,15 +26,13 @@ if TYPE_CHECKING:
 
 def shell(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """sh -c 'LITERAL' is parsed; a script, stdin or -s is code we cannot see."""
-    from agentd.bashsec.classifier import run_shell_literal
-
     if args and all(a in VERSION_ONLY for a in args):
         return
     has_c = False
     i = 0
     while i < len(args):
         arg = args[i]
-        if is_dyn(arg):
+        if isinstance(arg, Dyn):
             break
         if arg == "--":
             i += 1
@@ -63,12 +61,12 @@ def shell(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     if has_c:
         if not rest:
             ctx.opaque(f"{spec.name} -c without a command")
-        elif is_dyn(rest[0]):
+        elif isinstance(rest[0], Dyn):
             ctx.opaque(f"{spec.name} -c runs {shown(rest[0])}, known only at run time")
         else:
             script = rest[0]
             assert isinstance(script, str)
-            run_shell_literal(ctx, script)
+            ctx.walk.script(ctx, script)
         return
     if rest:
         ctx.opaque(f"{spec.name} runs the script {shown(rest[0])}, which it cannot see")
@@ -85,18 +83,16 @@ def interpreter(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) ->
 
 def su(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """su -c 'LITERAL' is parsed; su alone starts a shell as another user."""
-    from agentd.bashsec.classifier import run_shell_literal
-
     for i, arg in enumerate(args):
         if arg in ("-c", "--command") and i + 1 < len(args):
             script = args[i + 1]
             if isinstance(script, str):
-                run_shell_literal(ctx, script)
+                ctx.walk.script(ctx, script)
             else:
                 ctx.opaque(f"su -c runs {script.text}, known only at run time")
             return
         if isinstance(arg, str) and arg.startswith("--command="):
-            run_shell_literal(ctx, arg.partition("=")[2])
+            ctx.walk.script(ctx, arg.partition("=")[2])
             return
     ctx.opaque("su starts a shell as another user")
 
@@ -109,8 +105,6 @@ _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 def find(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """find -exec/-execdir/-ok/-okdir: the command they run counts, and is never read-only."""
-    from agentd.bashsec.classifier import run
-
     i = 0
     while i < len(args):
         arg = args[i]
@@ -123,7 +117,7 @@ def find(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             i += 1
             ctx.add(set(), f"find {arg} runs a command for each file")
             if inner:
-                run(ctx, inner, None, 0, ("find",))
+                ctx.walk.argv(ctx, inner, None, 0, ("find",))
 
 
 def dd(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
@@ -157,8 +151,8 @@ def tar(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     while i < len(args):
         arg = args[i]
         i += 1
-        if is_dyn(arg):
-            if arg.optlike:  # type: ignore[union-attr]
+        if isinstance(arg, Dyn):
+            if arg.optlike:
                 ctx.opaque(f"tar: the argument {shown(arg)} is known only at run time")
             first = False
             continue
@@ -241,7 +235,7 @@ def alias(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     for op in operands:
         if isinstance(op, str) and "=" in op:
             ctx.defined.add(op.partition("=")[0])
-        elif is_dyn(op):
+        elif isinstance(op, Dyn):
             ctx.opaque(f"alias {shown(op)} is known only at run time")
 
 

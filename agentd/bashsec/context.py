@@ -1,12 +1,30 @@
-"""What the classifier's tree walk carries: the run-time words it cannot see (`Dyn`) and
-what it has found so far (`Ctx`), and the program table both halves read."""
+"""What the classifier's tree walk carries: the run-time words it cannot see (`Dyn`),
+what it has found so far (`Ctx`), the way back into the walk (`Walk`), and the program
+table both halves read."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
 
 from agentd.bashsec.model import SimpleCommand
 from agentd.bashsec.table import load
 
 SETTINGS, PROGRAMS = load()
+
+
+def node_text(node: Node) -> str:
+    """The source text of a node, decoded as the walk reads it (undecodable bytes replaced).
+
+    tree-sitter gives None only for a tree parsed without its source; the walk always
+    parses bytes, so None is a bug, and raising lets classify() fail closed on it.
+    """
+    raw = node.text
+    if raw is None:
+        raise ValueError(f"a {node.type} node without its source text")
+    return raw.decode("utf-8", "replace")
 
 
 class Dyn:
@@ -35,15 +53,30 @@ class Assigned(Dyn):
 Word = str | Dyn
 
 
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """The walk's entry points (classifier.py), for the readers of a command's parts that
+    meet code inside it: the text of `sh -c` (script), the command `find -exec` runs
+    (argv), a substitution inside arithmetic or `[[ -v ]]` (node, word). The Ctx carries
+    them, so those readers call back into the walk without importing it."""
+
+    node: Callable[[Node, Ctx], None]
+    word: Callable[[Node, Ctx], Word]
+    script: Callable[[Ctx, str], None]
+    argv: Callable[[Ctx, list[Word], list[int] | None, int, tuple[str, ...]], None]
+
+
 class Ctx:
-    """What the walk has found so far."""
+    """What the walk has found so far, and the walk itself."""
 
     __slots__ = (
-        "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe", "defined",
-        "depth", "src", "assigned", "arith_refs", "indirect", "integers", "repo_configured",
+        "walk", "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe",
+        "defined", "depth", "src", "assigned", "arith_refs", "indirect", "integers",
+        "repo_configured",
     )  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, walk: Walk) -> None:
+        self.walk = walk
         self.cats: set[str] = set()
         self.reasons: list[str] = []
         self.writes: list[str] = []
@@ -86,11 +119,6 @@ class Ctx:
 
 # Arguments that only print a version or help, whatever the program.
 VERSION_ONLY = frozenset({"--version", "-V", "--help", "-h", "-version", "version"})
-
-
-def is_dyn(word: object) -> bool:
-    """A word known only at run time."""
-    return not isinstance(word, str)
 
 
 def shown(word: Word) -> str:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from agentd.bashsec import classifier, shellvars
+from agentd.bashsec import shellvars
+from agentd.bashsec.argv import run
 
 if TYPE_CHECKING:
-    from agentd.bashsec.classifier import Ctx, Word
+    from agentd.bashsec.context import Ctx, Word
 
 
 # A command of plain words and list operators only: nothing in it is expanded, globbed,
@@ -99,7 +100,7 @@ def plain_into(ctx: Ctx, command: str) -> bool:
         if k < len(words):
             rest = words[k:]
             argv: list[Word] = [_unquote(w[0]) for w in rest]
-            classifier.run(ctx, argv, [w[1] for w in rest], rest[-1][2], ())
+            run(ctx, argv, [w[1] for w in rest], rest[-1][2], ())
     return True
 
 
@@ -125,5 +126,5 @@ def _plain_simple(ctx: Ctx, command: str) -> bool:
             argv.append(text)
             starts.append(pos)
             pos += len(text)
-        classifier.run(ctx, argv, starts, pos, ())
+        run(ctx, argv, starts, pos, ())
     return True

@@ -14,8 +14,8 @@ from typing import Any
 import grpc
 
 from agentd.foundation.config import Config
-from agentd.shim import client as shim_client
-from agentd.shim import supervisor as shim_proc
+from agentd.runs.shim import client as shim_client
+from agentd.runs.shim import supervisor as shim_proc
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 

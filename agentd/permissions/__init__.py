@@ -1,5 +1,6 @@
 """Permissions: rules, modes, hooks, and asking people.
 
+decision.py  Decision and Behavior: what the engine answers, typed
 engine.py    PermissionEngine: the executor's PermissionChecker (decide, after_call)
 call.py      one call as the checks see it (describe_call), and Allow / Ask
 tool_check.py      the tool's own check, when no rule or hook decided
@@ -11,6 +12,7 @@ trust.py     which settings content may widen permissions; reading settings file
 approvals.py the "trust these settings?" prompt, reports, and agentctl trust's requests
 hooks.py     PreToolUse / PostToolUse command hooks (Claude Code's protocol)
 asker.py     Asker: PermissionRequested out, the first ResolvePermission in
+session_update.py  a person's change to a session's mode and rules, checked whole
 """
 
 from agentd.permissions.asker import Answer, Asker

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentd.foundation.errors import InvalidRequest, NotFound
 from agentd.permissions.asker import Answer, Asker
+from agentd.permissions.decision import Behavior
 from agentd.permissions.settings import MergedSettings, SettingsLoader, UntrustedFile
 from agentd.permissions.trust import (
     Trust,
@@ -106,7 +107,7 @@ class Approvals:
                 continue
             self._offered.add(key)
             answer = await self._offer(session, ctx, file)
-            if answer.decision == "allow":
+            if answer.decision is Behavior.ALLOW:
                 self.settings.trust.approve(file.path, file.sha256, answer.decided_by)
                 approved = True
         return await self.settings.for_session(session) if approved else settings
@@ -145,9 +146,10 @@ class Approvals:
         out += [(path, "", {}, unreadable_reason(path, err)) for path, err in merged.unreadable]
         return out
 
-    async def trust_entries(self, path: str, roots: list[str]) -> list[TrustEntry]:
+    async def trust_entries(self, path: str) -> list[TrustEntry]:
         """The trusted contents and the settings files as they are now: of `path` only, or
-        of every file under `roots`."""
+        of every file under the workspace roots of the open sessions."""
+        roots = [r for s in self.sessions.list() for r in s.workspace_roots]
         if path:
             root, name = split_settings_path(path)
             path = os.path.join(root, name)

@@ -1,2 +1,3 @@
 """Every rule agentd adds to a session's sandbox: the policy (identity, writable roots,
-hidden paths), read-only runs, protected paths, inert git config."""
+hidden paths, HOME), read-only runs, protected paths, inert git config, and the
+SandboxMode a permission decision builds it by."""

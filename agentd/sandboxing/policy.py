@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ConfigError, ToolError
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import tmpfs
 from agentd.sandboxing import groups as session_groups
-from agentd.sandboxing import readonly
 from agentd.sandboxing.protected import sandbox_protection
 from agentd.sessions.session import Session
 from agentd_sandbox import Limits, SandboxPolicy
@@ -119,7 +119,7 @@ def policy_for(
         uid=ident[0] if ident else None,
         gid=ident[1] if ident else None,
         limits=_limits(config, held),
-        home=readonly.sandbox_home(tmp_dir, ident),
+        home=sandbox_home(tmp_dir, ident),
         cgroup_procs=procs,
     )
 
@@ -147,6 +147,35 @@ def _limits(config: Config, held: frozenset[str]) -> Limits:
         tmp_bytes=config.sandbox_tmp_bytes,
         shm_bytes=config.sandbox_shm_bytes,
     )
+
+
+def sandbox_home(tmp_dir: str, ident: tuple[int, int] | None) -> str:
+    """The HOME of every Bash run of the session: `home` inside its temp dir.
+
+    Apart from the temp dir itself, so that a read-only run, which may write the temp
+    dir, sees HOME read-only and cannot plant configuration (`.gitconfig`, `.npmrc`,
+    `.cargo/config.toml`, Python's usercustomize…) that a later run with write access
+    would obey. It must be a real directory (a mount point then cannot be renamed or
+    replaced from inside); anything else in its place, which only a sandboxed command can
+    have made, is removed without following it.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    dir_fd = os.open(tmp_dir, flags)
+    try:
+        try:
+            st = os.lstat("home", dir_fd=dir_fd)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            os.unlink("home", dir_fd=dir_fd)
+            st = None
+        if st is None:
+            os.mkdir("home", 0o700, dir_fd=dir_fd)
+            if ident is not None and os.geteuid() == 0:
+                os.chown("home", *ident, dir_fd=dir_fd, follow_symlinks=False)
+    finally:
+        os.close(dir_fd)
+    return os.path.join(tmp_dir, "home")
 
 
 def _contains(root: str, path: str) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import itertools
 import os
 import re
 import secrets
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentd.sandboxing import gitconfig
+from agentd.sandboxing import policy as sandbox_policy
 
 if TYPE_CHECKING:
     from agentd.foundation.config import Config
@@ -81,8 +83,6 @@ async def enforce(
     `command`: the environment and the sanitised git configs. With `read_only` False,
     only neutralise git (a read-only command an allow rule lets run). Clean up the
     returned Staged once the command has ended."""
-    from agentd.sandboxing import policy as sandbox_policy
-
     policy.env = {**environment(), **policy.env}
     # The home later runs with write access obey is read-only; caches go to the temp dir.
     if policy.home and read_only:
@@ -101,35 +101,6 @@ async def enforce(
     return staged
 
 
-def sandbox_home(tmp_dir: str, ident: tuple[int, int] | None) -> str:
-    """The HOME of every Bash run of the session: `home` inside its temp dir.
-
-    Apart from the temp dir itself, so that a read-only run, which may write the temp
-    dir, sees HOME read-only and cannot plant configuration (`.gitconfig`, `.npmrc`,
-    `.cargo/config.toml`, Python's usercustomize…) that a later run with write access
-    would obey. It must be a real directory (a mount point then cannot be renamed or
-    replaced from inside); anything else in its place, which only a sandboxed command can
-    have made, is removed without following it.
-    """
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    dir_fd = os.open(tmp_dir, flags)
-    try:
-        try:
-            st = os.lstat("home", dir_fd=dir_fd)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISDIR(st.st_mode):
-            os.unlink("home", dir_fd=dir_fd)
-            st = None
-        if st is None:
-            os.mkdir("home", 0o700, dir_fd=dir_fd)
-            if ident is not None and os.geteuid() == 0:
-                os.chown("home", *ident, dir_fd=dir_fd, follow_symlinks=False)
-    finally:
-        os.close(dir_fd)
-    return os.path.join(tmp_dir, "home")
-
-
 def static_dirs(command: str, cwd: str) -> list[str]:
     """Directories the command changes to (`cd X`, `git -C X`), where known statically."""
     from agentd.bashsec import classify
@@ -142,9 +113,9 @@ def static_dirs(command: str, cwd: str) -> list[str]:
         argv = cmd.argv
         if cmd.program != "git":
             continue
-        for i, word in enumerate(argv[:-1]):
-            if word == "-C" and isinstance(argv[i + 1], str):
-                dirs.append(os.path.normpath(os.path.join(cwd, argv[i + 1])))
+        for word, following in itertools.pairwise(argv):
+            if word == "-C" and isinstance(following, str):
+                dirs.append(os.path.normpath(os.path.join(cwd, following)))
     return [d for d in dirs if os.path.isdir(d)]
 
 

@@ -18,13 +18,13 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agentd.foundation.config import Config
-from agentd.foundation.errors import StorageFull
+from agentd.foundation.errors import InvalidRequest, StorageFull
 from agentd.fs import tmpfs, trees
-from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import tmp_owners
 from agentd.sessions.session import Session, SessionManager
 
@@ -42,9 +42,33 @@ class Collected:
     reason: str = ""
 
 
+class RunningTasks(Protocol):
+    """What retention asks of the background tasks (agentd/runs/tasks.py TaskManager)."""
+
+    def list(self, session_id: str, include_finished: bool = True) -> list[dict[str, Any]]: ...
+
+
+class OutputDirs(Protocol):
+    """What retention asks of the output files (agentd/runs/output/registry.py Outputs)."""
+
+    def tasks_dir(self, session_id: str) -> str: ...
+
+    def forget_session(self, session_id: str) -> None: ...
+
+
 class Reaper:
-    def __init__(self, config: Config, sessions: SessionManager, tasks: Any, outputs: Any) -> None:
+    def __init__(
+        self,
+        config: Config,
+        sessions: SessionManager,
+        tasks: RunningTasks,
+        outputs: OutputDirs,
+        tmp_dir_of: Callable[[Session], str],
+    ) -> None:
+        """`tmp_dir_of`: where a session's sandbox temp dir is (made or not), as the
+        sandbox names it (agentd/sandboxing/policy.py session_tmp_path)."""
         self.config = config
+        self._tmp_dir_of = tmp_dir_of
         self._sessions = sessions
         self._tasks = tasks
         self._outputs = outputs
@@ -86,6 +110,28 @@ class Reaper:
             await asyncio.sleep(self.config.reap_interval_seconds)
 
     # ---- one pass ----
+    async def collect_asked(
+        self,
+        idle_seconds: float | None = None,
+        reap_after_seconds: float | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> list[Collected]:
+        """A pass a person asked for (`agentctl gc`): the configured idle and retention
+        times unless given (InvalidRequest unless between 0 and 1e9)."""
+        for name, value in (
+            ("idle_seconds", idle_seconds),
+            ("reap_after_seconds", reap_after_seconds),
+        ):
+            if value is not None and not 0 <= value <= 10**9:
+                raise InvalidRequest(f"{name} must be between 0 and 1e9")
+        # session_idle_seconds = 0: open sessions are never closed for idleness.
+        idle = (self.config.session_idle_seconds or None) if idle_seconds is None else idle_seconds
+        reap_after = (
+            self.config.retention_seconds if reap_after_seconds is None else reap_after_seconds
+        )
+        return await self.collect(idle, reap_after, dry_run=dry_run)
+
     async def collect(
         self, idle_seconds: float | None, reap_after: float | None, dry_run: bool = False
     ) -> list[Collected]:
@@ -179,7 +225,7 @@ class Reaper:
         not go yet (deleting needs room in the log), but the files, which free the
         space, do."""
         self._outputs.forget_session(session.id)
-        paths = [*self._kept_dirs(session), session_tmp_path(session, self.config)]
+        paths = [*self._kept_dirs(session), self._tmp_dir_of(session)]
         await asyncio.get_running_loop().run_in_executor(None, _remove_all, paths)
         try:
             self._sessions.forget(session.id)
@@ -192,22 +238,18 @@ class Reaper:
 
     def on_create(self, session: Session) -> None:
         """Record whose the session's directories under /tmp will be (see owners)."""
-        paths = [session_tmp_path(session, self.config), self._outputs.tasks_dir(session.id)]
+        paths = [self._tmp_dir_of(session), self._outputs.tasks_dir(session.id)]
         tmp_owners.record(session.id, self.config.state_dir, paths)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
-        path = session_tmp_path(session, self.config)
+        path = self._tmp_dir_of(session)
         await asyncio.get_running_loop().run_in_executor(None, tmpfs.remove, path)
 
     async def remove_leftovers(self) -> None:
         """At start: the temp dirs of closed sessions that a crashed daemon left, and the
         directories of sessions whose daemon is gone for good (owners)."""
-        paths = [
-            session_tmp_path(s, self.config)
-            for s in self._sessions.list(include_closed=True)
-            if s.closed
-        ]
+        paths = [self._tmp_dir_of(s) for s in self._sessions.list(include_closed=True) if s.closed]
         loop = asyncio.get_running_loop()
         removed = await loop.run_in_executor(None, _remove_all, paths)
         if removed:
@@ -227,7 +269,7 @@ class Reaper:
         return session.closed_ms or self._sessions.last_activity_ms(session)
 
     def _running_tasks(self, session: Session) -> str:
-        running = self._tasks.list(session.id, include_finished=False) if self._tasks else []
+        running = self._tasks.list(session.id, include_finished=False)
         return f"{len(running)} running tasks" if running else ""
 
     def _kept(self, session: Session, idle: float, reason: str) -> Collected:

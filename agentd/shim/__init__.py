@@ -1,2 +1,2 @@
-"""The shim: a small supervisor per sandboxed run that owns its process, output and exit
-status, so a background task outlives the daemon (`python -m agentd.shim`)."""
+"""`python -m agentd.shim FD`: the public entry point of the shims' forkserver. The shim
+itself lives with the rest of a command's run, in agentd/runs/shim/."""

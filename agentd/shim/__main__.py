@@ -2,6 +2,6 @@
 
 import sys
 
-from agentd.shim.supervisor import serve
+from agentd.runs.shim.supervisor import serve
 
 serve(int(sys.argv[1]))

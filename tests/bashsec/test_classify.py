@@ -292,7 +292,7 @@ def test_random_plain_commands_match_the_parse(monkeypatch) -> None:
     commands = []
     while len(commands) < 1500:
         command = " ".join(rnd.choice(vocabulary) for _ in range(rnd.randint(1, 7)))
-        if plain_path.plain_into(classifier.Ctx(), command):  # read without a parse
+        if plain_path.plain_into(classifier.new_ctx(), command):  # read without a parse
             commands.append(command)
     fast = [classify_uncached(c) for c in commands]
     monkeypatch.setattr(plain_path, "plain_into", lambda ctx, command: False)

@@ -8,8 +8,8 @@ import os
 import socket
 from pathlib import Path
 
-from agentd.shim import supervisor as shim_proc
-from agentd.shim.client import ShimOutput, ShimRun
+from agentd.runs.shim import supervisor as shim_proc
+from agentd.runs.shim.client import ShimOutput, ShimRun
 
 
 async def _ended_with(tmp_path: Path, recorded: dict | None) -> tuple[int, int]:

@@ -1,6 +1,7 @@
-"""Attacks on the shims that carry background tasks (agentd/shim/supervisor.py): a sandboxed command
-cannot reach or forge a shim's control socket or status, its output cannot pose as its
-end, another uid cannot steer a shim, and nothing a task started survives TaskStop."""
+"""Attacks on the shims that carry background tasks (agentd/runs/shim/supervisor.py): a
+sandboxed command cannot reach or forge a shim's control socket or status, its output
+cannot pose as its end, another uid cannot steer a shim, and nothing a task started
+survives TaskStop."""
 
 from __future__ import annotations
 

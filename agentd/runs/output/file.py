@@ -1,7 +1,8 @@
 """A command's output file: its head up to a bound, then a marker, then its tail.
 
-Written by one writer (a shim, agentd/shim/supervisor.py, or the daemon's reader thread for a run
-it supervises itself); read by anyone through the file at their own offsets.
+Written by one writer (a shim, agentd/runs/shim/supervisor.py, or the daemon's reader
+thread for a run it supervises itself); read by anyone through the file at their own
+offsets.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import contextlib
 import os
 from collections import deque
 from collections.abc import Callable
+
+from agentd.runs.run import Output
 
 # Seconds between progress updates of a running command.
 PROGRESS_INTERVAL = 0.25
@@ -159,7 +162,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def head_and_tail(out: OutputFile, max_chars: int) -> tuple[str, bool]:
+def head_and_tail(out: Output, max_chars: int) -> tuple[str, bool]:
     """The output for a result: all of it when it fits, else its head and tail around a note."""
     if out.total <= max_chars:
         return bytes(out.head).decode(errors="replace"), False

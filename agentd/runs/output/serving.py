@@ -27,12 +27,9 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from agentd_client.v1 import agentd_pb2 as pb
-
-if TYPE_CHECKING:
-    from agentd.runs.output.registry import Chunk
 
 # Bytes per chunk a reader is sent; chunk boundaries are multiples of it, so readers
 # that follow from anywhere meet on the same chunks after their first.
@@ -46,6 +43,16 @@ LIVE_BURST = 1 << 20
 PACE_STEP = 0.05
 
 Key = tuple[str, str]  # (session id, output id)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of an output as a reader is sent it; `done`: the output ended there."""
+
+    offset: int
+    data: bytes
+    output_id: str
+    done: bool
 
 
 class ChunkCache:

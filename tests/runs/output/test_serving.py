@@ -120,8 +120,7 @@ def test_the_pacer_bounds_live_bytes_and_lets_go_at_the_end() -> None:
 
 
 def test_a_chunk_is_encoded_once_for_all_its_followers() -> None:
-    from agentd.runs.output.registry import Chunk
-    from agentd.runs.output.serving import EncodedChunks
+    from agentd.runs.output.serving import Chunk, EncodedChunks
     from agentd_client.v1 import agentd_pb2 as pb
 
     encoded = EncodedChunks(keep=2)

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd.foundation import metrics
+from agentd.runs.shim import client as shim_client
+from agentd.runs.shim import supervisor as shim_proc
 from agentd.runs.tasks import Task, TaskManager, task_from
-from agentd.shim import client as shim_client
-from agentd.shim import supervisor as shim_proc
 
 log = logging.getLogger(__name__)
 

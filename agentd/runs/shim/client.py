@@ -1,6 +1,6 @@
-"""The daemon's side of the shims (agentd/shim/supervisor.py): start a sandboxed run under a shim,
-follow it (ShimRun, ShimOutput: the faces Run and OutputFile have), and find the shims
-of tasks a previous daemon left running.
+"""The daemon's side of the shims (agentd/runs/shim/supervisor.py): start a sandboxed run
+under a shim, follow it (ShimRun, ShimOutput: a Run and an Output, agentd/runs/run.py),
+and find the shims of tasks a previous daemon left running.
 
 What comes from a shim is checked like any peer's input (bounded messages, typed
 fields); the files the daemon reads back (shim.json, status.json) are in its own
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd.runs.output.file import LAST_LINE_BYTES, _resolve
-from agentd.shim import supervisor as shim_proc
+from agentd.runs.shim import supervisor as shim_proc
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable
 from agentd_sandbox.runner import _give_pipe, prepare
 

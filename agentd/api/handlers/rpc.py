@@ -1,0 +1,85 @@
+"""What every handler shares: errors mapped to a status, required fields, the caller.
+
+AgentdError ends the RPC with its status (agentd/foundation/errors.py); anything else is
+a bug, logged, and answered INTERNAL, so one bad request never takes the daemon down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+
+from agentd.foundation.errors import AgentdError, InvalidRequest
+
+log = logging.getLogger(__name__)
+
+
+def unary(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A unary handler, its errors answered as statuses."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request, context)
+        except AgentdError as exc:
+            await context.abort(exc.status, str(exc))
+        except asyncio.CancelledError:
+            raise
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the daemon's log")
+
+    return wrapper
+
+
+def stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    """A server-streaming handler, its errors answered as statuses."""
+
+    @functools.wraps(method)
+    async def wrapper(
+        self: Any, request: Any, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Any]:
+        try:
+            async for item in method(self, request, context):
+                yield item
+        except AgentdError as exc:
+            await context.abort(exc.status, str(exc))
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception:
+            log.exception("%s failed", method.__name__)
+            await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the daemon's log")
+
+    return wrapper
+
+
+def require(value: str, what: str) -> str:
+    if not value:
+        raise InvalidRequest(f"{what} is required")
+    return value
+
+
+_IDENTITY = re.compile(r"agentd-client \(([^()]{1,300})\)")
+
+
+def client_identity(context: Any) -> str:
+    """Who a client says it is (user@host on terminal, sent as its user agent when it
+    connects), for the record of what a person decided; else its transport peer."""
+    for key, value in context.invocation_metadata() or ():
+        if key == "user-agent" and (m := _IDENTITY.search(value)):
+            fields = dict(
+                part.strip().partition("=")[::2] for part in m.group(1).split(";") if "=" in part
+            )
+            who = f"{fields.get('user') or '?'}@{fields.get('host') or '?'}"
+            if tty := fields.get("tty"):
+                who += f" on {tty}"
+            return who
+    return f"person via {context.peer()}"
