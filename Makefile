@@ -64,6 +64,7 @@ system-deps:
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v strace >/dev/null || missing="$$missing strace"; \
+	command -v mkfs.ext4 >/dev/null || missing="$$missing e2fsprogs"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	command -v ssh >/dev/null || missing="$$missing openssh-client"; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \

@@ -29,13 +29,14 @@ from agentd.foundation.looplag import LoopWatch
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
-from agentd.fs import workspace_access
+from agentd.fs import reserve, tmpfs, workspace_access
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.runs.output.registry import Outputs
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
 from agentd.runs.tasks import TaskManager
+from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import recovery
@@ -84,6 +85,9 @@ class Daemon:
             shim_root=os.path.join(config.state_dir, "shims"),
         )
         outputs = Outputs(config, self.store)
+        # Each session's control group; found at start (see start()).
+        self.groups = session_groups.SessionGroups(config)
+        self.sandbox_report = _sandbox_report()
         self.reaper = Reaper(
             config,
             self.sessions,
@@ -108,15 +112,17 @@ class Daemon:
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
-        # Last: once its calls and tasks have ended, its temp dir goes.
+        # Last: once its calls and tasks have ended, its temp dir goes, then its group
+        # (what is left in it killed).
         self.sessions.on_close.append(self.reaper.on_close)
+        self.sessions.on_close.append(self._release_group)
         self.sessions.on_create.append(self.reaper.on_create)
         approvals = self.permissions.approvals
         # A workspace the session's sandbox identity cannot use is refused at once.
         self.sessions.admit.append(self._workspace_usable)
         self.servicer = Servicer(
             status=StatusHandlers(
-                self.sessions, self.executor, self.services, asker, self.reaper, _sandbox_report()
+                self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
             ),
             sessions=SessionHandlers(self.sessions, approvals, self.reaper),
             permissions=PermissionHandlers(self.sessions, asker),
@@ -149,6 +155,9 @@ class Daemon:
             root_daemon=os.geteuid() == 0,
         )
 
+    async def _release_group(self, session: Session) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.groups.release, session.id)
+
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
 
@@ -162,20 +171,42 @@ class Daemon:
         self.sessions.log(session.id).emit("cwd_changed", cwd=cwd, previous=previous)
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            self.groups.close()  # a daemon that does not start leaves no empty group
+            raise
+
+    async def _start(self) -> None:
         self.notifier.status("starting")
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
+        # Before anything is forked: on cgroup v2 the daemon may move into a leaf first.
+        self.groups.start()
+        session_groups.install(self.groups)
+        tmpfs.enable(True)
+        self.sandbox_report["session_limits"] = {
+            **self.groups.report(),
+            "state_reserve_bytes": reserve.room(self.config.state_dir),
+        }
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         self.loop_watch.start()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.outputs, self._session_open)
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
+        # The groups of sessions closed or gone meanwhile (the tasks taken over are of
+        # open sessions and keep theirs).
+        if swept := self.groups.sweep(self._session_open):
+            log.info("removed the control groups of %d sessions no longer open", swept)
         self.server = Server(self.config, self.servicer)
         await self.server.start()
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()
+        self.groups.say()
+        if problem := reserve.warning(self.config.state_dir):
+            log.warning("%s", problem)
         self.notifier.ready(self.status_line())
         self.notifier.start_watchdog(self.status_line)
         self.reaper.start()
@@ -256,6 +287,9 @@ class Daemon:
         shim_client.FORKSERVER.close()
         offload.shared().close()
         self.loop_watch.stop()
+        self.groups.close()
+        session_groups.install(None)
+        tmpfs.enable(False)
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -80,6 +80,7 @@ NonNegative = Annotated[int, at.Ge(0), at.Le(_MAX_INT)]
 Id = Annotated[int, at.Ge(0), at.Le(2**32 - 2)]
 Seconds = Annotated[float, at.Gt(0), at.Le(10**9)]
 SecondsOrNever = Annotated[float, at.Ge(0), at.Le(10**9)]
+CpuWeight = Annotated[int, at.Ge(1), at.Le(10000)]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 ListenAddress = Annotated[
     str, AfterValidator(_listen_address), Expect('"host:port", or "" for none')
@@ -150,7 +151,28 @@ class Config:
     # The uid a root daemon's sandboxed commands run as when the session owner is root.
     sandbox_uid: Id = 65534
     sandbox_gid: Id = 65534
-    # Per Bash call limits.
+    # What one session may use in all, held by its control group (cgroup v1 or v2,
+    # whichever holds the memory and pids controllers here): every process of its Bash
+    # calls, background tasks, hooks and searches, and the RAM-backed files they write
+    # (its temp dir, each sandbox's /tmp and /dev/shm). cpu_weight is cgroup v2's scale.
+    session_memory_bytes: Positive = 4 * 1024**3
+    session_processes: Positive = 512
+    session_cpu_weight: CpuWeight = 100
+    # "auto": the hierarchy holding memory and pids; "v1" or "v2" force one; "off": no
+    # groups (the per-process rlimits bash_memory_bytes and bash_processes apply then).
+    session_cgroups: Literal["auto", "v1", "v2", "off"] = "auto"
+    # The cgroup (a path in the hierarchy) sessions' groups are made under; "": the
+    # daemon's own (under systemd, the unit's delegated cgroup).
+    cgroup_parent: str = ""
+    # Sizes of the RAM-backed places a session writes, each counted in its memory: its
+    # temp dir ($TMPDIR and the sandbox's HOME, kept between calls; a tmpfs of its own
+    # when the daemon is root; 0: a plain directory on /tmp's disk, unsized), and each
+    # sandbox's own /tmp and /dev/shm.
+    session_tmp_bytes: NonNegative = 1024**3
+    sandbox_tmp_bytes: Positive = 1024**3
+    sandbox_shm_bytes: Positive = 256 * 1024**2
+    # Per process rlimits: memory and processes only where no control group holds them
+    # (processes then counts every process of the sandbox uid on the host).
     bash_memory_bytes: Positive = 4 * 1024**3
     bash_processes: Positive = 512
     bash_file_size_bytes: Positive = 8 * 1024**3

@@ -8,6 +8,8 @@ import stat
 from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ConfigError, ToolError
 from agentd.foundation.privdir import ensure_private_dir
+from agentd.fs import tmpfs
+from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing.protected import sandbox_protection
 from agentd.sessions.session import Session
 from agentd_sandbox import Limits, SandboxPolicy
@@ -62,7 +64,8 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     ident = run_as(session, config)
     path = session_tmp_path(session, config)
     base = os.path.dirname(path)
-    if os.path.isdir(path):
+    sized = config.session_tmp_bytes > 0  # 0: a plain directory, on /tmp's disk
+    if os.path.isdir(path) and (not sized or tmpfs.is_sized(path)):
         return path  # made by an earlier call of this session
     try:
         # /tmp is shared: a base someone else made (or made writable) is refused, and
@@ -73,6 +76,8 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     os.makedirs(path, mode=0o700, exist_ok=True)
     if ident is not None:
         os.chown(path, *ident)
+    if sized and not tmpfs.is_sized(path):
+        tmpfs.size(path, config.session_tmp_bytes, ident)
     return path
 
 
@@ -94,6 +99,7 @@ def policy_for(
     """The session's sandbox; `read_only`: every workspace root read-only and no network,
     only the temp dir writable (a command run on the classifier's read-only verdict)."""
     ident = run_as(session, config)
+    procs, held = _session_group(session)
     env = {"TMPDIR": tmp_dir, **session.env}
     roots = list(session.workspace_roots)
     pinned: list[str] = []
@@ -123,13 +129,34 @@ def policy_for(
         cwd=session.cwd,
         uid=ident[0] if ident else None,
         gid=ident[1] if ident else None,
-        limits=Limits(
-            memory_bytes=config.bash_memory_bytes,
-            processes=config.bash_processes,
-            file_size_bytes=config.bash_file_size_bytes,
-            open_files=config.bash_open_files,
-        ),
+        limits=_limits(config, held),
         home=sandbox_home(tmp_dir, ident),
+        cgroup_procs=procs,
+    )
+
+
+def _session_group(session: Session) -> tuple[list[str], frozenset[str]]:
+    """The session's control group to join and what it holds (agentd.sandboxing.groups)."""
+    groups = session_groups.current()
+    if groups is None:
+        return [], frozenset()
+    try:
+        return groups.join(session.id), groups.controllers
+    except OSError as exc:
+        raise ToolError(
+            f"Cannot prepare the sandbox: the session's control group cannot be made ({exc})"
+        ) from None
+
+
+def _limits(config: Config, held: frozenset[str]) -> Limits:
+    """Per-process rlimits only for what the session's group does not hold."""
+    return Limits(
+        memory_bytes=None if "memory" in held else config.bash_memory_bytes,
+        processes=None if "pids" in held else config.bash_processes,
+        file_size_bytes=config.bash_file_size_bytes,
+        open_files=config.bash_open_files,
+        tmp_bytes=config.sandbox_tmp_bytes,
+        shm_bytes=config.sandbox_shm_bytes,
     )
 
 

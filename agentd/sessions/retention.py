@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InvalidRequest, StorageFull
-from agentd.fs import trees
+from agentd.fs import tmpfs, trees
 from agentd.sessions import tmp_owners
 from agentd.sessions.session import Session, SessionManager
 
@@ -248,7 +248,7 @@ class Reaper:
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
         path = self._tmp_dir_of(session)
-        await asyncio.get_running_loop().run_in_executor(None, trees.remove_tree, path)
+        await asyncio.get_running_loop().run_in_executor(None, tmpfs.remove, path)
 
     async def remove_leftovers(self) -> None:
         """At start: the temp dirs of closed sessions that a crashed daemon left, and the
@@ -306,6 +306,7 @@ def _remove_all(paths: list[str]) -> int:
     removed = 0
     for path in paths:
         try:
+            tmpfs.unmount(path)  # a session's temp dir is a tmpfs of its own
             removed += trees.remove_tree(path)
         except OSError as exc:
             log.warning("could not delete %s: %s", os.path.basename(path), exc)

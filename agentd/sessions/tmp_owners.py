@@ -33,7 +33,7 @@ from typing import Any
 
 from agentd.foundation.errors import ConfigError
 from agentd.foundation.privdir import ensure_private_dir
-from agentd.fs import trees
+from agentd.fs import tmpfs
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def sweep(
         for path in body.get("paths", []):
             match = _SESSION_DIR.fullmatch(path) if isinstance(path, str) else None
             if match and match.group(2) == name:
-                trees.remove_tree(path)
+                tmpfs.remove(path)
         forget(directory, name)
         cleaned += 1
     return cleaned
