@@ -15,6 +15,7 @@ import agentd_sandbox
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
+from agentd.changes.service import ChangeTracker
 from agentd.foundation import logs, metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import Unavailable
@@ -92,6 +93,7 @@ class Daemon:
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_create.append(self.reaper.on_create)
         self.services["asker"] = asker
+        self.services["changes"] = ChangeTracker(config, asker)
         self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule
         self.servicer = Servicer(

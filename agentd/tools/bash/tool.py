@@ -9,6 +9,7 @@ import re
 import time
 from typing import Any, ClassVar
 
+from agentd.changes.tracked import Tracked
 from agentd.foundation import metrics
 from agentd.foundation.errors import InputError, ToolError
 from agentd.fs import identity as fsidentity
@@ -114,6 +115,8 @@ class BashTool(Tool):
             )
         # Before the command can run: what it changes is named afterwards.
         before = _read_files_state(session)
+        read_only = ctx.sandbox == "read_only"
+        tracked = await _track(ctx, writes=not read_only and ctx.sandbox != "unsandboxed")
         failure = ""
         for _attempt in range(_START_ATTEMPTS):
             task_id = new_task_id()
@@ -121,7 +124,6 @@ class BashTool(Tool):
             output_fd = open_output(output_path, readers)
             seen_at = sandbox_path(task_id)
             channels = Channels.open()
-            read_only = ctx.sandbox == "read_only"
             policy = sandbox_policy.policy_for(session, config, tmp_dir, read_only=read_only)
             policy.env = {**policy.env, "BASH_ENV": channels.bash_env}
             staged = readonly.Staged()
@@ -136,12 +138,18 @@ class BashTool(Tool):
             try:
                 argv = shell_argv(policy, command)  # the text stays out of host `ps`
                 spawned = time.monotonic()
-                run = await _start(launch, policy, argv, output_path, output_fd, config, channels)
+                watch = tracked.watch_fds() if tracked is not None else None
+                run = await _start(
+                    launch, policy, argv, output_path, output_fd, config, channels, watch
+                )
+                if watch is not None and isinstance(run, ShimRun):
+                    tracked.handed_over()  # type: ignore[union-attr]
                 metrics.sandbox_started(time.monotonic() - spawned)
             except SandboxUnavailable as exc:
                 staged.cleanup()
                 channels.close()
                 os.unlink(output_path)
+                _untrack(ctx, tracked)
                 raise ToolError(
                     f"The sandbox could not start, so the command did not run: {exc}"
                 ) from None
@@ -157,6 +165,7 @@ class BashTool(Tool):
                 cleanup_now = (staged.cleanup, channels.close)
                 for step in cleanup_now:
                     step()
+                _untrack(ctx, tracked)
                 raise
             if started:
                 break
@@ -171,7 +180,10 @@ class BashTool(Tool):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(output.path)
         else:
+            _untrack(ctx, tracked)
             raise ToolError(f"The sandbox could not start, so the command did not run: {failure}")
+        if tracked is not None:
+            tracked.release_group()
 
         def cleanup() -> None:
             staged.cleanup()
@@ -189,6 +201,7 @@ class BashTool(Tool):
 
         if args.get("run_in_background"):
             tasks.adopt(as_task(), run)
+            _follow_task(ctx, tracked, run, task_id, command)
             asyncio.ensure_future(_after(run, cleanup))
             return ToolResult.text(
                 f"Command running in background with ID: {task_id}. Output is being written "
@@ -207,6 +220,7 @@ class BashTool(Tool):
         outcome = await _follow(run, ctx, timeout_ms / 1000)
         if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
             tasks.adopt(as_task(), run)
+            _follow_task(ctx, tracked, run, task_id, command)
             asyncio.ensure_future(_after(run, cleanup))
             shown, _ = head_and_tail(output, MAX_OUTPUT_CHARS)
             seconds = f"{timeout_ms / 1000:g}s"
@@ -236,6 +250,8 @@ class BashTool(Tool):
         reported_cwd = channels.reported_cwd()
         cleanup()
         notices: list[str] = start_notices
+        if held := await _settle(ctx, tracked, command):
+            notices.append(held)
         if reported_cwd is not None:
             notices += _apply_cwd(ctx, reported_cwd)
         changed = _changed_files(session, before)
@@ -266,13 +282,22 @@ async def _start(
     output_fd: int,
     config: Any,
     channels: Channels,
+    watch: tuple[int, int] | None = None,
 ) -> Run | ShimRun:
     """The command started: under a shim (agentd/shim/supervisor.py) when sandboxed, so that it can
-    outlive the daemon as a task; in the daemon's process otherwise."""
+    outlive the daemon as a task; in the daemon's process otherwise. `watch`: the fds the
+    shim's change reader needs (agentd/changes/)."""
     limit = config.task_output_bytes
     if launch is spawn:
         run = await shim_client.spawn(
-            policy, argv, output_path, output_fd, limit, channels.pass_fds, (channels.cwd_read,)
+            policy,
+            argv,
+            output_path,
+            output_fd,
+            limit,
+            channels.pass_fds,
+            (channels.cwd_read,),
+            watch,
         )
         if run is not None:
             return run
@@ -340,6 +365,64 @@ def _output_readers(session: Any, config: Any) -> int | None:
 async def _after(run: Run | ShimRun, cleanup: Any) -> None:
     await run.done
     cleanup()
+
+
+async def _track(ctx: ToolContext, *, writes: bool) -> Tracked | None:
+    """Follow what the command changes (agentd/changes/), when it may write the workspace
+    in the sandbox. A command a person let run outside it is theirs."""
+    tracker = ctx.services.get("changes")
+    if tracker is None or not writes:
+        return None
+    tracked: Tracked = await tracker.begin(ctx.session, fsidentity.of_session(ctx))
+    return tracked
+
+
+def _untrack(ctx: ToolContext, tracked: Tracked | None) -> None:
+    if tracked is not None:
+        ctx.services["changes"].close(tracked)
+
+
+async def _settle(ctx: ToolContext, tracked: Tracked | None, command: str) -> str:
+    """Hold what the finished command changed that makes code run later; ask a person.
+    The text says what happened (empty: nothing held)."""
+    if tracked is None:
+        return ""
+    tracker = ctx.services["changes"]
+    try:
+        held = await tracker.hold(tracked)
+        return str(
+            await tracker.decide(
+                ctx.session,
+                tracked,
+                held,
+                made_by=_made_by(command),
+                tool_use_id=ctx.tool_use_id,
+                cancelled=ctx.cancelled,
+            )
+        )
+    finally:
+        tracker.close(tracked)
+
+
+def _follow_task(
+    ctx: ToolContext, tracked: Tracked | None, run: Run | ShimRun, task_id: str, command: str
+) -> None:
+    if tracked is None:
+        return
+    ctx.services["changes"].follow(
+        ctx.session,
+        tracked,
+        run.done,
+        task_id=task_id,
+        made_by=_made_by(command),
+        tool_use_id=ctx.tool_use_id,
+        notify=ctx.services["tasks"].add_notice,
+    )
+
+
+def _made_by(command: str) -> str:
+    shown = command if len(command) <= 160 else command[:157] + "..."
+    return f"the Bash command `{shown}`"
 
 
 def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
