@@ -150,6 +150,7 @@ class ChangeTracker:
                 baseline = self._baselines.get(key)
                 if baseline is None:
                     continue
+                made = [p[len(root) + 1 :] for p in tracked.changes.made_dirs() if p != root]
                 if by_events:
                     items = await asyncio.to_thread(
                         call_as,
@@ -162,10 +163,10 @@ class ChangeTracker:
                         tracked.changes.existed_before,
                     )
                 else:
-                    items = await asyncio.to_thread(
+                    items, new_dirs = await asyncio.to_thread(
                         call_as, tracked.identity, self._scan_changes, baseline
                     )
-                made = [p[len(root) + 1 :] for p in tracked.changes.made_dirs() if p != root]
+                    made += new_dirs
                 await asyncio.to_thread(
                     call_as, tracked.identity, self._revert, baseline, items, made
                 )
@@ -180,10 +181,13 @@ class ChangeTracker:
             )
         return held
 
-    def _scan_changes(self, baseline: Baseline) -> list[Held]:
+    def _scan_changes(self, baseline: Baseline) -> tuple[list[Held], list[str]]:
         """Without events (or with some lost): a walk of the root, compared with its
-        baseline, says which code-bearing files differ."""
+        baseline, says which code-bearing files differ; and the code-bearing
+        directories that are new (to remove if reverting empties them)."""
         now = walk.scan(baseline.root, self._table)
+        new_dirs = [u for u in now.units if u not in baseline.units]
+        new_dirs += [g for g in now.git_dirs if g not in baseline.git_dirs]
         touched = {
             os.path.join(baseline.root, rel)
             for rel in set(now.entries) | set(baseline.entries)
@@ -193,7 +197,7 @@ class ChangeTracker:
         def existed(path: str) -> bool | None:
             return path[len(baseline.root) + 1 :] in baseline.entries
 
-        return holding.find(baseline, self._table, touched, [], existed)
+        return holding.find(baseline, self._table, touched, [], existed), new_dirs
 
     def _revert(self, baseline: Baseline, items: list[Held], made: list[str]) -> None:
         for item in items:
@@ -201,14 +205,22 @@ class ChangeTracker:
                 holding.revert(item)
             except OSError as exc:
                 item.note = f"it could not be reverted ({exc.strerror or exc})"
-        made_code_bearing = [
+        # Directories the run made that only held what was reverted go too (a new
+        # .vscode/, .git/hooks/, and their parents the run made), nothing else it made.
+        made_set = set(made)
+        empty: set[str] = {
             rel
             for rel in made
             if os.path.basename(rel) == ".git"
             or holding.code_bearing(baseline, self._table, rel, is_dir=True)
             or holding.code_bearing(baseline, self._table, f"{rel}/x")  # hooks/, units
-        ]
-        holding.remove_made_dirs(baseline.root, made_code_bearing)
+        }
+        for item in items:
+            parent = os.path.dirname(item.moved_to or item.rel)
+            while parent in made_set:
+                empty.add(parent)
+                parent = os.path.dirname(parent)
+        holding.remove_made_dirs(baseline.root, sorted(empty))
 
     async def decide(
         self,
