@@ -15,17 +15,19 @@ import agentd_sandbox
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
-from agentd.changes.service import ChangeTracker
+from agentd.changes.service import ChangeTracker, made_by
 from agentd.foundation import logs, metrics
 from agentd.foundation.config import Config
-from agentd.foundation.errors import Unavailable
+from agentd.foundation.errors import SessionNotFound, Unavailable
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
+from agentd.fs.identity import FsIdentity
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
 from agentd.runs.output.registry import Outputs
-from agentd.runs.tasks import TaskManager
+from agentd.runs.tasks import Task, TaskManager
+from agentd.sandboxing import policy as sandbox_policy
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -114,6 +116,23 @@ class Daemon:
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
 
+    async def _follow_changes(self, task: Task, run: Any) -> None:
+        """A task taken over: its changes are followed again (agentd/changes/)."""
+        try:
+            session = self.sessions.get(task.session_id)
+        except SessionNotFound:
+            return
+        ident = sandbox_policy.run_as(session, self.config)
+        await self.services["changes"].readopt(
+            session,
+            FsIdentity(*ident) if ident else None,
+            run.done,
+            task_id=task.id,
+            made_by=made_by(task.command),
+            tool_use_id=task.tool_use_id,
+            notify=self.tasks.add_notice,
+        )
+
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
 
@@ -132,7 +151,12 @@ class Daemon:
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         started = time.monotonic()
-        adopted = await readopt(self.tasks, self.services["outputs"], self._session_open)
+        adopted = await readopt(
+            self.tasks, self.services["outputs"], self._session_open, self._follow_changes
+        )
+        self.services["changes"].sweep(
+            {t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)}
+        )
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
         self.server = Server(self.config, self.servicer)

@@ -280,11 +280,56 @@ class ChangeTracker:
                 failed.append(f"{item.rel} could not be applied ({exc})")
         return failed
 
-    def close(self, tracked: Tracked) -> None:
+    def close(self, tracked: Tracked, *, keep_log: bool = False) -> None:
         self._active.pop(tracked.id, None)
-        tracked.close()
+        tracked.close(keep_log=keep_log)
 
     # ---- background tasks
+    async def readopt(
+        self,
+        session: Session,
+        identity: FsIdentity | None,
+        done: asyncio.Future[Any],
+        *,
+        task_id: str,
+        made_by: str,
+        tool_use_id: str,
+        notify: Callable[[str, str], None],
+    ) -> None:
+        """Follow again a task a previous daemon left running: its reader has gone on
+        writing its log. What the task touched before now is not known good, so it is
+        left out of the baseline this daemon builds: a file it made is held, one it
+        changed is held as changed from an unknown content."""
+        path = os.path.join(self._dir, f"{task_id}.log")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return  # started by a daemon without events: nothing to read
+        roots = [os.path.realpath(r) for r in session.workspace_roots]
+        tracked = Tracked(task_id, session.id, roots, identity, log_path=path, log=fd)
+        tracked.events = True
+        await asyncio.to_thread(tracked.collect)
+        for root in roots:
+            await self._refresh(root, identity)
+            baseline = self._baselines[(root, identity)]
+            prefix = root.rstrip("/") + "/"
+            for touched in tracked.changes.paths():
+                if touched.startswith(prefix):
+                    baseline.forget(touched[len(prefix) :])
+        self._active[tracked.id] = tracked
+        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
+
+    def sweep(self, keep: set[str]) -> None:
+        """Remove change logs of runs no one follows (a previous daemon's)."""
+        try:
+            names = os.listdir(self._dir)
+        except OSError:
+            return
+        for name in names:
+            if name.endswith(".log") and name.removesuffix(".log") not in keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self._dir, name))
+
     def follow(
         self,
         session: Session,
@@ -304,6 +349,17 @@ class ChangeTracker:
                 renamed = os.path.join(self._dir, f"{task_id}.log")
                 os.rename(tracked.log_path, renamed)
                 tracked.log_path = renamed
+        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
+
+    def _follow_future(
+        self,
+        session: Session,
+        tracked: Tracked,
+        done: asyncio.Future[Any],
+        made_by: str,
+        tool_use_id: str,
+        notify: Callable[[str, str], None],
+    ) -> None:
         future = asyncio.ensure_future(
             self._follow(session, tracked, done, made_by, tool_use_id, notify)
         )
@@ -333,11 +389,14 @@ class ChangeTracker:
                     self._followers.add(decided)
                     decided.add_done_callback(self._followers.discard)
                 if ended:
-                    return
+                    break
+        except asyncio.CancelledError:
+            # The daemon is stopping and the task lives on: its log stays for the next.
+            self.close(tracked, keep_log=True)
+            raise
         except Exception:
             log.exception("following the changes of task run %s failed", tracked.id)
-        finally:
-            self.close(tracked)
+        self.close(tracked)
 
     async def _decide_later(
         self,
@@ -350,6 +409,12 @@ class ChangeTracker:
     ) -> None:
         text = await self.decide(session, tracked, items, made_by=made_by, tool_use_id=tool_use_id)
         notify(session.id, text)
+
+
+def made_by(command: str) -> str:
+    """How a held change names the Bash command that made it."""
+    shown = command if len(command) <= 160 else command[:157] + "..."
+    return f"the Bash command `{shown}`"
 
 
 def _prompt_input(items: list[Held], made_by: str) -> dict[str, Any]:

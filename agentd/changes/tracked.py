@@ -87,7 +87,9 @@ class Tracked:
         self._moves_seen = len(self.changes.moves)
         return moves
 
-    def close(self) -> None:
+    def close(self, *, keep_log: bool = False) -> None:
+        """Let go of the run; its log goes too unless `keep_log` (a task that outlives
+        this daemon: the next one reads on)."""
         for fd in (self.group, self.log):
             if fd >= 0:
                 with contextlib.suppress(OSError):
@@ -96,6 +98,6 @@ class Tracked:
         if self._resolver is not None:
             self._resolver.close()
             self._resolver = None
-        if self.log_path:
+        if self.log_path and not keep_log:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.log_path)

@@ -135,3 +135,35 @@ def test_without_events_a_scan_holds_the_same(tmp_path: Path, workspace: Path) -
     assert "done" in r.text, r.text
     assert str(workspace / "web" / ".vscode" / "tasks.json") in held_paths(r.text), r.text
     assert not (workspace / "web" / ".vscode").exists()
+
+
+def test_a_task_taken_over_by_the_next_daemon_is_still_checked(
+    tmp_path: Path, workspace: Path
+) -> None:
+    os.mkfifo(workspace / "go")
+    as_sandbox_user(workspace)
+    first = start_daemon(tmp_path / "d", keep_tasks=True)
+    second: DaemonProcess | None = None
+    try:
+        with Client(first.socket, timeout=60) as client:
+            sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+            command = (
+                "read line < go && mkdir -p y/.vscode && echo '{}' > y/.vscode/tasks.json && "
+                "exec sleep 300"
+            )
+            started = client.run_tool(sid, "Bash", {"command": command, "run_in_background": True})
+            task_id = started.text.split("with ID: ")[1].split(".")[0]
+        first.stop()  # the task lives on under its shim
+        second = start_daemon(tmp_path / "d", keep_tasks=True, timeout=90)
+        second.wait_for_log("took over 1 running task")
+        mark = len(second.log_lines)
+        with open(workspace / "go", "w") as fifo:  # only now does the task plant
+            fifo.write("go\n")
+        second.wait_for_log("held y/.vscode/tasks.json (added)", after=mark, timeout=60)
+        assert not (workspace / "y" / ".vscode" / "tasks.json").exists()
+        with Client(second.socket, timeout=60) as client:
+            client.run_tool(sid, "TaskStop", {"task_id": task_id})
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.stop()

@@ -9,6 +9,7 @@ import re
 import time
 from typing import Any, ClassVar
 
+from agentd.changes.service import made_by
 from agentd.changes.tracked import Tracked
 from agentd.foundation import metrics
 from agentd.foundation.errors import InputError, ToolError
@@ -395,7 +396,7 @@ async def _settle(ctx: ToolContext, tracked: Tracked | None, command: str) -> st
                 ctx.session,
                 tracked,
                 held,
-                made_by=_made_by(command),
+                made_by=made_by(command),
                 tool_use_id=ctx.tool_use_id,
                 cancelled=ctx.cancelled,
             )
@@ -414,15 +415,10 @@ def _follow_task(
         tracked,
         run.done,
         task_id=task_id,
-        made_by=_made_by(command),
+        made_by=made_by(command),
         tool_use_id=ctx.tool_use_id,
         notify=ctx.services["tasks"].add_notice,
     )
-
-
-def _made_by(command: str) -> str:
-    shown = command if len(command) <= 160 else command[:157] + "..."
-    return f"the Bash command `{shown}`"
 
 
 def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
