@@ -96,6 +96,7 @@ class Daemon:
         self.sessions.on_create.append(self.reaper.on_create)
         self.services["asker"] = asker
         self.services["changes"] = ChangeTracker(config, asker)
+        self.sessions.on_create.append(self._index_changes)
         self.services["trust"] = self.executor.permissions.approvals
         self.services["parse_rule"] = parse_rule
         self.servicer = Servicer(
@@ -115,6 +116,14 @@ class Daemon:
         metrics.watch(metrics.RUNNING_TASKS, self.tasks.running_count)
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
+
+    def _index_changes(self, session: Session) -> None:
+        """A new session's workspaces are indexed for held changes before its first call."""
+        try:
+            ident = sandbox_policy.run_as(session, self.config)
+        except OSError:
+            return  # its first call says why its workspace cannot be used
+        self.services["changes"].prepare(session, FsIdentity(*ident) if ident else None)
 
     async def _follow_changes(self, task: Task, run: Any) -> None:
         """A task taken over: its changes are followed again (agentd/changes/)."""

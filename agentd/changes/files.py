@@ -147,16 +147,17 @@ def read_at(
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return Entry(OTHER, st.st_mode, key=stat_key(st))
-        digest = hashlib.sha256()
+        if st.st_size > cap:
+            # Not read (a command may leave gigabytes under a listed name): known by
+            # its stat only, removable, never restorable.
+            pseudo = f"large:{st.st_size}:{st.st_ino}:{st.st_mtime_ns}"
+            return Entry(FILE, st.st_mode, None, pseudo, st.st_size, stat_key(st))
         kept = bytearray()
-        size = 0
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-            if size <= cap:
-                kept += chunk
-        content = bytes(kept) if size <= cap else None
-        return Entry(FILE, st.st_mode, content, digest.hexdigest(), size, stat_key(st))
+        while len(kept) <= cap and (chunk := os.read(fd, 1 << 20)):
+            kept += chunk
+        content = bytes(kept) if len(kept) <= cap else None
+        digest = _digest(bytes(kept))
+        return Entry(FILE, st.st_mode, content, digest, len(kept), stat_key(st))
     finally:
         os.close(fd)
 

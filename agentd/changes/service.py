@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from agentd.changes import codebearing, fanotify, holding, walk
+from agentd.changes import codebearing, fanotify, files, holding, walk
 from agentd.changes.holding import Held
 from agentd.changes.tracked import Tracked
 from agentd.changes.walk import Baseline
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 # The tool_name of the PermissionRequested that asks a person to keep held changes.
 KEEP_PROMPT = "KeepChanges"
 EVENTS, SCAN = "events", "scan"
+# Held changes listed one by one in a request's input (all are counted, and decided).
+PROMPT_ITEMS = 100
 _Key = tuple[str, FsIdentity | None]
 
 
@@ -70,6 +72,25 @@ class ChangeTracker:
             log.info("change tracking scans the workspace after each call: %s", why_not)
 
     # ---- before a run
+    def prepare(self, session: Session, identity: FsIdentity | None) -> None:
+        """Build the baselines of a new session's roots in the background, so that its
+        first writing call does not wait for the walk (it waits only for what is left)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for root in {os.path.realpath(r) for r in session.workspace_roots}:
+            if (root, identity) in self._baselines:
+                continue
+            future = asyncio.ensure_future(self._refresh(root, identity))
+            self._followers.add(future)
+            future.add_done_callback(self._prepared)
+
+    def _prepared(self, future: asyncio.Future[Any]) -> None:
+        self._followers.discard(future)
+        if not future.cancelled() and (exc := future.exception()) is not None:
+            log.warning("cannot index a workspace's code-bearing files: %s", exc)
+
     async def begin(self, session: Session, identity: FsIdentity | None) -> Tracked:
         """Follow a run about to start: the roots' baselines fresh, its group and log."""
         roots = [os.path.realpath(r) for r in session.workspace_roots]
@@ -204,7 +225,12 @@ class ChangeTracker:
             try:
                 holding.revert(item)
             except OSError as exc:
-                item.note = f"it could not be reverted ({exc.strerror or exc})"
+                item.note = f"it could not be put back ({exc.strerror or exc})"
+                if item.change != holding.DELETED and item.change != holding.MOVED:
+                    # What cannot be restored (a full disk) at least does not stay.
+                    with contextlib.suppress(OSError):
+                        files.remove(item.root, item.rel)
+                        item.note += "; removed instead"
         # Directories the run made that only held what was reverted go too (a new
         # .vscode/, .git/hooks/, and their parents the run made), nothing else it made.
         made_set = set(made)
@@ -426,8 +452,9 @@ def _prompt_input(items: list[Held], made_by: str) -> dict[str, Any]:
         "changes": [
             {"path": i.path, "change": i.change, "reason": i.reason, "note": i.note}
             | ({"moved_to": os.path.join(i.root, i.moved_to)} if i.moved_to else {})
-            for i in items
+            for i in items[:PROMPT_ITEMS]
         ],
+        "count": len(items),
         "diff": holding.diff(items),
     }
 
