@@ -15,7 +15,8 @@ import agentd_sandbox
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
-from agentd.changes.service import ChangeTracker, made_by
+from agentd.changes.prompt import made_by
+from agentd.changes.service import ChangeTracker
 from agentd.foundation import logs, metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import SessionNotFound, Unavailable
@@ -243,6 +244,7 @@ class Daemon:
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
         shim_client.FORKSERVER.close()
+        self.services["changes"].stop()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -48,7 +48,7 @@ INFO_DFID_NAME = 2
 INFO_DFID = 3
 INFO_OLD_DFID_NAME = 10
 INFO_NEW_DFID_NAME = 12
-_NAMED = (INFO_DFID_NAME, INFO_OLD_DFID_NAME, INFO_NEW_DFID_NAME)
+NAMED = (INFO_DFID_NAME, INFO_OLD_DFID_NAME, INFO_NEW_DFID_NAME)
 
 METADATA = struct.Struct("<IBBHQii")  # event_len, vers, reserved, metadata_len, mask, fd, pid
 INFO_HEADER = struct.Struct("<BBH")
@@ -71,6 +71,7 @@ INIT_FLAGS = (
 # Records the reader adds to a log (vers 0, which the kernel never uses).
 MARK_END = 1  # the run ended and every event before its end is in the log
 MARK_LOST = 2  # events were lost (queue overflow, log cap): only a scan can tell
+MARK_SYNC = 3  # the host watch: everything queued before the daemon asked is forwarded
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.fanotify_init.argtypes = [ctypes.c_uint, ctypes.c_uint]
@@ -161,9 +162,7 @@ def _event(buf: bytes, pos: int, end: int, mask: int, pid: int) -> Event:
         if length < INFO_HEADER.size or pos + length > end:
             break
         body = buf[pos + INFO_HEADER.size : pos + length]
-        fid, name = _fid(
-            body, named=kind in (INFO_DFID_NAME, INFO_OLD_DFID_NAME, INFO_NEW_DFID_NAME)
-        )
+        fid, name = _fid(body, named=kind in NAMED)
         if kind == INFO_FID:
             fields["obj"] = fid
         elif kind in (INFO_DFID_NAME, INFO_DFID):

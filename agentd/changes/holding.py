@@ -11,6 +11,7 @@ sandbox identity (agentd.fs.identity).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 from collections.abc import Callable
@@ -26,7 +27,6 @@ ADDED, CHANGED, DELETED, MOVED = "added", "changed", "deleted", "moved"
 DIFF_LINES = 240
 FILE_DIFF_LINES = 60
 DIFF_LINE_CHARS = 400
-_GIT_NAMES = frozenset({"config", "config.worktree", "commondir", "gitdir"})
 
 
 @dataclass
@@ -72,34 +72,10 @@ def code_bearing(baseline: Baseline, table: Table, rel: str, *, is_dir: bool = F
     for unit, why in baseline.units.items():
         if rel.startswith(unit + "/"):
             return why
-    gitdir = git_dir_of(baseline, rel)
+    gitdir = walk.git_dir_of(baseline, rel)
     if gitdir is not None and not is_dir:
         return table.in_git_dir(os.path.relpath(rel, gitdir)) or ""
     return ""
-
-
-def git_dir_of(baseline: Baseline, rel: str) -> str | None:
-    """The git directory `rel` would be an entry of (config, hooks/…, info/attributes,
-    objects/info/alternates, commondir, gitdir), if that directory is one: known, named
-    .git, or a repository by its content. None for any other path (no file looked at)."""
-    parts = rel.split("/")
-    if parts[-1] in _GIT_NAMES and len(parts) >= 2:
-        candidate = parts[:-1]
-    elif parts[-2:-1] == ["info"] and parts[-1] == "attributes" and len(parts) >= 3:
-        candidate = parts[:-2]
-    elif parts[-3:] == ["objects", "info", "alternates"] and len(parts) >= 4:
-        candidate = parts[:-3]
-    elif "hooks" in parts[:-1]:
-        last = len(parts) - 2 - parts[-2::-1].index("hooks")
-        candidate = parts[:last]
-    else:
-        return None
-    if not candidate:
-        return None
-    gitdir = "/".join(candidate)
-    if gitdir in baseline.git_dirs or candidate[-1] == ".git":
-        return gitdir
-    return gitdir if walk.is_git_dir(baseline.root, gitdir) else None
 
 
 def find(
@@ -163,7 +139,7 @@ def _judge(baseline: Baseline, table: Table, rel: str, existed: bool | None) -> 
     if after is None:
         assert before is not None
         item = Held(root, rel, DELETED, why, before=before)
-        gitdir = git_dir_of(baseline, rel)
+        gitdir = walk.git_dir_of(baseline, rel)
         if gitdir is not None and files.read_entry(root, os.path.join(gitdir, "HEAD")) is None:
             item.note = "its repository was deleted with it; only the repository can bring it back"
         elif not before.restorable:
@@ -200,6 +176,35 @@ def revert(item: Held) -> None:
     else:
         files.remove(root, rel)
     item.reverted = True
+
+
+def revert_all(baseline: Baseline, table: Table, items: list[Held], made: list[str]) -> None:
+    """Revert `items`; then the directories the run made (`made`, relative) that only
+    held what was reverted: a new .vscode/, .git/hooks/, and their parents it made."""
+    for item in items:
+        try:
+            revert(item)
+        except OSError as exc:
+            item.note = f"it could not be put back ({exc.strerror or exc})"
+            if item.change not in (DELETED, MOVED):
+                # What cannot be restored (a full disk) at least does not stay.
+                with contextlib.suppress(OSError):
+                    files.remove(item.root, item.rel)
+                    item.note += "; removed instead"
+    made_set = set(made)
+    empty: set[str] = {
+        rel
+        for rel in made
+        if os.path.basename(rel) == ".git"
+        or code_bearing(baseline, table, rel, is_dir=True)
+        or code_bearing(baseline, table, f"{rel}/x")  # hooks/, units
+    }
+    for item in items:
+        parent = os.path.dirname(item.moved_to or item.rel)
+        while parent in made_set:
+            empty.add(parent)
+            parent = os.path.dirname(parent)
+    remove_made_dirs(baseline.root, sorted(empty))
 
 
 def remove_made_dirs(root: str, dirs: list[str]) -> None:

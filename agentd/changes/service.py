@@ -23,8 +23,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from agentd.changes import codebearing, fanotify, files, holding, walk
+from agentd.changes import codebearing, fanotify, holding, prompt, walk
 from agentd.changes.holding import Held
+from agentd.changes.host import HostWatch
 from agentd.changes.tracked import Tracked
 from agentd.changes.walk import Baseline
 from agentd.foundation.config import Config
@@ -38,8 +39,6 @@ log = logging.getLogger(__name__)
 # The tool_name of the PermissionRequested that asks a person to keep held changes.
 KEEP_PROMPT = "KeepChanges"
 EVENTS, SCAN = "events", "scan"
-# Held changes listed one by one in a request's input (all are counted, and decided).
-PROMPT_ITEMS = 100
 _Key = tuple[str, FsIdentity | None]
 
 
@@ -66,6 +65,10 @@ class ChangeTracker:
         self._followers: set[asyncio.Future[Any]] = set()
         why_not = events_work() if config.changes_tracking != SCAN else "configured"
         self.mode = EVENTS if not why_not else SCAN
+        # Listed names anyone makes between two looks (events mode; a scan walks anyway).
+        self._host = HostWatch() if self.mode == EVENTS else None
+        self._pending: dict[_Key, set[str]] = {}
+        self._stale: set[_Key] = set()
         if config.changes_tracking == EVENTS and why_not:
             log.warning("changes_tracking = events, but %s: scanning instead", why_not)
         elif why_not and config.changes_tracking == "auto":
@@ -125,17 +128,44 @@ class ChangeTracker:
                 os.close(fd)
 
     async def _refresh(self, root: str, identity: FsIdentity | None) -> None:
+        """Make the baseline of (`root`, `identity`) current: the first time, and when
+        the host watch lost events, or in scan mode, by a walk of the whole tree; else by
+        a look at what it knows and at the listed names that appeared meanwhile."""
         key = (root, identity)
+        await self._host_news(root)
         async with self._lock(key):
             skip = await self._touched_by_others(root)
             old = self._baselines.get(key)
-            if old is None:
+            also = self._pending.pop(key, set())
+            if old is None or key in self._stale or self.mode == SCAN:
+                self._stale.discard(key)
                 fresh = await asyncio.to_thread(call_as, identity, walk.scan, root, self._table)
+                for rel in skip:  # what a running command touched is not known good
+                    fresh.forget(rel)
+                    if old is not None and rel in old.entries:
+                        fresh.record(rel, old.entries[rel], old.reasons[rel])
             else:
                 fresh = await asyncio.to_thread(
-                    call_as, identity, walk.rescan, old, self._table, skip
+                    call_as, identity, walk.rescan, old, self._table, skip, also
                 )
             self._baselines[key] = fresh
+
+    async def _host_news(self, root: str) -> None:
+        """What the host watch saw since the last look, handed to each baseline it
+        concerns; lost events make every baseline walk again."""
+        if self._host is None:
+            return
+        self._host.watch(root)  # before any walk of it: what happens after is seen
+        await self._host.sync()
+        roots = sorted({r for r, _ in self._baselines} | {root})
+        paths, lost = await asyncio.to_thread(self._host.take, roots)
+        if lost:
+            self._stale |= set(self._baselines)
+        for path in paths:
+            for key in self._baselines:
+                prefix = key[0].rstrip("/") + "/"
+                if path.startswith(prefix):
+                    self._pending.setdefault(key, set()).add(path[len(prefix) :])
 
     async def _touched_by_others(self, root: str) -> set[str]:
         """Paths below `root` that runs still going have touched (relative)."""
@@ -189,7 +219,13 @@ class ChangeTracker:
                     )
                     made += new_dirs
                 await asyncio.to_thread(
-                    call_as, tracked.identity, self._revert, baseline, items, made
+                    call_as,
+                    tracked.identity,
+                    holding.revert_all,
+                    baseline,
+                    self._table,
+                    items,
+                    made,
                 )
             held += items
         for item in held:
@@ -220,34 +256,6 @@ class ChangeTracker:
 
         return holding.find(baseline, self._table, touched, [], existed), new_dirs
 
-    def _revert(self, baseline: Baseline, items: list[Held], made: list[str]) -> None:
-        for item in items:
-            try:
-                holding.revert(item)
-            except OSError as exc:
-                item.note = f"it could not be put back ({exc.strerror or exc})"
-                if item.change != holding.DELETED and item.change != holding.MOVED:
-                    # What cannot be restored (a full disk) at least does not stay.
-                    with contextlib.suppress(OSError):
-                        files.remove(item.root, item.rel)
-                        item.note += "; removed instead"
-        # Directories the run made that only held what was reverted go too (a new
-        # .vscode/, .git/hooks/, and their parents the run made), nothing else it made.
-        made_set = set(made)
-        empty: set[str] = {
-            rel
-            for rel in made
-            if os.path.basename(rel) == ".git"
-            or holding.code_bearing(baseline, self._table, rel, is_dir=True)
-            or holding.code_bearing(baseline, self._table, f"{rel}/x")  # hooks/, units
-        }
-        for item in items:
-            parent = os.path.dirname(item.moved_to or item.rel)
-            while parent in made_set:
-                empty.add(parent)
-                parent = os.path.dirname(parent)
-        holding.remove_made_dirs(baseline.root, sorted(empty))
-
     async def decide(
         self,
         session: Session,
@@ -272,8 +280,8 @@ class ChangeTracker:
                 session.id,
                 tool_use_id=tool_use_id,
                 tool_name=KEEP_PROMPT,
-                tool_input=_prompt_input(items, made_by),
-                reasons=_prompt_reasons(items, made_by),
+                tool_input=prompt.prompt_input(items, made_by),
+                reasons=prompt.prompt_reasons(items, made_by),
                 suggested_rule="",
                 cancelled=cancelled,
             )
@@ -283,12 +291,12 @@ class ChangeTracker:
                     "cancelled": "the call was cancelled while waiting",
                 }.get(answer.decided_by, f"{answer.decided_by} refused them")
         if refused:
-            return _notice(items, made_by, f"They stay reverted: {refused}.")
+            return prompt.notice(items, made_by, f"They stay reverted: {refused}.")
         failed = await asyncio.to_thread(call_as, tracked.identity, self._reapply, items)
         verdict = "A person approved them: they are in place now, as the command wrote them."
         if failed:
             verdict += " Except: " + "; ".join(failed) + "."
-        return _notice(items, made_by, verdict)
+        return prompt.notice(items, made_by, verdict)
 
     def _reapply(self, items: list[Held]) -> list[str]:
         failed: list[str] = []
@@ -305,6 +313,11 @@ class ChangeTracker:
             except (OSError, ValueError) as exc:
                 failed.append(f"{item.rel} could not be applied ({exc})")
         return failed
+
+    def stop(self) -> None:
+        """The daemon stops: the host watch with it (runs and tasks end on their own)."""
+        if self._host is not None:
+            self._host.stop()
 
     def close(self, tracked: Tracked, *, keep_log: bool = False) -> None:
         self._active.pop(tracked.id, None)
@@ -435,63 +448,3 @@ class ChangeTracker:
     ) -> None:
         text = await self.decide(session, tracked, items, made_by=made_by, tool_use_id=tool_use_id)
         notify(session.id, text)
-
-
-def made_by(command: str) -> str:
-    """How a held change names the Bash command that made it."""
-    shown = command if len(command) <= 160 else command[:157] + "..."
-    return f"the Bash command `{shown}`"
-
-
-def _prompt_input(items: list[Held], made_by: str) -> dict[str, Any]:
-    first = items[0].path
-    more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
-    return {
-        "file_path": first + more,
-        "made_by": made_by,
-        "changes": [
-            {"path": i.path, "change": i.change, "reason": i.reason, "note": i.note}
-            | ({"moved_to": os.path.join(i.root, i.moved_to)} if i.moved_to else {})
-            for i in items[:PROMPT_ITEMS]
-        ],
-        "count": len(items),
-        "diff": holding.diff(items),
-    }
-
-
-def _prompt_reasons(items: list[Held], made_by: str) -> list[str]:
-    lines = [
-        f"keep these changes? {made_by} changed files that make code run later, outside "
-        "the sandbox, as you; they were reverted, and are applied exactly as shown only "
-        "if you say yes:"
-    ]
-    groups: dict[tuple[str, str, str], list[Held]] = {}
-    for item in items:
-        key = (os.path.dirname(item.rel), item.change, item.reason)
-        groups.setdefault(key if not item.note else (item.rel, "", ""), []).append(item)
-    for members in groups.values():
-        first = members[0]
-        tool = first.reason.split(":", 1)[0]
-        if len(members) > 3:
-            where = os.path.dirname(first.rel) or "."
-            lines.append(f"{where}/: {len(members)} files {first.change}, read by {tool}")
-            continue
-        for item in members:
-            note = f" ({item.note})" if item.note else ""
-            lines.append(f"{item.describe()}, read by {tool}{note}")
-    return lines
-
-
-def _notice(items: list[Held], made_by: str, verdict: str) -> str:
-    listed = "\n".join(
-        f"  - {i.path} ({'moved to ' + i.moved_to if i.moved_to else i.change}): "
-        f"{i.reason}" + (f" [{i.note}]" if i.note else "")
-        for i in items
-    )
-    return (
-        f"agentd held {len(items)} change(s) {made_by} made to files that make code run "
-        "later outside the sandbox (git configs and hooks, editor and agent settings, "
-        f"package-manager and shell configuration). They were reverted at once:\n{listed}\n"
-        f"{verdict} Do not try to make these changes another way; if one is needed, ask "
-        "the user to make or approve it."
-    )

@@ -29,6 +29,9 @@ MAX_ENTRIES = 20_000
 MAX_CONTENT_BYTES = 64 * 1024 * 1024
 NEST_DEPTH = 6
 _GIT_ROOT_ENTRIES = ("config", "config.worktree", "commondir", "gitdir")
+_GIT_NAMES = frozenset(_GIT_ROOT_ENTRIES)
+# Names whose appearance makes their directory a repository (by its content).
+_GIT_MAKERS = frozenset({"HEAD", "objects", "refs", "commondir"})
 _GIT_DEEP_ENTRIES = ("info/attributes", "objects/info/alternates")
 _PLAIN, _UNIT, _GIT, _NEST = "plain", "unit", "git", "nest"
 
@@ -83,7 +86,9 @@ def scan(root: str, table: Table) -> Baseline:
     return baseline
 
 
-def rescan(baseline: Baseline, table: Table, skip: set[str]) -> Baseline:
+def rescan(
+    baseline: Baseline, table: Table, skip: set[str], also: set[str] | None = None
+) -> Baseline:
     """A fresh baseline of what `baseline` knows: its git directories and units walked
     again, its other entries and the listed names at the root looked at again (a stat
     each; content re-read only when the stat changed). Paths in `skip` keep their old
@@ -101,6 +106,8 @@ def rescan(baseline: Baseline, table: Table, skip: set[str]) -> Baseline:
     for rel in [*table.sandbox_names(), ".git", ".gitmodules"]:
         if rel not in fresh.entries and rel not in fresh.units and rel not in fresh.git_dirs:
             _look(fresh, table, rel)
+    for rel in sorted(also or ()):  # named by the host watch since the last look
+        _look_new(fresh, table, rel)
     add_config_paths(fresh, table)
     for rel in skip:
         fresh.forget(rel)
@@ -149,11 +156,54 @@ def _look(baseline: Baseline, table: Table, rel: str, why: str = "") -> None:
         baseline.record(rel, entry, reason)
 
 
+def _look_new(baseline: Baseline, table: Table, rel: str) -> None:
+    """A path the host watch saw with a listed name: a file or unit the list names, an
+    entry of a git directory, or a directory that became a repository."""
+    name = os.path.basename(rel)
+    if name in _GIT_MAKERS:
+        parent = os.path.dirname(rel)
+        if parent and parent not in baseline.git_dirs and is_git_dir(baseline.root, parent):
+            _walk(baseline, table, parent, _GIT, "")
+        return
+    if rel in baseline.entries or any(rel.startswith(u + "/") for u in baseline.units):
+        return  # walked already
+    gitdir = git_dir_of(baseline, rel)
+    if gitdir is not None:
+        if gitdir not in baseline.git_dirs:
+            _walk(baseline, table, gitdir, _GIT, "")
+        return
+    _look(baseline, table, rel)
+
+
 def is_git_dir(root: str, rel: str) -> bool:
     """A bare repository's or a linked worktree's git directory (by its content)."""
     return files.is_dir_holding(root, rel, ("HEAD", "objects", "refs")) or files.is_dir_holding(
         root, rel, ("HEAD", "commondir")
     )
+
+
+def git_dir_of(baseline: Baseline, rel: str) -> str | None:
+    """The git directory `rel` would be an entry of (config, hooks/…, info/attributes,
+    objects/info/alternates, commondir, gitdir), if that directory is one: known, named
+    .git, or a repository by its content. None for any other path (no file looked at)."""
+    parts = rel.split("/")
+    if parts[-1] in _GIT_NAMES and len(parts) >= 2:
+        candidate = parts[:-1]
+    elif parts[-2:-1] == ["info"] and parts[-1] == "attributes" and len(parts) >= 3:
+        candidate = parts[:-2]
+    elif parts[-3:] == ["objects", "info", "alternates"] and len(parts) >= 4:
+        candidate = parts[:-3]
+    elif "hooks" in parts[:-1]:
+        last = len(parts) - 2 - parts[-2::-1].index("hooks")
+        candidate = parts[:last]
+    else:
+        return None
+    if not candidate:
+        return None
+    gitdir = "/".join(candidate)
+    if gitdir in baseline.git_dirs or candidate[-1] == ".git":
+        return gitdir
+    return gitdir if is_git_dir(baseline.root, gitdir) else None
 
 
 def _walk(baseline: Baseline, table: Table, start: str, mode: str, why: str) -> None:

@@ -27,8 +27,9 @@ def sid(client: Client, workspace: Path) -> str:
 
 
 @pytest.fixture
-def existing(workspace: Path) -> Path:
-    """The person's nested repository config and agent settings, below the root."""
+def existing(sid: str, workspace: Path) -> Path:
+    """The person's nested repository config and agent settings, below the root, made
+    after the session was (its first walk may have missed them: the host watch tells)."""
     (workspace / "vendor" / "lib" / ".git").mkdir(parents=True)
     (workspace / "vendor" / "lib" / ".git" / "config").write_bytes(NESTED_CONFIG)
     (workspace / "app" / ".claude").mkdir(parents=True)

@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any, ClassVar
 
-from agentd.changes.service import made_by
+from agentd.changes.prompt import made_by
 from agentd.changes.tracked import Tracked
 from agentd.foundation import metrics
 from agentd.foundation.errors import InputError, ToolError
