@@ -174,9 +174,8 @@ class ChangeTracker:
         for other in list(self._active.values()):
             if root not in other.roots:
                 continue
-            if other.events:
-                await asyncio.to_thread(other.collect)
-            out |= {p[len(prefix) :] for p in other.changes.paths() if p.startswith(prefix)}
+            paths = await asyncio.to_thread(other.touched_paths)
+            out |= {p[len(prefix) :] for p in paths if p.startswith(prefix)}
         return out
 
     def _lock(self, key: _Key) -> asyncio.Lock:
@@ -188,12 +187,8 @@ class ChangeTracker:
         returned, with what the run wrote, for `decide`. `final`: the run has ended, so
         its log must end with the reader's end mark (a reader killed before it drained
         may have missed events: then the roots are scanned)."""
-        if tracked.events:
-            await asyncio.to_thread(tracked.collect)
-        touched = tracked.changes.take_touched()
-        moves = tracked.take_moves()
-        whole = tracked.changes.complete and (tracked.changes.ended or not final)
-        by_events = tracked.events and whole
+        taken = await asyncio.to_thread(tracked.take)
+        by_events = tracked.events and taken.complete and (taken.ended or not final)
         held: list[Held] = []
         for root in tracked.roots:
             key = (root, tracked.identity)
@@ -201,7 +196,7 @@ class ChangeTracker:
                 baseline = self._baselines.get(key)
                 if baseline is None:
                     continue
-                made = [p[len(root) + 1 :] for p in tracked.changes.made_dirs() if p != root]
+                made = [p[len(root) + 1 :] for p in taken.made_dirs if p.startswith(root + "/")]
                 if by_events:
                     items = await asyncio.to_thread(
                         call_as,
@@ -209,9 +204,9 @@ class ChangeTracker:
                         holding.find,
                         baseline,
                         self._table,
-                        touched,
-                        moves,
-                        tracked.changes.existed_before,
+                        taken.touched,
+                        taken.moves,
+                        taken.existed_before,
                     )
                 else:
                     items, new_dirs = await asyncio.to_thread(
@@ -347,12 +342,12 @@ class ChangeTracker:
         roots = [os.path.realpath(r) for r in session.workspace_roots]
         tracked = Tracked(task_id, session.id, roots, identity, log_path=path, log=fd)
         tracked.events = True
-        await asyncio.to_thread(tracked.collect)
+        touched_before = await asyncio.to_thread(tracked.touched_paths)
         for root in roots:
             await self._refresh(root, identity)
             baseline = self._baselines[(root, identity)]
             prefix = root.rstrip("/") + "/"
-            for touched in tracked.changes.paths():
+            for touched in touched_before:
                 if touched.startswith(prefix):
                     baseline.forget(touched[len(prefix) :])
         self._active[tracked.id] = tracked

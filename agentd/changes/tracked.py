@@ -18,6 +18,21 @@ from agentd.fs.identity import FsIdentity
 _READ = 4 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class Taken:
+    """What a run changed since the last take, as one consistent snapshot."""
+
+    touched: set[str]
+    moves: list[tuple[str, str]]
+    complete: bool  # no event was lost
+    ended: bool  # the reader's end mark was the last record
+    made_dirs: list[str]
+    existed: dict[str, bool | None]  # for each touched path: did it exist before the run
+
+    def existed_before(self, path: str) -> bool | None:
+        return self.existed.get(path)
+
+
 @dataclass
 class Tracked:
     """A run whose changes are followed: `events` when its shim's reader writes its log,
@@ -36,6 +51,8 @@ class Tracked:
     _offset: int = 0
     _moves_seen: int = 0
     _resolver: Resolver | None = None
+    # Held while the change set is read or changed: by worker threads only (collect can
+    # take a while on a long log; the event loop must never wait for it).
     _reading: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -81,11 +98,27 @@ class Tracked:
             self.changes.add(events, self._resolver)
             got = True
 
-    def take_moves(self) -> list[tuple[str, str]]:
-        """Directory renames since the last call."""
-        moves = self.changes.moves[self._moves_seen :]
-        self._moves_seen = len(self.changes.moves)
-        return moves
+    def take(self) -> Taken:
+        """Read the log on, and take what changed since the last take (a worker
+        thread's job)."""
+        with self._reading:
+            if self.events:
+                self._collect()
+            changes = self.changes
+            touched = changes.take_touched()
+            moves = changes.moves[self._moves_seen :]
+            self._moves_seen = len(changes.moves)
+            existed = {p: changes.existed_before(p) for p in touched}
+            return Taken(
+                touched, moves, changes.complete, changes.ended, changes.made_dirs(), existed
+            )
+
+    def touched_paths(self) -> list[str]:
+        """Every path the run touched so far, the log read on (a worker thread's job)."""
+        with self._reading:
+            if self.events:
+                self._collect()
+            return self.changes.paths()
 
     def close(self, *, keep_log: bool = False) -> None:
         """Let go of the run; its log goes too unless `keep_log` (a task that outlives
