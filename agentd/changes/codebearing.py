@@ -40,6 +40,7 @@ class GitRule:
     parts: tuple[str, ...]
     whole: bool
     reason: str
+    exclude: tuple[str, ...] = ()  # fnmatch patterns of a last component that do not count
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +126,8 @@ class Table:
         comps = _components(rel_in_git)
         for rule in self.git:
             n = len(rule.parts)
+            if comps and any(fnmatch.fnmatchcase(comps[-1], x) for x in rule.exclude):
+                continue
             if rule.whole and tuple(comps[:n]) == rule.parts:
                 return f"git: {rule.reason}"
             if not rule.whole and tuple(comps) == rule.parts:
@@ -201,8 +204,12 @@ def _name_rule(raw: dict[str, object]) -> NameRule:
 
 def _git_rule(raw: dict[str, object]) -> GitRule:
     path = str(raw["path"])
+    exclude = raw.get("except", [])
     return GitRule(
-        tuple(_components(path.removesuffix("/**"))), path.endswith("/**"), str(raw["reason"])
+        tuple(_components(path.removesuffix("/**"))),
+        path.endswith("/**"),
+        str(raw["reason"]),
+        tuple(str(x) for x in exclude) if isinstance(exclude, list) else (),
     )
 
 

@@ -69,12 +69,12 @@ def code_bearing(baseline: Baseline, table: Table, rel: str, *, is_dir: bool = F
         return match.reason
     if rel in baseline.extra_files:
         return baseline.extra_files[rel]
+    gitdir = walk.git_dir_of(baseline, rel)
+    if gitdir is not None:  # inside a git dir only its listed entries count
+        return "" if is_dir else table.in_git_dir(os.path.relpath(rel, gitdir)) or ""
     for unit, why in baseline.units.items():
         if rel.startswith(unit + "/"):
             return why
-    gitdir = walk.git_dir_of(baseline, rel)
-    if gitdir is not None and not is_dir:
-        return table.in_git_dir(os.path.relpath(rel, gitdir)) or ""
     return ""
 
 

@@ -58,15 +58,18 @@ def prompt_reasons(items: list[Held], made_by: str) -> list[str]:
 
 
 def notice(items: list[Held], made_by: str, verdict: str) -> str:
+    """The model's account: each path and its change, then why each kind counts."""
     listed = "\n".join(
-        f"  - {i.path} ({'moved to ' + i.moved_to if i.moved_to else i.change}): "
-        f"{i.reason}" + (f" [{i.note}]" if i.note else "")
+        f"  - {i.path} ({'moved to ' + i.moved_to if i.moved_to else i.change})"
+        + (f" [{i.note}]" if i.note else "")
         for i in items
     )
+    why = "\n".join(f"  {reason}" for reason in dict.fromkeys(i.reason for i in items))
     return (
         f"agentd held {len(items)} change(s) {made_by} made to files that make code run "
         "later outside the sandbox (git configs and hooks, editor and agent settings, "
         f"package-manager and shell configuration). They were reverted at once:\n{listed}\n"
+        f"Why they count:\n{why}\n"
         f"{verdict} Do not try to make these changes another way; if one is needed, ask "
         "the user to make or approve it."
     )

@@ -33,7 +33,7 @@ _GIT_NAMES = frozenset(_GIT_ROOT_ENTRIES)
 # Names whose appearance makes their directory a repository (by its content).
 _GIT_MAKERS = frozenset({"HEAD", "objects", "refs", "commondir"})
 _GIT_DEEP_ENTRIES = ("info/attributes", "objects/info/alternates")
-_PLAIN, _UNIT, _GIT, _NEST = "plain", "unit", "git", "nest"
+_PLAIN, _UNIT, _GIT, _NEST, _HOOKS = "plain", "unit", "git", "nest", "hooks"
 
 
 @dataclass
@@ -259,6 +259,12 @@ def _list(
             else:
                 _keep(baseline, fd, name, prefix + name, why)
             continue
+        if mode == _HOOKS:  # a git dir's hooks/: what the list counts there (not *.sample)
+            if is_dir:
+                _push(stack, fd, name, prefix + name, _HOOKS, why, depth + 1)
+            elif hook_why := table.in_git_dir(f"hooks/{name}"):
+                _keep(baseline, fd, name, prefix + name, hook_why)
+            continue
         if not table.may_match(name):
             if is_dir:
                 _push(stack, fd, name, prefix + name, _PLAIN, "", depth + 1)
@@ -311,9 +317,7 @@ def _git_entries(
                     baseline.record(os.path.join(rel, sub), entry, table.in_git_dir(sub) or "")
     if "hooks" in names:
         hooks = os.path.join(rel, "hooks")
-        why = table.in_git_dir("hooks/x") or ""
-        baseline.units[hooks] = why
-        _push(stack, fd, "hooks", hooks, _UNIT, why, depth + 1)
+        _push(stack, fd, "hooks", hooks, _HOOKS, "", depth + 1)
     for nested in ("modules", "worktrees"):
         if nested in names:
             _push(stack, fd, nested, os.path.join(rel, nested), _NEST, "", depth + 1)

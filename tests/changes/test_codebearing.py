@@ -48,7 +48,8 @@ def test_a_git_directory_counts_by_its_entries_not_its_name() -> None:
     for entry in ("config", "config.worktree", "hooks/pre-commit", "info/attributes",
                   "objects/info/alternates", "commondir", "gitdir"):  # fmt: skip
         assert t.in_git_dir(entry), entry
-    for entry in ("index", "HEAD", "refs/heads/config", "objects/ab/cdef", "info/exclude"):
+    for entry in ("index", "HEAD", "refs/heads/config", "objects/ab/cdef", "info/exclude",
+                  "hooks/pre-commit.sample"):  # fmt: skip
         assert t.in_git_dir(entry) is None, entry
 
 

@@ -33,6 +33,7 @@ def test_a_walk_finds_them_at_any_depth_and_follows_no_link(root: Path) -> None:
     git("-C", str(root), "config", "include.path", "../shared.gitconfig")
     git("init", "-q", str(root / "vendor" / "lib"))
     git("init", "-q", "--bare", str(root / "mirror.git"))
+    (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
     (root / "tools" / "hooks").mkdir(parents=True)
     (root / "tools" / "hooks" / "pre-push").write_text("#!/bin/sh\n")
     (root / "tools" / "fsmon.sh").write_text("#!/bin/sh\n")
@@ -53,7 +54,7 @@ def test_a_walk_finds_them_at_any_depth_and_follows_no_link(root: Path) -> None:
     found = set(b.entries)
     for rel in (
         ".git/config",
-        ".git/hooks/pre-commit.sample",
+        ".git/hooks/pre-commit",
         "vendor/lib/.git/config",
         "mirror.git/config",
         "tools/hooks/pre-push",
@@ -65,7 +66,7 @@ def test_a_walk_finds_them_at_any_depth_and_follows_no_link(root: Path) -> None:
     ):
         assert rel in found, rel
     assert not any(r.startswith("link/") for r in found)
-    assert not any(r.endswith(("HEAD", "description", "index")) for r in found)
+    assert not any(r.endswith(("HEAD", "description", "index", ".sample")) for r in found)
     assert {".git", "vendor/lib/.git", "mirror.git"} <= b.git_dirs
 
 
