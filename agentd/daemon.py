@@ -25,7 +25,7 @@ from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
 from agentd.fs.identity import FsIdentity
 from agentd.fs.temp_ledger import TempLedger
-from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore, parse_rule
+from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import Task, TaskManager
 from agentd.sandboxing import policy as sandbox_policy
@@ -35,6 +35,7 @@ from agentd.sessions.store import Store
 from agentd.shim import client as shim_client
 from agentd.shim.adopt import readopt
 from agentd.tools import default_registry
+from agentd.tools.services import Services
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -71,41 +72,39 @@ class Daemon:
         )
         outputs = Outputs(config, self.store)
         self.reaper = Reaper(config, self.sessions, self.tasks, outputs)
-        self.services: dict[str, Any] = {
-            "config": config,
-            "tasks": self.tasks,
-            "outputs": outputs,
-            "reaper": self.reaper,
-            "on_todos_changed": self._todos_changed,
-            "on_cwd_changed": self._cwd_changed,
-            "sandbox_report": _sandbox_report(),
-        }
+        self.outputs = outputs
+        self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
+        self.changes = ChangeTracker(config, asker)
+        self.services = Services(
+            config=config,
+            tasks=self.tasks,
+            outputs=outputs,
+            on_todos_changed=self._todos_changed,
+            on_cwd_changed=self._cwd_changed,
+            changes=self.changes,
+        )
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
-        asker = Asker(self.sessions, config.permission_timeout_seconds)
         settings = SettingsLoader(config, TrustStore(config, self.store))
+        self.permissions = PermissionEngine(config, self.sessions, asker, settings=settings)
         self.executor = Executor(
-            default_registry(),
-            self.sessions,
-            config,
-            PermissionEngine(config, self.sessions, asker, settings=settings),
-            services=self.services,
+            default_registry(), self.sessions, config, self.permissions, services=self.services
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
         # Last: once its calls and tasks have ended, its temp dir goes.
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_create.append(self.reaper.on_create)
-        self.services["asker"] = asker
-        self.services["changes"] = ChangeTracker(config, asker)
         self.sessions.on_create.append(self._index_changes)
-        self.services["trust"] = self.executor.permissions.approvals
-        self.services["parse_rule"] = parse_rule
         self.servicer = Servicer(
             self.sessions,
             self.executor,
             socket_path=config.socket_path,
             state_dir=config.state_dir,
             services=self.services,
+            asker=asker,
+            approvals=self.permissions.approvals,
+            reaper=self.reaper,
+            sandbox_report=_sandbox_report(),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
@@ -124,7 +123,7 @@ class Daemon:
             ident = sandbox_policy.run_as(session, self.config)
         except OSError:
             return  # its first call says why its workspace cannot be used
-        self.services["changes"].prepare(session, FsIdentity(*ident) if ident else None)
+        self.changes.prepare(session, FsIdentity(*ident) if ident else None)
 
     async def _follow_changes(self, task: Task, run: Any) -> None:
         """A task taken over: its changes are followed again (agentd/changes/)."""
@@ -133,7 +132,7 @@ class Daemon:
         except SessionNotFound:
             return
         ident = sandbox_policy.run_as(session, self.config)
-        await self.services["changes"].readopt(
+        await self.changes.readopt(
             session,
             FsIdentity(*ident) if ident else None,
             run.done,
@@ -161,12 +160,8 @@ class Daemon:
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         started = time.monotonic()
-        adopted = await readopt(
-            self.tasks, self.services["outputs"], self._session_open, self._follow_changes
-        )
-        self.services["changes"].sweep(
-            {t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)}
-        )
+        adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
+        self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
         self.server = Server(self.config, self.servicer)
@@ -196,7 +191,7 @@ class Daemon:
             f"serving on unix:{self.config.socket_path}; sessions {len(self.sessions.list())}, "
             f"calls running {self.executor.running_count}, "
             f"tasks running {self.tasks.running_count()}, "
-            f"asks pending {self.services['asker'].pending_count}, "
+            f"asks pending {self.asker.pending_count}, "
             f"calls served {metrics.calls_served()}"
         )
 
@@ -217,9 +212,8 @@ class Daemon:
         for key in live:
             setattr(self.config, key, getattr(new, key))
         settings.config = self.config
-        if isinstance(self.executor.permissions, PermissionEngine):
-            self.executor.permissions.settings = settings
-            self.executor.permissions.approvals.settings = settings
+        self.permissions.settings = settings
+        self.permissions.approvals.settings = settings
         logs.set_level(self.config.log_level)
         self.notifier.reloaded(self.status_line())
         summary = "reloaded: " + (", ".join(live) if live else "nothing changed")
@@ -244,7 +238,7 @@ class Daemon:
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
         shim_client.FORKSERVER.close()
-        self.services["changes"].stop()
+        self.changes.stop()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -20,25 +20,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import dataclasses
 import os
 import resource
 import shutil
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 from _common import percentile, workspace
 
 from agentd.changes import codebearing, fanotify, walk
 from agentd.changes.service import ChangeTracker
-from agentd.foundation.config import Config
 from agentd.permissions.asker import Asker
-from agentd.runs.tasks import TaskManager
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
 from agentd.shim import client as shim_client
 from agentd.tools.base import ToolContext
 from agentd.tools.bash.tool import BashTool
+from tests.support.services import config_under, make_services
 
 UID = 65534
 
@@ -56,25 +58,33 @@ def make_tree(root: str, files: int) -> None:
     subprocess.run(["chown", "-R", f"{UID}:{UID}", root], check=True)
 
 
+class Untracked(ChangeTracker):
+    """The baseline row: the same Bash tool, its calls followed by no tracker."""
+
+    async def begin(self, session: Session, identity: object) -> None:  # type: ignore[override]
+        return None
+
+
 class Harness:
     """The Bash tool called as the executor would, with or without a tracker."""
 
     def __init__(self, ws: str, state: str, tracking: str) -> None:
-        self.config = Config(
-            socket_path=os.path.join(state, "s.sock"),
-            state_dir=os.path.join(state, tracking),
-            changes_tracking=tracking if tracking != "none" else "auto",
+        self.config = config_under(
+            Path(state) / tracking, changes_tracking=tracking if tracking != "none" else "auto"
         )
         os.makedirs(self.config.state_dir, mode=0o700, exist_ok=True)
         self.store = Store(os.path.join(self.config.state_dir, "a.db"))
-        sessions = SessionManager(self.store, self.config)
-        self.services: dict[str, object] = {
-            "tasks": TaskManager(self.store, lambda *a: None, 600),
-            "config": self.config,
-        }
-        if tracking != "none":
-            self.services["changes"] = ChangeTracker(self.config, Asker(sessions, 60))
+        self.services = make_services(self.config, self.store)
+        if tracking == "none":
+            asker = Asker(SessionManager(self.store, self.config), 60)
+            self.services = dataclasses.replace(
+                self.services, changes=Untracked(self.config, asker)
+            )
         self.session = Session(id=f"s-{tracking}", workspace_roots=[ws], cwd=ws)
+
+    @property
+    def tracker(self) -> ChangeTracker:
+        return self.services.changes
 
     async def call(self, command: str) -> None:
         async def progress(**kw: object) -> None:
@@ -87,7 +97,7 @@ class Harness:
             progress=progress,
             services=self.services,
         )
-        ctx.sandbox = "normal"
+        ctx.sandbox = SandboxMode.NORMAL
         result = await BashTool().call({"command": command}, ctx)
         text = result.text_content()
         assert not result.is_error and "held" not in text, text
@@ -154,8 +164,8 @@ async def main_async(args: argparse.Namespace) -> None:
         count = sum(len(f) for _, _, f in os.walk(ws))
         print(f"workspace {ws}: {count} files (made in {made:.1f}s)")
         harnesses = {name: Harness(ws, state, name) for name in ("none", "events", "scan")}
-        tracker = harnesses["events"].services["changes"]
-        assert isinstance(tracker, ChangeTracker) and tracker.mode == "events", "needs root"
+        tracker = harnesses["events"].tracker
+        assert tracker.mode == "events", "needs root"
 
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         t0 = time.perf_counter()

@@ -81,18 +81,25 @@ def _in_process(ws: str, path: str, warm: int, n: int) -> dict[str, list[float]]
     async def run() -> dict[str, list[float]]:
         tool = default_registry().get("Read")
         assert tool is not None
-        session = Session(id="s-bench", workspace_roots=[ws], cwd=ws, home=state)
-        ctx = ToolContext(session=session, tool_use_id="toolu_1", state_dir=state, progress=nothing)
-
-        async def direct() -> None:
-            result = await tool.call({"file_path": path}, ctx)
-            assert not result.is_error, result
-
         config = Config(
             socket_path=os.path.join(state, "run", "agentd.sock"),
             state_dir=os.path.join(state, "daemon"),
         )
         d = Daemon(config)
+        session = Session(id="s-bench", workspace_roots=[ws], cwd=ws, home=state)
+        # The daemon's own Services: the tool alone does the file work the daemon does.
+        ctx = ToolContext(
+            session=session,
+            tool_use_id="toolu_1",
+            state_dir=state,
+            progress=nothing,
+            services=d.services,
+        )
+
+        async def direct() -> None:
+            result = await tool.call({"file_path": path}, ctx)
+            assert not result.is_error, result
+
         s = d.sessions.create([ws], permission_mode="bypassPermissions")
 
         async def executor() -> None:

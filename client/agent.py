@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agentd_client import conversation as conv
 from agentd_client._calls import ToolResult
@@ -63,6 +63,14 @@ class Outcome:
     turns: int
     usage: pb.AgentUsage
     text: str  # the last assistant message's text
+
+
+@dataclass
+class _Progress:
+    """How far a run got, kept by its turns so a stop can report it."""
+
+    turns: int = 0
+    text: str = ""  # the last assistant message's text
 
 
 class Interrupted(Exception):
@@ -124,7 +132,7 @@ class LiveText:
                 self._q.task_done()
 
 
-class Printer:
+class Printer(Protocol):
     """What the loop shows its own terminal; the command picks a human or a JSON one."""
 
     def text(self, turn: int, text: str) -> None: ...
@@ -184,7 +192,7 @@ class AgentLoop:
         done = resume.turns if resume else 0
         conv.add_user_text(messages, prompt)
         usage = pb.AgentUsage()
-        state = {"turns": 0, "text": ""}
+        state = _Progress()
         live = LiveText(self._record, cid)
         try:
             self._record(conv.prompt_event(cid, prompt, self.settings.model))
@@ -192,16 +200,16 @@ class AgentLoop:
             reason = self._turns(cid, messages, system, done, usage, state, live)
         except KeyboardInterrupt:
             live.close()
-            outcome = Outcome(cid, "interrupted", state["turns"], usage, state["text"])
+            outcome = Outcome(cid, "interrupted", state.turns, usage, state.text)
             self._stop(outcome, "stopped by the person (Ctrl-C)")
             raise Interrupted(outcome) from None
         except BaseException as exc:
             live.close()
-            outcome = Outcome(cid, "error", state["turns"], usage, state["text"])
+            outcome = Outcome(cid, "error", state.turns, usage, state.text)
             self._stop(outcome, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             raise
         live.close()
-        outcome = Outcome(cid, reason, state["turns"], usage, state["text"])
+        outcome = Outcome(cid, reason, state.turns, usage, state.text)
         self._stop(outcome)
         return outcome
 
@@ -223,16 +231,16 @@ class AgentLoop:
         system: str,
         done: int,
         usage: pb.AgentUsage,
-        state: dict[str, Any],
+        state: _Progress,
         live: LiveText,
     ) -> str:
         s = self.settings
         while True:
-            if state["turns"] >= s.max_turns:
+            if state.turns >= s.max_turns:
                 return "max_turns"
             if s.budget and conv.total_tokens(usage) >= s.budget:
                 return "budget"
-            turn = done + state["turns"] + 1
+            turn = done + state.turns + 1
             tools, blocks, sent = _with_cache(self.tools, system, messages)
             request = {
                 "model": s.model,
@@ -247,10 +255,10 @@ class AgentLoop:
                     self.printer.text(turn, value)
                 else:
                     reply = value
-            state["turns"] += 1
+            state.turns += 1
             live.flush()  # the deltas before the message
             content = conv.content_dicts(reply.content)
-            state["text"] = "".join(b["text"] for b in content if b["type"] == "text")
+            state.text = "".join(b["text"] for b in content if b["type"] == "text")
             turn_usage = conv.usage_pb(reply.usage)
             conv.add_usage(usage, turn_usage)
             event = conv.message_event(

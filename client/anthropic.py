@@ -59,6 +59,7 @@ def _answer(result: ToolResult) -> list[dict[str, Any]]:
     """What the runner sends back: the content, or a ToolError (is_error) with it."""
     content = _content(result)
     if result.is_error:
+        # The blocks are the SDK's content block shapes as plain dicts, not its TypedDicts.
         raise ToolError(content or "the tool call failed")  # type: ignore[arg-type]
     return content
 

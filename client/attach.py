@@ -50,11 +50,11 @@ class _Running:
     last_line: str = ""
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
+        n /= 1024
     return f"{n} B"
 
 
@@ -278,13 +278,14 @@ class AttachView:
                 if not history:
                     self.status.running[x.tool_use_id] = _Running(x.name, str(what), e.time_ms)
             case "progress":
-                x = e.progress
-                r = self.status.running.get(x.tool_use_id)
+                progress = e.progress
+                r = self.status.running.get(progress.tool_use_id)
                 if r is not None:
-                    r.size, r.last_line = x.output_size, x.last_line
-                if x.output_id and not self.follower.following(x.output_id):
-                    self.call_outputs[x.tool_use_id] = x.output_id
-                    self.follower.follow(x.output_id)
+                    r.size, r.last_line = progress.output_size, progress.last_line
+                output_id = progress.output_id
+                if output_id and not self.follower.following(output_id):
+                    self.call_outputs[progress.tool_use_id] = output_id
+                    self.follower.follow(output_id)
             case "call_finished":
                 tool_use_id = e.call_finished.result.tool_use_id
                 self.status.running.pop(tool_use_id, None)
@@ -303,14 +304,14 @@ class AttachView:
                 if not history:
                     self._prompt()
             case "permission_resolved":
-                x = e.permission_resolved
-                self.pending.pop(x.request_id, None)
-                if self.current == x.request_id:
+                resolved = e.permission_resolved
+                self.pending.pop(resolved.request_id, None)
+                if self.current == resolved.request_id:
                     self.current = None
                     stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
                     print(
-                        f"\n(withdrawn: answered {x.decision} ({x.scope}) by {x.decided_by} "
-                        f"at {stamp})",
+                        f"\n(withdrawn: answered {resolved.decision} ({resolved.scope}) "
+                        f"by {resolved.decided_by} at {stamp})",
                         flush=True,
                     )
                     self._resume_live()

@@ -99,7 +99,7 @@ def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
     return OK
 
 
-def _ago(ms: int) -> str:
+def _ago(ms: float) -> str:
     seconds = max(0, time.time() - ms / 1000)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:

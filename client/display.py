@@ -61,20 +61,21 @@ def describe_event(e: pb.Event) -> str:
             x = e.call_started
             return f"{head} ▶ {x.name} {input_text(x)} ({x.tool_use_id})"
         case "progress":
-            x = e.progress
-            size = f" {x.output_size} bytes" if x.output_id else ""
-            return f"{head}   … {x.message or 'running'}{size} {x.elapsed_ms / 1000:.1f}s"
+            progress = e.progress
+            size = f" {progress.output_size} bytes" if progress.output_id else ""
+            running = progress.message or "running"
+            return f"{head}   … {running}{size} {progress.elapsed_ms / 1000:.1f}s"
         case "call_finished":
-            x = e.call_finished
-            mark = "✗" if x.result.is_error else "✓"
-            text = "".join(b.text for b in x.result.content if b.type == "text")
+            finished = e.call_finished
+            mark = "✗" if finished.result.is_error else "✓"
+            text = "".join(b.text for b in finished.result.content if b.type == "text")
             first = text.strip().splitlines()[0][:160] if text.strip() else ""
-            return f"{head} {mark} {x.name} {x.duration_ms}ms {first}"
+            return f"{head} {mark} {finished.name} {finished.duration_ms}ms {first}"
         case "todos_changed":
             lines = [f"{head} todos:"]
-            for t in e.todos_changed.todos:
-                box = {"completed": "[x]", "in_progress": "[~]"}.get(t.status, "[ ]")
-                lines.append(f"    {box} {t.content}")
+            for todo in e.todos_changed.todos:
+                box = {"completed": "[x]", "in_progress": "[~]"}.get(todo.status, "[ ]")
+                lines.append(f"    {box} {todo.content}")
             return "\n".join(lines)
         case "task_started":
             t = e.task_started.task
@@ -84,20 +85,23 @@ def describe_event(e: pb.Event) -> str:
             code = f" with exit code {t.exit_code}" if t.has_exit_code else ""
             return f"{head} task {t.id} {t.status}{code}"
         case "permission_requested":
-            x = e.permission_requested
-            reasons = "; ".join(x.reasons)
+            asked = e.permission_requested
+            reasons = "; ".join(asked.reasons)
             return (
-                f"{head} ? permission for {x.tool_name} {input_text(x)}"
-                f"{' — ' + reasons if reasons else ''} (request {x.request_id})"
+                f"{head} ? permission for {asked.tool_name} {input_text(asked)}"
+                f"{' — ' + reasons if reasons else ''} (request {asked.request_id})"
             )
         case "permission_resolved":
-            x = e.permission_resolved
-            return f"{head} permission {x.request_id}: {x.decision} ({x.scope}) by {x.decided_by}"
-        case "permission_decided":
-            x = e.permission_decided
+            resolved = e.permission_resolved
             return (
-                f"{head} {x.behavior} {x.tool_name} by {x.decided_by}"
-                f"{': ' + x.reason if x.reason else ''}"
+                f"{head} permission {resolved.request_id}: {resolved.decision} "
+                f"({resolved.scope}) by {resolved.decided_by}"
+            )
+        case "permission_decided":
+            decided = e.permission_decided
+            return (
+                f"{head} {decided.behavior} {decided.tool_name} by {decided.decided_by}"
+                f"{': ' + decided.reason if decided.reason else ''}"
             )
         case "cwd_changed":
             return f"{head} cwd {e.cwd_changed.previous} -> {e.cwd_changed.cwd}"

@@ -201,7 +201,7 @@ def need(module: str, extra: str, what: str) -> None:
         ) from None
 
 
-def _first_line(text: str) -> str:
+def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
 
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import grpc
 
-from agentd_client._client import Client
+from agentd_client._client import Client, Stream
+from agentd_client.v1 import agentd_pb2 as pb
 
 # Receives (output id, bytes) in order; b"" once, when the output ended.
 Sink = Callable[[str, bytes], None]
@@ -26,7 +27,7 @@ class Follower:
         self._sink = sink
         self._lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
-        self._streams: dict[str, grpc.Future] = {}
+        self._streams: dict[str, Stream[pb.OutputChunk]] = {}
         self._stopped = False
 
     def follow(self, output_id: str, offset: int = 0) -> None:

@@ -10,6 +10,7 @@ import os
 import pwd
 import stat
 from dataclasses import dataclass
+from typing import TypedDict
 
 from . import binaries
 from .errors import SandboxUnavailable
@@ -68,7 +69,15 @@ def setpriv_prefix(identity: Identity) -> list[str]:
     return [*argv, "--"]
 
 
-def popen_kwargs(identity: Identity) -> dict[str, object]:
+class PopenIdentity(TypedDict, total=False):
+    """The subprocess.Popen keywords that set a child's identity."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
+def popen_kwargs(identity: Identity) -> PopenIdentity:
     """subprocess arguments that drop to `identity` in the child, before exec."""
     if not identity.switch:
         return {}

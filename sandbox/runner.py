@@ -330,9 +330,9 @@ async def spawn(
                 read_end, write_end = os.pipe2(os.O_CLOEXEC)
                 readers[i] = read_end
                 ours.append(write_end)
-                targets[i] = write_end
-            if isinstance(targets[i], int) and targets[i] >= 0:
-                _give_pipe(targets[i], ident)
+                target = targets[i] = write_end
+            if isinstance(target, int) and target >= 0:
+                _give_pipe(target, ident)
         proc = await asyncio.create_subprocess_exec(
             *launch.argv,
             stdin=asyncio.subprocess.DEVNULL,

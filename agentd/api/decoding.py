@@ -95,9 +95,11 @@ def _guard(behavior: Callable[..., Any], streaming_request: bool) -> Callable[..
 class DecodeGuard(grpc.aio.ServerInterceptor):
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
         details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(details)
         decode = getattr(handler, "request_deserializer", None)
         if handler is None or decode is None or not hasattr(handler, "_replace"):

@@ -47,9 +47,11 @@ class TokenAuth(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
         details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         if details.method in OPEN_METHODS:
             return await continuation(details)
         for key, value in details.invocation_metadata or ():
@@ -66,8 +68,8 @@ class TokenAuth(grpc.aio.ServerInterceptor):
 
 def _check_port_free(listen: str) -> None:
     """A busy port as one clear line, before gRPC logs its own lines about it."""
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]") or None
+    bracketed, _, port = listen.rpartition(":")
+    host = bracketed.strip("[]") or None
     try:
         infos = socket.getaddrinfo(
             host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE

@@ -33,10 +33,14 @@ from agentd.api.wire import (
 from agentd.bashsec import classify
 from agentd.calls.executor import Executor, ToolUse, new_tool_use_id, result_payload
 from agentd.foundation import metrics
-from agentd.foundation.errors import AgentdError, InvalidRequest, NotFound, Unavailable
+from agentd.foundation.errors import AgentdError, InvalidRequest
+from agentd.permissions import Asker, parse_rule
+from agentd.permissions.approvals import Approvals
 from agentd.runs.output.serving import EncodedChunks
 from agentd.sessions import agent_events
+from agentd.sessions.retention import Reaper
 from agentd.sessions.session import PERMISSION_MODES, SessionManager
+from agentd.tools.services import Services
 from agentd_client import structs
 from agentd_client._calls import ATTACHED_KEY
 from agentd_client.v1 import agentd_pb2 as pb
@@ -124,33 +128,39 @@ class Servicer(pb_grpc.AgentdServicer):
         *,
         socket_path: str,
         state_dir: str,
-        services: dict[str, Any],
+        services: Services,
+        asker: Asker,
+        approvals: Approvals,
+        reaper: Reaper,
+        sandbox_report: dict[str, Any],
     ) -> None:
         self.sessions = sessions
         self.executor = executor
         self.socket_path = socket_path
         self.state_dir = state_dir
         self.services = services
+        self.asker = asker
+        self.approvals = approvals
+        self.reaper = reaper
+        self.sandbox_report = sandbox_report
         self.started = time.monotonic()
         self._encoded_chunks = EncodedChunks()
 
     @_unary
     async def GetStatus(self, request: pb.GetStatusRequest, context: Any) -> pb.Status:
-        tasks = self.services.get("tasks")
-        sandbox = self.services.get("sandbox_report", {})
         return pb.Status(
             version=__version__,
             pid=os.getpid(),
             uptime_seconds=time.monotonic() - self.started,
             open_sessions=len(self.sessions.list()),
             running_calls=self.executor.running_count,
-            running_tasks=tasks.running_count() if tasks else 0,
+            running_tasks=self.services.tasks.running_count(),
             socket_path=self.socket_path,
             state_dir=self.state_dir,
-            sandbox=structs.to_struct(sandbox),
+            sandbox=structs.to_struct(self.sandbox_report),
             calls_served=metrics.calls_served(),
-            pending_asks=asker.pending_count if (asker := self.services.get("asker")) else 0,
-            state=pb.StateUsage(**r.usage()) if (r := self.services.get("reaper")) else None,
+            pending_asks=self.asker.pending_count,
+            state=pb.StateUsage(**self.reaper.usage()),
             tasks_readopted=metrics.tasks_readopted(),
         )
 
@@ -172,8 +182,8 @@ class Servicer(pb_grpc.AgentdServicer):
     async def GetSession(self, request: pb.GetSessionRequest, context: Any) -> pb.Session:
         session = self.sessions.get(_require(request.session_id, "session_id"))
         out = session_to_pb(session, self.sessions.log(session.id))
-        if (trust := self.services.get("trust")) and not session.closed:
-            for path, sha, widens, reason in await trust.ignored(session):
+        if not session.closed:
+            for path, sha, widens, reason in await self.approvals.ignored(session):
                 out.ignored_settings.add(
                     path=path, sha256=sha, widens=struct_or_none(widens or None), reason=reason
                 )
@@ -200,9 +210,7 @@ class Servicer(pb_grpc.AgentdServicer):
     async def CollectSessions(
         self, request: pb.CollectSessionsRequest, context: Any
     ) -> pb.CollectSessionsResponse:
-        reaper = self.services.get("reaper")
-        if reaper is None:
-            raise Unavailable("this daemon keeps no sessions to collect")
+        reaper = self.reaper
         idle: float | None = reaper.config.session_idle_seconds or None
         reap_after: float | None = reaper.config.retention_seconds
         for name in ("idle_seconds", "reap_after_seconds"):
@@ -237,9 +245,8 @@ class Servicer(pb_grpc.AgentdServicer):
                 f"use one of {', '.join(PERMISSION_MODES)}"
             )
         rules = [*request.add_allow, *request.add_deny, *request.add_ask]
-        if parse := self.services.get("parse_rule"):
-            for rule in rules:
-                parse(rule)  # raises InvalidRequest with what is wrong
+        for rule in rules:
+            parse_rule(rule)  # raises InvalidRequest with what is wrong
         if request.permission_mode:
             session.permission_mode = request.permission_mode
         session.allow_rules.extend(r for r in request.add_allow if r not in session.allow_rules)
@@ -369,10 +376,7 @@ class Servicer(pb_grpc.AgentdServicer):
         scope = request.scope or "once"
         if scope not in ("once", "always"):
             raise InvalidRequest("scope must be 'once' or 'always'")
-        asker = self.services.get("asker")
-        if asker is None:
-            raise NotFound(f"no pending permission request {request.request_id}")
-        accepted, message = asker.resolve(
+        accepted, message = self.asker.resolve(
             request.session_id,
             request.request_id,
             request.decision,
@@ -394,19 +398,16 @@ class Servicer(pb_grpc.AgentdServicer):
     @_unary
     async def ListTasks(self, request: pb.ListTasksRequest, context: Any) -> pb.ListTasksResponse:
         self.sessions.get(_require(request.session_id, "session_id"))
-        tasks = self.services.get("tasks")
-        found = tasks.list(request.session_id, request.include_finished) if tasks else []
+        found = self.services.tasks.list(request.session_id, request.include_finished)
         return pb.ListTasksResponse(tasks=[task_to_pb(t) for t in found])
 
     @_stream
     async def ReadOutput(
         self, request: pb.ReadOutputRequest, context: Any
-    ) -> AsyncIterator[pb.OutputChunk]:
+    ) -> AsyncIterator[pb.OutputChunk | bytes]:
+        # bytes: a chunk encoded once for all its followers (the serializer passes it on).
         self.sessions.get(_require(request.session_id, "session_id"))
-        outputs = self.services.get("outputs")
-        if outputs is None:
-            raise NotFound("this daemon keeps no command output")
-        async for chunk in outputs.read(
+        async for chunk in self.services.outputs.read(
             request.session_id, _require(request.id, "id"), request.offset, request.follow
         ):
             yield self._encoded_chunks.get(request.session_id, chunk)
@@ -416,21 +417,15 @@ class Servicer(pb_grpc.AgentdServicer):
         result = classify(request.command).to_dict()
         return pb.ClassifyResponse(classification=structs.to_struct(result))
 
-    def _trust(self) -> Any:
-        trust = self.services.get("trust")
-        if trust is None:
-            raise NotFound("this daemon has no workspace trust store")
-        return trust
-
     @_unary
     async def ListTrust(self, request: pb.ListTrustRequest, context: Any) -> pb.ListTrustResponse:
         roots = [r for s in self.sessions.list() for r in s.workspace_roots]
-        entries = await self._trust().trust_entries(request.path, roots)
+        entries = await self.approvals.trust_entries(request.path, roots)
         return pb.ListTrustResponse(entries=[trust_to_pb(e) for e in entries])
 
     @_unary
     async def ApproveTrust(self, request: pb.ApproveTrustRequest, context: Any) -> pb.TrustEntry:
-        entry = await self._trust().approve(
+        entry = await self.approvals.approve(
             _require(request.path, "path"),
             _require(request.sha256, "sha256"),
             client_identity(context),
@@ -441,5 +436,5 @@ class Servicer(pb_grpc.AgentdServicer):
     async def RevokeTrust(
         self, request: pb.RevokeTrustRequest, context: Any
     ) -> pb.RevokeTrustResponse:
-        gone = self._trust().revoke(_require(request.path, "path"), request.sha256)
+        gone = self.approvals.revoke(_require(request.path, "path"), request.sha256)
         return pb.RevokeTrustResponse(revoked=[trust_to_pb(e) for e in gone])

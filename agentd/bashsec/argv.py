@@ -76,7 +76,7 @@ def run(
         return
     program = resolve(name)
     spec = PROGRAMS.get(program) if program is not None else None
-    if spec is None:
+    if program is None or spec is None:
         ctx.add(set(), f"unknown program {name}")
         _record(ctx, argv, starts, end, program or name, program or name, wrappers)
         return

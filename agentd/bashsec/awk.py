@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from agentd.bashsec.context import is_dyn, shown
+from agentd.bashsec.context import Dyn, shown
 
 if TYPE_CHECKING:
     from agentd.bashsec.context import Ctx, Word
@@ -96,7 +96,7 @@ def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     while i < len(args):
         arg = args[i]
         nxt = args[i + 1] if i + 1 < len(args) else None
-        if is_dyn(arg):
+        if isinstance(arg, Dyn):
             ctx.opaque(f"awk: the argument {shown(arg)} is known only at run time")
             return
         assert isinstance(arg, str)
@@ -107,13 +107,14 @@ def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             break
         i += 1
         if arg.startswith("--"):
-            name, eq, value = arg.partition("=")
+            name, eq, attached = arg.partition("=")
+            value: Word = attached
             matches = [o for o in _AWK_SAFE_LONG if len(name) >= 3 and o.startswith(name)]
             if not matches or len(matches) > 1 and name not in matches:
                 ctx.opaque(f"awk {name} reads code, writes a file, or is not known")
                 return
             if matches[0] in ("--assign", "--field-separator", "--source") and not eq:
-                value, i = (nxt if nxt is not None else ""), i + 1  # type: ignore[assignment]
+                value, i = (nxt if nxt is not None else ""), i + 1
             if matches[0] == "--source":
                 programs.append(value)
             continue
@@ -122,7 +123,7 @@ def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             if letter in "vFe":
                 value = arg[k + 1 :]
                 if not value:
-                    value, i = (nxt if nxt is not None else ""), i + 1  # type: ignore[assignment]
+                    value, i = (nxt if nxt is not None else ""), i + 1
                 if letter == "e":
                     programs.append(value)
                 break
@@ -136,7 +137,7 @@ def awk(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             ctx.opaque("awk without a program")
             return
     for program in programs:
-        if is_dyn(program):
+        if isinstance(program, Dyn):
             ctx.opaque(f"awk program {shown(program)} is known only at run time")
         else:
             assert isinstance(program, str)

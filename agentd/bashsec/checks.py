@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from agentd.bashsec import bashbuiltins
 from agentd.bashsec.awk import awk
-from agentd.bashsec.context import VERSION_ONLY, is_dyn, shown
+from agentd.bashsec.context import VERSION_ONLY, Dyn, shown
 from agentd.bashsec.sed import sed
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def shell(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     i = 0
     while i < len(args):
         arg = args[i]
-        if is_dyn(arg):
+        if isinstance(arg, Dyn):
             break
         if arg == "--":
             i += 1
@@ -63,7 +63,7 @@ def shell(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     if has_c:
         if not rest:
             ctx.opaque(f"{spec.name} -c without a command")
-        elif is_dyn(rest[0]):
+        elif isinstance(rest[0], Dyn):
             ctx.opaque(f"{spec.name} -c runs {shown(rest[0])}, known only at run time")
         else:
             script = rest[0]
@@ -157,8 +157,8 @@ def tar(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     while i < len(args):
         arg = args[i]
         i += 1
-        if is_dyn(arg):
-            if arg.optlike:  # type: ignore[union-attr]
+        if isinstance(arg, Dyn):
+            if arg.optlike:
                 ctx.opaque(f"tar: the argument {shown(arg)} is known only at run time")
             first = False
             continue
@@ -241,7 +241,7 @@ def alias(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     for op in operands:
         if isinstance(op, str) and "=" in op:
             ctx.defined.add(op.partition("=")[0])
-        elif is_dyn(op):
+        elif isinstance(op, Dyn):
             ctx.opaque(f"alias {shown(op)} is known only at run time")
 
 

@@ -19,7 +19,7 @@ from tree_sitter import Language, Node, Parser
 
 from agentd.bashsec import plain, shellvars
 from agentd.bashsec.argv import run
-from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Word
+from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Word, node_text
 from agentd.bashsec.model import (
     Classification,
     new_classification,
@@ -183,7 +183,7 @@ def _test(node: Node, ctx: Ctx) -> None:
 def _function(node: Node, ctx: Ctx) -> None:
     name = node.child_by_field_name("name")
     if name is not None:
-        ctx.defined.add(name.text.decode("utf-8", "replace"))
+        ctx.defined.add(node_text(name))
     _children(node, ctx)
 
 
@@ -277,18 +277,18 @@ def _not_an_assignment(node: Node) -> bool:
     name_node = node.child_by_field_name("name")
     if name_node is None:
         return True
-    return _ASSIGNABLE.fullmatch(name_node.text.decode("utf-8", "replace")) is None
+    return _ASSIGNABLE.fullmatch(node_text(name_node)) is None
 
 
 def _assignment_word(node: Node, ctx: Ctx) -> Word:
     """A NAME=VALUE that bash reads as an ordinary word."""
     name_node = node.child_by_field_name("name")
     value = _value(node.child_by_field_name("value"), ctx)
-    name = name_node.text.decode("utf-8", "replace") if name_node is not None else ""
+    name = node_text(name_node) if name_node is not None else ""
     op = "+=" if any(c.type == "+=" for c in node.children) else "="
     if isinstance(value, str) and "\\" not in name and "'" not in name and '"' not in name:
         return f"{name}{op}{value}"
-    return Dyn(node.text.decode("utf-8", "replace"))
+    return Dyn(node_text(node))
 
 
 def _value(node: Node | None, ctx: Ctx) -> Word:
@@ -302,7 +302,7 @@ def _array(node: Node, ctx: Ctx) -> Word:
     numbers = True
     for child in node.named_children:
         value = _word(child, ctx)
-        text = child.text.decode("utf-8", "replace")
+        text = node_text(child)
         if text.startswith("["):
             index, sep, rest = text[1:].partition("]=")
             if isinstance(value, Dyn) and ("$" in index or "`" in index):
@@ -311,7 +311,7 @@ def _array(node: Node, ctx: Ctx) -> Word:
                 shellvars.arith_text(ctx, index, f"the array index in {text}")
                 value = rest
         numbers = numbers and shellvars.is_number(value)
-    return "0" if numbers else Dyn(node.text.decode("utf-8", "replace"))
+    return "0" if numbers else Dyn(node_text(node))
 
 
 def _for(node: Node, ctx: Ctx) -> None:
@@ -329,7 +329,7 @@ def _for(node: Node, ctx: Ctx) -> None:
     if node.children and node.children[0].type == "select" or not has_in:
         values.append(Dyn("<input>"))
     if name_node is not None:
-        name = name_node.text.decode("utf-8", "replace")
+        name = node_text(name_node)
         for value in values:
             shellvars.assign(ctx, name, value, "for")
     for child in node.named_children:
@@ -341,10 +341,12 @@ def _declaration(node: Node, ctx: Ctx) -> None:
     """declare/local/export/readonly/typeset/unset as a simple command the table reads."""
     argv: list[Word] = []
     starts: list[int] = []
+    keyword = ""  # declare, local, export…
     for child in node.children:
         if not child.is_named:
             if not argv:
-                argv.append(child.type)
+                keyword = child.type
+                argv.append(keyword)
                 starts.append(child.start_byte)
             continue
         starts.append(child.start_byte)
@@ -353,21 +355,21 @@ def _declaration(node: Node, ctx: Ctx) -> None:
             value_node = child.child_by_field_name("value")
             value = _value(value_node, ctx)
             if name_node is None:
-                argv.append(Dyn(child.text.decode("utf-8", "replace")))
+                argv.append(Dyn(node_text(child)))
                 continue
-            shellvars.assignment_node(ctx, name_node, value, argv[0] if argv else "")
-            name = name_node.text.decode("utf-8", "replace")
+            shellvars.assignment_node(ctx, name_node, value, keyword)
+            name = node_text(name_node)
             if name_node.type == "subscript":
                 inner = name_node.child_by_field_name("name") or name_node.named_children[0]
-                name = inner.text.decode("utf-8", "replace")
-            if isinstance(value, str) and "=" not in name_node.text.decode("utf-8", "replace"):
+                name = node_text(inner)
+            if isinstance(value, str) and "=" not in node_text(name_node):
                 # Static: the word bash sees (the check records the assignment again).
                 op = "+=" if any(c.type == "+=" for c in child.children) else "="
-                argv.append(f"{name_node.text.decode('utf-8', 'replace')}{op}{value}")
+                argv.append(f"{node_text(name_node)}{op}{value}")
             else:
-                argv.append(Assigned(child.text.decode("utf-8", "replace"), name))
+                argv.append(Assigned(node_text(child), name))
         elif child.type == "variable_name":
-            argv.append(child.text.decode("utf-8", "replace"))
+            argv.append(node_text(child))
         else:
             argv.append(_word(child, ctx))
     if argv:
@@ -416,34 +418,34 @@ def _word(node: Node, ctx: Ctx) -> Word:
     """The static value of a word, or Dyn; walks any substitution inside it."""
     t = node.type
     if t == "word":
-        text = node.text.decode("utf-8", "replace")
+        text = node_text(node)
         if "\\" in text:
             text = _unescape(text)
         if "{" in text and ("," in text or ".." in text):
             return Dyn(text)
         return text
     if t == "raw_string":
-        return node.text.decode("utf-8", "replace")[1:-1]
+        return node_text(node)[1:-1]
     if t == "number":
-        return node.text.decode()
+        return node_text(node)
     if t == "string":
         return _string(node, ctx)
     if t == "ansi_c_string":
-        decoded = _ansi_c(node.text.decode("utf-8", "replace")[2:-1])
-        return decoded if decoded is not None else Dyn(node.text.decode("utf-8", "replace"))
+        decoded = _ansi_c(node_text(node)[2:-1])
+        return decoded if decoded is not None else Dyn(node_text(node))
     if t == "concatenation":
         return _concatenation(node, ctx)
     if t in ("simple_expansion", "expansion"):
         _walk(node, ctx)
-        return Dyn(node.text.decode("utf-8", "replace"), not _is_path_var(node))
+        return Dyn(node_text(node), not _is_path_var(node))
     _walk(node, ctx)
-    return Dyn(node.text.decode("utf-8", "replace"))
+    return Dyn(node_text(node))
 
 
 def _is_path_var(node: Node) -> bool:
     for child in node.named_children:
         if child.type == "variable_name":
-            return child.text.decode() in SETTINGS.path_vars and node.named_child_count == 1
+            return node_text(child) in SETTINGS.path_vars and node.named_child_count == 1
     return False
 
 
@@ -454,7 +456,7 @@ def _string(node: Node, ctx: Ctx) -> Word:
     for child in node.named_children:
         if child.type == "string_content":
             if not dyn:
-                text = child.text.decode("utf-8", "replace")
+                text = node_text(child)
                 parts.append(_unescape_dq(text) if "\\" in text else text)
         else:
             _walk(child, ctx)
@@ -470,7 +472,7 @@ def _string(node: Node, ctx: Ctx) -> Word:
                 )
     text = "".join(parts)
     if dyn:
-        return Dyn(node.text.decode("utf-8", "replace"), optlike)
+        return Dyn(node_text(node), optlike)
     return text
 
 
@@ -490,7 +492,7 @@ def _concatenation(node: Node, ctx: Ctx) -> Word:
             if child.type == "word" and ("{" in value or "}" in value):
                 brace = True
             parts.append(value)
-    raw = node.text.decode("utf-8", "replace")
+    raw = node_text(node)
     if first_dyn is not None:
         return Dyn(raw, first_dyn.optlike)
     joined = "".join(parts)

@@ -3,10 +3,24 @@ what it has found so far (`Ctx`), and the program table both halves read."""
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from agentd.bashsec.model import SimpleCommand
 from agentd.bashsec.table import load
 
 SETTINGS, PROGRAMS = load()
+
+
+def node_text(node: Node) -> str:
+    """The source text of a node, decoded as the walk reads it (undecodable bytes replaced).
+
+    tree-sitter gives None only for a tree parsed without its source; the walk always
+    parses bytes, so None is a bug, and raising lets classify() fail closed on it.
+    """
+    raw = node.text
+    if raw is None:
+        raise ValueError(f"a {node.type} node without its source text")
+    return raw.decode("utf-8", "replace")
 
 
 class Dyn:
@@ -86,11 +100,6 @@ class Ctx:
 
 # Arguments that only print a version or help, whatever the program.
 VERSION_ONLY = frozenset({"--version", "-V", "--help", "-h", "-version", "version"})
-
-
-def is_dyn(word: object) -> bool:
-    """A word known only at run time."""
-    return not isinstance(word, str)
 
 
 def shown(word: Word) -> str:

@@ -97,7 +97,7 @@ def new_simple_command(
     _sc[3](obj, text)
     _sc[4](obj, wrappers)
     _sc[5](obj, repo_configured)
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def new_classification(
@@ -119,4 +119,4 @@ def new_classification(
     _cl[5](obj, reasons)
     _cl[6](obj, parse_ok)
     _cl[7](obj, repo_configured)
-    return obj  # type: ignore[no-any-return]
+    return obj

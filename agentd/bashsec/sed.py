@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentd.bashsec.context import is_dyn, shown
+from agentd.bashsec.context import Dyn, shown
 
 if TYPE_CHECKING:
     from agentd.bashsec.context import Ctx, Word
@@ -14,7 +14,8 @@ if TYPE_CHECKING:
 def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     """sed -i writes its files; the w/W/e commands and s///w, s///e flags of a script."""
     in_place = False
-    scripts: list[Word] = []
+    # None: -e or --expression was the last argument (sed itself then fails).
+    scripts: list[Word | None] = []
     files: list[Word] = []
     i = 0
     end_opts = False
@@ -22,8 +23,8 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
         arg = args[i]
         nxt = args[i + 1] if i + 1 < len(args) else None
         i += 1
-        if is_dyn(arg):
-            if arg.optlike and not end_opts:  # type: ignore[union-attr]
+        if isinstance(arg, Dyn):
+            if arg.optlike and not end_opts:
                 ctx.opaque(f"sed: the argument {shown(arg)} is known only at run time")
             files.append(arg)
             continue
@@ -43,9 +44,11 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
             if "--in-place" in chosen:
                 in_place = True
             if "--expression" in chosen:
-                if not eq:
-                    value, i = nxt, i + 1  # type: ignore[assignment]
-                scripts.append(value)
+                if eq:
+                    scripts.append(value)
+                else:
+                    scripts.append(nxt)
+                    i += 1
             elif "--file" in chosen:
                 ctx.opaque("sed -f reads its script from a file")
                 i += 0 if eq else 1
@@ -61,11 +64,11 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
                     in_place = True
                     break  # the rest is the backup suffix
                 if letter in "ef":
-                    value = arg[k + 1 :] or nxt
-                    if not arg[k + 1 :]:
+                    attached = arg[k + 1 :]
+                    if not attached:
                         i += 1
                     if letter == "e":
-                        scripts.append(value)  # type: ignore[arg-type]
+                        scripts.append(attached or nxt)
                     else:
                         ctx.opaque("sed -f reads its script from a file")
                     break
@@ -78,7 +81,7 @@ def sed(ctx: Ctx, spec: Spec, args: list[Word], operands: list[Word]) -> None:
     if not scripts and files:
         scripts.append(files.pop(0))
     for script in scripts:
-        if script is None or is_dyn(script):
+        if script is None or isinstance(script, Dyn):
             ctx.opaque(f"sed script {shown(script) if script else ''} is known only at run time")
         else:
             assert isinstance(script, str)

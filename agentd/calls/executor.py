@@ -17,16 +17,18 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from agentd.calls import eager, spill, validation
 from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InputError, StorageFull, ToolError
+from agentd.permissions.decision import Decision
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import is_full
 from agentd.tools import Registry
 from agentd.tools.base import ImageBlock, TextBlock, Tool, ToolContext, ToolResult
+from agentd.tools.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -37,27 +39,6 @@ class ToolUse:
     name: str
     # As the caller sent it; the call works on a copy, so events show what was asked.
     input: dict[str, Any]
-
-
-SandboxMode = Literal["normal", "read_only", "neutralised", "unsandboxed"]
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """A permission decision: who or what decided, and why."""
-
-    behavior: str  # "allow" or "deny"
-    reason: str = ""
-    decided_by: str = ""
-    # Input to run instead (a hook may rewrite it).
-    updated_input: dict[str, Any] | None = None
-    # How a Bash command runs, by why it was allowed: "read_only" when only the
-    # classifier's read-only verdict let it run (the sandbox then enforces that verdict),
-    # "neutralised" when a rule allowed a read-only command (the workspace stays
-    # writable, the repository's git config is cut to inert keys), "normal" when a rule,
-    # a person, a hook or the mode allowed it otherwise, "unsandboxed" when a person
-    # approved running it outside the sandbox.
-    sandbox: SandboxMode = "normal"
 
 
 class PermissionChecker(Protocol):
@@ -115,7 +96,7 @@ class Executor:
     sessions: SessionManager
     config: Config
     permissions: PermissionChecker
-    services: dict[str, Any] = field(default_factory=dict)
+    services: Services
     _running: dict[tuple[str, str], _Running] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -235,7 +216,7 @@ class Executor:
                 )
         finally:
             self._running.pop(key, None)
-        if (tasks := self.services.get("tasks")) and (notices := tasks.take_notices(session.id)):
+        if notices := self.services.tasks.take_notices(session.id):
             # The model hears of finished background tasks with its next result.
             result.content.append(TextBlock("\n".join(notices)))
         # On a full disk, what changed is kept in memory and saved with the next save.
@@ -274,7 +255,7 @@ class Executor:
                 )
             decision = await self.permissions.decide(session, tool, args, ctx)
             metrics.permission_decided(decision.behavior)
-            if decision.behavior != "allow":
+            if not decision.allowed:
                 return ToolResult.error(decision.reason or "Permission denied.")
             ctx.sandbox = decision.sandbox
             if decision.updated_input is not None:

@@ -92,7 +92,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
         extra = re.findall(r"'([^']+)'", error.message.split("(")[-1])
         names = ", ".join(f"`{e}`" for e in extra) or "an unknown parameter"
         return f"An unexpected parameter {names} was provided"
-    if error.validator == "enum":
+    if error.validator == "enum" and isinstance(error.validator_value, list):
         options = ", ".join(json.dumps(v) for v in error.validator_value)
         return f"The parameter `{where}` must be one of {options}"
     return f"The parameter `{where or 'input'}` is invalid: {error.message}"

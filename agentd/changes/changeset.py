@@ -79,7 +79,7 @@ class ChangeSet:
                 resolver.forget()
         # Directories deleted meanwhile: their paths from the events that name them.
         for _ in range(8):
-            before = len(learnt)
+            known = len(learnt)
             for event in pending:
                 for d, name in ((event.dir, event.name), (event.new_dir, event.new_name)):
                     if d is None or not name or event.obj is None or not event.is_dir:
@@ -87,7 +87,7 @@ class ChangeSet:
                     parent = learnt.get(d) or resolver.path(d)
                     if parent is not None:
                         learnt.setdefault(event.obj, os.path.join(parent, name))
-            if len(learnt) == before:
+            if len(learnt) == known:
                 break
 
         def where(d: Fid | None, name: str) -> str | None:

@@ -21,7 +21,7 @@ import logging
 import os
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentd.changes import codebearing, fanotify, holding, prompt, walk
 from agentd.changes.holding import Held
@@ -31,8 +31,10 @@ from agentd.changes.walk import Baseline
 from agentd.foundation.config import Config
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs.identity import FsIdentity, call_as
-from agentd.permissions.asker import Asker
 from agentd.sessions.session import Session
+
+if TYPE_CHECKING:
+    from agentd.permissions.asker import Asker
 
 log = logging.getLogger(__name__)
 

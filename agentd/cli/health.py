@@ -21,7 +21,10 @@ def check(socket_path: str, timeout: float) -> tuple[bool, str]:
     with grpc.insecure_channel(f"unix:{socket_path}") as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
-            reply = stub.Check(health_pb2.HealthCheckRequest(service=SERVICE), timeout=timeout)
+            # types-grpcio-health-checking's HealthStub declares no methods; grpc adds Check.
+            reply = stub.Check(  # type: ignore[attr-defined]
+                health_pb2.HealthCheckRequest(service=SERVICE), timeout=timeout
+            )
         except grpc.RpcError as exc:
             return False, f"agentd at {socket_path}: {exc.code().name}: {exc.details()}"
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)

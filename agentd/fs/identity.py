@@ -21,10 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from agentd.tools.base import ToolContext
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -139,15 +136,3 @@ def call_as(identity: FsIdentity | None, fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` with `identity`'s file permissions; for asyncio.to_thread."""
     with acting_as(identity):
         return fn(*args)
-
-
-def of_session(ctx: ToolContext) -> FsIdentity | None:
-    """The identity the session's sandboxed commands have; None when the daemon is not
-    root (it is then that identity already) or runs without a config (tests of tools)."""
-    config = ctx.services.get("config")
-    if config is None:
-        return None
-    from agentd.sandboxing import policy as sandbox_policy
-
-    ident = sandbox_policy.run_as(ctx.session, config)
-    return None if ident is None else FsIdentity(*ident)

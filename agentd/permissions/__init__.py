@@ -1,5 +1,6 @@
 """Permissions: rules, modes, hooks, and asking people.
 
+decision.py  Decision and Behavior: what the engine answers, typed
 engine.py    PermissionEngine: the executor's PermissionChecker (decide, after_call)
 call.py      one call as the checks see it (describe_call), and Allow / Ask
 tool_check.py      the tool's own check, when no rule or hook decided

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentd.foundation.errors import InvalidRequest, NotFound
 from agentd.permissions.asker import Answer, Asker
+from agentd.permissions.decision import Behavior
 from agentd.permissions.settings import MergedSettings, SettingsLoader, UntrustedFile
 from agentd.permissions.trust import (
     Trust,
@@ -106,7 +107,7 @@ class Approvals:
                 continue
             self._offered.add(key)
             answer = await self._offer(session, ctx, file)
-            if answer.decision == "allow":
+            if answer.decision is Behavior.ALLOW:
                 self.settings.trust.approve(file.path, file.sha256, answer.decided_by)
                 approved = True
         return await self.settings.for_session(session) if approved else settings

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentd.foundation import metrics
+from agentd.permissions.decision import Behavior
 from agentd.sessions.session import SessionManager
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ _REMEMBERED = 1024
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    decision: str  # "allow" or "deny"
+    decision: Behavior  # ALLOW or DENY
     scope: str  # "once" or "always"
     decided_by: str  # "alice@devbox on /dev/pts/3", "timeout", "cancelled"
     rule: str = ""  # the rule an "always" answer chose (one of the offered choices)
@@ -44,7 +45,7 @@ class _Pending:
 
 
 class Asker:
-    """Pending requests keyed by request id; `services["asker"]` for ResolvePermission."""
+    """Pending requests keyed by request id; the API answers them (ResolvePermission)."""
 
     def __init__(self, sessions: SessionManager, timeout_seconds: float) -> None:
         self.sessions = sessions
@@ -114,7 +115,7 @@ class Asker:
             if request_id in self._pending and not pending.future.done():
                 # Timed out, cancelled, or our caller went away: close the request for all.
                 who = "timeout" if not (stop is not None and stop.done()) else "cancelled"
-                self._finish(request_id, Answer("deny", "once", who))
+                self._finish(request_id, Answer(Behavior.DENY, "once", who))
         return pending.future.result()
 
     def resolve(
@@ -145,7 +146,7 @@ class Asker:
             return False, f"rule {rule!r} is not one this request offers ({offered})"
         if scope == "always" and not rule and pending.rule_choices:
             rule = pending.rule_choices[0]
-        self._finish(request_id, Answer(decision, scope, decided_by, rule))
+        self._finish(request_id, Answer(Behavior(decision), scope, decided_by, rule))
         return True, f"permission request {request_id}: {decision} ({scope})"
 
     def _finish(self, request_id: str, answer: Answer) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from agentd.fs import access as fsaccess
 from agentd.permissions.rules import SourcedRule
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session
 from agentd.tools.base import Tool
 
@@ -91,8 +92,8 @@ class Allow:
     decided_by: str
     reason: str
     grants: list[str] = field(default_factory=list)
-    # Decision.sandbox: "read_only" when only the classifier's verdict allows the call.
-    sandbox: str = "normal"
+    # Decision.sandbox: READ_ONLY when only the classifier's verdict allows the call.
+    sandbox: SandboxMode = SandboxMode.NORMAL
 
 
 @dataclass
@@ -103,7 +104,7 @@ class Ask:
     # Paths to grant the call if a person allows it.
     grants: list[str] = field(default_factory=list)
     # Decision.sandbox if a person allows it.
-    sandbox: str = "normal"
+    sandbox: SandboxMode = SandboxMode.NORMAL
 
 
 def rule_note(rule: SourcedRule) -> str:

@@ -50,13 +50,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from agentd.calls.executor import Decision
 from agentd.foundation.config import Config
 from agentd.permissions import hooks as hook_runner
 from agentd.permissions.approvals import Approvals
 from agentd.permissions.asker import Asker
 from agentd.permissions.call import Allow, Ask, Call, describe_call, rule_note
 from agentd.permissions.critical import critical_rm
+from agentd.permissions.decision import Behavior, Decision
 from agentd.permissions.matching import RuleMatcher
 from agentd.permissions.outcomes import Outcomes
 from agentd.permissions.paths import is_within
@@ -64,6 +64,7 @@ from agentd.permissions.protected_edits import explicit_allow, protected_reason
 from agentd.permissions.settings import MergedSettings, SettingsLoader
 from agentd.permissions.tool_check import bash_reasons, grants_for, tool_check
 from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import TextBlock, Tool, ToolContext, ToolResult
 
@@ -90,7 +91,9 @@ class PermissionEngine:
         self.asker = asker or Asker(sessions, config.permission_timeout_seconds)
         self.settings = settings or SettingsLoader(config)
         if classify is None:
-            from agentd.bashsec import classify as classify
+            from agentd.bashsec import classify as bashsec_classify
+
+            classify = bashsec_classify
         self.classify = classify
         self.approvals = approvals or Approvals(self.sessions, self.asker, self.settings)
         self.outcomes = Outcomes(sessions, self.asker)
@@ -125,7 +128,7 @@ class PermissionEngine:
         if verdict.updated_input is not None:
             updated = {**args, **verdict.updated_input}
             args = updated
-        if verdict.behavior == "deny":
+        if verdict.behavior is Behavior.DENY:
             reason = f"A PreToolUse hook blocked this call: {verdict.reason}"
             return self.outcomes.deny(session, ctx, tool.name, "hook", reason)
 
@@ -181,14 +184,14 @@ class PermissionEngine:
             )
         elif call.is_bash and (critical := self._critical_rm(call, session)):
             ask = Ask("classifier", [critical, *call.classification.reasons], "")
-        elif verdict.behavior == "ask":
+        elif verdict.behavior is Behavior.ASK:
             ask = Ask(
                 "hook",
                 [f"a PreToolUse hook asks: {verdict.reason or verdict.hook}"],
                 self.rules.suggest(call, settings, session),
                 grants_for(call, ctx),
             )
-        elif verdict.behavior == "allow":
+        elif verdict.behavior is Behavior.ALLOW:
             return self.outcomes.allow(
                 session,
                 ctx,
@@ -228,7 +231,11 @@ class PermissionEngine:
                 grants_for(call, ctx),
                 # A read-only command a rule lets run unasked still runs with the
                 # repository's git config cut to inert keys: the workspace may be hostile.
-                sandbox="neutralised" if call.is_bash and call.read_only() else "normal",
+                sandbox=(
+                    SandboxMode.NEUTRALISED
+                    if call.is_bash and call.read_only()
+                    else SandboxMode.NORMAL
+                ),
                 mode=mode,
             )
         else:
@@ -340,5 +347,5 @@ class PermissionEngine:
         if critical := self._critical_rm(call, session):
             reasons.append(critical)
         reasons += bash_reasons(call) if not call.read_only() else []
-        ask = Ask("sandbox", reasons, "", sandbox="unsandboxed")
+        ask = Ask("sandbox", reasons, "", sandbox=SandboxMode.UNSANDBOXED)
         return await self.outcomes.ask(session, ctx, call, ask, mode, updated)

@@ -40,7 +40,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agentd.permissions.decision import Behavior
 from agentd.permissions.settings import HookCommand, HookGroup
+from agentd.runs import launch
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable, spawn
 
 # The sandbox a hook runs in: the session's policy, built when the hook runs.
@@ -63,9 +65,9 @@ class HookRun:
 
 @dataclass(frozen=True, slots=True)
 class PreVerdict:
-    """What the PreToolUse hooks said together; behavior "" when none decided."""
+    """What the PreToolUse hooks said together; behavior None when none decided."""
 
-    behavior: str = ""  # "", "allow", "deny" or "ask"
+    behavior: Behavior | None = None
     reason: str = ""
     updated_input: dict[str, Any] | None = None
     hook: str = ""  # the command that decided, for the journal
@@ -106,21 +108,12 @@ def _write_all(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-# Starts of a hook's sandbox that failed before bash ran (a path bwrap was to mount
-# vanished after the policy listed it): nothing of the hook ran, so it is started again,
-# as a Bash call is. Otherwise a deny hook would be skipped as a non-blocking failure.
-START_ATTEMPTS = 3
-
-
 async def run_hook(hook: HookCommand, payload: dict[str, Any], sandbox: PolicyFactory) -> HookRun:
     """Run one hook command in the session's sandbox with `payload` on stdin; kill the
-    whole sandbox on timeout."""
-    for _attempt in range(START_ATTEMPTS):
-        run, started = await _run_once(hook, payload, sandbox)
-        if started:
-            break
-        log.info("hook %r: its sandbox ended before bash ran; starting it again", hook.command)
-    return run
+    whole sandbox on timeout. A start whose sandbox failed before bash ran (a path bwrap
+    was to mount vanished after the policy listed it) is started again, as a Bash call's
+    is (agentd/runs/launch.py): otherwise a deny hook would be skipped as a failure."""
+    return await launch.start(lambda: _run_once(hook, payload, sandbox), f"hook {hook.command!r}")
 
 
 async def _run_once(
@@ -223,7 +216,7 @@ def pre_verdict(run: HookRun) -> PreVerdict:
     _log_failure(run, "PreToolUse")
     if run.exit_code == 2:
         reason = run.stderr.strip() or "blocked by a PreToolUse hook"
-        return PreVerdict("deny", reason, hook=run.hook.command)
+        return PreVerdict(Behavior.DENY, reason, hook=run.hook.command)
     if run.exit_code != 0:
         return PreVerdict()
     body = _json_out(run)
@@ -231,35 +224,33 @@ def pre_verdict(run: HookRun) -> PreVerdict:
         return PreVerdict()
     if body.get("continue") is False:
         reason = str(body.get("stopReason") or "stopped by a PreToolUse hook")
-        return PreVerdict("deny", reason, hook=run.hook.command)
+        return PreVerdict(Behavior.DENY, reason, hook=run.hook.command)
     specific = body.get("hookSpecificOutput")
     if isinstance(specific, dict) and specific.get("permissionDecision"):
-        behavior = specific.get("permissionDecision")
+        said = specific.get("permissionDecision")
         reason = str(specific.get("permissionDecisionReason") or "")
         updated = specific.get("updatedInput")
-        if behavior not in ("allow", "deny", "ask"):
-            log.warning(
-                "PreToolUse hook %r: unknown permissionDecision %r", run.hook.command, behavior
-            )
+        if said not in tuple(Behavior):
+            log.warning("PreToolUse hook %r: unknown permissionDecision %r", run.hook.command, said)
             return PreVerdict()
         return PreVerdict(
-            behavior,
+            Behavior(said),
             reason,
             updated if isinstance(updated, dict) else None,
             hook=run.hook.command,
         )
     if isinstance(specific, dict) and isinstance(specific.get("updatedInput"), dict):
-        return PreVerdict("", "", specific["updatedInput"], hook=run.hook.command)
+        return PreVerdict(None, "", specific["updatedInput"], hook=run.hook.command)
     legacy = body.get("decision")
     if legacy in ("approve", "block"):
-        behavior = "allow" if legacy == "approve" else "deny"
+        behavior = Behavior.ALLOW if legacy == "approve" else Behavior.DENY
         return PreVerdict(behavior, str(body.get("reason") or ""), hook=run.hook.command)
     return PreVerdict()
 
 
 def combine(verdicts: list[PreVerdict]) -> PreVerdict:
     """Several hooks: a deny beats an ask beats an allow; the last updatedInput wins."""
-    for behavior in ("deny", "ask", "allow"):
+    for behavior in (Behavior.DENY, Behavior.ASK, Behavior.ALLOW):
         for verdict in verdicts:
             if verdict.behavior == behavior:
                 updated = next(

@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agentd.calls.executor import Decision
 from agentd.permissions.asker import Asker
 from agentd.permissions.call import Ask, Call
+from agentd.permissions.decision import Behavior, Decision
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import ToolContext
 
@@ -24,7 +25,13 @@ class Outcomes:
         self.asker = asker
 
     def record(
-        self, session: Session, ctx: ToolContext, tool_name: str, behavior: str, by: str, why: str
+        self,
+        session: Session,
+        ctx: ToolContext,
+        tool_name: str,
+        behavior: Behavior,
+        by: str,
+        why: str,
     ) -> None:
         self.sessions.log(session.id).emit(
             "permission_decided",
@@ -38,7 +45,7 @@ class Outcomes:
         # a person decided; an automatic allow (mode, rule, classifier, hook) is a debug
         # line: an INFO line on every call cost ~0.4 ms of the loop's time (the record
         # crosses to the log thread and contends for the GIL).
-        automatic = behavior == "allow" and by != "person"
+        automatic = behavior is Behavior.ALLOW and by != "person"
         log.log(
             logging.DEBUG if automatic else logging.INFO,
             "session %s: %s %s: %s by %s (%s)",
@@ -53,8 +60,8 @@ class Outcomes:
     def deny(
         self, session: Session, ctx: ToolContext, tool_name: str, by: str, reason: str
     ) -> Decision:
-        self.record(session, ctx, tool_name, "deny", by, reason)
-        return Decision("deny", reason=reason, decided_by=by)
+        self.record(session, ctx, tool_name, Behavior.DENY, by, reason)
+        return Decision(Behavior.DENY, reason=reason, decided_by=by)
 
     def allow(
         self,
@@ -66,21 +73,29 @@ class Outcomes:
         updated: dict[str, Any] | None,
         grants: list[str],
         *,
-        sandbox: str = "normal",
+        sandbox: SandboxMode = SandboxMode.NORMAL,
         mode: str = "",
     ) -> Decision:
         for path in grants:
             if path not in ctx.granted_paths:
                 ctx.granted_paths.append(path)
-        if call.is_bash and mode == "plan" and sandbox in ("normal", "neutralised"):
+        if (
+            call.is_bash
+            and mode == "plan"
+            and sandbox
+            in (
+                SandboxMode.NORMAL,
+                SandboxMode.NEUTRALISED,
+            )
+        ):
             # Plan mode let the command through only because it is read-only: hold it to that.
-            sandbox = "read_only"
-        if sandbox != "normal":
-            how = {"neutralised": "with the repository's git config neutralised"}
+            sandbox = SandboxMode.READ_ONLY
+        if sandbox is not SandboxMode.NORMAL:
+            how = {SandboxMode.NEUTRALISED: "with the repository's git config neutralised"}
             reason = f"{reason}; runs {how.get(sandbox, sandbox.replace('_', '-'))}"
-        self.record(session, ctx, call.name, "allow", by, reason)
+        self.record(session, ctx, call.name, Behavior.ALLOW, by, reason)
         return Decision(
-            "allow", reason=reason, decided_by=by, updated_input=updated, sandbox=sandbox
+            Behavior.ALLOW, reason=reason, decided_by=by, updated_input=updated, sandbox=sandbox
         )
 
     async def ask(
@@ -109,15 +124,15 @@ class Outcomes:
                 f"({why}) and the session is in dontAsk mode, where that is a deny.{how} "
                 "Try another way that needs no approval.",
             )
-        self.record(session, ctx, call.name, "ask", ask.decided_by, why)
+        self.record(session, ctx, call.name, Behavior.ASK, ask.decided_by, why)
         if not self.asker.has_listeners(session.id):
-            how = [f"attach with `agentctl attach {session.id}` and answer the prompt"]
+            ways = [f"attach with `agentctl attach {session.id}` and answer the prompt"]
             if ask.suggested_rule:
-                how.append(
+                ways.append(
                     f"add a rule with `agentctl perms --session {session.id} "
                     f"--allow '{ask.suggested_rule}'`"
                 )
-            how.append(f"switch mode with `agentctl perms --session {session.id} --mode MODE`")
+            ways.append(f"switch mode with `agentctl perms --session {session.id} --mode MODE`")
             return self.deny(
                 session,
                 ctx,
@@ -125,7 +140,7 @@ class Outcomes:
                 "nobody-attached",
                 f"Permission to use {call.describe()} is needed ({why}), but no client is "
                 f"attached to session {session.id} to answer. The user can allow it: "
-                + "; or ".join(how)
+                + "; or ".join(ways)
                 + ". Tell the user, or do something that needs no approval.",
             )
         await ctx.progress(message="waiting for permission")
@@ -139,11 +154,12 @@ class Outcomes:
             cancelled=ctx.cancelled,
         )
         if answer.scope == "always" and (rule := answer.rule or ask.suggested_rule):
-            rules = session.allow_rules if answer.decision == "allow" else session.deny_rules
+            allow = answer.decision is Behavior.ALLOW
+            rules = session.allow_rules if allow else session.deny_rules
             if rule not in rules:
                 rules.append(rule)
                 self.sessions.save(session)
-        if answer.decision == "allow":
+        if answer.decision is Behavior.ALLOW:
             return self.allow(
                 session,
                 ctx,

@@ -206,7 +206,8 @@ def parse_settings(data: bytes, path: str, root: str, sha256: str = "") -> FileS
     if not isinstance(body, dict):
         log.warning("settings file %s does not hold a JSON object (ignored)", path)
         return FileSettings(path, sha256)
-    perms = body.get("permissions") if isinstance(body.get("permissions"), dict) else {}
+    found = body.get("permissions")
+    perms: dict[str, Any] = found if isinstance(found, dict) else {}
     mode = perms.get("defaultMode") or ""
     if mode and mode not in PERMISSION_MODES:
         log.warning("%s: unknown defaultMode %r (ignored)", path, mode)

@@ -11,6 +11,7 @@ from agentd.permissions.call import PERMISSIONLESS_TOOLS, Allow, Ask, Call
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import EDIT_TOOLS, url_host
 from agentd.permissions.settings import MergedSettings
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session
 from agentd.tools.base import ToolContext
 
@@ -29,7 +30,7 @@ def tool_check(
     if call.is_bash:
         if call.classification.read_only:
             # Nothing but the verdict allows it: the sandbox enforces the verdict.
-            return Allow("classifier", "read-only command", sandbox="read_only")
+            return Allow("classifier", "read-only command", sandbox=SandboxMode.READ_ONLY)
         return Ask("classifier", bash_reasons(call), suggested)
     if call.path:
         inside = _inside(call.path, session, settings)
@@ -58,8 +59,8 @@ def grants_for(call: Call, ctx: ToolContext) -> list[str]:
     """The path a file call needs granted when it lies outside the call's roots."""
     if not call.path:
         return []
-    mode = "write" if call.access_mode == "write" else "read"
-    if any(is_within(call.path, os.path.normpath(r)) for r in ctx.roots(mode)):
+    roots = ctx.roots("write" if call.access_mode == "write" else "read")
+    if any(is_within(call.path, os.path.normpath(r)) for r in roots):
         return []
     return [call.path]
 

@@ -261,7 +261,8 @@ class TrustStore:
 def describe_widening(widens: dict[str, Any]) -> list[str]:
     """One line per widening part, as the prompt and `agentctl trust` show them."""
     lines: list[str] = []
-    perms = widens.get("permissions") if isinstance(widens.get("permissions"), dict) else {}
+    found = widens.get("permissions")
+    perms: dict[str, Any] = found if isinstance(found, dict) else {}
     for key, value in perms.items():
         lines.append(f"permissions.{key}: {_short(value)}")
     for key, value in widens.items():

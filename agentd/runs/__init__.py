@@ -1,1 +1,2 @@
-"""A command's process and its output: tasks, runs outside the sandbox, output files."""
+"""A command's process and its output: its launch (plan, then start), the Run and Output
+protocols, tasks, runs outside the sandbox, output files."""

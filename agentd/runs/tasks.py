@@ -1,16 +1,18 @@
 """Runs of commands and the background tasks among them.
 
-Every Bash call is a run whose merged stdout/stderr is copied to a bounded output file
-(agentd/runs/output/file.py): a sandboxed run under a shim of its own (agentd/shim/client.py,
-ShimRun), an unsandboxed one (or one on a machine without setpriv/prlimit) by a reader
-thread in the daemon (Run). A foreground call waits for its run; a background task, or
-a foreground call that reached its timeout, is the same run registered with the
-TaskManager, and under a shim it outlives the daemon (agentd/shim/adopt.py).
+Every Bash call is a run (agentd/runs/run.py) whose merged stdout/stderr is copied to a
+bounded output file (agentd/runs/output/file.py): a sandboxed run under a shim of its own
+(agentd/shim/client.py, ShimRun), an unsandboxed one (or one on a machine without
+setpriv/prlimit) by a reader thread in the daemon (InProcessRun). A foreground call
+waits for its run; a background task, or a foreground call that reached its timeout, is
+the same run registered with the TaskManager, and under a shim it outlives the daemon
+(agentd/shim/adopt.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import fcntl
 import json
@@ -26,14 +28,8 @@ from typing import Any
 
 from agentd.foundation import metrics
 from agentd.foundation.errors import StorageFull
-from agentd.runs.output.file import (  # noqa: F401 - re-exported: where callers import them from
-    LAST_LINE_BYTES,
-    PROGRESS_INTERVAL,
-    OutputFile,
-    _resolve,
-    head_and_tail,
-    open_output,
-)
+from agentd.runs.output.file import OutputFile
+from agentd.runs.run import Run, Supervised
 from agentd.sessions.store import Store
 
 log = logging.getLogger(__name__)
@@ -72,8 +68,9 @@ class Task:
         }
 
 
-class Run:
-    """One sandboxed process and the thread copying its output to an OutputFile."""
+class InProcessRun:
+    """A process the daemon supervises itself, and the thread copying its output to an
+    OutputFile (a Run that cannot outlive the daemon)."""
 
     def __init__(self, process: Any, read_fd: int, output: OutputFile) -> None:
         self.process = process
@@ -138,7 +135,7 @@ class TaskManager:
         # tasks do not outlive the daemon.
         self.shim_root = shim_root
         self._tasks: dict[str, Task] = {}
-        self._runs: dict[str, Any] = {}  # task id -> Run or ShimRun
+        self._runs: dict[str, Run] = {}
         self._finished: dict[str, asyncio.Event] = {}
         # session id -> notifications for the model, added to the session's next result
         self._notices: dict[str, list[str]] = {}
@@ -163,10 +160,10 @@ class TaskManager:
     def running_count(self) -> int:
         return len(self._runs)
 
-    def adopt(self, task: Task, run: Any) -> None:
+    def adopt(self, task: Task, run: Run) -> None:
         """Make `run` a background task: tracked, evented, stopped with its session; a
         run under a shim also outlives this daemon (see agentd/shim/adopt.py)."""
-        if self.shim_root is not None and hasattr(run, "make_task"):
+        if self.shim_root is not None and isinstance(run, Supervised):
             directory = os.path.join(self.shim_root, task.id)
             os.makedirs(self.shim_root, mode=0o700, exist_ok=True)
             os.mkdir(directory, 0o700)
@@ -178,7 +175,7 @@ class TaskManager:
         self.follow(task, run)
         self._store.flush()  # the record of a task that may outlive us is on disk now
 
-    def follow(self, task: Task, run: Any) -> None:
+    def follow(self, task: Task, run: Run) -> None:
         """Track a running task (a new one, or one a previous daemon left) to its end."""
         self._tasks[task.id] = task
         self._runs[task.id] = run
@@ -186,7 +183,7 @@ class TaskManager:
         self._save(task)
         asyncio.ensure_future(self._watch(task, run))
 
-    async def _watch(self, task: Task, run: Any) -> None:
+    async def _watch(self, task: Task, run: Run) -> None:
         left = self._max_seconds - (time.time() * 1000 - task.started_ms) / 1000
         try:
             code = await asyncio.wait_for(asyncio.shield(run.done), max(left, 0.001))
@@ -196,9 +193,8 @@ class TaskManager:
             task.status = "killed"
         run.output.finish(code)
         self._runs.pop(task.id, None)
-        self.record_end(
-            task, code, run.killed, getattr(run, "ended_ms", 0) or int(time.time() * 1000)
-        )
+        ended_ms = run.ended_ms if isinstance(run, Supervised) else 0
+        self.record_end(task, code, run.killed, ended_ms or int(time.time() * 1000))
         self._finished.pop(task.id).set()
 
     def record_end(self, task: Task, code: int | None, killed: bool, ended_ms: int) -> None:
@@ -261,7 +257,7 @@ class TaskManager:
         """The daemon stops and tasks live on: let go of those under a shim (the next
         daemon takes them over); stop the others, which cannot outlive us."""
         for tid, run in list(self._runs.items()):
-            if hasattr(run, "detach") and self.shim_root is not None:
+            if isinstance(run, Supervised) and self.shim_root is not None:
                 run.detach()
                 self._runs.pop(tid)
         await self.stop_all()
@@ -270,7 +266,8 @@ class TaskManager:
         """A notification for the model, added to the session's next result."""
         self._notices.setdefault(session_id, []).append(text)
 
-    def take_notices(self, session_id: str) -> list[str]:
+    # builtins.list: in this class `list` is the method above.
+    def take_notices(self, session_id: str) -> builtins.list[str]:
         return self._notices.pop(session_id, [])
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import itertools
 import os
 import re
 import secrets
@@ -142,9 +143,9 @@ def static_dirs(command: str, cwd: str) -> list[str]:
         argv = cmd.argv
         if cmd.program != "git":
             continue
-        for i, word in enumerate(argv[:-1]):
-            if word == "-C" and isinstance(argv[i + 1], str):
-                dirs.append(os.path.normpath(os.path.join(cwd, argv[i + 1])))
+        for word, following in itertools.pairwise(argv):
+            if word == "-C" and isinstance(following, str):
+                dirs.append(os.path.normpath(os.path.join(cwd, following)))
     return [d for d in dirs if os.path.isdir(d)]
 
 

@@ -23,7 +23,7 @@ import json
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,7 +155,7 @@ class EventLog:
 
     async def subscribe(
         self, after_seq: int = 0, registered: Callable[[], Awaitable[None]] | None = None
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Journaled events after `after_seq`, then live ones, until the log closes.
         `registered` is awaited once the subscriber is counted: from then on it misses
         nothing emitted, and asks find it among the session's listeners."""
@@ -187,7 +187,7 @@ class EventLog:
         finally:
             self._subscribers.discard(sub)
 
-    async def replay(self, after_seq: int = 0) -> AsyncIterator[Event]:
+    async def replay(self, after_seq: int = 0) -> AsyncGenerator[Event, None]:
         """The journaled events after `after_seq` up to the latest now; nothing live."""
         async for event in self._journal(_Subscriber(last_seq=after_seq), self._seq):
             yield event

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import StorageFull
@@ -42,8 +42,24 @@ class Collected:
     reason: str = ""
 
 
+class RunningTasks(Protocol):
+    """What retention asks of the background tasks (agentd/runs/tasks.py TaskManager)."""
+
+    def list(self, session_id: str, include_finished: bool = True) -> list[dict[str, Any]]: ...
+
+
+class OutputDirs(Protocol):
+    """What retention asks of the output files (agentd/runs/output/registry.py Outputs)."""
+
+    def tasks_dir(self, session_id: str) -> str: ...
+
+    def forget_session(self, session_id: str) -> None: ...
+
+
 class Reaper:
-    def __init__(self, config: Config, sessions: SessionManager, tasks: Any, outputs: Any) -> None:
+    def __init__(
+        self, config: Config, sessions: SessionManager, tasks: RunningTasks, outputs: OutputDirs
+    ) -> None:
         self.config = config
         self._sessions = sessions
         self._tasks = tasks
@@ -227,7 +243,7 @@ class Reaper:
         return session.closed_ms or self._sessions.last_activity_ms(session)
 
     def _running_tasks(self, session: Session) -> str:
-        running = self._tasks.list(session.id, include_finished=False) if self._tasks else []
+        running = self._tasks.list(session.id, include_finished=False)
         return f"{len(running)} running tasks" if running else ""
 
     def _kept(self, session: Session, idle: float, reason: str) -> Collected:

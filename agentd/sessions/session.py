@@ -51,7 +51,7 @@ class ReadState(dict[str, FileState]):
         super().__delitem__(path)
         self.changed.add(path)
 
-    def pop(self, path: str, *default: Any) -> Any:  # type: ignore[override]
+    def pop(self, path: str, *default: Any) -> Any:
         self.changed.add(path)
         return super().pop(path, *default)
 

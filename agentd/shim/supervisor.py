@@ -299,8 +299,8 @@ class Shim:
                     self._on_output()
                 elif what == "exit":
                     self._on_exit()
-                elif what == "ctrl":
-                    self._on_ctrl(key.fileobj)  # type: ignore[arg-type]
+                elif what == "ctrl" and isinstance(key.fileobj, socket.socket):
+                    self._on_ctrl(key.fileobj)
                 elif what == "listen":
                     self._on_accept()
             now = time.monotonic()

@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from agentd.foundation.errors import InputError, ToolError
+from agentd.fs.identity import FsIdentity
+from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing.mode import SandboxMode
+from agentd.tools.services import Services
 
 if TYPE_CHECKING:
     from agentd.sessions.session import Session
@@ -95,15 +99,13 @@ class ToolContext:
     state_dir: str
     # await ctx.progress(output="chunk", message="...") streams to the caller and attached clients.
     progress: ProgressFn
+    # The daemon's parts a tool may use (config, tasks, outputs, events to clients).
+    services: Services
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
-    # The daemon's services a tool may use (task manager, sandbox settings...), by name.
-    services: dict[str, Any] = field(default_factory=dict)
     # Paths outside the workspace that a permission decision granted to this call.
     granted_paths: list[str] = field(default_factory=list)
-    # How a Bash call's sandbox is built, from the permission decision (Decision.sandbox):
-    # "normal", "read_only" (workspace read-only, no network), "neutralised" (the
-    # repository's git config cut to inert keys) or "unsandboxed".
-    sandbox: str = "normal"
+    # How a Bash call's sandbox is built, from the permission decision (Decision.sandbox).
+    sandbox: SandboxMode = SandboxMode.NORMAL
 
     def roots(self, mode: Literal["read", "write"] = "read") -> list[str]:
         """Where this call may touch files: the workspace, granted paths, and for reads the
@@ -111,9 +113,15 @@ class ToolContext:
         roots = [*self.session.workspace_roots, *self.session.additional_dirs, *self.granted_paths]
         if mode == "read":
             roots.append(self.state_dir)
-            if outputs := self.services.get("outputs"):
-                roots.append(outputs.tasks_dir(self.session.id))  # Bash output files
+            roots.append(self.services.outputs.tasks_dir(self.session.id))  # Bash output files
         return roots
+
+    def fs_identity(self) -> FsIdentity | None:
+        """Whose rights the daemon's file work for this call has: the identity the
+        session's sandboxed commands run as (agentd/fs/identity.py); None when the daemon
+        is not root, and so is that identity already."""
+        ident = sandbox_policy.run_as(self.session, self.services.config)
+        return None if ident is None else FsIdentity(*ident)
 
 
 class Tool:

@@ -34,7 +34,7 @@ class BashOutputTool(ReadOnlyTool):
             compile_pattern(args["filter"], "filter")
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        tasks = ctx.services["tasks"]
+        tasks = ctx.services.tasks
         task = tasks.get(ctx.session.id, args["bash_id"])
         if task is None:
             raise InputError(f"No task found with ID: {args['bash_id']}")

@@ -98,9 +98,7 @@ class LS(ReadOnlyTool):
 def _directory(raw: str | None, ctx: ToolContext) -> fsaccess.Located:
     session = ctx.session
     path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
-    loc = fsaccess.locate(
-        path, ctx.roots("read"), fsidentity.of_session(ctx), daemon_roots=(ctx.state_dir,)
-    )
+    loc = fsaccess.locate(path, ctx.roots("read"), ctx.fs_identity(), daemon_roots=(ctx.state_dir,))
     fsaccess.check_inside(loc)
     try:
         st = fsaccess.stat_beneath(loc)

@@ -29,7 +29,7 @@ class TaskStopTool(Tool):
             raise InputError("Give the id of the task to stop as task_id.")
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        tasks = ctx.services["tasks"]
+        tasks = ctx.services.tasks
         task_id = args.get("task_id") or args["shell_id"]
         task = tasks.get(ctx.session.id, task_id)
         if task is None or not tasks.is_running(task_id):

@@ -89,9 +89,7 @@ class TodoWrite(Tool):
         # A finished list is cleared, as the reference does: the next task starts empty.
         stored = [] if new and all(t["status"] == "completed" for t in new) else new
         session.todos = stored
-        on_changed = ctx.services.get("on_todos_changed")
-        if on_changed is not None:
-            await on_changed(session, copy.deepcopy(stored))
+        await ctx.services.on_todos_changed(session, copy.deepcopy(stored))
         return ToolResult.text(RESULT_TEXT, {"oldTodos": old, "newTodos": new})
 
 

@@ -21,14 +21,16 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agentd.calls.executor import Decision
 from agentd.foundation.config import Config
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
+from agentd.permissions.decision import Decision
 from agentd.permissions.trust import SETTINGS_FILES
 from agentd.sessions.events import Event, EventLog
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
 from agentd.tools.base import FileAccess, Tool, ToolContext
+from agentd.tools.services import Services
+from tests.support.services import make_services
 
 
 class StubTool(Tool):
@@ -76,6 +78,7 @@ class Env:
     sessions: SessionManager
     session: Session
     engine: PermissionEngine
+    services: Services
     progress: list[dict[str, Any]] = field(default_factory=list)
     _ids: Iterator[int] = field(default_factory=itertools.count)
 
@@ -94,6 +97,7 @@ class Env:
             tool_use_id=f"toolu_{next(self._ids)}",
             state_dir=str(state),
             progress=record,
+            services=self.services,
         )
 
     async def decide(
@@ -163,7 +167,8 @@ def make_env(tmp_path: Path) -> Iterator[Callable[..., Env]]:
         session.home = str(home)
         settings = SettingsLoader(cfg, TrustStore(cfg, store))
         engine = PermissionEngine(cfg, sessions, settings=settings)
-        return Env(tmp_path, ws, home, cfg, store, sessions, session, engine)
+        services = make_services(cfg, store)
+        return Env(tmp_path, ws, home, cfg, store, sessions, session, engine, services)
 
     yield make
     for store in stores:

@@ -14,6 +14,7 @@ import pytest
 
 from agentd.permissions import hooks
 from agentd.permissions.settings import HookCommand
+from agentd.runs import launch
 from tests.sandbox.conftest import policy, sandbox_dir
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
@@ -49,18 +50,18 @@ def _factory(ws: str, tmp_path: Path, failing: int) -> tuple[Any, dict[str, int]
 async def test_a_hook_whose_sandbox_failed_to_start_runs_once_and_decides(
     ws: str, tmp_path: Path
 ) -> None:
-    build, seen = _factory(ws, tmp_path, hooks.START_ATTEMPTS - 1)
+    build, seen = _factory(ws, tmp_path, launch.START_ATTEMPTS - 1)
     run = await hooks.run_hook(HookCommand(DENY, 10, "test"), {}, build)
     assert hooks.pre_verdict(run).behavior == "deny"
-    assert seen["built"] == hooks.START_ATTEMPTS
+    assert seen["built"] == launch.START_ATTEMPTS
     assert Path(ws, "runs.txt").read_text() == "ran\n"
 
 
 async def test_a_hook_that_never_starts_fails_without_running(ws: str, tmp_path: Path) -> None:
-    build, seen = _factory(ws, tmp_path, hooks.START_ATTEMPTS)
+    build, seen = _factory(ws, tmp_path, launch.START_ATTEMPTS)
     run = await hooks.run_hook(HookCommand(DENY, 10, "test"), {}, build)
     assert run.exit_code not in (0, 2) and "bwrap" in run.stderr
-    assert seen["built"] == hooks.START_ATTEMPTS
+    assert seen["built"] == launch.START_ATTEMPTS
     assert not Path(ws, "runs.txt").exists()
 
 

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import os
+import shutil
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentd.foundation.config import Config
 from agentd.foundation.errors import InputError, ToolError
 from agentd.sessions.session import Session
+from agentd.sessions.store import Store
 from agentd.tools import default_registry
 from agentd.tools.base import ImageBlock, TextBlock, ToolContext, ToolResult
+from agentd.tools.services import Services
+from tests.conftest import SANDBOX_UID
+from tests.support.services import config_under, make_services
 
 
 @dataclass
@@ -30,30 +37,41 @@ class CallResult:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
+def ws(workspace: Path) -> Path:
+    """The session's workspace: one the sandbox identity can reach and owns (conftest's),
+    as a root daemon's sessions have; the tools act as that identity on it."""
+    return workspace
 
 
 @pytest.fixture
-def session(ws: Path, tmp_path: Path) -> Session:
-    home = tmp_path / "home"
+def session(ws: Path) -> Iterator[Session]:
+    home = ws.parent / f"{ws.name}-home"
     home.mkdir()
-    return Session(id="s-test", workspace_roots=[str(ws)], cwd=str(ws), home=str(home))
+    if os.geteuid() == 0:
+        os.chown(home, SANDBOX_UID, SANDBOX_UID)
+    yield Session(id="s-test", workspace_roots=[str(ws)], cwd=str(ws), home=str(home))
+    shutil.rmtree(home, ignore_errors=True)
 
 
 Call = Callable[..., Awaitable[CallResult]]
 
 
 @pytest.fixture
-def tool_services() -> dict[str, Any]:
-    """ToolContext.services for `call`; a test module overrides it (WebFetch's config)."""
-    return {}
+def tool_config(tmp_path: Path) -> Config:
+    """The daemon's config for `call`; a test module overrides it (WebFetch's hosts)."""
+    return config_under(tmp_path / "daemon")
 
 
 @pytest.fixture
-def call(session: Session, tmp_path: Path, tool_services: dict[str, Any]) -> Call:
+def tool_services(tool_config: Config, tmp_path: Path) -> Iterator[Services]:
+    """ToolContext.services for `call`, as the daemon gives them."""
+    store = Store(str(tmp_path / "services.db"))
+    yield make_services(tool_config, store)
+    store.close()
+
+
+@pytest.fixture
+def call(session: Session, tmp_path: Path, tool_services: Services) -> Call:
     registry = default_registry()
     state_dir = tmp_path / "state"
     state_dir.mkdir()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentd.foundation.config import Config
-from agentd.runs.tasks import TaskManager
+from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session
 from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext, ToolResult
 from agentd.tools.bash.tool import BashTool
+from tests.support.services import config_under, make_services
 
 
 async def call_bash(
@@ -23,7 +23,7 @@ async def call_bash(
 ) -> ToolResult:
     """Run `command` as a Bash call of a fresh session on `ws`, as `sandbox` says
     (ToolContext.sandbox); a ToolError propagates (the executor would make it is_error)."""
-    config = Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))
+    config = config_under(tmp_path)
     store = Store(str(tmp_path / "a.db"))
     try:
         session = Session(id=session_id, workspace_roots=[str(ws)], cwd=str(ws))
@@ -38,9 +38,9 @@ async def call_bash(
             tool_use_id=tool_use_id,
             state_dir=str(state),
             progress=progress,
-            services={"tasks": TaskManager(store, lambda *a: None, 60), "config": config},
+            services=make_services(config, store),
         )
-        ctx.sandbox = sandbox
+        ctx.sandbox = SandboxMode(sandbox)
         return await BashTool().call({"command": command}, ctx)
     finally:
         store.close()

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agentd.foundation.errors import ToolError
+from agentd.runs.launch import START_ATTEMPTS
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.tools.base import ToolResult
-from agentd.tools.bash.tool import _START_ATTEMPTS
 from tests.tools.direct import call_bash
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
@@ -63,7 +63,7 @@ def test_a_sandbox_that_never_starts_is_an_error_and_nothing_runs(
 ) -> None:
     # The executor turns a ToolError into an is_error result for the model.
     with pytest.raises(ToolError, match="could not start, so the command did not run: bwrap"):
-        _run(ws, tmp_path, "echo ran >> runs.txt", monkeypatch, _START_ATTEMPTS)
+        _run(ws, tmp_path, "echo ran >> runs.txt", monkeypatch, START_ATTEMPTS)
     assert not (ws / "runs.txt").exists()
 
 

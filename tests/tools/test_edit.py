@@ -198,6 +198,7 @@ async def test_edit_keeps_utf16_and_latin1(call, ws: Path) -> None:
 async def test_edit_keeps_mode(call, ws: Path) -> None:
     f = ws / "s.sh"
     f.write_text("echo 1\n")
+    os.chown(f, ws.stat().st_uid, ws.stat().st_gid)  # the workspace owner's, as in real use
     f.chmod(0o700)
     await call("Read", {"file_path": str(f)})
     await call("Edit", {"file_path": str(f), "old_string": "1", "new_string": "2"})

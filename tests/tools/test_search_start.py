@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agentd.foundation.config import Config
+from agentd.runs import launch
 from agentd.tools.search import ripgrep
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
@@ -20,12 +20,6 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 def ws(workspace: Path) -> Path:
     """A workspace the sandbox's uid can reach (conftest's)."""
     return workspace
-
-
-@pytest.fixture
-def tool_services(tmp_path: Path) -> dict[str, Any]:
-    """With a config, the searches run in the session's sandbox."""
-    return {"config": Config(socket_path=str(tmp_path / "s.sock"), state_dir=str(tmp_path / "st"))}
 
 
 @pytest.fixture
@@ -50,22 +44,22 @@ async def test_a_search_whose_sandbox_failed_to_start_is_retried(
     call: Any, ws: Path, starts: dict[str, int], tool: str
 ) -> None:
     (ws / "a.txt").write_text("needle\n")
-    starts["failing"] = ripgrep.START_ATTEMPTS - 1
+    starts["failing"] = launch.START_ATTEMPTS - 1
     args = {"pattern": "needle"} if tool == "Grep" else {"pattern": "*.txt"}
     r = await call(tool, args)
     assert not r.is_error, r.text
     assert "a.txt" in r.text
-    assert starts["starts"] == ripgrep.START_ATTEMPTS
+    assert starts["starts"] == launch.START_ATTEMPTS
 
 
 async def test_a_sandbox_that_never_starts_is_an_error(
     call: Any, ws: Path, starts: dict[str, int]
 ) -> None:
     (ws / "a.txt").write_text("needle\n")
-    starts["failing"] = ripgrep.START_ATTEMPTS
+    starts["failing"] = launch.START_ATTEMPTS
     r = await call("Grep", {"pattern": "needle"})
     assert r.is_error and "bwrap" in r.text, r.text
-    assert starts["starts"] == ripgrep.START_ATTEMPTS
+    assert starts["starts"] == launch.START_ATTEMPTS
 
 
 async def test_no_matches_is_not_taken_for_a_failed_start(

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from agentd.sessions.session import Session
+from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext
 from agentd.tools.todo_write import TodoWrite
 from tests.support.data import TOOL_SCHEMAS
+from tests.support.services import config_under, make_services
 
 REFERENCE_SCHEMAS = TOOL_SCHEMAS
 
@@ -72,18 +74,23 @@ async def test_hook_is_called_with_session_and_list(session: Session, tmp_path: 
     async def progress(**_: Any) -> None:
         pass
 
+    store = Store(str(tmp_path / "agentd.db"))
+    services = make_services(config_under(tmp_path), store, on_todos_changed=on_todos_changed)
     ctx = ToolContext(
         session=session,
         tool_use_id="toolu_1",
         state_dir=str(tmp_path),
         progress=progress,
-        services={"on_todos_changed": on_todos_changed},
+        services=services,
     )
     tool = TodoWrite()
-    await tool.call({"todos": TODOS}, ctx)
-    assert seen == [(session, TODOS)]
-    await tool.call({"todos": [{**t, "status": "completed"} for t in TODOS]}, ctx)
-    assert seen[-1] == (session, [])
+    try:
+        await tool.call({"todos": TODOS}, ctx)
+        assert seen == [(session, TODOS)]
+        await tool.call({"todos": [{**t, "status": "completed"} for t in TODOS]}, ctx)
+        assert seen[-1] == (session, [])
+    finally:
+        store.close()
 
 
 def test_flags() -> None:

@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +20,7 @@ import pytest
 
 from agentd.foundation.config import Config
 from agentd.sessions.session import Session
+from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext, ToolError
 from agentd.tools.web_fetch.address import AllowList, CheckedBackend
 from agentd.tools.web_fetch.http import MAX_BODY_BYTES
@@ -27,6 +28,7 @@ from agentd.tools.web_fetch.pages import Page, PageCache
 from agentd.tools.web_fetch.tool import PAGE_CHARS, WebFetch
 from agentd.tools.web_fetch.url import checked_url, is_same_host
 from tests.support.data import TOOL_SCHEMAS
+from tests.support.services import make_services
 
 HTML = b"""<!doctype html>
 <html><head><title>Fixture page</title>
@@ -152,9 +154,9 @@ LOCAL_OK = Config(webfetch_allow_private_hosts=["127.0.0.1", "localhost", "::1"]
 
 
 @pytest.fixture
-def tool_services() -> dict[str, object]:
+def tool_config() -> Config:
     """The conftest's `call`, with a config that allows the local test site."""
-    return {"config": LOCAL_OK}
+    return LOCAL_OK
 
 
 # --- content ------------------------------------------------------------------------------
@@ -318,17 +320,34 @@ async def test_redirect_loop_gives_up(call, site: Site) -> None:
 # --- cancellation -------------------------------------------------------------------------
 
 
-async def test_cancel_stops_the_fetch(site: Site, session: Session, tmp_path: Path) -> None:
+MakeCtx = Callable[[Config], ToolContext]
+
+
+@pytest.fixture
+def make_ctx(session: Session, tmp_path: Path) -> Iterator[MakeCtx]:
+    """A call's context whose daemon has `config`."""
+    stores: list[Store] = []
+
     async def progress(**kw: object) -> None:
         pass
 
-    ctx = ToolContext(
-        session=session,
-        tool_use_id="t",
-        state_dir=str(tmp_path),
-        progress=progress,
-        services={"config": LOCAL_OK},
-    )
+    def make(config: Config) -> ToolContext:
+        stores.append(Store(str(tmp_path / f"services-{len(stores)}.db")))
+        return ToolContext(
+            session=session,
+            tool_use_id="t",
+            state_dir=str(tmp_path),
+            progress=progress,
+            services=make_services(config, stores[-1]),
+        )
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+async def test_cancel_stops_the_fetch(site: Site, make_ctx: MakeCtx) -> None:
+    ctx = make_ctx(LOCAL_OK)
     tool = WebFetch()
     task = asyncio.create_task(tool.call({"url": site.url("/slow"), "prompt": "p"}, ctx))
     assert await asyncio.to_thread(site.slow_started.wait, 10)
@@ -340,34 +359,13 @@ async def test_cancel_stops_the_fetch(site: Site, session: Session, tmp_path: Pa
 # --- internal addresses ---------------------------------------------------------------
 
 
-def _ctx(session: Session, tmp_path: Path, config: Config | None) -> ToolContext:
-    async def progress(**kw: object) -> None:
-        pass
-
-    services = {"config": config} if config else {}
-    return ToolContext(
-        session=session,
-        tool_use_id="t",
-        state_dir=str(tmp_path),
-        progress=progress,
-        services=services,
-    )
-
-
-async def test_without_the_opt_in_the_local_site_is_refused(
-    site: Site, session: Session, tmp_path: Path
-) -> None:
-    for config in (None, Config()):
-        with pytest.raises(ToolError, match="refused to connect to 127.0.0.1: .* loopback"):
-            await WebFetch().call(
-                {"url": site.url("/page.html"), "prompt": "p"}, _ctx(session, tmp_path, config)
-            )
+async def test_without_the_opt_in_the_local_site_is_refused(site: Site, make_ctx: MakeCtx) -> None:
+    with pytest.raises(ToolError, match="refused to connect to 127.0.0.1: .* loopback"):
+        await WebFetch().call({"url": site.url("/page.html"), "prompt": "p"}, make_ctx(Config()))
     assert site.hits["/page.html"] == 0
 
 
-async def test_connection_is_pinned_to_the_checked_address(
-    site: Site, session: Session, tmp_path: Path
-) -> None:
+async def test_connection_is_pinned_to_the_checked_address(site: Site, make_ctx: MakeCtx) -> None:
     """The name is resolved once per connection, by the check; the socket goes to that
     address and the Host header keeps the name."""
     asked: list[str] = []
@@ -379,7 +377,7 @@ async def test_connection_is_pinned_to_the_checked_address(
     config = Config(webfetch_allow_private_hosts=["intranet.test"])
     tool = WebFetch(resolve=resolve)
     url = f"http://intranet.test:{site.port}/redirect-same"
-    r = await tool.call({"url": url, "prompt": "p"}, _ctx(session, tmp_path, config))
+    r = await tool.call({"url": url, "prompt": "p"}, make_ctx(config))
     assert not r.is_error, r.text_content()
     assert "# Main title" in r.text_content()
     # Two requests (one redirect), two connections: one resolution each, by the check.
@@ -403,13 +401,13 @@ async def test_rebinding_is_refused_at_the_next_connection(site: Site) -> None:
         await backend.connect_tcp("rebind.test", site.port)
 
 
-async def test_any_internal_answer_refuses_the_name(session: Session, tmp_path: Path) -> None:
+async def test_any_internal_answer_refuses_the_name(make_ctx: MakeCtx) -> None:
     async def resolve(host: str, port: int) -> list[str]:
         return ["93.184.215.14", "169.254.169.254"]
 
     with pytest.raises(ToolError, match="cloud metadata"):
         await WebFetch(resolve=resolve).call(
-            {"url": "https://mixed.test/", "prompt": "p"}, _ctx(session, tmp_path, None)
+            {"url": "https://mixed.test/", "prompt": "p"}, make_ctx(Config())
         )
 
 

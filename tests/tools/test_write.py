@@ -89,6 +89,7 @@ async def test_write_after_partial_read(call, ws: Path) -> None:
 async def test_write_keeps_mode_and_utf16_and_writes_line_ends_as_given(call, ws: Path) -> None:
     f = ws / "run.sh"
     f.write_bytes(b"echo a\r\necho b\r\n")
+    os.chown(f, ws.stat().st_uid, ws.stat().st_gid)  # the workspace owner's, as in real use
     f.chmod(0o751)
     await call("Read", {"file_path": str(f)})
     # As the reference: Write's content is the file, line ends included (Edit keeps CRLF).

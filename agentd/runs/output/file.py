@@ -12,6 +12,8 @@ import os
 from collections import deque
 from collections.abc import Callable
 
+from agentd.runs.run import Output
+
 # Seconds between progress updates of a running command.
 PROGRESS_INTERVAL = 0.25
 # The last line a progress update carries, at most this many bytes.
@@ -159,7 +161,7 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def head_and_tail(out: OutputFile, max_chars: int) -> tuple[str, bool]:
+def head_and_tail(out: Output, max_chars: int) -> tuple[str, bool]:
     """The output for a result: all of it when it fits, else its head and tail around a note."""
     if out.total <= max_chars:
         return bytes(out.head).decode(errors="replace"), False

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from agentd.foundation.config import Config
 from agentd.foundation.errors import NotFound, ToolError
 from agentd.runs.output.serving import CHUNK, ChunkCache, Pacer
-from agentd.runs.tasks import OutputFile
+from agentd.runs.run import Output
 from agentd.sessions.store import Store
 
 # Where a session's output files are, read-only, inside its sandbox.
@@ -54,7 +54,7 @@ class Outputs:
 
     def __init__(self, config: Config, store: Store | None = None) -> None:
         self._config = config
-        self._live: dict[tuple[str, str], OutputFile] = {}
+        self._live: dict[tuple[str, str], Output] = {}
         # Which output each Bash call wrote, by (session id, tool_use_id): in the store,
         # so `agentctl logs CALL` finds it after a restart too; without one, in memory.
         self._store = store
@@ -85,10 +85,14 @@ class Outputs:
             os.chmod(path, 0o750, follow_symlinks=False)
         return path
 
-    def add(self, session_id: str, tool_use_id: str, out: OutputFile) -> None:
+    def add(self, session_id: str, tool_use_id: str, out: Output) -> None:
         key = (session_id, out.id)
         self._live[key] = out
-        out.on_finish = lambda: self._live.pop(key, None)
+
+        def forget() -> None:
+            self._live.pop(key, None)
+
+        out.on_finish = forget
         if not tool_use_id:
             return
         if self._store is not None:
@@ -169,5 +173,5 @@ class Outputs:
             os.close(fd)
 
 
-def _ended(out: OutputFile) -> Callable[[], bool]:
+def _ended(out: Output) -> Callable[[], bool]:
     return lambda: out.done

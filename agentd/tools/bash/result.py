@@ -7,9 +7,9 @@ import os
 import re
 import shlex
 
-from agentd.runs.output.file import OutputFile, head_and_tail
+from agentd.runs.output.file import head_and_tail
+from agentd.runs.run import Output
 from agentd.sandboxing import readonly
-from agentd.shim.client import ShimOutput
 from agentd.tools.base import ToolResult
 
 MAX_OUTPUT_CHARS = 30_000
@@ -56,7 +56,7 @@ def interpret_exit(command: str, code: int) -> tuple[bool, str | None]:
     return True, None
 
 
-def persisted_output(head: str, output: OutputFile | ShimOutput) -> str:
+def persisted_output(head: str, output: Output) -> str:
     """The reference's form of an output too large to show: where it is, and its start
     (2000 characters, cut back to a line end when one is in the second half)."""
     preview = head[:PREVIEW_CHARS]
@@ -74,7 +74,7 @@ def finished(
     command: str,
     code: int,
     outcome: str,
-    output: OutputFile | ShimOutput,
+    output: Output,
     notices: list[str],
     seen_at: str,
     timeout_ms: float,

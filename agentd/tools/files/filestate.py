@@ -48,7 +48,7 @@ def resolve(
     path = fsaccess.expand(raw, session.cwd, session.home)
     if ctx is None:
         return fsaccess.locate(path, roots)
-    return fsaccess.locate(path, roots, fsidentity.of_session(ctx), (ctx.state_dir,))
+    return fsaccess.locate(path, roots, ctx.fs_identity(), (ctx.state_dir,))
 
 
 def not_found(path: str, session: Session, identity: fsidentity.FsIdentity | None = None) -> str:

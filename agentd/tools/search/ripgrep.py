@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import shutil
 import stat
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from agentd.foundation.errors import InputError, ToolError
 from agentd.fs import access as fsaccess
 from agentd.fs import identity as fsidentity
-from agentd.sandboxing import policy as sandbox_policy
+from agentd.runs import launch
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable, spawn
 
 if TYPE_CHECKING:
@@ -50,7 +49,7 @@ class SearchRoot:
     path: str  # absolute, lexical (as the session names it)
     is_dir: bool
     loc: fsaccess.Located
-    # The sandbox rg runs in; None for the daemon's own state dir or without a daemon.
+    # The sandbox rg runs in; None for the daemon's own state dir (saved results).
     sandbox: SandboxPolicy | None = None
 
 
@@ -59,9 +58,7 @@ def search_root(raw: str | None, ctx: ToolContext) -> SearchRoot:
     lie inside the roots the call may read."""
     session = ctx.session
     path = fsaccess.expand(raw, session.cwd, session.home) if raw else session.cwd
-    loc = fsaccess.locate(
-        path, ctx.roots("read"), fsidentity.of_session(ctx), daemon_roots=(ctx.state_dir,)
-    )
+    loc = fsaccess.locate(path, ctx.roots("read"), ctx.fs_identity(), daemon_roots=(ctx.state_dir,))
     fsaccess.check_inside(loc)  # a symlink leaving the workspace is refused here
     try:
         st = fsaccess.stat_beneath(loc)
@@ -76,16 +73,10 @@ def search_root(raw: str | None, ctx: ToolContext) -> SearchRoot:
 def _sandbox_for(ctx: ToolContext, loc: fsaccess.Located) -> SandboxPolicy | None:
     """The session's sandbox narrowed for a search: everything it may read shown
     read-only where it is, nothing writable, no network, none of the session's env."""
-    config = ctx.services.get("config")
-    if config is None or os.path.normpath(loc.root) == os.path.normpath(ctx.state_dir):
+    if os.path.normpath(loc.root) == os.path.normpath(ctx.state_dir):
         return None
-    session = ctx.session
-    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
-    base = sandbox_policy.policy_for(session, config, tmp_dir)
     readable = [r for r in ctx.roots("read") if r != ctx.state_dir]
-    return dataclasses.replace(
-        base, writable=[], read_only=readable, ro_binds=[], network=False, env={}, home=None
-    )
+    return launch.search_policy(ctx.session, ctx.services.config, readable)
 
 
 def identity_of(root: SearchRoot) -> fsidentity.FsIdentity | None:
@@ -126,17 +117,18 @@ async def run_rg(
         raise InputError(
             "The pattern, glob or type contains a NUL byte, which ripgrep cannot take."
         )
-    for _attempt in range(START_ATTEMPTS):
-        out = await _run_once([*common, *args], cwd, cancelled, max_bytes, max_seconds, sandbox)
-        if sandbox is None or not _never_started(out):
-            break
-    return out
+    argv = [*common, *args]
+    if sandbox is None:
+        return await _run_once(argv, cwd, cancelled, max_bytes, max_seconds, None)
 
+    async def attempt() -> tuple[RgOutput, bool]:
+        # bwrap's argv is built anew each time: a host socket or listed path may have
+        # vanished since. Nothing ran, and a search changes nothing: safe to start again.
+        plan = launch.plan_search(sandbox, cwd, [RG_BIN, *argv])
+        out = await _run_once(argv, cwd, cancelled, max_bytes, max_seconds, plan)
+        return out, not _never_started(out)
 
-# A search whose sandbox failed before rg ran is started again (bwrap's argv is built
-# anew: a host socket or listed path may have vanished since, as on a busy machine).
-# Nothing ran, and a search changes nothing, so this is safe; as the Bash tool does.
-START_ATTEMPTS = 3
+    return await launch.start(attempt, "a search")
 
 
 def _never_started(out: RgOutput) -> bool:
@@ -151,12 +143,13 @@ async def _run_once(
     cancelled: asyncio.Event,
     max_bytes: int,
     max_seconds: float | None,
-    sandbox: SandboxPolicy | None,
+    plan: launch.LaunchPlan | None,
 ) -> RgOutput:
+    """rg run once: as `plan` says, else as the daemon (its own state dir only)."""
     proc: Any
-    if sandbox is not None:
+    if plan is not None:
         try:
-            proc = await spawn(dataclasses.replace(sandbox, cwd=cwd), [RG_BIN, *argv])
+            proc = await spawn(plan.policy, plan.argv)
         except SandboxUnavailable as exc:
             raise ToolError(
                 f"The sandbox the search runs in could not start, so nothing was searched: {exc}"
@@ -200,8 +193,9 @@ async def _run_once(
     stop = asyncio.ensure_future(cancelled.wait())
     timed_out = False
     try:
+        waiting: set[asyncio.Future[Any]] = {work, stop}
         done, _ = await asyncio.wait(
-            {work, stop},
+            waiting,
             timeout=MAX_SECONDS if max_seconds is None else max_seconds,
             return_when=asyncio.FIRST_COMPLETED,
         )

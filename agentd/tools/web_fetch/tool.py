@@ -90,8 +90,7 @@ class WebFetch(Tool):
 
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
-        config = ctx.services.get("config")
-        allow = AllowList(getattr(config, "webfetch_allow_private_hosts", ()))
+        allow = AllowList(ctx.services.config.webfetch_allow_private_hosts)
         url = checked_url(str(args.get("url", "")), allow)
         prompt = str(args.get("prompt", ""))
         offset = int(args.get("offset") or 0)

@@ -1,0 +1,236 @@
+"""A command's launch: the plan (what runs, in which sandbox) apart from the start.
+
+plan_bash and plan_search (on search_policy) build a LaunchPlan and start nothing: the
+sandbox policy, the read-only staging (sanitised git configs bound over the real ones),
+the argv and the environment, from the session, the config and the permission
+decision's SandboxMode. Each can be tested alone, as codex-rs builds its exec request.
+
+start runs attempts of a launch until one started: a sandbox that ended before its
+command ran (bwrap could not mount a host socket or a listed path that vanished after
+the plan listed it, as on a busy machine) is planned and started again; nothing of the
+command ran, so that is safe. Bash, Grep/Glob and the hooks all start this way.
+start_bash is Bash's start: its output file, the channels bash reports through, and the
+hand-off to a shim (agentd/shim/client.py), or to the daemon's own process where the
+machine's chain needs a step only subprocess can do, or the command runs unsandboxed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from agentd.foundation import metrics
+from agentd.foundation.config import Config
+from agentd.foundation.errors import ToolError
+from agentd.runs import unsandboxed
+from agentd.runs.channels import Channels
+from agentd.runs.output.file import OutputFile, open_output
+from agentd.runs.output.registry import TASKS_MOUNT
+from agentd.runs.run import Output, Run
+from agentd.runs.tasks import InProcessRun, new_task_id
+from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing import readonly
+from agentd.sandboxing.mode import SandboxMode
+from agentd.sessions.session import Session
+from agentd.shim import client as shim_client
+from agentd_sandbox import SandboxPolicy, SandboxUnavailable, shell_argv, spawn
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Starts of a sandbox that failed before its command ran.
+START_ATTEMPTS = 3
+
+
+@dataclass
+class LaunchPlan:
+    """What will run and how: built without starting anything."""
+
+    policy: SandboxPolicy
+    argv: list[str]
+    # False: outside the sandbox (a person approved dangerouslyDisableSandbox).
+    sandboxed: bool = True
+    # Sanitised git configs bound over the real ones: removed once the command ended.
+    staged: readonly.Staged = field(default_factory=readonly.Staged)
+
+
+async def plan_bash(
+    session: Session,
+    config: Config,
+    mode: SandboxMode,
+    command: str,
+    *,
+    tmp_dir: str,
+    tasks_dir: str,
+    bash_env: str,
+) -> LaunchPlan:
+    """A Bash command's launch: the session's sandbox as `mode` says (read-only and
+    neutralised runs get their git configs staged), the session's output files
+    read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
+    The command's text goes in through the environment, never on a command line."""
+    read_only = mode is SandboxMode.READ_ONLY
+    policy = sandbox_policy.policy_for(session, config, tmp_dir, read_only=read_only)
+    policy.env = {**policy.env, "BASH_ENV": bash_env}
+    staged = readonly.Staged()
+    if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
+        staged = await readonly.enforce(policy, session, config, command, read_only=read_only)
+    sandboxed = mode is not SandboxMode.UNSANDBOXED
+    if sandboxed:
+        # The session's output files, read-only at a fixed path (`tail -f` works).
+        policy.ro_binds = [*policy.ro_binds, (tasks_dir, TASKS_MOUNT)]
+    return LaunchPlan(policy, shell_argv(policy, command), sandboxed, staged)
+
+
+def search_policy(session: Session, config: Config, readable: list[str]) -> SandboxPolicy:
+    """The session's sandbox narrowed for a search (Grep, Glob): `readable` shown
+    read-only where it is, nothing writable, no network, none of the session's env."""
+    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
+    base = sandbox_policy.policy_for(session, config, tmp_dir)
+    return dataclasses.replace(
+        base, writable=[], read_only=readable, ro_binds=[], network=False, env={}, home=None
+    )
+
+
+def plan_search(policy: SandboxPolicy, cwd: str, argv: list[str]) -> LaunchPlan:
+    """A search's launch: `argv` in `cwd`, in `policy` (search_policy's)."""
+    return LaunchPlan(dataclasses.replace(policy, cwd=cwd), argv)
+
+
+async def start(attempt: Callable[[], Awaitable[tuple[T, bool]]], what: str) -> T:
+    """Run `attempt()` (which plans and starts anew, and says whether the command ran)
+    until one ran, at most START_ATTEMPTS times; the last attempt's outcome."""
+    for number in range(1, START_ATTEMPTS + 1):
+        outcome, ran = await attempt()
+        if ran:
+            break
+        log.info("%s: its sandbox ended before it ran (attempt %d)", what, number)
+    return outcome
+
+
+@dataclass
+class Started:
+    """A Bash command that started: its run, the task id its output is named by, and
+    what goes once it has ended."""
+
+    task_id: str
+    run: Run
+    channels: Channels
+    plan: LaunchPlan
+    # Its change reader runs (agentd/changes/reader.py): the shim took the watch fds.
+    watched: bool = False
+
+    def cleanup(self) -> None:
+        self.plan.staged.cleanup()
+        self.channels.close()
+
+
+async def start_bash(
+    plan: Callable[[Channels], Awaitable[LaunchPlan]],
+    tasks_dir: str,
+    readers: int | None,
+    output_limit: int,
+    register: Callable[[Output], None],
+    watch: tuple[int, int] | None = None,
+) -> Started:
+    """Start a Bash command: each attempt opens its output file in `tasks_dir` (readable
+    by the `readers` group), its channels, and its `plan`, hands the command to a shim,
+    and `register`s the output; it counts as started once bash ran (its BASH_ENV script
+    wrote into the channel). Raises ToolError when the sandbox could not start. `watch`:
+    the fanotify group and change log of the call (agentd/changes/), for the shim's
+    reader."""
+
+    async def attempt() -> tuple[Started | str, bool]:
+        task_id = new_task_id()
+        output_path = os.path.join(tasks_dir, f"{task_id}.output")
+        output_fd = open_output(output_path, readers)
+        channels = Channels.open()
+        staged = readonly.Staged()
+        try:
+            launch = await plan(channels)
+            staged = launch.staged
+            spawned = time.monotonic()
+            run = await _spawn(launch, output_path, output_fd, output_limit, channels, watch)
+            metrics.sandbox_started(time.monotonic() - spawned)
+        except BaseException as exc:
+            # Nothing started: nothing of this attempt stays behind.
+            staged.cleanup()
+            channels.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(output_path)
+            if isinstance(exc, SandboxUnavailable):
+                raise ToolError(
+                    f"The sandbox could not start, so the command did not run: {exc}"
+                ) from None
+            raise
+        finally:
+            os.close(output_fd)
+            channels.started()
+        watched = watch is not None and isinstance(run, shim_client.ShimRun)
+        started = Started(task_id, run, channels, launch, watched)
+        register(run.output)
+        try:
+            ran = await channels.wait_started(run.done)
+        except BaseException:
+            run.kill()
+            started.cleanup()
+            raise
+        if ran:
+            return started, True
+        # The sandbox ended before bash ran: nothing of the command ran.
+        await run.done
+        run.output.finish(None)
+        failure = bytes(run.output.head).decode(errors="replace").strip()
+        started.cleanup()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(run.output.path)
+        return failure, False
+
+    outcome = await start(attempt, "a Bash command")
+    if isinstance(outcome, str):
+        raise ToolError(f"The sandbox could not start, so the command did not run: {outcome}")
+    return outcome
+
+
+async def _spawn(
+    plan: LaunchPlan,
+    output_path: str,
+    output_fd: int,
+    limit: int,
+    channels: Channels,
+    watch: tuple[int, int] | None = None,
+) -> Run:
+    """The command started: under a shim (agentd/shim/supervisor.py) when sandboxed, so
+    that it can outlive the daemon as a task; in the daemon's process otherwise."""
+    if plan.sandboxed:
+        run = await shim_client.spawn(
+            plan.policy,
+            plan.argv,
+            output_path,
+            output_fd,
+            limit,
+            channels.pass_fds,
+            (channels.cwd_read,),
+            watch,
+        )
+        if run is not None:
+            return run
+    launch = spawn if plan.sandboxed else unsandboxed.spawn
+    read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+    try:
+        process = await launch(
+            plan.policy, plan.argv, stdout=write_fd, stderr=write_fd, pass_fds=channels.pass_fds
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    output = OutputFile(output_path, limit, fd=os.dup(output_fd))
+    return InProcessRun(process, read_fd, output)

@@ -1,0 +1,143 @@
+"""A command's launch plan, built alone (nothing starts): the sandbox each SandboxMode
+gives, the staging of a repository's git config, where the command's text goes; and
+start's retry of attempts whose sandbox never ran the command."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agentd.foundation.config import Config
+from agentd.runs import launch
+from agentd.runs.output.registry import TASKS_MOUNT
+from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing.mode import SandboxMode
+from agentd.sessions.session import Session
+from tests.support.services import config_under
+
+COMMAND = "echo the-command-text > out.txt"
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return config_under(tmp_path)
+
+
+@pytest.fixture
+def session(workspace: Path) -> Session:
+    """A session on a git repository, network allowed (a read-only plan takes it away)."""
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    return Session(
+        id="s-launch", workspace_roots=[str(workspace)], cwd=str(workspace), allow_network=True
+    )
+
+
+MakePlan = Callable[[SandboxMode], Awaitable[launch.LaunchPlan]]
+
+
+@pytest.fixture
+def plan(session: Session, config: Config, tmp_path: Path) -> Iterator[MakePlan]:
+    """Plans a Bash command as `mode` says; the staging of each goes after the test."""
+    made: list[launch.LaunchPlan] = []
+
+    async def make(mode: SandboxMode) -> launch.LaunchPlan:
+        tmp_dir = sandbox_policy.session_tmp_dir(session, config)
+        made.append(
+            await launch.plan_bash(
+                session,
+                config,
+                mode,
+                COMMAND,
+                tmp_dir=tmp_dir,
+                tasks_dir=str(tmp_path / "tasks"),
+                bash_env="/proc/self/fd/9",
+            )
+        )
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.staged.cleanup()
+
+
+def _git_config(session: Session) -> str:
+    return os.path.join(session.workspace_roots[0], ".git", "config")
+
+
+async def test_a_normal_plan_is_the_sessions_sandbox(plan: MakePlan, session: Session) -> None:
+    p = await plan(SandboxMode.NORMAL)
+    ws = session.workspace_roots[0]
+    assert p.sandboxed
+    assert ws in p.policy.writable and p.policy.network
+    assert p.staged.ro_binds == [] and p.staged.files == []
+    assert p.policy.ro_binds[-1][1] == TASKS_MOUNT
+    assert p.policy.env["BASH_ENV"] == "/proc/self/fd/9"
+    # The command's text is in the environment, never on a command line.
+    assert not any("the-command-text" in arg for arg in p.argv)
+    assert any("the-command-text" in value for value in p.policy.env.values())
+
+
+async def test_a_read_only_plan_holds_the_classifiers_verdict(
+    plan: MakePlan, session: Session
+) -> None:
+    p = await plan(SandboxMode.READ_ONLY)
+    ws = session.workspace_roots[0]
+    assert ws not in p.policy.writable and ws in p.policy.read_only
+    assert not p.policy.network
+    assert p.policy.env["GIT_OPTIONAL_LOCKS"] == "0"
+    staged = {dest: src for src, dest in p.staged.ro_binds}
+    assert _git_config(session) in staged
+    assert _git_config(session) in [dest for _, dest in p.policy.ro_binds]
+    p.staged.cleanup()
+    assert not any(os.path.exists(f) for f in staged.values())
+
+
+async def test_a_neutralised_plan_keeps_the_workspace_writable(
+    plan: MakePlan, session: Session
+) -> None:
+    p = await plan(SandboxMode.NEUTRALISED)
+    assert session.workspace_roots[0] in p.policy.writable and p.policy.network
+    assert _git_config(session) in [dest for _, dest in p.staged.ro_binds]
+
+
+async def test_an_unsandboxed_plan_mounts_nothing(plan: MakePlan) -> None:
+    p = await plan(SandboxMode.UNSANDBOXED)
+    assert not p.sandboxed
+    assert TASKS_MOUNT not in [dest for _, dest in p.policy.ro_binds]
+    assert p.staged.ro_binds == []
+
+
+def test_a_search_plan_only_reads(session: Session, config: Config) -> None:
+    ws = session.workspace_roots[0]
+    policy = launch.search_policy(session, config, [ws])
+    p = launch.plan_search(policy, os.path.join(ws, "sub"), ["/usr/bin/rg", "x"])
+    assert p.sandboxed and p.argv == ["/usr/bin/rg", "x"]
+    assert p.policy.writable == [] and p.policy.read_only == [ws]
+    assert not p.policy.network and p.policy.env == {} and p.policy.home is None
+    assert p.policy.cwd == os.path.join(ws, "sub")
+
+
+async def test_start_tries_again_until_the_command_ran() -> None:
+    tries: list[int] = []
+
+    async def ran_on_second() -> tuple[int, bool]:
+        tries.append(len(tries) + 1)
+        return tries[-1], tries[-1] == 2
+
+    assert await launch.start(ran_on_second, "test") == 2
+    assert tries == [1, 2]
+
+
+async def test_start_gives_up_with_the_last_attempt() -> None:
+    tries: list[int] = []
+
+    async def never() -> tuple[int, bool]:
+        tries.append(len(tries) + 1)
+        return tries[-1], False
+
+    assert await launch.start(never, "test") == launch.START_ATTEMPTS
+    assert len(tries) == launch.START_ATTEMPTS
