@@ -19,7 +19,27 @@ from agentd.changes.fanotify import Fid, fsid_of
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.open_by_handle_at.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
 _libc.open_by_handle_at.restype = ctypes.c_int
+_MAX_HANDLE = 128
 _DELETED = " (deleted)"
+
+
+def handles_work(path: str) -> str:
+    """ "" when this process may turn a handle of `path` back into a path (it needs
+    CAP_DAC_READ_SEARCH), else why not."""
+    buf = ctypes.create_string_buffer(struct.pack("<Ii", _MAX_HANDLE, 0) + bytes(_MAX_HANDLE))
+    mount_id = ctypes.c_int()
+    if _libc.name_to_handle_at(-100, os.fsencode(path), buf, ctypes.byref(mount_id), 0) != 0:
+        return f"name_to_handle_at: {os.strerror(ctypes.get_errno())}"
+    size = struct.unpack_from("<I", buf.raw)[0]
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        got = _libc.open_by_handle_at(fd, buf.raw[: 8 + size], os.O_PATH | os.O_CLOEXEC)
+        if got < 0:
+            return f"open_by_handle_at: {os.strerror(ctypes.get_errno())}"
+        os.close(got)
+        return ""
+    finally:
+        os.close(fd)
 
 
 class Resolver:

@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agentd.changes import codebearing, fanotify, holding, prompt, walk
+from agentd.changes import codebearing, fanotify, holding, prompt, resolve, walk
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
 from agentd.changes.tracked import Tracked
@@ -45,13 +45,17 @@ _Key = tuple[str, FsIdentity | None]
 
 
 def events_work() -> str:
-    """ "" when fanotify can follow runs here, else why not."""
+    """ "" when fanotify can follow runs here, else why not: the daemon must be root with
+    CAP_SYS_ADMIN (filesystem marks, each run's pid namespace) and CAP_DAC_READ_SEARCH
+    (directory handles back to paths)."""
     if os.geteuid() != 0:
         return "the daemon is not root (fanotify filesystem marks need CAP_SYS_ADMIN)"
     try:
         os.close(fanotify.open_group())
     except OSError as exc:
-        return str(exc)
+        return f"{exc} (CAP_SYS_ADMIN, and fanotify_init allowed)"
+    if why := resolve.handles_work("/"):
+        return f"{why} (CAP_DAC_READ_SEARCH, and open_by_handle_at allowed)"
     return ""
 
 
@@ -74,7 +78,9 @@ class ChangeTracker:
         if config.changes_tracking == EVENTS and why_not:
             log.warning("changes_tracking = events, but %s: scanning instead", why_not)
         elif why_not and config.changes_tracking == "auto":
-            log.info("change tracking scans the workspace after each call: %s", why_not)
+            log.info("what calls change is found by a walk at their start and end: %s", why_not)
+        else:
+            log.info("what calls change is followed by fanotify events (%s)", self.mode)
 
     # ---- before a run
     def prepare(self, session: Session, identity: FsIdentity | None) -> None:
