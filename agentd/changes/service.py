@@ -79,8 +79,8 @@ class ChangeTracker:
             log.warning("changes_tracking = events, but %s: scanning instead", why_not)
         elif why_not and config.changes_tracking == "auto":
             log.info("what calls change is found by a walk at their start and end: %s", why_not)
-        else:
-            log.info("what calls change is followed by fanotify events (%s)", self.mode)
+        elif self.mode == EVENTS:
+            log.info("what calls change is followed by fanotify events")
 
     # ---- before a run
     def prepare(self, session: Session, identity: FsIdentity | None) -> None:
