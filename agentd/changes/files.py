@@ -130,7 +130,10 @@ def read_at(
     if reuse is not None and reuse.key == key:
         return reuse
     if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(name, dir_fd=dir_fd).encode("utf-8", "surrogateescape")
+        try:
+            target = os.readlink(name, dir_fd=dir_fd).encode("utf-8", "surrogateescape")
+        except OSError:  # swapped for something else since the stat: not a link now
+            return Entry(OTHER, st.st_mode, key=key)
         return Entry(SYMLINK, st.st_mode, target, _digest(target), len(target), key)
     if stat.S_ISDIR(st.st_mode):
         return Entry(DIR, st.st_mode, key=key)

@@ -91,8 +91,11 @@ def find(
     moved_away: list[str] = []
     for old_abs, new_abs in moves:
         old, new = _rel(root, old_abs), _rel(root, new_abs)
-        if old is None or new is None or files.read_entry(root, new) is None:
-            continue
+        try:
+            if old is None or new is None or files.read_entry(root, new) is None:
+                continue
+        except OSError:
+            continue  # gone or swapped again meanwhile: its paths are looked at one by one
         inside = walk.scan_subtree(baseline, table, new)
         known = baseline.under(old)
         why = (
@@ -117,10 +120,24 @@ def find(
                 for found in walk.scan_subtree(baseline, table, parent).entries:
                     candidates.setdefault(found, True)
     for rel in candidates:
-        item = _judge(baseline, table, rel, existed_before(os.path.join(root, rel)))
+        try:
+            item = _judge(baseline, table, rel, existed_before(os.path.join(root, rel)))
+        except OSError as exc:
+            # A path a running command keeps swapping: judged as what cannot be read
+            # (removed if it is code-bearing by its name; its next change is seen again).
+            item = _unreadable(baseline, table, rel, exc)
         if item is not None:
             held.append(item)
     return held
+
+
+def _unreadable(baseline: Baseline, table: Table, rel: str, exc: OSError) -> Held | None:
+    why = table.by_name(rel)
+    if why is None and rel not in baseline.entries:
+        return None
+    reason = why.reason if why is not None else baseline.reasons[rel]
+    note = f"it could not be read ({exc.strerror or exc}): removed until you decide"
+    return Held(baseline.root, rel, CHANGED, reason, before=baseline.entries.get(rel), note=note)
 
 
 def _judge(baseline: Baseline, table: Table, rel: str, existed: bool | None) -> Held | None:

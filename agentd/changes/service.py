@@ -423,7 +423,11 @@ class ChangeTracker:
                 if not ended:
                     await asyncio.wait({done}, timeout=self._check)
                     ended = done.done()
-                items = await self.hold(tracked, final=ended)
+                try:
+                    items = await self.hold(tracked, final=ended)
+                except OSError as exc:  # this check only; the next one looks again
+                    log.warning("checking the changes of task run %s: %s", tracked.id, exc)
+                    items = []
                 if items:
                     decided = asyncio.ensure_future(
                         self._decide_later(session, tracked, items, made_by, tool_use_id, notify)
