@@ -159,6 +159,7 @@ class Daemon:
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         shim_client.FORKSERVER.start()  # warm before the first Bash call
+        self.changes.announce()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
         self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})

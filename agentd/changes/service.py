@@ -75,12 +75,21 @@ class ChangeTracker:
         self._host = HostWatch() if self.mode == EVENTS else None
         self._pending: dict[_Key, set[str]] = {}
         self._stale: set[_Key] = set()
-        if config.changes_tracking == EVENTS and why_not:
-            log.warning("changes_tracking = events, but %s: scanning instead", why_not)
-        elif why_not and config.changes_tracking == "auto":
-            log.info("what calls change is found by a walk at their start and end: %s", why_not)
-        elif self.mode == EVENTS:
+        self._why_not = why_not if config.changes_tracking != SCAN else ""
+        self._asked_events = config.changes_tracking == EVENTS
+
+    def announce(self) -> None:
+        """Say in the daemon's log how calls are followed (once it starts serving)."""
+        if self.mode == EVENTS:
             log.info("what calls change is followed by fanotify events")
+        elif self._asked_events:
+            log.warning("changes_tracking = events, but %s: scanning instead", self._why_not)
+        elif self._why_not:
+            log.info(
+                "what calls change is found by a walk at their start and end: %s", self._why_not
+            )
+        else:
+            log.info("what calls change is found by a walk at their start and end (configured)")
 
     # ---- before a run
     def prepare(self, session: Session, identity: FsIdentity | None) -> None:
