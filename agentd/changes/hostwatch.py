@@ -36,6 +36,7 @@ from agentd.changes.codebearing import Table, table
 _GIT_TRIGGERS = ("config", "config.worktree", "hooks", "commondir", "gitdir", "alternates",
                  "attributes", "HEAD", ".git")  # fmt: skip
 _PR_SET_PDEATHSIG = 1
+BATCH_MS = 20
 
 
 def trigger_names(t: Table) -> frozenset[bytes]:
@@ -89,17 +90,27 @@ def run(group: int, out: int, sync: int) -> None:
     poller.register(group, select.POLLIN)
     poller.register(sync, select.POLLIN)
     poller.register(out, select.POLLERR)  # the daemon closed its end
+    # After a read, only a sync (or the daemon's end) is answered for BATCH_SECONDS: a
+    # process writing a file for each read of ours (strace -o) cannot keep it spinning.
+    between = select.poll()
+    between.register(sync, select.POLLIN)
+    between.register(out, select.POLLERR)
     owed_lost = False
+    read_last = False
     while True:
-        ready = dict(poller.poll())
+        ready = dict((between if read_last else poller).poll(BATCH_MS if read_last else None))
+        read_last = False
         if out in ready:
             return
+        if not ready:
+            continue  # the pause after a read is over
         asked = os.read(sync, 64) if sync in ready else b""
         if sync in ready and not asked:
             return  # the daemon is gone
         records: list[bytes] = []
         while chunk := fanotify.read_available(group):
             records += keep(chunk, triggers)
+            read_last = True
             if not asked:
                 break  # a sync drains the queue; otherwise one read per wake
         if owed_lost:

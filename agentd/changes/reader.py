@@ -33,6 +33,8 @@ from agentd.changes import fanotify
 LOG_CAP = 64 * 1024 * 1024
 # Folded writes are forgotten this often, so a later write shows again.
 FOLD_SECONDS = 0.5
+# The least time between two reads of the group (the stop is answered at once).
+BATCH_SECONDS = 0.02
 _CLONE_NEWPID = 0x20000000
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -107,16 +109,22 @@ def _keep_only(fds: tuple[int, ...]) -> None:
 
 
 def run(group: int, log: int, stop: int) -> None:
-    """The reader's loop (see the module docstring)."""
+    """The reader's loop (see the module docstring). After a read it waits BATCH_SECONDS
+    for the stop before reading again: events arrive in batches, and a process that
+    writes a file for each read of ours (strace -o on the same filesystem) cannot keep it
+    spinning."""
     state = _State(log)
     poller = select.poll()
     poller.register(group, select.POLLIN)
     poller.register(stop, select.POLLIN)
+    only_stop = select.poll()
+    only_stop.register(stop, select.POLLIN)
     while True:
         ready = {fd for fd, _ in poller.poll(int(FOLD_SECONDS * 1000))}
         state.tick()
-        if group in ready:
+        if group in ready and stop not in ready:
             state.take(fanotify.read_available(group))
+            ready = {fd for fd, _ in only_stop.poll(int(BATCH_SECONDS * 1000))}
         if stop in ready:
             while chunk := fanotify.read_available(group):
                 state.take(chunk)
