@@ -117,6 +117,7 @@ bench: system-deps $(STAMP)
 	$(PY) bench/classify.py
 	$(PY) bench/search.py
 	$(PY) bench/enforce_corpus.py
+	$(PY) bench/changes.py
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd

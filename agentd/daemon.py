@@ -24,7 +24,7 @@ from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
 from agentd.foundation import logs, metrics, offload
 from agentd.foundation.config import Config
-from agentd.foundation.errors import Unavailable
+from agentd.foundation.errors import SessionNotFound, Unavailable
 from agentd.foundation.looplag import LoopWatch
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
@@ -35,11 +35,14 @@ from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustSto
 from agentd.runs.output.registry import Outputs
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
-from agentd.runs.tasks import TaskManager
+from agentd.runs.tasks import Task, TaskManager
 from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import recovery
+from agentd.changes.prompt import made_by
+from agentd.changes.service import ChangeTracker
+from agentd.fs.identity import FsIdentity
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -96,15 +99,17 @@ class Daemon:
             tmp_dir_of=lambda session: session_tmp_path(session, config),
         )
         self.outputs = outputs
+        self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
+        self.changes = ChangeTracker(config, asker)
         self.services = Services(
             config=config,
             tasks=self.tasks,
             outputs=outputs,
             on_todos_changed=self._todos_changed,
             on_cwd_changed=self._cwd_changed,
+            changes=self.changes,
         )
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
-        self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
         settings = SettingsLoader(config, TrustStore(config, self.store))
         self.permissions = PermissionEngine(config, self.sessions, asker, settings=settings)
         self.executor = Executor(
@@ -120,6 +125,7 @@ class Daemon:
         approvals = self.permissions.approvals
         # A workspace the session's sandbox identity cannot use is refused at once.
         self.sessions.admit.append(self._workspace_usable)
+        self.sessions.on_create.append(self._index_changes)
         self.servicer = Servicer(
             status=StatusHandlers(
                 self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
@@ -158,6 +164,31 @@ class Daemon:
     async def _release_group(self, session: Session) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.groups.release, session.id)
 
+    def _index_changes(self, session: Session) -> None:
+        """A new session's workspaces are indexed for held changes before its first call."""
+        try:
+            ident = sandbox_policy.run_as(session, self.config)
+        except OSError:
+            return  # its first call says why its workspace cannot be used
+        self.changes.prepare(session, FsIdentity(*ident) if ident else None)
+
+    async def _follow_changes(self, task: Task, run: Any) -> None:
+        """A task taken over: its changes are followed again (agentd/changes/)."""
+        try:
+            session = self.sessions.get(task.session_id)
+        except SessionNotFound:
+            return
+        ident = sandbox_policy.run_as(session, self.config)
+        await self.changes.readopt(
+            session,
+            FsIdentity(*ident) if ident else None,
+            run.done,
+            task_id=task.id,
+            made_by=made_by(task.command),
+            tool_use_id=task.tool_use_id,
+            notify=self.tasks.add_notice,
+        )
+
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
 
@@ -191,8 +222,10 @@ class Daemon:
         }
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         self.loop_watch.start()
+        self.changes.announce()
         started = time.monotonic()
-        adopted = await readopt(self.tasks, self.outputs, self._session_open)
+        adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
+        self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
         # The groups of sessions closed or gone meanwhile (the tasks taken over are of
@@ -290,6 +323,7 @@ class Daemon:
         self.groups.close()
         session_groups.install(None)
         tmpfs.enable(False)
+        self.changes.stop()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -368,12 +368,19 @@ class AttachView:
         return 0
 
 
+# Lines of a prompt's diff shown on a terminal (the daemon sends at most 240).
+DIFF_LINES = 240
+
+
 def _prompt_text(x: pb.PermissionRequested) -> str:
     inp = input_of(x)
     what = inp.get("command") or inp.get("file_path") or inp.get("url") or input_text(x)
     lines = [f"? {x.tool_name} wants: {what}"]
     if x.reasons:
         lines.append(f"  because: {'; '.join(x.reasons)}")
+    if isinstance(diff := inp.get("diff"), str) and diff:
+        # Held changes (KeepChanges): what a yes would put in place.
+        lines += [f"  | {clean(line)}" for line in diff.splitlines()[:DIFF_LINES]]
     choices = list(x.rule_choices) or ([x.suggested_rule] if x.suggested_rule else [])
     if choices:
         lines.append(f"  [a]lways adds the rule {choices[0]}")

@@ -181,6 +181,12 @@ class Config:
     task_output_bytes: Positive = 64 * 1024 * 1024
     # Seconds a task may run before it is stopped.
     task_max_seconds: Seconds = 3600.0
+    # How the daemon learns what a Bash call changed (agentd/changes/): "events"
+    # (fanotify, needs root), "scan" (a walk of the workspace per call), or "auto"
+    # (events where they work, else scan).
+    changes_tracking: Literal["auto", "events", "scan"] = "auto"
+    # Seconds between two checks of what a running background task changed.
+    changes_check_seconds: Seconds = 2.0
     # Whether stopping the daemon stops the background tasks too (`agentd stop --tasks`
     # does it once). Off: tasks run on under their shims and the next daemon takes them
     # over; closing a session still stops its tasks.

@@ -3,8 +3,10 @@
 An edit to one of these can make a later, innocent-looking step run code (a git hook,
 a shell rc file, an editor task, agent settings), so the file tools ask a person for
 them in every mode (unless a rule names the path explicitly), and the sandbox shows
-the code-bearing ones read-only even inside a writable workspace. Claude Code protects
-the same names.
+the ones that exist at a workspace root read-only even inside a writable workspace.
+What a command creates or changes anywhere else in the workspace is held for a person
+by the change tracker (agentd/changes/). One list serves all three:
+agentd/changes/codebearing.toml.
 """
 
 from __future__ import annotations
@@ -12,54 +14,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-# A path with any of these as a component is protected.
-PROTECTED_DIRS: frozenset[str] = frozenset({".git", ".claude", ".vscode", ".idea"})
-# A path whose last component is one of these is protected.
-PROTECTED_FILES: frozenset[str] = frozenset(
-    {
-        ".gitconfig",
-        ".gitmodules",
-        ".bashrc",
-        ".bash_profile",
-        ".zshrc",
-        ".zprofile",
-        ".profile",
-        ".ripgreprc",
-        ".mcp.json",
-        ".claude.json",
-    }
-)
+from agentd.changes.codebearing import table
 
 
 def protected_name(path: str) -> str | None:
-    """The protected component `path` contains (".git", ".bashrc", …), or None."""
-    parts = [p for p in os.path.normpath(path).split(os.sep) if p]
-    for part in parts[:-1]:
-        if part in PROTECTED_DIRS:
-            return part
-    if parts and (parts[-1] in PROTECTED_DIRS or parts[-1] in PROTECTED_FILES):
-        return parts[-1]
-    return None
+    """The protected name in `path` (relative to a workspace root: ".git", ".bashrc",
+    ".vscode", …), or None."""
+    return table().for_file_tools(os.path.normpath(path))
 
 
-# Inside a git directory: what makes git run code or read elsewhere, shown read-only in
-# the sandbox. config names programs (core.fsmonitor, core.hooksPath, core.sshCommand,
-# filter/diff/merge drivers, aliases), config.worktree too (extensions.worktreeConfig),
-# hooks/ holds the programs themselves, and objects/info/alternates points git at other
-# object stores. Everything git writes in ordinary work (index, HEAD, refs/, objects/,
-# logs/, packed-refs, ORIG_HEAD, FETCH_HEAD, COMMIT_EDITMSG, info/exclude) stays
-# writable. info/attributes is not listed: it can only select drivers a config defines,
-# which the tracked .gitattributes can do as well.
-GIT_CODE_BEARING: tuple[str, ...] = (
-    "config",
-    "config.worktree",
-    "hooks",
-    "objects/info/alternates",
-)
+# Inside a git directory: what makes git run code or read elsewhere (the list's [[git]]
+# entries), shown read-only in the sandbox. Everything git writes in ordinary work
+# (index, HEAD, refs/, objects/, logs/, packed-refs, ORIG_HEAD, FETCH_HEAD,
+# COMMIT_EDITMSG, info/exclude) stays writable.
+GIT_CODE_BEARING: tuple[str, ...] = tuple("/".join(rule.parts) for rule in table().git)
 # Directories inside a git directory that are git directories themselves.
 GIT_NESTED: tuple[str, ...] = ("modules", "worktrees")
-# Protected directories other than .git: read-only whole.
-_READ_ONLY_DIRS: tuple[str, ...] = tuple(sorted(PROTECTED_DIRS - {".git"}))
 
 
 @dataclass
@@ -80,13 +50,14 @@ class SandboxProtection:
 def sandbox_protection(root: str) -> SandboxProtection:
     """The protected paths of workspace root `root` for its sandbox (see SandboxProtection).
 
-    Only the root's own entries count: rc files and editor settings deeper down are not
-    read by anything that runs them.
+    Only the root's existing entries are mounted read-only (bwrap would otherwise leave
+    placeholders in the tree, and a walk per call would cost too much): deeper ones, and
+    missing ones a command creates, are held by the change tracker after the command.
     """
     out = SandboxProtection()
-    for name in sorted(PROTECTED_FILES) + list(_READ_ONLY_DIRS):
+    for name in table().sandbox_names():
         path = os.path.join(root, name)
-        if os.path.lexists(path):
+        if os.path.lexists(path) and not _through_link(root, name):
             out.read_only.append(path)
     git = os.path.join(root, ".git")
     if os.path.isfile(git) and not os.path.islink(git):
@@ -94,6 +65,13 @@ def sandbox_protection(root: str) -> SandboxProtection:
     elif os.path.isdir(git) and not os.path.islink(git):
         _protect_git_dir(git, out, top=True)
     return out
+
+
+def _through_link(root: str, name: str) -> bool:
+    """Whether a directory on the way to `name` (".cargo" of ".cargo/config.toml") is a
+    symlink: its target is no protected path of this root."""
+    parts = name.split("/")[:-1]
+    return any(os.path.islink(os.path.join(root, *parts[: i + 1])) for i in range(len(parts)))
 
 
 def _protect_git_dir(gitdir: str, out: SandboxProtection, *, top: bool) -> None:
