@@ -22,6 +22,8 @@ from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
+from agentd.changes.prompt import made_by
+from agentd.changes.service import ChangeTracker
 from agentd.foundation import logs, metrics, offload
 from agentd.foundation.config import Config
 from agentd.foundation.errors import SessionNotFound, Unavailable
@@ -30,6 +32,7 @@ from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
 from agentd.fs import reserve, tmpfs, workspace_access
+from agentd.fs.identity import FsIdentity
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.runs.output.registry import Outputs
@@ -40,9 +43,6 @@ from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import recovery
-from agentd.changes.prompt import made_by
-from agentd.changes.service import ChangeTracker
-from agentd.fs.identity import FsIdentity
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
