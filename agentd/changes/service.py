@@ -294,7 +294,6 @@ class ChangeTracker:
                 tool_name=KEEP_PROMPT,
                 tool_input=prompt.prompt_input(items, made_by),
                 reasons=prompt.prompt_reasons(items, made_by),
-                suggested_rule="",
                 cancelled=cancelled,
             )
             if answer.decision != "allow":
