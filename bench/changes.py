@@ -31,9 +31,10 @@ from pathlib import Path
 
 from _common import percentile, workspace
 
-from agentd.changes import codebearing, fanotify, walk
+from agentd.changes import fanotify, walk
 from agentd.changes.service import ChangeTracker
 from agentd.permissions.asker import Asker
+from agentd.sandboxing import codebearing
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store

@@ -8,13 +8,12 @@
     hostwatch.py    the host watch's own process (`python -m agentd.changes.hostwatch`)
     fanotify.py     the kernel interface: groups, marks, events
     resolve.py      directory handles back to paths
-    codebearing.py  the list (codebearing.toml) and matching paths against it
     walk.py         Baseline: a root's code-bearing files as last known good
     holding.py      Held: finding, reverting, re-applying, the diff a person sees
     prompt.py       what a person is asked and the model told
     files.py        Entry, and file work beneath a root without following links
 
-Only codebearing, fanotify and reader are imported by lower layers (the sandbox's
-protected paths, the permission check, the shim); the service is assembled by the
-daemon.
+The list of code-bearing files is sandboxing/codebearing.py (the sandbox's protected
+paths and the permission check use it too). Only fanotify and reader are imported by a
+lower layer (the shim); the service is assembled by the daemon.
 """

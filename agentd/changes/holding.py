@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentd.changes import files, walk
-from agentd.changes.codebearing import Table
 from agentd.changes.files import Entry
 from agentd.changes.walk import Baseline
+from agentd.sandboxing.codebearing import Table
 
 ADDED, CHANGED, DELETED, MOVED = "added", "changed", "deleted", "moved"
 # What a person is shown of all the diffs of one request, and of one file, at most.

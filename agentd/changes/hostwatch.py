@@ -30,7 +30,7 @@ import signal
 import sys
 
 from agentd.changes import fanotify
-from agentd.changes.codebearing import Table, table
+from agentd.sandboxing.codebearing import Table, table
 
 # Entries of a git directory, and what makes a directory one.
 _GIT_TRIGGERS = ("config", "config.worktree", "hooks", "commondir", "gitdir", "alternates",

@@ -21,9 +21,9 @@ import logging
 import os
 import secrets
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from agentd.changes import codebearing, fanotify, holding, prompt, resolve, walk
+from agentd.changes import fanotify, holding, prompt, resolve, walk
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
 from agentd.changes.tracked import Tracked
@@ -31,10 +31,34 @@ from agentd.changes.walk import Baseline
 from agentd.foundation.config import Config
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs.identity import FsIdentity, call_as
+from agentd.sandboxing import codebearing
 from agentd.sessions.session import Session
 
-if TYPE_CHECKING:
-    from agentd.permissions.asker import Asker
+
+class Answered(Protocol):
+    @property
+    def decision(self) -> str: ...
+
+    @property
+    def decided_by(self) -> str: ...
+
+
+class Asker(Protocol):
+    """What the tracker needs of permissions.Asker (a floor above this one)."""
+
+    def has_listeners(self, session_id: str) -> bool: ...
+
+    async def ask(
+        self,
+        session_id: str,
+        *,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        reasons: list[str],
+        cancelled: asyncio.Event | None = None,
+    ) -> Answered: ...
+
 
 log = logging.getLogger(__name__)
 

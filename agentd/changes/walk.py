@@ -19,9 +19,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from agentd.changes import files
-from agentd.changes.codebearing import Table
 from agentd.changes.files import Entry
 from agentd.sandboxing import gitconfig
+from agentd.sandboxing.codebearing import Table
 
 # Bounds of one baseline: past them the rest is kept as digests (removable, not
 # restorable), and `complete` says so.

@@ -1,6 +1,6 @@
 """Step 4 of the engine's order: a write to a protected path (`.git/`, `.claude/`, shell
 rc files: configuration that makes code run later; the list is
-agentd/changes/codebearing.toml), existing or new, at any depth, asks in every mode,
+agentd/sandboxing/codebearing.toml), existing or new, at any depth, asks in every mode,
 unless an allow rule names that very path. Kept apart so the rule of what counts as
 "naming the path" sits next to the check it relaxes."""
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 
-from agentd.changes.codebearing import table
 from agentd.permissions.call import Call
 from agentd.permissions.matching import RuleMatcher
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import EDIT_TOOLS, SourcedRule
 from agentd.permissions.settings import MergedSettings
+from agentd.sandboxing.codebearing import table
 from agentd.sandboxing.protected import protected_name
 from agentd.sessions.session import Session
 

@@ -6,7 +6,7 @@ them in every mode (unless a rule names the path explicitly), and the sandbox sh
 the ones that exist at a workspace root read-only even inside a writable workspace.
 What a command creates or changes anywhere else in the workspace is held for a person
 by the change tracker (agentd/changes/). One list serves all three:
-agentd/changes/codebearing.toml.
+agentd/sandboxing/codebearing.toml.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from agentd.changes.codebearing import table
+from agentd.sandboxing.codebearing import table
 
 
 def protected_name(path: str) -> str | None:

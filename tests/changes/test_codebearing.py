@@ -1,11 +1,11 @@
-"""The list of code-bearing files (agentd/changes/codebearing.toml) and matching paths
+"""The list of code-bearing files (agentd/sandboxing/codebearing.toml) and matching paths
 to it: by name at any depth, inside git directories by entry, config-named paths."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentd.changes.codebearing import table
+from agentd.sandboxing.codebearing import table
 from agentd.sandboxing.protected import protected_name
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentd.changes import walk
-from agentd.changes.codebearing import table
+from agentd.sandboxing.codebearing import table
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from agentd_client import Client
 
 PROTECTED = [".git/hooks/pre-commit", ".claude/settings.json", ".bashrc", "sub/.vscode/tasks.json"]
-# New files at any depth the list of code-bearing files names (agentd/changes/codebearing.toml),
+# New files at any depth the list of code-bearing files names (agentd/sandboxing/codebearing.toml),
 # which the Bash tool's held changes use too: one list.
 NEW_AT_DEPTH = [
     "packages/app/.npmrc",
