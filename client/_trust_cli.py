@@ -17,8 +17,8 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from agentd_client import structs
-from agentd_client.sanitize import line as one
 from agentd_client._client import Client
+from agentd_client.sanitize import line as one
 from agentd_client.v1 import agentd_pb2 as pb
 
 

@@ -15,6 +15,7 @@ import re
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,20 @@ class _Pending:
     future: asyncio.Future[Answer]
     expires_ms: int = 0
     rule_choices: tuple[str, ...] = ()
+
+
+def waiting(ctx: Any, message: str) -> Callable[[str, int], Awaitable[None]]:
+    """An `announce` for an ask made during a tool call: a progress update on the call's
+    stream (and to attached clients) naming the request and how many may answer it."""
+
+    async def announce(request_id: str, attached_clients: int) -> None:
+        await ctx.progress(
+            message=message,
+            permission_request_id=request_id,
+            attached_clients=attached_clients,
+        )
+
+    return announce
 
 
 class Asker:
@@ -72,15 +87,22 @@ class Asker:
         reasons: list[str],
         suggested_rule: str,
         cancelled: asyncio.Event | None = None,
+        announce: Callable[[str, int], Awaitable[None]] | None = None,
     ) -> Answer:
-        """Publish a request and wait for the first answer, the timeout, or cancellation."""
+        """Publish a request and wait for the first answer, the timeout, or cancellation.
+        `announce(request_id, attached_clients)` tells the caller once it is published
+        (its RunTool stream says so: `agentctl call` shows the request's code)."""
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
         expires_ms = int((time.time() + self.timeout_seconds) * 1000)
         choices = rule_choices(suggested_rule, tool_name, tool_input)
+        events = self.sessions.log(session_id)
+        if announce is not None:
+            # Before the event, as the progress always came: a client replaying the journal
+            # knows it has caught up when it reaches the request (progress is not journaled).
+            await announce(request_id, events.subscriber_count)
         pending = _Pending(session_id, loop.create_future(), expires_ms, choices)
         self._pending[request_id] = pending
-        events = self.sessions.log(session_id)
         events.emit(
             "permission_requested",
             request_id=request_id,

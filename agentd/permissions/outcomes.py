@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from agentd.calls.executor import Decision
-from agentd.permissions.asker import Asker
+from agentd.permissions.asker import Asker, waiting
 from agentd.permissions.call import Ask, Call
 from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import ToolContext
@@ -128,7 +128,6 @@ class Outcomes:
                 + "; or ".join(how)
                 + ". Tell the user, or do something that needs no approval.",
             )
-        await ctx.progress(message="waiting for permission")
         answer = await self.asker.ask(
             session.id,
             tool_use_id=ctx.tool_use_id,
@@ -137,6 +136,7 @@ class Outcomes:
             reasons=ask.reasons,
             suggested_rule=ask.suggested_rule,
             cancelled=ctx.cancelled,
+            announce=waiting(ctx, "waiting for permission"),
         )
         if answer.scope == "always" and (rule := answer.rule or ask.suggested_rule):
             rules = session.allow_rules if answer.decision == "allow" else session.deny_rules
