@@ -170,8 +170,7 @@ class AttachView:
 
     def _reconnect(self, error: BaseException | None) -> tuple[Client, Any] | None:
         assert self.connect is not None
-        why = error.details() if isinstance(error, grpc.RpcError) else "the stream ended"
-        self.q.put(("lost", sanitize.line(why or "")))
+        self.q.put(("lost", _why(error)))
         delay = BACKOFF[0]
         attempt = 0
         while not self.stopping.wait(delay):
@@ -185,7 +184,7 @@ class AttachView:
                     raise AgentdError("the daemon did not take the attach")
             except grpc.RpcError as exc:
                 delay = min(delay * 2, BACKOFF[1])
-                self.q.put(("retry", attempt, delay, sanitize.line(exc.details() or "")))
+                self.q.put(("retry", attempt, delay, _why(exc)))
                 continue
             self.q.put(("reconnected", c, status, session))
             return c, stream
@@ -204,7 +203,9 @@ class AttachView:
 
     def _take_output(self) -> None:
         if self.outputs.waiting():
-            self.above += self.outputs.take(self.budget, prefix=len(self._active()) > 1)
+            rows = self.screen.size()[0] if isinstance(self.screen, Screen) else 0
+            prefix = len(self._active()) > 1
+            self.above += self.outputs.take(self.budget, prefix, tail=rows // 2)
 
     def _active(self) -> list[str]:
         return [oid for oid in self.follower.followed() if oid not in self.ended]
@@ -463,7 +464,8 @@ class AttachView:
 
     # connection
     def _lost(self, why: str) -> None:
-        self.notice = f"⚠ lost the daemon ({why}); reconnecting…"
+        self._say(f"(agentctl: lost the daemon: {why}; reconnecting, Ctrl-C stops)")
+        self.notice = f"⚠ reconnecting to the daemon ({why})"
         if self.current is not None:
             self._say(
                 f"(request {request_code(self.current)} withdrawn: the daemon went away "
@@ -513,8 +515,8 @@ class AttachView:
                 self._lost(why)
             case ("retry", attempt, delay, why):
                 self.notice = (
-                    f"⚠ the daemon is not back ({why}); attempt {attempt}, next in {delay:.1f}s "
-                    "(Ctrl-C stops)"
+                    f"⚠ the daemon is not back ({why}); tried {attempt} times, again in "
+                    f"{delay:.1f}s (Ctrl-C stops)"
                 )
                 self.urgent = True
             case ("reconnected", c, status, session):
@@ -594,6 +596,16 @@ class AttachView:
                     break
                 self._handle(item)
             self._frame()
+
+
+def _why(error: BaseException | None) -> str:
+    """What happened to the connection, in a few words."""
+    if not isinstance(error, grpc.RpcError):
+        return "its stream ended"
+    code = error.code()
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return "not reachable"
+    return sanitize.line(f"{code.name.lower()}: {(error.details() or '')[:120]}")
 
 
 def _ran_in_foreground(result: pb.ToolResult) -> bool:

@@ -22,7 +22,8 @@ from agentd_client import sanitize
 # Lines shown at most in one go, and per second over time.
 BURST = 2000
 RATE = 20000
-# When skipping, the latest lines still shown.
+# When skipping, at least this many of the latest lines are still shown (half a screen,
+# where the screen is taller).
 TAIL = 12
 # A line longer than this is cut (a minified file, a progress bar without newlines).
 MAX_LINE = 4000
@@ -99,7 +100,7 @@ class Outputs:
     def waiting(self) -> bool:
         return any(p.count for p in self._pending.values())
 
-    def take(self, budget: Budget, prefix: bool) -> list[str]:
+    def take(self, budget: Budget, prefix: bool, tail: int = TAIL) -> list[str]:
         """The lines of this frame, safe text; where lines must be left out, a line that
         says how many and where they are, then the latest ones."""
         out: list[str] = []
@@ -111,7 +112,7 @@ class Outputs:
             if p.count <= left and p.count <= len(p.lines):
                 shown = list(p.lines)
             else:
-                keep = min(TAIL, left, len(p.lines))
+                keep = min(max(TAIL, tail), left, len(p.lines))
                 shown = list(p.lines)[len(p.lines) - keep :] if keep else []
                 skipped = p.count - keep
                 self.skipped += skipped

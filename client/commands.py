@@ -268,6 +268,8 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
 
     def to_terminal(output_id: str, data: bytes) -> None:
         assert live is not None
+        if not data:  # the output ended
+            return
         last_byte[:] = data[-1:]
         live.buffer.write(data)  # a safe stream: control characters shown, not run
         live.buffer.flush()

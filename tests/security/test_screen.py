@@ -163,7 +163,7 @@ def test_blank_lines_cannot_scroll_the_prompt_away(
             "Bash",
             {"command": "yes '' | head -n 120; echo after-the-blanks", "run_in_background": True},
         )
-        term.wait_for("after-the-blanks")
+        term.wait_for(lambda t: "after-the-blanks" in t.lines(), what="the task's output")
         assert ASKING in term.text(), term.text()  # not scrolled away
         term.wait_for(prompt_is_last(term, code), what="the prompt, last on the screen")
         term.send("n\n")
@@ -213,6 +213,19 @@ def test_output_cannot_set_the_clipboard_or_the_title(
         "printf 'copy\\033]52;c;cm0gLXJmIH4=\\007 title\\033]0;pwned\\007\\033]2;pwned\\033\\\\"
         "\\233?25l end\\n'"
     )
+    r = client.run_tool(session_id, "Bash", {"command": hostile})
+    assert not r.is_error, r.text
+    for args in (
+        ("logs", "-s", session_id, "--from-start", r.tool_use_id),
+        ("call", "-s", session_id, "Bash", json.dumps({"command": hostile})),
+    ):
+        with Terminal("--socket", daemon.socket, *args) as term:
+            code = term.wait_exit()
+            assert code == 0, term.text()
+            assert term.screen.title == "", args
+            assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in term.text(), (args, term.text())
+            assert "\\x9b?25l" in term.text(), term.text()
+            no_foreign_escapes(term)
     with attached(daemon, session_id) as term:
         ready(term, client, session_id, "osc-ready")
         r = client.run_tool(session_id, "Bash", {"command": hostile})
@@ -221,24 +234,6 @@ def test_output_cannot_set_the_clipboard_or_the_title(
         assert term.screen.title == ""
         assert "\\x1b]52;c;cm0gLXJmIH4=\\x07 title\\x1b]0;pwned\\x07" in term.text()
         no_foreign_escapes(term)
-    call_id = str(r.data.get("backgroundTaskId") or "") or _call_output_id(client, session_id)
-    for args in (
-        ("logs", "-s", session_id, "--from-start", call_id),
-        ("call", "-s", session_id, "Bash", json.dumps({"command": hostile})),
-    ):
-        with Terminal("--socket", daemon.socket, *args) as term:
-            code = term.wait_exit()
-            assert code == 0, term.text()
-            assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in term.text(), (args, term.text())
-            assert "\\x9b?25l" in term.text() or "\\u009b?25l" in term.text(), term.text()
-            assert term.screen.title == ""
-            no_foreign_escapes(term)
-
-
-def _call_output_id(client: Client, sid: str) -> str:
-    """The tool_use_id of the session's last Bash call (its output's id for `logs`)."""
-    events = list(client.attach(sid, 0, follow=False))
-    return [e.call_started.tool_use_id for e in events if e.HasField("call_started")][-1]
 
 
 def test_todos_tasks_paths_reasons_and_logs_show_escapes_as_text(
