@@ -20,6 +20,7 @@ from agentd_client import (
     codex,
     commands,
     contexts,
+    sanitize,
     terminal,
 )
 from agentd_client.display import print_json
@@ -408,7 +409,9 @@ def _report(error: CliError, as_json: bool) -> int:
             line["grpc_status"] = error.grpc_status
         print(json.dumps(line), file=sys.stderr)
     else:
-        print(f"agentctl: {error.message}", file=sys.stderr)
+        # One line that says what to do next, whatever text of a model, a command or a
+        # workspace it quotes (a name, a path, a daemon's message).
+        print(f"agentctl: {sanitize.line(error.message)}", file=sys.stderr)
     return error.exit_code
 
 

@@ -45,13 +45,16 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(as_dict(st))
         return OK
-    print(f"agentd {st.version} (pid {st.pid}) up {st.uptime_seconds:.0f}s on {st.socket_path}")
+    print(
+        f"agentd {one(st.version)} (pid {st.pid}) up {st.uptime_seconds:.0f}s on "
+        f"{one(st.socket_path)}"
+    )
     print(
         f"calls served: {st.calls_served}  calls running: {st.running_calls}  "
         f"tasks running: {st.running_tasks}  sessions open: {st.open_sessions}  "
         f"asks pending: {st.pending_asks}  tasks taken over at start: {st.tasks_readopted}"
     )
-    print(f"state dir: {st.state_dir}")
+    print(f"state dir: {one(st.state_dir)}")
     if st.HasField("state"):
         u = st.state
         cap = f" of {_bytes(u.max_bytes)} cap" if u.max_bytes else " (no cap)"

@@ -84,28 +84,24 @@ class Screen:
         return rows or 24, cols or int(os.environ.get("COLUMNS", "0") or 0) or 80
 
     def _rows(self, bottom: list[Row], height: int, width: int) -> list[str]:
-        drawn: list[tuple[str, Row, bool]] = []  # (text, row, first of its row)
+        drawn: list[tuple[str, Row]] = []  # (a row's text, the Row it is part of)
         for row in bottom:
             inner = max(10, width - sanitize.width(row.gutter))
-            for i, part in enumerate(wrap(sanitize.line(row.text), inner)):
-                drawn.append((part, row, i == 0))
+            drawn += [(part, row) for part in wrap(sanitize.line(row.text), inner)]
         if len(drawn) > height:
             # Keep the head and the question (the last rows); say what was cut between.
             keep_tail = max(1, height // 2)
             keep_head = max(0, height - keep_tail - 1)
             cut = len(drawn) - keep_head - keep_tail
-            gutter = drawn[-1][1]
-            marker = Row(
-                f"… {cut} rows not shown (the screen is too small): answer n if you "
-                "cannot read all of it",
-                "bold",
-                gutter.gutter,
-                gutter.gutter_style,
-            )
-            drawn = [*drawn[:keep_head], (marker.text, marker, True), *drawn[-keep_tail:]]
+            last = drawn[-1][1]
+            marker = Row("", "bold", last.gutter, last.gutter_style)
+            note = f"… {cut} rows not shown: answer n unless you can read it all"
+            inner = max(10, width - sanitize.width(last.gutter))
+            drawn = [*drawn[:keep_head], (wrap(note, inner)[0], marker), *drawn[-keep_tail:]]
         out = []
-        for text, row, _ in drawn:
-            gutter = f"{_STYLES[row.gutter_style]}{row.gutter}{_RESET if row.gutter_style else ''}"
+        for text, row in drawn:
+            gutter_style = _STYLES[row.gutter_style]
+            gutter = f"{gutter_style}{row.gutter}{_RESET if gutter_style else ''}"
             style = _STYLES[row.style]
             out.append(f"{gutter}{style}{text}{_RESET if style else ''}")
         return out
