@@ -99,6 +99,7 @@ bench: system-deps $(STAMP)
 	$(PY) bench/classify.py
 	$(PY) bench/search.py
 	$(PY) bench/enforce_corpus.py
+	$(PY) bench/attach_burst.py
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd

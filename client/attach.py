@@ -25,54 +25,31 @@ import queue
 import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
-from agentd_client import bursts, keys, prompt, sanitize, structs, terminal
+from agentd_client import bursts, keys, sanitize, status, structs, terminal
 from agentd_client._client import Client
+from agentd_client.asking import Asking
+from agentd_client.attach_link import END, EventLink
 from agentd_client.display import (
+    AgentStream,
     as_dict,
     describe_event,
-    event_head,
     input_of,
     outcome,
     print_json_line,
-    request_code,
 )
-from agentd_client.errors import AgentdError, NotFound
 from agentd_client.follow import Follower
 from agentd_client.screen import PlainScreen, Row, Screen
 from agentd_client.v1 import agentd_pb2 as pb
 
-_END = object()
 # Collect what arrives for this long before drawing it (one write, not one per chunk).
 FRAME_SECONDS = 0.02
 # Redraw the status lines this often while nothing else happens (elapsed times).
 TICK_SECONDS = 0.5
-# Reconnecting: the first wait, doubled up to the last.
-BACKOFF = (0.25, 10.0)
-
-
-@dataclass
-class _Running:
-    name: str
-    what: str
-    started_ms: int
-    size: int = 0
-    last_line: str = ""
-    ended: str = ""  # how it ended, while its last output is still being shown
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 class AttachView:
@@ -100,15 +77,15 @@ class AttachView:
         self.screen: Screen | PlainScreen | None = None
         if not as_json:
             self.screen = Screen() if self.tty and not self.raw else PlainScreen()
-        self.editor = keys.LineEditor()
         self.q: queue.Queue[Any] = queue.Queue()
         self.follower = self._follower(c)
         self.outputs = bursts.Outputs(f"agentctl logs -s {session_id} --from-start {{id}}")
         self.budget = bursts.Budget() if self.tty else bursts.Budget(1 << 60, 1e18)
-        self.running: dict[str, _Running] = {}
-        # open permission requests, oldest first; the one asked now
-        self.pending: OrderedDict[str, pb.PermissionRequested] = OrderedDict()
-        self.current: str | None = None
+        self.running: dict[str, status.Running] = {}
+        self.asking = Asking(
+            self._say,
+            lambda rid, d, scope, rule: self.c.resolve_permission(session_id, rid, d, scope, rule),
+        )
         self.offsets: dict[str, int] = {}
         self.call_outputs: dict[str, str] = {}  # tool_use_id -> output id
         self.history_tasks: list[str] = []  # started before we attached, maybe running
@@ -118,16 +95,14 @@ class AttachView:
         self.deferred: dict[str, pb.Event] = {}
         self.held: list[tuple[pb.Event, bool]] = []
         self.lost_outputs: dict[str, int] = {}
-        # An agent's streamed text: the line not yet ended, and the turns shown so.
-        self.agent_partial = ""
-        self.agent_streamed: set[tuple[str, int]] = set()
+        self.agent = AgentStream()
         self.above: list[str] = []
         self.notice = ""  # a status row of our own: reconnecting…
         self.urgent = False
         self.caught_up = True
         self.caught_up_at = 0
-        self.last_seq = after_seq  # the last event received (the reader thread's)
         self.stopping = threading.Event()
+        self.link = EventLink(session_id, connect, self.q.put, self.stopping, after_seq)
 
     def _follower(self, c: Client) -> Follower:
         return Follower(
@@ -138,58 +113,6 @@ class AttachView:
         )
 
     # threads
-    def _read_events(self, c: Client, stream: Any) -> None:
-        """Events in order; when the daemon goes away, reconnect and go on after the
-        last event received (kubectl get -w, journalctl -f)."""
-        while not self.stopping.is_set():
-            error: BaseException | None = None
-            try:
-                for event in stream:
-                    if event.seq:
-                        self.last_seq = event.seq
-                    self.q.put(("event", event))
-            except grpc.RpcError as exc:
-                error = exc
-            if self.stopping.is_set() or self.connect is None:
-                break
-            if isinstance(error, NotFound):
-                self.q.put(("error", error))
-                break
-            if error is None:
-                # The stream ended: the session closed, or the daemon is stopping.
-                try:
-                    if c.get_session(self.session_id, timeout=5).closed:
-                        break
-                except AgentdError as exc:
-                    error = exc
-            reconnected = self._reconnect(error)
-            if reconnected is None:
-                break
-            c, stream = reconnected
-        self.q.put(_END)
-
-    def _reconnect(self, error: BaseException | None) -> tuple[Client, Any] | None:
-        assert self.connect is not None
-        self.q.put(("lost", _why(error)))
-        delay = BACKOFF[0]
-        attempt = 0
-        while not self.stopping.wait(delay):
-            attempt += 1
-            try:
-                c = self.connect()
-                status = c.status(timeout=5)
-                session = c.get_session(self.session_id, timeout=5)
-                stream = c.attach(self.session_id, self.last_seq)
-                if not stream.wait_attached():
-                    raise AgentdError("the daemon did not take the attach")
-            except grpc.RpcError as exc:
-                delay = min(delay * 2, BACKOFF[1])
-                self.q.put(("retry", attempt, delay, _why(exc)))
-                continue
-            self.q.put(("reconnected", c, status, session))
-            return c, stream
-        return None
-
     def _read_keys(self) -> None:
         keys.read_keys(sys.stdin.fileno(), lambda data: self.q.put(("keys", data)))
 
@@ -210,45 +133,17 @@ class AttachView:
     def _active(self) -> list[str]:
         return [oid for oid in self.follower.followed() if oid not in self.ended]
 
-    def _status_rows(self) -> list[Row]:
-        rows = []
-        now = time.time() * 1000
-        for r in self.running.values():
-            elapsed = max(0.0, (now - r.started_ms) / 1000)
-            size = f"  {_size(r.size)}" if r.size else ""
-            if r.ended:
-                rows.append(Row(f"■ {r.name} {r.what[:60]}  {r.ended} after {elapsed:.0f}s{size}"))
-                continue
-            last = f"  {r.last_line[:80]}" if r.last_line else ""
-            rows.append(Row(f"⏵ {r.name} {r.what[:60]}  {elapsed:.0f}s{size}{last}", "bold"))
-        if self.notice:
-            rows.append(Row(self.notice, "bold"))
-        return rows
-
-    def _prompt_rows(self) -> list[Row]:
-        if self.current is None:
-            return []
-        x = self.pending[self.current]
-        more = len(self.pending) - 1
-        head = f" agentctl: permission request, code {request_code(x.request_id)} "
-        if more:
-            head += f"({more} more waiting) "
-        rows = [Row(head, "head")]
-        rows += [Row(line, gutter="│ ", gutter_style="head") for line in prompt.body(x)]
-        rows.append(
-            Row(prompt.question(x) + self.editor.text, "bold", gutter="╰ ", gutter_style="head")
-        )
-        return rows
-
     def _frame(self) -> None:
         self._take_output()
         above = "\n".join(self.above)
         self.above = []
-        self.urgent = False
+        self.urgent = self.asking.changed = False
+        rows = self.asking.rows()
         if isinstance(self.screen, Screen):
-            self.screen.frame(above, self._status_rows() + self._prompt_rows())
+            notice = [Row(self.notice, "bold")] if self.notice else []
+            self.screen.frame(above, status.rows(self.running.values()) + notice + rows)
         elif isinstance(self.screen, PlainScreen):
-            self.screen.frame(above, self._prompt_rows(), self.current)
+            self.screen.frame(above, rows, (self.asking.current, self.asking.asked))
 
     # output
     def _output(self, output_id: str, data: bytes) -> None:
@@ -280,82 +175,10 @@ class AttachView:
 
     # prompts
     def _prompt(self) -> None:
-        if not self.interactive or self.current is not None or not self.caught_up:
-            return
-        now = time.time() * 1000
-        while self.pending:
-            rid, x = next(iter(self.pending.items()))
-            if x.expires_ms and x.expires_ms < now:
-                self.pending.pop(rid)
-                continue
-            self.current = rid
-            self.editor.clear()
-            self.urgent = True
-            return
-
-    def _answer(self, line: str) -> None:
-        if self.current is None:
-            return
-        x = self.pending[self.current]
-        choice = prompt.parse_answer(line, prompt.choices(x))
-        if choice is None:
-            self._say(f"({prompt.not_an_answer(x)})")
-            self.urgent = True
-            return
-        decision, scope, rule = choice
-        code = request_code(x.request_id)
-        try:
-            reply = self.c.resolve_permission(self.session_id, x.request_id, decision, scope, rule)
-            if not reply.accepted:
-                self._say(f"(not applied: {sanitize.line(reply.message)})")
-            else:
-                shown = f"{decision} ({scope}{', ' + rule if rule else ''})"
-                self._say(f"(answered {sanitize.line(shown)} to request {code})")
-        except grpc.RpcError as exc:
-            self._say(f"(not applied: {sanitize.line(exc.details() or '')})")
-        # The resolved event (ours or another's) closes it; do not ask it again.
-        self.pending.pop(self.current, None)
-        self.current = None
-        self.editor.clear()
-        self.urgent = True
-        self._prompt()
-
-    def _keys(self, data: bytes) -> None:
-        if self.current is None:
-            self.editor.feed(data)
-            self.editor.clear()  # typed with no question asked: answers nothing
-            return
-        for line in self.editor.feed(data):
-            self._answer(line)
-            if self.current is None:
-                break
-        self.urgent = True
+        if self.interactive and self.caught_up:
+            self.asking.ask_next()
 
     # events
-    def _agent(self, e: pb.Event) -> None:
-        """An agent's text as it streams, a line at a time under the turn's head; its whole
-        message then shows only what the stream did not (its tool calls)."""
-        x = e.agent
-        match x.WhichOneof("kind"):
-            case "text_delta":
-                turn = (x.conversation_id, x.text_delta.turn)
-                if turn not in self.agent_streamed:
-                    self.agent_streamed.add(turn)
-                    self._say(f"{event_head(e)} ◆ turn {x.text_delta.turn}:")
-                lines = (self.agent_partial + sanitize.text(x.text_delta.text)).split("\n")
-                self.agent_partial = lines.pop()
-                for line in lines:
-                    self._say(line)
-            case "message" if (x.conversation_id, x.message.turn) in self.agent_streamed:
-                if self.agent_partial:
-                    self._say(self.agent_partial)
-                    self.agent_partial = ""
-                for b in x.message.content:
-                    if b.type == "tool_use":
-                        self._say(f"  wants {sanitize.line(b.name)} ({sanitize.line(b.id)})")
-            case _:
-                self._say(describe_event(e))
-
     def _replay_output(self, output_id: str, e: pb.Event) -> bool:
         """In history: a finished call's or task's output, from its file, before its end
         is shown. False if there is none to follow."""
@@ -371,7 +194,8 @@ class AttachView:
             return
         kind = e.WhichOneof("kind")
         if kind == "agent" and not self.as_json:
-            self._agent(e)
+            for line in self.agent.lines(e):
+                self._say(line)
             return
         if kind == "call_finished" and not self.as_json:
             x = e.call_finished
@@ -402,7 +226,7 @@ class AttachView:
                 inp = input_of(x)
                 what = inp.get("command") or inp.get("file_path") or inp.get("pattern") or ""
                 if not history:
-                    self.running[x.tool_use_id] = _Running(
+                    self.running[x.tool_use_id] = status.Running(
                         sanitize.line(x.name), sanitize.line(what), e.time_ms
                     )
             case "progress":
@@ -426,21 +250,10 @@ class AttachView:
                 if t.id in self.history_tasks:
                     self.history_tasks.remove(t.id)
             case "permission_requested":
-                self.pending[e.permission_requested.request_id] = e.permission_requested
+                self.asking.add(e.permission_requested)
                 self._prompt()
             case "permission_resolved":
-                x = e.permission_resolved
-                self.pending.pop(x.request_id, None)
-                if self.current == x.request_id:
-                    self.current = None
-                    self.editor.clear()
-                    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
-                    self._say(
-                        f"(withdrawn: request {request_code(x.request_id)} answered "
-                        f"{sanitize.line(x.decision)} ({sanitize.line(x.scope)}) by "
-                        f"{sanitize.line(x.decided_by)} at {stamp})"
-                    )
-                    self.urgent = True
+                if self.asking.resolved(e.permission_resolved, e.time_ms):
                     self._prompt()
 
     def _catch_up(self) -> None:
@@ -454,7 +267,7 @@ class AttachView:
         the journal does not keep (progress). Caught up if the journal holds nothing after
         the last event received (the queue is empty, so all of it is shown)."""
         try:
-            after = self.c.attach(self.session_id, self.last_seq, follow=False, timeout=10)
+            after = self.c.attach(self.session_id, self.link.last_seq, follow=False, timeout=10)
             more = next(iter(after), None)
             after.cancel()
         except grpc.RpcError:
@@ -466,14 +279,7 @@ class AttachView:
     def _lost(self, why: str) -> None:
         self._say(f"(agentctl: lost the daemon: {why}; reconnecting, Ctrl-C stops)")
         self.notice = f"⚠ reconnecting to the daemon ({why})"
-        if self.current is not None:
-            self._say(
-                f"(request {request_code(self.current)} withdrawn: the daemon went away "
-                "before it was answered)"
-            )
-        self.pending.clear()
-        self.current = None
-        self.editor.clear()
+        self.asking.withdraw_all("the daemon went away before it was answered")
         self.urgent = True
 
     def _reconnected(self, c: Client, status: pb.Status, session: pb.Session) -> None:
@@ -487,10 +293,10 @@ class AttachView:
         self.notice = ""
         self._say(
             f"(reconnected to agentd {sanitize.line(status.version)} pid {status.pid}; "
-            f"going on after event {self.last_seq})"
+            f"going on after event {self.link.last_seq})"
         )
         self.caught_up_at = session.last_seq
-        self.caught_up = self.last_seq >= self.caught_up_at
+        self.caught_up = self.link.last_seq >= self.caught_up_at
         if self.caught_up:
             self._catch_up()
         self.urgent = True
@@ -510,7 +316,7 @@ class AttachView:
             case ("out_lost", output_id, at):
                 self.lost_outputs[output_id] = at
             case ("keys", data):
-                self._keys(data)
+                self.asking.keys(data)
             case ("lost", why):
                 self._lost(why)
             case ("retry", attempt, delay, why):
@@ -529,7 +335,7 @@ class AttachView:
         self._first_client = self.c
         self.caught_up_at = self.c.get_session(self.session_id).last_seq
         stream = self.c.attach(self.session_id, self.after_seq)
-        threading.Thread(target=self._read_events, args=(self.c, stream), daemon=True).start()
+        threading.Thread(target=self.link.run, args=(self.c, stream), daemon=True).start()
         use_keys = self.interactive and sys.stdin.isatty()
         self.caught_up = self.after_seq >= self.caught_up_at
         if self.caught_up:
@@ -553,7 +359,7 @@ class AttachView:
         """What remains on the screen is history: the bottom region goes."""
         self.running.clear()
         self.notice = ""
-        self.current = None
+        self.asking.current = None
         self._frame()
         if self.screen is not None:
             self.screen.clear()
@@ -576,14 +382,14 @@ class AttachView:
                     self._check_caught_up()
                 self._frame()
                 continue
-            if item is _END:
+            if item is END:
                 # The session's stream ended: show the rest of what it printed first.
                 ending_by = time.monotonic() + 10
                 continue
             self._handle(item)
             # Gather what else comes within a frame's time, then draw it all at once.
             until = time.monotonic() + FRAME_SECONDS
-            while not self.urgent:
+            while not (self.urgent or self.asking.changed):
                 left = until - time.monotonic()
                 if left <= 0:
                     break
@@ -591,21 +397,11 @@ class AttachView:
                     item = self.q.get(timeout=left)
                 except queue.Empty:
                     break
-                if item is _END:
+                if item is END:
                     self.q.put(item)
                     break
                 self._handle(item)
             self._frame()
-
-
-def _why(error: BaseException | None) -> str:
-    """What happened to the connection, in a few words."""
-    if not isinstance(error, grpc.RpcError):
-        return "its stream ended"
-    code = error.code()
-    if code == grpc.StatusCode.UNAVAILABLE:
-        return "not reachable"
-    return sanitize.line(f"{code.name.lower()}: {(error.details() or '')[:120]}")
 
 
 def _ran_in_foreground(result: pb.ToolResult) -> bool:

@@ -159,6 +159,38 @@ def request_code(request_id: str) -> str:
 _CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 
 
+class AgentStream:
+    """An agent's text as it streams, a line at a time under its turn's head; its whole
+    message then shows only what the stream did not (its tool calls)."""
+
+    def __init__(self) -> None:
+        self.partial = ""  # the line not yet ended
+        self.streamed: set[tuple[str, int]] = set()  # turns shown as they streamed
+
+    def lines(self, e: pb.Event) -> list[str]:
+        x = e.agent
+        out: list[str] = []
+        match x.WhichOneof("kind"):
+            case "text_delta":
+                turn = (x.conversation_id, x.text_delta.turn)
+                if turn not in self.streamed:
+                    self.streamed.add(turn)
+                    out.append(f"{event_head(e)} ◆ turn {x.text_delta.turn}:")
+                lines = (self.partial + sanitize.text(x.text_delta.text)).split("\n")
+                self.partial = lines.pop()
+                out += lines
+            case "message" if (x.conversation_id, x.message.turn) in self.streamed:
+                if self.partial:
+                    out.append(self.partial)
+                    self.partial = ""
+                for b in x.message.content:
+                    if b.type == "tool_use":
+                        out.append(f"  wants {sanitize.line(b.name)} ({sanitize.line(b.id)})")
+            case _:
+                out.append(describe_event(e))
+        return out
+
+
 def agent_text(message: pb.AgentMessage) -> str:
     return "".join(b.text for b in message.content if b.type == "text")
 

@@ -17,8 +17,7 @@ from typing import Any
 
 from agentd_client import sanitize
 from agentd_client.display import input_of, request_code
-
-__all__ = ["request_code", "body", "question", "parse_answer", "choices"]
+from agentd_client.screen import Row
 
 
 def _what(x: Any) -> tuple[str, str]:
@@ -67,6 +66,18 @@ def body(x: Any) -> list[str]:
         for i, rule in enumerate(rules[1:], 1):
             lines.append(f"  [{i}] always, narrower: {sanitize.line(rule)}")
     return lines
+
+
+def rows(x: Any, more: int, typed: str) -> list[Row]:
+    """The prompt as the bottom of a screen draws it: a header with its code (in a style
+    no output can draw), the body under a gutter, the question with what was typed."""
+    head = f" agentctl: permission request, code {request_code(x.request_id)} "
+    if more:
+        head += f"({more} more waiting) "
+    out = [Row(head, "head")]
+    out += [Row(line, gutter="│ ", gutter_style="head") for line in body(x)]
+    out.append(Row(question(x) + typed, "bold", gutter="╰ ", gutter_style="head"))
+    return out
 
 
 def parse_answer(line: str, rules: list[str]) -> tuple[str, str, str] | None:
