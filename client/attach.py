@@ -378,8 +378,8 @@ class AttachView:
             except queue.Empty:
                 if ending_by and time.monotonic() >= ending_by:
                     return 0  # the stream ended and an output did not finish in time
-                if not self.caught_up:
-                    self._check_caught_up()
+                if not self.caught_up and not self.held and not self.deferred:
+                    self._check_caught_up()  # (held events are not shown yet)
                 self._frame()
                 continue
             if item is END:
