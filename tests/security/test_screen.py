@@ -18,6 +18,7 @@ from typing import Any
 
 from agentd_client import Client
 from tests.support.daemon import DaemonProcess
+from tests.support.fake_messages import running
 from tests.support.screen import Terminal, foreign_escapes
 from tests.support.waiting import wait_for_event
 
@@ -281,3 +282,28 @@ def test_todos_tasks_paths_reasons_and_logs_show_escapes_as_text(
 def _c(text: str) -> str:
     """`text` for bash's $'…'."""
     return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x80 else ch for ch in text)
+
+
+def test_an_agents_streamed_text_and_tool_output_show_escapes_as_text(
+    daemon: DaemonProcess, client: Client, workspace: Path, tmp_path: Path
+) -> None:
+    """`agentctl agent` prints what a model says and what its tools answered: the model's
+    escapes are text there and on every attached terminal."""
+    said = f"hello{ESC}]0;pwned{ESC}\\ {ESC}[2J{ESC}]52;c;aGk={ESC}\\ said-by-model"
+    tool = "printf 'tool\\033]2;pwned\\033\\\\ out\\n'"
+    script = [[{"text": said}, {"name": "Bash", "input": {"command": tool}}]]
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    with attached(daemon, sid) as watcher, running(script, tmp_path / "api") as api:
+        ready(watcher, client, sid, "agent-ready")
+        env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url}
+        with Terminal("--socket", daemon.socket, "agent", "-s", sid, "go", env=env) as term:
+            assert term.wait_exit() == 0, term.text()
+            shown = term.text()
+            assert "hello\\x1b]0;pwned\\x1b\\ \\x1b[2J\\x1b]52;c;aGk=" in shown, shown
+            assert "\\x1b]2;pwned" in shown, shown  # the tool's output, as its result
+            assert term.screen.title == ""
+            no_foreign_escapes(term)
+        watcher.wait_for("said-by-model")
+        assert "hello\\x1b]0;pwned" in watcher.text()
+        assert watcher.screen.title == ""
+        no_foreign_escapes(watcher)
