@@ -213,7 +213,7 @@ def main() -> None:
                     b = before[key] if before[key] is not None else args.limit
                     if after[key]:
                         more = ">" if before[key] is None else ""
-                        print(f"{'':10}{key}: {more}{b / after[key]:.0f}x faster")
+                        print(f"{'':10}{key}: baseline / this = {more}{b / after[key]:.2g}")
     finally:
         shutil.rmtree(base_dir, ignore_errors=True)
 
