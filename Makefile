@@ -118,6 +118,7 @@ bench: system-deps $(STAMP)
 	$(PY) bench/search.py
 	$(PY) bench/enforce_corpus.py
 	$(PY) bench/changes.py
+	$(PY) bench/attach_burst.py
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd

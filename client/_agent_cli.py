@@ -9,11 +9,11 @@ import os
 import sys
 from typing import Any
 
-from agentd_client import contexts, names
+from agentd_client import contexts, names, sanitize
 from agentd_client._calls import ToolResult
 from agentd_client._client import Client
 from agentd_client.agent import DEFAULT_MODEL
-from agentd_client.display import as_dict, clean, print_json_line
+from agentd_client.display import as_dict, print_json_line
 from agentd_client.errors import INTERRUPTED, OK, ModelFailed, Refused, Usage, need
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -118,7 +118,7 @@ class HumanPrinter:
         self.at_line_start = True
 
     def text(self, turn: int, text: str) -> None:
-        text = clean(text)
+        text = sanitize.text(text)  # the model's text: its newlines kept, nothing else acts
         sys.stdout.write(text)
         sys.stdout.flush()
         if text:
@@ -136,7 +136,7 @@ class HumanPrinter:
                 from google.protobuf.json_format import MessageToDict
 
                 shown = json.dumps(MessageToDict(b.input), ensure_ascii=False)
-                self._line(clean(f"▶ {b.name} {shown[:200]}"))
+                self._line(sanitize.line(f"▶ {b.name} {shown[:200]}"))
         if not self.at_line_start:
             print(flush=True)
             self.at_line_start = True
@@ -144,7 +144,7 @@ class HumanPrinter:
     def results(self, results: list[ToolResult]) -> None:
         for r in results:
             mark = "✗" if r.is_error else "✓"
-            self._line(clean(f"{mark} {r.tool_use_id} {_first_line(r.text)}"))
+            self._line(sanitize.line(f"{mark} {r.tool_use_id} {_first_line(r.text)}"))
 
     def stopped(self, event: pb.AgentEvent) -> None:
         from agentd_client.conversation import total_tokens
@@ -152,7 +152,7 @@ class HumanPrinter:
         x = event.stopped
         if x.reason == "error":
             return  # the command's one error line says it
-        why = f": {x.message}" if x.message else ""
+        why = f": {sanitize.line(x.message)}" if x.message else ""
         print(
             f"agentctl: agent stopped ({x.reason}{why}) after {x.turns} turns, "
             f"{total_tokens(x.usage)} tokens; continue with "

@@ -11,7 +11,17 @@ from typing import Any
 
 import grpc
 
-from agentd_client import _agent_cli, _trust_cli, commands, contexts, hangup
+from agentd_client import (
+    _agent_cli,
+    _trust_cli,
+    claude_code,
+    codex,
+    commands,
+    contexts,
+    hangup,
+    sanitize,
+    terminal,
+)
 from agentd_client.display import print_json
 from agentd_client.errors import (
     EXIT_CODES_HELP,
@@ -164,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="start (replay everything, the default), now (live only), or an event seq",
     )
     a.add_argument("--after-seq", type=int, help=argparse.SUPPRESS)
+    a.add_argument(
+        "--raw",
+        action="store_true",
+        help="commands' output as the bytes they wrote (colours, and any escape sequence "
+        "in them: only for output you trust); never prompts",
+    )
 
     lg = top.leaf(
         "logs", "a task's or Bash call's output (every byte; -f follows)", commands.cmd_logs
@@ -173,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
     lg.add_argument(
         "--from-start", action="store_true", help="all of it (default: the last 10 lines)"
+    )
+    lg.add_argument(
+        "--raw",
+        action="store_true",
+        help="the bytes as they are, on a terminal too (default there: control characters "
+        "and escape sequences shown, not run; to a pipe or file the bytes are always raw)",
     )
 
     tk = top.group("tasks", "a session's background tasks", "tasks_command", required=False)
@@ -354,7 +376,9 @@ def _report(error: CliError, as_json: bool) -> int:
             line["grpc_status"] = error.grpc_status
         print(json.dumps(line), file=sys.stderr)
     else:
-        print(f"agentctl: {error.message}", file=sys.stderr)
+        # One line that says what to do next, whatever text of a model, a command or a
+        # workspace it quotes (a name, a path, a daemon's message).
+        print(f"agentctl: {sanitize.line(error.message)}", file=sys.stderr)
     return error.exit_code
 
 
@@ -368,6 +392,9 @@ def _refuse_mcp(error: CliError) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    # Everything printed from here on is safe text for a person (terminal.py); JSON
+    # for machines is left exact.
+    terminal.install(stdout=not as_json)
     endpoint: contexts.Endpoint | None = None
     serving_mcp = False
     try:

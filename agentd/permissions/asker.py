@@ -14,6 +14,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,20 @@ class _Pending:
     future: asyncio.Future[Answer]
     expires_ms: int = 0
     rule_choices: tuple[str, ...] = ()
+
+
+def waiting(ctx: Any, message: str) -> Callable[[str, int], Awaitable[None]]:
+    """An `announce` for an ask made during a tool call: a progress update on the call's
+    stream (and to attached clients) naming the request and how many may answer it."""
+
+    async def announce(request_id: str, attached_clients: int) -> None:
+        await ctx.progress(
+            message=message,
+            permission_request_id=request_id,
+            attached_clients=attached_clients,
+        )
+
+    return announce
 
 
 class Asker:
@@ -72,18 +87,25 @@ class Asker:
         reasons: list[str],
         rule_choices: tuple[str, ...] = (),
         cancelled: asyncio.Event | None = None,
+        announce: Callable[[str, int], Awaitable[None]] | None = None,
     ) -> Answer:
         """Publish a request and wait for the first answer, the timeout, or cancellation.
-        `rule_choices`: what an "always" answer may add, the suggested rule first."""
+        `rule_choices`: what an "always" answer may add, the suggested rule first.
+        `announce(request_id, attached_clients)` tells the caller once it is published
+        (its RunTool stream says so: `agentctl call` shows the request's code)."""
         if cancelled is not None and cancelled.is_set():
             return Answer(Behavior.DENY, "once", "cancelled")  # never shown: nobody waits for it
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
         expires_ms = int((time.time() + self.timeout_seconds) * 1000)
         choices = tuple(rule_choices)
+        events = self.sessions.log(session_id)
+        if announce is not None:
+            # Before the event, as the progress always came: a client replaying the journal
+            # knows it has caught up when it reaches the request (progress is not journaled).
+            await announce(request_id, events.subscriber_count)
         pending = _Pending(session_id, loop.create_future(), expires_ms, choices)
         self._pending[request_id] = pending
-        events = self.sessions.log(session_id)
         events.emit(
             "permission_requested",
             request_id=request_id,

@@ -8,7 +8,7 @@ import logging
 import shlex
 from typing import Any
 
-from agentd.permissions.asker import Asker
+from agentd.permissions.asker import Asker, waiting
 from agentd.permissions.call import Ask, Call
 from agentd.permissions.decision import Behavior, Decision
 from agentd.sandboxing.mode import SandboxMode
@@ -144,7 +144,6 @@ class Outcomes:
                 + "; or ".join(ways)
                 + ". Tell the user, or do something that needs no approval.",
             )
-        await ctx.progress(message="waiting for permission")
         answer = await self.asker.ask(
             session.id,
             tool_use_id=ctx.tool_use_id,
@@ -153,6 +152,7 @@ class Outcomes:
             reasons=ask.reasons,
             rule_choices=ask.rule_choices,
             cancelled=ctx.cancelled,
+            announce=waiting(ctx, "waiting for permission"),
         )
         if answer.scope == "always" and (rule := answer.rule or ask.suggested_rule):
             allow = answer.decision is Behavior.ALLOW

@@ -326,7 +326,7 @@ class ToolResult(_message.Message):
     def __init__(self, tool_use_id: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., is_error: _Optional[bool] = ..., data: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message", "output_id", "output_size", "last_line")
+    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message", "output_id", "output_size", "last_line", "permission_request_id", "attached_clients")
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
@@ -334,6 +334,8 @@ class Progress(_message.Message):
     OUTPUT_ID_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_SIZE_FIELD_NUMBER: _ClassVar[int]
     LAST_LINE_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTACHED_CLIENTS_FIELD_NUMBER: _ClassVar[int]
     tool_use_id: str
     elapsed_ms: int
     output: str
@@ -341,7 +343,9 @@ class Progress(_message.Message):
     output_id: str
     output_size: int
     last_line: str
-    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ..., output_id: _Optional[str] = ..., output_size: _Optional[int] = ..., last_line: _Optional[str] = ...) -> None: ...
+    permission_request_id: str
+    attached_clients: int
+    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ..., output_id: _Optional[str] = ..., output_size: _Optional[int] = ..., last_line: _Optional[str] = ..., permission_request_id: _Optional[str] = ..., attached_clients: _Optional[int] = ...) -> None: ...
 
 class ToolCallUpdate(_message.Message):
     __slots__ = ("progress", "result")

@@ -152,6 +152,17 @@ def test_sessions_by_name_prefix_and_default(
     assert r.returncode == 3 and "no session named 'no-such-session'" in ctl.one_line(r.stderr)
 
 
+def test_session_ls_has_a_header(daemon: DaemonProcess, client: Client, workspace: Path) -> None:
+    sid = client.create_session(str(workspace), name="with-header").id
+    try:
+        lines = ctl.run("--socket", daemon.socket, "session", "ls").stdout.splitlines()
+        assert lines[0].split() == ["ID", "STATE", "CREATED", "IDLE", "NAME", "WORKSPACE"]
+        row = next(line for line in lines if line.startswith(sid))
+        assert row.index("with-header") == lines[0].index("NAME"), lines
+    finally:
+        client.close_session(sid)
+
+
 def test_ambiguous_prefix_and_name_list_the_candidates(
     daemon: DaemonProcess, client: Client, workspace: Path
 ) -> None:
