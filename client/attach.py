@@ -222,21 +222,21 @@ class AttachView:
             self._say(describe_event(e))
         match kind:
             case "call_started":
-                x = e.call_started
-                inp = input_of(x)
+                started = e.call_started
+                inp = input_of(started)
                 what = inp.get("command") or inp.get("file_path") or inp.get("pattern") or ""
                 if not history:
-                    self.running[x.tool_use_id] = status.Running(
-                        sanitize.line(x.name), sanitize.line(what), e.time_ms
+                    self.running[started.tool_use_id] = status.Running(
+                        sanitize.line(started.name), sanitize.line(what), e.time_ms
                     )
             case "progress":
-                x = e.progress
-                r = self.running.get(x.tool_use_id)
+                progress = e.progress
+                r = self.running.get(progress.tool_use_id)
                 if r is not None:
-                    r.size, r.last_line = x.output_size, sanitize.line(x.last_line)
-                if x.output_id and not self.follower.following(x.output_id):
-                    self.call_outputs[x.tool_use_id] = x.output_id
-                    self.follower.follow(x.output_id)
+                    r.size, r.last_line = progress.output_size, sanitize.line(progress.last_line)
+                if progress.output_id and not self.follower.following(progress.output_id):
+                    self.call_outputs[progress.tool_use_id] = progress.output_id
+                    self.follower.follow(progress.output_id)
             case "call_finished":
                 self.running.pop(e.call_finished.result.tool_use_id, None)
             case "task_started":

@@ -14,8 +14,6 @@ import grpc
 from agentd_client import (
     _agent_cli,
     _trust_cli,
-    claude_code,
-    codex,
     commands,
     contexts,
     hangup,

@@ -88,21 +88,23 @@ def describe_event(e: pb.Event) -> str:
     one = sanitize.line
     match kind:
         case "call_started":
-            x = e.call_started
-            return f"{head} ▶ {one(x.name)} {input_text(x)} ({one(x.tool_use_id)})"
+            started = e.call_started
+            return (
+                f"{head} ▶ {one(started.name)} {input_text(started)} ({one(started.tool_use_id)})"
+            )
         case "progress":
-            x = e.progress
-            size = f" {x.output_size} bytes" if x.output_id else ""
-            return f"{head}   … {one(x.message or 'running')}{size} {x.elapsed_ms / 1000:.1f}s"
+            progress = e.progress
+            size = f" {progress.output_size} bytes" if progress.output_id else ""
+            return f"{head}   … {one(progress.message or 'running')}{size} {progress.elapsed_ms / 1000:.1f}s"
         case "call_finished":
-            x = e.call_finished
-            mark = "✗" if x.result.is_error else "✓"
-            return f"{head} {mark} {one(x.name)} {x.duration_ms}ms {outcome(x.name, x.result)}"
+            finished = e.call_finished
+            mark = "✗" if finished.result.is_error else "✓"
+            return f"{head} {mark} {one(finished.name)} {finished.duration_ms}ms {outcome(finished.name, finished.result)}"
         case "todos_changed":
             lines = [f"{head} todos:"]
-            for t in e.todos_changed.todos:
-                box = {"completed": "[x]", "in_progress": "[~]"}.get(t.status, "[ ]")
-                lines.append(f"    {box} {one(t.content)}")
+            for todo in e.todos_changed.todos:
+                box = {"completed": "[x]", "in_progress": "[~]"}.get(todo.status, "[ ]")
+                lines.append(f"    {box} {one(todo.content)}")
             return "\n".join(lines)
         case "task_started":
             t = e.task_started.task
@@ -112,25 +114,29 @@ def describe_event(e: pb.Event) -> str:
             code = f" with exit code {t.exit_code}" if t.has_exit_code else ""
             return f"{head} task {one(t.id)} {one(t.status)}{code}"
         case "permission_requested":
-            x = e.permission_requested
-            reasons = one("; ".join(x.reasons))
+            asked = e.permission_requested
+            reasons = one("; ".join(asked.reasons))
             return (
-                f"{head} ? permission for {one(x.tool_name)} {input_text(x)}"
-                f"{' — ' + reasons if reasons else ''} (request {one(x.request_id)}, "
-                f"code {request_code(x.request_id)})"
+                f"{head} ? permission for {one(asked.tool_name)} {input_text(asked)}"
+                f"{' — ' + reasons if reasons else ''} (request {one(asked.request_id)}, "
+                f"code {request_code(asked.request_id)})"
             )
         case "permission_resolved":
-            x = e.permission_resolved
-            added = f"; added the {one(x.decision)} rule {one(x.rule)}" if x.rule else ""
+            resolved = e.permission_resolved
+            added = (
+                f"; added the {one(resolved.decision)} rule {one(resolved.rule)}"
+                if resolved.rule
+                else ""
+            )
             return (
-                f"{head} permission {one(x.request_id)}: {one(x.decision)} ({one(x.scope)}) "
-                f"by {one(x.decided_by)}{added}"
+                f"{head} permission {one(resolved.request_id)}: {one(resolved.decision)} ({one(resolved.scope)}) "
+                f"by {one(resolved.decided_by)}{added}"
             )
         case "permission_decided":
-            x = e.permission_decided
+            decided = e.permission_decided
             return (
-                f"{head} {one(x.behavior)} {one(x.tool_name)} by {one(x.decided_by)}"
-                f"{': ' + one(x.reason) if x.reason else ''}"
+                f"{head} {one(decided.behavior)} {one(decided.tool_name)} by {one(decided.decided_by)}"
+                f"{': ' + one(decided.reason) if decided.reason else ''}"
             )
         case "cwd_changed":
             return f"{head} cwd {one(e.cwd_changed.previous)} -> {one(e.cwd_changed.cwd)}"

@@ -68,7 +68,7 @@ class SafeStream(io.TextIOBase):
         self._buffer = _SafeBuffer(self)
 
     @property
-    def buffer(self) -> BinaryIO:  # type: ignore[override]
+    def buffer(self) -> BinaryIO:
         return self._buffer  # type: ignore[return-value]
 
     @property
