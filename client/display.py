@@ -95,11 +95,13 @@ def describe_event(e: pb.Event) -> str:
         case "progress":
             progress = e.progress
             size = f" {progress.output_size} bytes" if progress.output_id else ""
-            return f"{head}   … {one(progress.message or 'running')}{size} {progress.elapsed_ms / 1000:.1f}s"
+            took = f"{progress.elapsed_ms / 1000:.1f}s"
+            return f"{head}   … {one(progress.message or 'running')}{size} {took}"
         case "call_finished":
             finished = e.call_finished
             mark = "✗" if finished.result.is_error else "✓"
-            return f"{head} {mark} {one(finished.name)} {finished.duration_ms}ms {outcome(finished.name, finished.result)}"
+            said = outcome(finished.name, finished.result)
+            return f"{head} {mark} {one(finished.name)} {finished.duration_ms}ms {said}"
         case "todos_changed":
             lines = [f"{head} todos:"]
             for todo in e.todos_changed.todos:
@@ -129,13 +131,14 @@ def describe_event(e: pb.Event) -> str:
                 else ""
             )
             return (
-                f"{head} permission {one(resolved.request_id)}: {one(resolved.decision)} ({one(resolved.scope)}) "
-                f"by {one(resolved.decided_by)}{added}"
+                f"{head} permission {one(resolved.request_id)}: {one(resolved.decision)} "
+                f"({one(resolved.scope)}) by {one(resolved.decided_by)}{added}"
             )
         case "permission_decided":
             decided = e.permission_decided
             return (
-                f"{head} {one(decided.behavior)} {one(decided.tool_name)} by {one(decided.decided_by)}"
+                f"{head} {one(decided.behavior)} {one(decided.tool_name)} "
+                f"by {one(decided.decided_by)}"
                 f"{': ' + one(decided.reason) if decided.reason else ''}"
             )
         case "cwd_changed":
