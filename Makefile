@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test proto lint format bench system-deps clean install install-user claude-code codex
+.PHONY: run test proto lint format bench system-deps clean install install-user claude-code codex dist
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -16,6 +16,19 @@ CONFDIR ?= /etc/agentd
 USER_PREFIX ?= $(HOME)/.local
 SYSTEMD_USER_DIR ?= $(HOME)/.config/systemd/user
 PYTHON3 ?= python3
+# Both installs build agentd and agentd-client from a copy of their sources in a temp
+# dir: setuptools builds where the sources are (build/, *.egg-info), and the checkout is
+# not the install's to change. $(1): the pip of the venv to install into.
+INSTALL_SOURCES := pyproject.toml agentd sandbox client
+pip_install_a_copy = src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
+	tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=build $(INSTALL_SOURCES) \
+		| tar -x -C "$$src" && \
+	$(1) install -q "$$src/client[$(CLIENT_EXTRAS)]" "$$src"
+# `make dist`: the client's wheel, and beside it the wheels of everything it and its
+# extras need on this platform and Python, for a laptop to install with no index.
+DIST ?= dist
+# What the installs give agentctl: every command it ships (mcp, agent) works.
+CLIENT_EXTRAS := anthropic,mcp
 
 # The reference (Claude Code, a native binary from the npm registry) that the live tests
 # run: installed outside the repo, once per version.
@@ -35,7 +48,7 @@ $(PY):
 # one resolve, so agentd-client comes from ./client and never from an index.
 $(STAMP): pyproject.toml client/pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e './client[cli,anthropic,mcp]' -e '.[dev]'
+	$(PY) -m pip install -q -e './client[$(CLIENT_EXTRAS)]' -e '.[dev]'
 	@# A venv from before the split: removing the old agentd removed the agentctl
 	@# script it used to own; the client's install puts it back.
 	$(PY) -m pip install -q --no-deps -e ./client
@@ -51,7 +64,10 @@ system-deps:
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v strace >/dev/null || missing="$$missing strace"; \
+	command -v mkfs.ext4 >/dev/null || missing="$$missing e2fsprogs"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	command -v ssh >/dev/null || missing="$$missing openssh-client"; \
+	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -101,16 +117,18 @@ bench: system-deps $(STAMP)
 	$(PY) bench/classify.py
 	$(PY) bench/search.py
 	$(PY) bench/enforce_corpus.py
+	$(PY) bench/changes.py
+	$(PY) bench/attach_burst.py
 
 install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
-	rm -rf build client/build  # setuptools builds in the tree; a stale one breaks the wheel
-	$(PREFIX)/lib/agentd/bin/pip install -q "./client[cli]" .
+	$(call pip_install_a_copy,$(PREFIX)/lib/agentd/bin/pip)
 	install -d $(PREFIX)/bin $(SYSTEMD_SYSTEM_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \
 		ln -sfn ../lib/agentd/bin/$$cmd $(PREFIX)/bin/$$cmd; \
 	done
-	sed 's|^ExecStart=/usr/local/bin/agentd |ExecStart=$(PREFIX)/bin/agentd |' \
+	sed -e 's|^ExecStart=/usr/local/bin/agentd |ExecStart=$(PREFIX)/bin/agentd |' \
+		-e 's|^Environment=AGENTD_CONFIG=/etc/agentd/config.toml$$|Environment=AGENTD_CONFIG=$(CONFDIR)/config.toml|' \
 		systemd/system/agentd.service > $(SYSTEMD_SYSTEM_DIR)/agentd.service
 	chmod 0644 $(SYSTEMD_SYSTEM_DIR)/agentd.service
 	install -d -m 0755 $(CONFDIR)
@@ -120,8 +138,7 @@ install:
 
 install-user:
 	$(PYTHON3) -m venv --clear $(USER_PREFIX)/share/agentd/venv
-	rm -rf build client/build  # setuptools builds in the tree; a stale one breaks the wheel
-	$(USER_PREFIX)/share/agentd/venv/bin/pip install -q "./client[cli]" .
+	$(call pip_install_a_copy,$(USER_PREFIX)/share/agentd/venv/bin/pip)
 	install -d $(USER_PREFIX)/bin $(SYSTEMD_USER_DIR)
 	for cmd in agentd agentctl agentd-sandbox; do \
 		ln -sfn $(USER_PREFIX)/share/agentd/venv/bin/$$cmd $(USER_PREFIX)/bin/$$cmd; \
@@ -133,6 +150,14 @@ install-user:
 			systemd/user/agentd.service > $(SYSTEMD_USER_DIR)/agentd.service; \
 	fi
 	@echo "installed; now: systemctl --user daemon-reload && systemctl --user enable --now agentd"
+
+# A laptop then runs `pip install DIST/agentd_client-*.whl` (with an index), or with
+# none: `pip install --no-index --find-links DIST 'DIST/agentd_client-VERSION-py3-none-any.whl[mcp]'`.
+dist: $(STAMP)
+	rm -rf client/build  # setuptools builds in the tree; a stale one breaks the wheel
+	$(PY) -m pip wheel -q --wheel-dir $(DIST) "./client[$(CLIENT_EXTRAS)]"
+	rm -rf client/build
+	@ls $(DIST)/agentd_client-*.whl
 
 clean:
 	rm -rf $(VENV) .pytest_cache

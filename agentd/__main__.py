@@ -1,21 +1,27 @@
-"""`agentd serve`: flags, config, start-up, shutdown."""
+"""`agentd serve`: flags, config, start-up, shutdown.
+
+Each command imports what it needs when it runs: `agentd health` is a container's and
+Kubernetes' probe (a 3 s budget on a busy node) and `--version` is asked by scripts,
+so neither loads the daemon (bench/health.py measures both against grpcurl).
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import logging
 import os
 import signal
 import sys
 import warnings
+from typing import TYPE_CHECKING
 
 from agentd import __version__
-from agentd.daemon import Daemon
-from agentd.foundation import logs, metrics
-from agentd.foundation.config import Config
-from agentd.foundation.errors import AgentdError, ConfigError
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from agentd.daemon import Daemon
+    from agentd.foundation.config import Config
 
 log = logging.getLogger("agentd")
 
@@ -29,9 +35,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     serve.add_argument("--socket", dest="socket_path", help="unix socket path")
     serve.add_argument("--state-dir", help="where sessions, journal and outputs live")
     serve.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
-    serve.add_argument("--log-format", choices=logs.FORMATS, help="text (default) or json")
+    serve.add_argument("--log-format", help="text (default) or json")
     serve.add_argument(
         "--metrics-listen", metavar="HOST:PORT", help="serve Prometheus metrics here"
+    )
+    serve.add_argument(
+        "--tmp-owners-dir",
+        metavar="DIR",
+        help="where sessions' /tmp directories are recorded (default: shared by this user)",
     )
     health = sub.add_parser(
         "health", help="exit 0 if the daemon's gRPC health service says SERVING (for probes)"
@@ -73,6 +84,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _tls_init(args: argparse.Namespace) -> int:
     from agentd.api import tls
+    from agentd.foundation.config import config_file_path
+    from agentd.foundation.errors import AgentdError
 
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     directory = args.dir or os.path.join(base, "agentd", "tls")
@@ -86,13 +99,13 @@ def _tls_init(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"agentd: cannot write into {directory}: {exc.strerror}", file=sys.stderr)
         return 2
-    print(tls.instructions(files), end="")
+    print(tls.instructions(files, config_file_path()), end="")
     return 0
 
 
 def _health(args: argparse.Namespace) -> int:
     from agentd.cli import health
-    from agentd_client import default_socket_path
+    from agentd_client.paths import default_socket_path
 
     serving, line = health.check(args.socket_path or default_socket_path(), args.timeout)
     print(line, file=sys.stdout if serving else sys.stderr)
@@ -100,7 +113,11 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
+    import json
+
     from agentd.cli import stop as stopping
+    from agentd.foundation.config import Config
+    from agentd.foundation.errors import AgentdError
 
     try:
         config = Config.load(args.config, socket_path=args.socket_path, state_dir=args.state_dir)
@@ -117,6 +134,9 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Config:
+    from agentd.foundation import logs, metrics
+    from agentd.foundation.config import Config
+
     config = Config.load(
         args.config,
         socket_path=args.socket_path,
@@ -124,6 +144,7 @@ def _load(args: argparse.Namespace) -> Config:
         log_level=args.log_level,
         log_format=args.log_format,
         metrics_listen=args.metrics_listen,
+        tmp_owners_dir=args.tmp_owners_dir,
         stop_tasks_on_exit=args.stop_tasks_on_exit,
     )
     logs.check_level(config.log_level)
@@ -136,6 +157,9 @@ def _load(args: argparse.Namespace) -> Config:
 def _reload(daemon: Daemon, args: argparse.Namespace) -> None:
     """SIGHUP: read the config again and apply what can change live; a bad config is
     logged and the running one kept. The flags still win over the file."""
+    from agentd.foundation import metrics
+    from agentd.foundation.errors import AgentdError
+
     try:
         summary = daemon.reload(_load(args))
     except AgentdError as exc:
@@ -170,6 +194,8 @@ def _pidfd_child_watcher() -> None:
     3.11's default (ThreadedChildWatcher) starts a thread per child to block in
     waitpid: one per Bash call, search and hook, ~0.6 ms of the loop's time each.
     """
+    import asyncio
+
     if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
         return
     try:
@@ -184,6 +210,11 @@ def _pidfd_child_watcher() -> None:
 
 
 async def _serve(config: Config, args: argparse.Namespace) -> None:
+    import asyncio
+
+    from agentd.daemon import Daemon
+    from agentd.foundation import logs
+
     _pidfd_child_watcher()
     daemon = Daemon(config)
     loop = asyncio.get_running_loop()
@@ -207,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         return _tls_init(args)
     if args.command == "stop":
         return _stop(args)
+    import asyncio
+
+    from agentd.foundation import logs
+    from agentd.foundation.errors import AgentdError, ConfigError
+
     try:
         config = _load(args)
     except AgentdError as exc:

@@ -22,20 +22,27 @@ from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
-from agentd.foundation import logs, metrics
+from agentd.changes.prompt import made_by
+from agentd.changes.service import ChangeTracker
+from agentd.foundation import logs, metrics, offload
 from agentd.foundation.config import Config
-from agentd.foundation.errors import Unavailable
+from agentd.foundation.errors import SessionNotFound, Unavailable
+from agentd.foundation.looplag import LoopWatch
 from agentd.foundation.notify import Notifier
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
+from agentd.fs import reserve, tmpfs, workspace_access
+from agentd.fs.identity import FsIdentity
 from agentd.fs.temp_ledger import TempLedger
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.runs.output.registry import Outputs
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
-from agentd.runs.tasks import TaskManager
+from agentd.runs.tasks import Task, TaskManager
+from agentd.sandboxing import groups as session_groups
+from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.policy import session_tmp_path
-from agentd.sessions import gids
+from agentd.sessions import gids, recovery
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
@@ -44,6 +51,9 @@ from agentd.tools.services import Services
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+# How often the state database is checked for being deleted or replaced.
+STATE_CHECK_SECONDS = 5.0
 
 # Settings a SIGHUP applies to the running daemon; any other change waits for a restart.
 LIVE_SETTINGS = ("allow_rules", "deny_rules", "ask_rules", "trusted_settings", "log_level")
@@ -71,6 +81,8 @@ class Daemon:
             log.info("removed %d temp files of writes interrupted by a crash", removed)
         fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
+        # Before anything new is journaled: the calls a crash left open end, as interrupted.
+        recovery.end_interrupted_calls(self.sessions)
         self.tasks = TaskManager(
             self.store,
             self._emit,
@@ -78,6 +90,9 @@ class Daemon:
             shim_root=os.path.join(config.state_dir, "shims"),
         )
         outputs = Outputs(config, self.store)
+        # Each session's control group; found at start (see start()).
+        self.groups = session_groups.SessionGroups(config)
+        self.sandbox_report = _sandbox_report()
         self.reaper = Reaper(
             config,
             self.sessions,
@@ -86,15 +101,17 @@ class Daemon:
             tmp_dir_of=lambda session: session_tmp_path(session, config),
         )
         self.outputs = outputs
+        self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
+        self.changes = ChangeTracker(config, asker)
         self.services = Services(
             config=config,
             tasks=self.tasks,
             outputs=outputs,
             on_todos_changed=self._todos_changed,
             on_cwd_changed=self._cwd_changed,
+            changes=self.changes,
         )
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
-        self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
         settings = SettingsLoader(config, TrustStore(config, self.store))
         self.permissions = PermissionEngine(config, self.sessions, asker, settings=settings)
         self.executor = Executor(
@@ -102,12 +119,18 @@ class Daemon:
         )
         # Closing a session ends its running calls too, not only its background tasks.
         self.sessions.on_close.append(lambda s: self.executor.cancel_all(session_id=s.id))
-        # Last: once its calls and tasks have ended, its temp dir goes.
+        # Last: once its calls and tasks have ended, its temp dir goes, then its group
+        # (what is left in it killed).
         self.sessions.on_close.append(self.reaper.on_close)
+        self.sessions.on_close.append(self._release_group)
+        self.sessions.on_create.append(self.reaper.on_create)
         approvals = self.permissions.approvals
+        # A workspace the session's sandbox identity cannot use is refused at once.
+        self.sessions.admit.append(self._workspace_usable)
+        self.sessions.on_create.append(self._index_changes)
         self.servicer = Servicer(
             status=StatusHandlers(
-                self.sessions, self.executor, self.services, asker, self.reaper, _sandbox_report()
+                self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
             ),
             sessions=SessionHandlers(self.sessions, approvals, self.reaper),
             permissions=PermissionHandlers(self.sessions, asker),
@@ -120,12 +143,53 @@ class Daemon:
         self._stopped = asyncio.Event()
         self.notifier = Notifier()
         self._metrics_server: Any = None
+        self.loop_watch = LoopWatch()
         tools = self.executor.registry.tools
         metrics.know_tools({n: t.name for t in tools for n in (t.name, *t.aliases)})
         metrics.watch(metrics.RUNNING_CALLS, lambda: self.executor.running_count)
         metrics.watch(metrics.RUNNING_TASKS, self.tasks.running_count)
         metrics.watch(metrics.OPEN_SESSIONS, lambda: len(self.sessions.list()))
         metrics.watch(metrics.PENDING_ASKS, lambda: asker.pending_count)
+        metrics.watch(metrics.STATE_DISK_FULL, lambda: bool(self.store.full_since))
+        metrics.watch(metrics.EVENTS_UNJOURNALED, lambda: self.store.unjournaled)
+        metrics.watch(metrics.STATE_DATABASE_PROBLEM, lambda: bool(self.store.problem))
+        self._state_watch: asyncio.Task[None] | None = None
+
+    def _workspace_usable(self, session: Session) -> None:
+        workspace_access.check(
+            session.workspace_roots,
+            sandbox_policy.run_as(session, self.config),
+            sandbox_policy.run_as_chosen_by(session, self.config),
+            root_daemon=os.geteuid() == 0,
+        )
+
+    async def _release_group(self, session: Session) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.groups.release, session.id)
+
+    def _index_changes(self, session: Session) -> None:
+        """A new session's workspaces are indexed for held changes before its first call."""
+        try:
+            ident = sandbox_policy.run_as(session, self.config)
+        except OSError:
+            return  # its first call says why its workspace cannot be used
+        self.changes.prepare(session, FsIdentity(*ident) if ident else None)
+
+    async def _follow_changes(self, task: Task, run: Any) -> None:
+        """A task taken over: its changes are followed again (agentd/changes/)."""
+        try:
+            session = self.sessions.get(task.session_id)
+        except SessionNotFound:
+            return
+        ident = sandbox_policy.run_as(session, self.config)
+        await self.changes.readopt(
+            session,
+            FsIdentity(*ident) if ident else None,
+            run.done,
+            task_id=task.id,
+            made_by=made_by(task.command),
+            tool_use_id=task.tool_use_id,
+            notify=self.tasks.add_notice,
+        )
 
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
@@ -140,22 +204,54 @@ class Daemon:
         self.sessions.log(session.id).emit("cwd_changed", cwd=cwd, previous=previous)
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            self.groups.close()  # a daemon that does not start leaves no empty group
+            raise
+
+    async def _start(self) -> None:
         self.notifier.status("starting")
         if self.config.metrics_listen:  # first: a taken port must fail before we listen
             self._metrics_server = metrics.serve(self.config.metrics_listen)
+        # Before anything is forked: on cgroup v2 the daemon may move into a leaf first.
+        self.groups.start()
+        session_groups.install(self.groups)
+        tmpfs.enable(True)
+        self.sandbox_report["session_limits"] = {
+            **self.groups.report(),
+            "state_reserve_bytes": reserve.room(self.config.state_dir),
+        }
         shim_client.FORKSERVER.start()  # warm before the first Bash call
+        self.loop_watch.start()
+        self.changes.announce()
         started = time.monotonic()
-        adopted = await readopt(self.tasks, self.outputs, self._session_open)
+        adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
+        self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
+        # The groups of sessions closed or gone meanwhile (the tasks taken over are of
+        # open sessions and keep theirs).
+        if swept := self.groups.sweep(self._session_open):
+            log.info("removed the control groups of %d sessions no longer open", swept)
         self.server = Server(self.config, self.servicer)
         await self.server.start()
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()
+        self.groups.say()
+        if problem := reserve.warning(self.config.state_dir):
+            log.warning("%s", problem)
         self.notifier.ready(self.status_line())
         self.notifier.start_watchdog(self.status_line)
         self.reaper.start()
+        self._state_watch = asyncio.get_running_loop().create_task(self._watch_state())
+
+    async def _watch_state(self) -> None:
+        """The state database, looked at every few seconds: deleted or replaced under the
+        daemon is logged at once (Store.check) and shown in the status."""
+        while not self.store.check():
+            await asyncio.sleep(STATE_CHECK_SECONDS)
 
     async def _answers_on_socket(self) -> None:
         async with grpc.aio.insecure_channel(f"unix:{self.config.socket_path}") as channel:
@@ -211,6 +307,8 @@ class Daemon:
         log.info("agentd shutting down")
         self.notifier.stopping()
         await self.reaper.stop()
+        if self._state_watch is not None:
+            self._state_watch.cancel()
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]
@@ -222,6 +320,12 @@ class Daemon:
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
         shim_client.FORKSERVER.close()
+        offload.shared().close()
+        self.loop_watch.stop()
+        self.groups.close()
+        session_groups.install(None)
+        tmpfs.enable(False)
+        self.changes.stop()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()

@@ -72,7 +72,9 @@ def main() -> None:
     common.update(read_only=[], ro_binds=[], hidden=[state, os.path.dirname(config.socket_path)])
     common["writable"] = [ws, tmp_dir]
     old_policy = old.SandboxPolicy(**{k: v for k, v in common.items() if k in known})
-    old_policy.limits = old.Limits(**dataclasses.asdict(new_policy.limits))
+    old_limits = {f.name for f in dataclasses.fields(old.Limits)}
+    limits = dataclasses.asdict(new_policy.limits)
+    old_policy.limits = old.Limits(**{k: v for k, v in limits.items() if k in old_limits})
     fns = {"baseline tree": lambda: _once(old.runner, old_policy),
            "this tree": lambda: _once(runner, new_policy)}  # fmt: skip
     try:

@@ -9,10 +9,11 @@ import os
 import sys
 from typing import Any
 
-from agentd_client import contexts, names
+from agentd_client import contexts, names, sanitize
 from agentd_client._calls import ToolResult
 from agentd_client._client import Client
-from agentd_client.display import as_dict, clean, print_json_line
+from agentd_client.agent import DEFAULT_MODEL
+from agentd_client.display import as_dict, print_json_line
 from agentd_client.errors import INTERRUPTED, OK, ModelFailed, Refused, Usage, need
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -48,7 +49,7 @@ def add_commands(top: Any) -> None:
     a.add_argument("prompt", help="what to do; - reads it from stdin")
     a.add_argument("--mode", help="the new session's permission mode (with --workspace)")
     a.add_argument("--net", action="store_true", help="the new session's Bash may use the net")
-    a.add_argument("--model", help="default: [agent] model in client.toml, else claude-sonnet-4-5")
+    a.add_argument("--model", help=f"default: [agent] model in client.toml, else {DEFAULT_MODEL}")
     a.add_argument("--system", help="the system prompt (default: agentd's own)")
     a.add_argument("--system-file", help="read the system prompt from this file")
     a.add_argument("--max-turns", type=int, help="model turns in this run (default 50)")
@@ -117,7 +118,7 @@ class HumanPrinter:
         self.at_line_start = True
 
     def text(self, turn: int, text: str) -> None:
-        text = clean(text)
+        text = sanitize.text(text)  # the model's text: its newlines kept, nothing else acts
         sys.stdout.write(text)
         sys.stdout.flush()
         if text:
@@ -135,7 +136,7 @@ class HumanPrinter:
                 from google.protobuf.json_format import MessageToDict
 
                 shown = json.dumps(MessageToDict(b.input), ensure_ascii=False)
-                self._line(clean(f"▶ {b.name} {shown[:200]}"))
+                self._line(sanitize.line(f"▶ {b.name} {shown[:200]}"))
         if not self.at_line_start:
             print(flush=True)
             self.at_line_start = True
@@ -143,7 +144,7 @@ class HumanPrinter:
     def results(self, results: list[ToolResult]) -> None:
         for r in results:
             mark = "✗" if r.is_error else "✓"
-            self._line(clean(f"{mark} {r.tool_use_id} {_first_line(r.text)}"))
+            self._line(sanitize.line(f"{mark} {r.tool_use_id} {_first_line(r.text)}"))
 
     def stopped(self, event: pb.AgentEvent) -> None:
         from agentd_client.conversation import total_tokens
@@ -151,7 +152,7 @@ class HumanPrinter:
         x = event.stopped
         if x.reason == "error":
             return  # the command's one error line says it
-        why = f": {x.message}" if x.message else ""
+        why = f": {sanitize.line(x.message)}" if x.message else ""
         print(
             f"agentctl: agent stopped ({x.reason}{why}) after {x.turns} turns, "
             f"{total_tokens(x.usage)} tokens; continue with "
@@ -188,6 +189,27 @@ def _prompt(args: argparse.Namespace) -> str:
     return text
 
 
+def _warn_if_retiring(model: str, as_json: bool) -> None:
+    """One line when the SDK lists the model as deprecated; the SDK's own warning (two
+    lines and a link, at every request) is silenced in favour of it."""
+    import warnings
+
+    from agentd_client.agent import retirement
+
+    warnings.filterwarnings("ignore", message=r"The model '.*' is deprecated")
+    if (end := retirement(model)) is None:
+        return
+    line = (
+        f"model {model} is deprecated and reaches its end of life on {end} (the anthropic "
+        "SDK's table); choose a current one with --model or [agent] model in "
+        f"{contexts.config_path()}"
+    )
+    if as_json:
+        print(json.dumps({"warning": line}), file=sys.stderr, flush=True)
+    else:
+        print(f"agentctl: {line}", file=sys.stderr, flush=True)
+
+
 def cmd_agent(c: Client, args: argparse.Namespace) -> int:
     from agentd_client import conversation as conv
     from agentd_client.agent import AgentLoop, Interrupted
@@ -220,6 +242,8 @@ def cmd_agent(c: Client, args: argparse.Namespace) -> int:
     need("anthropic", "anthropic", "agentctl agent")
     import anthropic
 
+    _warn_if_retiring(chosen.model, args.json)
+
     if args.workspace:
         session_id = c.create_session(
             args.workspace, permission_mode=args.mode or "", allow_network=args.net
@@ -235,8 +259,10 @@ def cmd_agent(c: Client, args: argparse.Namespace) -> int:
     loop = AgentLoop(c, anthropic.Anthropic(), session_id, chosen, printer, c.list_tools())
     try:
         loop.run(prompt, resume)
-    except Interrupted:
-        return INTERRUPTED
+    except Interrupted as exc:
+        from agentd_client import hangup
+
+        return hangup.exit_code(exc.cause, INTERRUPTED)
     except anthropic.APIError as exc:
         raise ModelFailed(f"the model's API failed: {_first_line(str(exc), 300)}") from None
     return OK

@@ -148,8 +148,10 @@ class AsyncClient(_Base):
         call = rpc.update_permissions(session_id, mode, allow, deny, ask)
         return await self._unary(call, timeout)
 
-    async def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        return await self._unary(rpc.list_tools(), timeout)
+    async def list_tools(
+        self, *, hints: bool = False, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        return await self._unary(rpc.list_tools(hints), timeout)
 
     def stream_tool(
         self,

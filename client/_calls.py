@@ -75,9 +75,20 @@ class ImageBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class DocumentBlock:
+    """A document for the model (Read of a PDF sends the PDF itself: application/pdf)."""
+
+    media_type: str
+    data: bytes
+
+
+Block = TextBlock | ImageBlock | DocumentBlock
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     tool_use_id: str
-    content: list[TextBlock | ImageBlock]
+    content: list[Block]
     is_error: bool
     data: Any
 
@@ -87,17 +98,19 @@ class ToolResult:
 
     @classmethod
     def from_pb(cls, r: pb.ToolResult) -> ToolResult:
-        blocks: list[TextBlock | ImageBlock] = []
+        blocks: list[Block] = []
         for b in r.content:
             if b.type == "image":
                 blocks.append(ImageBlock(b.source.media_type, b.source.data))
+            elif b.type == "document":
+                blocks.append(DocumentBlock(b.source.media_type, b.source.data))
             else:
                 blocks.append(TextBlock(b.text))
         data = structs.from_value(r.data, "data") if r.HasField("data") else None
         return cls(r.tool_use_id, blocks, r.is_error, data)
 
     def content_blocks(self) -> list[dict[str, Any]]:
-        """The content as Messages API blocks (text, and base64 images)."""
+        """The content as Messages API blocks: text, and base64 images and documents."""
         out: list[dict[str, Any]] = []
         for b in self.content:
             if isinstance(b, TextBlock):
@@ -108,7 +121,8 @@ class ToolResult:
                     "media_type": b.media_type,
                     "data": base64.b64encode(b.data).decode(),
                 }
-                out.append({"type": "image", "source": source})
+                kind = "image" if isinstance(b, ImageBlock) else "document"
+                out.append({"type": kind, "source": source})
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,12 +206,21 @@ def _results(updates: list[pb.ToolCallUpdate]) -> list[ToolResult]:
     return [ToolResult.from_pb(u.result) for u in updates if u.HasField("result")]
 
 
-def _spec(t: pb.ToolSpec) -> dict[str, Any]:
-    return {
+def _spec(t: pb.ToolSpec, hints: bool) -> dict[str, Any]:
+    spec = {
         "name": t.name,
         "description": t.description,
         "input_schema": structs.ordered_schema(structs.from_struct(t.input_schema)),
     }
+    if hints:  # not in the Anthropic format: asked for by name
+        h = t.hints
+        spec["hints"] = {
+            "read_only": h.read_only,
+            "destructive": h.destructive,
+            "idempotent": h.idempotent,
+            "open_world": h.open_world,
+        }
+    return spec
 
 
 # ---- the calls, in the order of the service ----
@@ -266,9 +289,12 @@ def update_permissions(
     return Call("UpdatePermissions", request)
 
 
-def list_tools() -> Call:
+def list_tools(hints: bool = False) -> Call:
     return Call(
-        "ListTools", pb.ListToolsRequest(), lambda r: [_spec(t) for t in r.tools], safe=True
+        "ListTools",
+        pb.ListToolsRequest(),
+        lambda r: [_spec(t, hints) for t in r.tools],
+        safe=True,
     )
 
 

@@ -9,15 +9,9 @@ from typing import Any
 import grpc
 
 from agentd_client._calls import SAFE_RPCS
+from agentd_client.paths import default_socket_path
 
-
-def default_socket_path() -> str:
-    """The daemon's default socket, found the same way the daemon chooses it."""
-    if path := os.environ.get("AGENTD_SOCKET"):
-        return path
-    if runtime := os.environ.get("XDG_RUNTIME_DIR"):
-        return os.path.join(runtime, "agentd", "agentd.sock")
-    return os.path.join(os.path.expanduser("~"), ".agentd", "agentd.sock")
+__all__ = ["default_socket_path", "open_channel"]
 
 
 # gRPC repeats only the calls that read (a daemon restarting answers UNAVAILABLE for a
@@ -42,7 +36,6 @@ def identity() -> str:
     """Who this client is (user, host, terminal), sent as its user agent when it connects:
     the daemon records it with the decisions this client makes."""
     import getpass
-    import os
     import socket as socket_
 
     def clean(text: str) -> str:

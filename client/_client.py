@@ -177,8 +177,12 @@ class Client(_Base):
     ) -> Session:
         return self._unary(rpc.update_permissions(session_id, mode, allow, deny, ask), timeout)
 
-    def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        return self._unary(rpc.list_tools(), timeout)
+    def list_tools(
+        self, *, hints: bool = False, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The tools in the Anthropic format (`tools=` of messages.create); `hints=True`
+        adds each tool's "hints" (read_only, destructive, idempotent, open_world)."""
+        return self._unary(rpc.list_tools(hints), timeout)
 
     def stream_tool(
         self,

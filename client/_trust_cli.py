@@ -18,6 +18,7 @@ from google.protobuf.json_format import MessageToDict
 
 from agentd_client import structs
 from agentd_client._client import Client
+from agentd_client.sanitize import line as one
 from agentd_client.v1 import agentd_pb2 as pb
 
 
@@ -30,17 +31,21 @@ def _entry_dict(e: pb.TrustEntry) -> dict[str, Any]:
 
 
 def _widening_lines(widens: dict[str, Any]) -> list[str]:
-    text = json.dumps(widens, indent=2, sort_keys=True)
-    return ["    " + line for line in text.splitlines()]
+    # JSON with every non-ASCII character escaped: a key or value holds no control,
+    # bidi or invisible character a person could misread.
+    text = json.dumps(widens, indent=2, sort_keys=True, ensure_ascii=True)
+    return ["    " + one(line) for line in text.splitlines()]
 
 
 def _describe(e: pb.TrustEntry) -> str:
     if e.state == "unreadable":
-        return f"unreadable  {e.path}: {e.error}"
-    head = f"{e.state:10}  {e.path}\n            sha256 {e.sha256}"
+        return f"unreadable  {one(e.path)}: {one(e.error)}"
+    head = f"{one(e.state):10}  {one(e.path)}\n            sha256 {one(e.sha256)}"
     if e.state == "trusted":
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.approved_ms / 1000))
-        who = "daemon config" if e.source == "config" else f"approved by {e.approved_by} {when}"
+        who = (
+            "daemon config" if e.source == "config" else f"approved by {one(e.approved_by)} {when}"
+        )
         head += f"  ({who}{', the content now' if e.current else ''})"
     lines = [head]
     if widens := structs.optional_struct(e, "widens"):
@@ -74,11 +79,11 @@ def cmd_trust_approve(c: Client, args: argparse.Namespace) -> int:
     if not sha:
         now = [e for e in c.list_trust(path) if e.current or e.state == "unreadable"]
         if not now:
-            print(f"agentctl: {path} does not exist", file=sys.stderr)
+            print(f"agentctl: {one(path)} does not exist", file=sys.stderr)
             return 1
         entry = now[0]
         if entry.state == "unreadable":
-            print(f"agentctl: {path}: {entry.error}", file=sys.stderr)
+            print(f"agentctl: {one(path)}: {one(entry.error)}", file=sys.stderr)
             return 1
         sha = entry.sha256
         if not args.json:
@@ -95,7 +100,7 @@ def cmd_trust_approve(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_entry_dict(entry), indent=2, sort_keys=True))
     else:
-        print(f"trusted {entry.path} (sha256 {entry.sha256})")
+        print(f"trusted {one(entry.path)} (sha256 {one(entry.sha256)})")
     return 0
 
 
@@ -105,10 +110,10 @@ def cmd_trust_revoke(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_entry_dict(e) for e in gone], indent=2, sort_keys=True))
     elif not gone:
-        print(f"no approval of {path} to revoke")
+        print(f"no approval of {one(path)} to revoke")
     else:
         for e in gone:
-            print(f"revoked {e.path} (sha256 {e.sha256})")
+            print(f"revoked {one(e.path)} (sha256 {one(e.sha256)})")
     return 0
 
 

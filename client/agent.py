@@ -28,7 +28,9 @@ from agentd_client._client import Client
 from agentd_client.errors import AgentdError
 from agentd_client.v1 import agentd_pb2 as pb
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+# A current model; the installed SDK's table says when a model retires (retirement()), and
+# tests/e2e/test_agentctl_agent.py fails once it lists this one.
+DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_MAX_TURNS = 50
 CACHE = {"type": "ephemeral"}
@@ -45,6 +47,18 @@ You are a coding agent working on a project in {workspace} (the current director
 a sandbox on the machine where the code lives. Some calls need a person's approval: \
 when one is denied, do not retry it as it was; say what you need or do it another \
 way. Be brief in what you write; end when the task is done."""
+
+
+def retirement(model: str) -> str | None:
+    """The end of life the installed anthropic SDK lists for `model`, or None.
+
+    The SDK's own table (anthropic/_data/deprecated_models.py, the one its messages.create
+    warns from), so a newer SDK brings newer dates; an SDK without it says nothing."""
+    try:
+        from anthropic._data import DEPRECATED_MODELS
+    except ImportError:
+        return None
+    return DEPRECATED_MODELS.get(model)
 
 
 @dataclass
@@ -74,11 +88,13 @@ class _Progress:
 
 
 class Interrupted(Exception):
-    """Ctrl-C: the running calls were cancelled and the stop recorded."""
+    """Ctrl-C, or the caller went away (agentd_client.hangup): the running calls were
+    cancelled and the stop recorded. `cause` is the KeyboardInterrupt that said so."""
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: Outcome, cause: KeyboardInterrupt | None = None) -> None:
         super().__init__("interrupted")
         self.outcome = outcome
+        self.cause = cause or KeyboardInterrupt()
 
 
 class LiveText:
@@ -198,11 +214,16 @@ class AgentLoop:
             self._record(conv.prompt_event(cid, prompt, self.settings.model))
             system = self.system_prompt()
             reason = self._turns(cid, messages, system, done, usage, state, live)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             live.close()
             outcome = Outcome(cid, "interrupted", state.turns, usage, state.text)
-            self._stop(outcome, "stopped by the person (Ctrl-C)")
-            raise Interrupted(outcome) from None
+            why = (
+                "stopped by the person (Ctrl-C)"
+                if type(exc) is KeyboardInterrupt
+                else (f"stopped: its caller went away ({exc})")
+            )
+            self._stop(outcome, why)
+            raise Interrupted(outcome, exc) from None
         except BaseException as exc:
             live.close()
             outcome = Outcome(cid, "error", state.turns, usage, state.text)
@@ -222,7 +243,8 @@ class AgentLoop:
         except AgentdError:
             if outcome.reason not in ("interrupted", "error"):
                 raise
-        self.printer.stopped(event)
+        with contextlib.suppress(OSError):  # a hung-up terminal takes no more lines
+            self.printer.stopped(event)
 
     def _turns(
         self,

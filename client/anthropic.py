@@ -1,4 +1,4 @@
-"""agentd's tools for the anthropic SDK (`pip install 'agentd-client[anthropic]'`).
+"""agentd's tools for the anthropic SDK (agentd-client's `anthropic` extra).
 
 Two ways to drive a model with a session's tools:
 
@@ -25,8 +25,10 @@ try:
         ToolError,
     )
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    from agentd_client.origin import install_command
+
     raise ImportError(
-        "agentd_client.anthropic needs the anthropic SDK: pip install 'agentd-client[anthropic]'"
+        f"agentd_client.anthropic needs the anthropic SDK: {install_command('anthropic')}"
     ) from exc
 
 from agentd_client._aio import AsyncClient

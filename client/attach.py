@@ -1,294 +1,244 @@
-"""`agentctl attach`: a session's events, its commands' output in full, and its prompts.
+"""`agentctl attach`: a session's events, its commands' output, and its prompts.
 
 One thread reads the event stream, one per followed output reads its bytes (ReadOutput),
-one reads the person's answers; everything they get goes through one queue to the main
-thread, which alone prints and prompts. So:
+one reads the person's keys; everything they get goes through one queue to the main
+thread, which alone draws. It draws in frames (screen.Screen): what arrived since the
+last frame goes above in one write, then the bottom again — the status lines of running
+calls and the pending prompt, always last. So:
+- every string shown is safe text (agentd_client.sanitize): no byte a command printed
+  moves the cursor, clears the screen, sets the title or the clipboard;
+- output comes in coalesced chunks, and a burst faster than the terminal is skipped to
+  "… N lines, see `agentctl logs …`" (bursts.py), so a prompt shows at once;
 - history (events up to the session's last seq when we attached) is shown, never
-  prompted; a request still open then is prompted once we have caught up;
-- a request answered anywhere is withdrawn here at once ("answered by … at …");
-- on a terminal, running calls are status lines updated in place (elapsed, bytes, last
-  line) under their output; progress events change them and print nothing.
+  prompted, with each finished Bash call's output replayed from its file before its end;
+  a request still open then is prompted once we have caught up;
+- a request answered anywhere is withdrawn here at once, and what comes next starts on
+  a line of its own;
+- when the daemon goes away (a restart), attach says so, reconnects with back-off and
+  goes on after the last event it showed, and each output from the byte it reached.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sys
 import threading
 import time
-from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import grpc
-from rich.console import Console, Group
-from rich.live import Live
-from rich.text import Text
 
+from agentd_client import bursts, keys, sanitize, status, structs, terminal
 from agentd_client._client import Client
+from agentd_client.asking import Asking
+from agentd_client.attach_link import END, EventLink
 from agentd_client.display import (
+    AgentStream,
     as_dict,
-    clean,
     describe_event,
-    event_head,
     input_of,
-    input_text,
+    outcome,
     print_json_line,
 )
 from agentd_client.follow import Follower
+from agentd_client.screen import PlainScreen, Row, Screen
 from agentd_client.v1 import agentd_pb2 as pb
 
-_END = object()
-
-
-@dataclass
-class _Running:
-    name: str
-    what: str
-    started_ms: int
-    size: int = 0
-    last_line: str = ""
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
-class _Status:
-    """The status lines of running calls, as rich renders them (re-evaluated each refresh)."""
-
-    def __init__(self) -> None:
-        self.running: dict[str, _Running] = {}
-
-    def __rich__(self) -> Group:
-        now = time.time() * 1000
-        lines = []
-        for r in self.running.values():
-            elapsed = max(0.0, (now - r.started_ms) / 1000)
-            line = Text(f"⏵ {r.name} {r.what[:60]}  {elapsed:.0f}s", style="bold")
-            if r.size:
-                line.append(f"  {_size(r.size)}", style="cyan")
-            if r.last_line:
-                line.append(f"  {r.last_line[:80]}", style="dim")
-            lines.append(line)
-        return Group(*lines)
+# Collect what arrives for this long before drawing it (one write, not one per chunk).
+FRAME_SECONDS = 0.02
+# Redraw the status lines this often while nothing else happens (elapsed times).
+TICK_SECONDS = 0.5
 
 
 class AttachView:
     def __init__(
-        self, c: Client, session_id: str, after_seq: int, *, as_json: bool, interactive: bool
+        self,
+        c: Client,
+        session_id: str,
+        after_seq: int,
+        *,
+        as_json: bool,
+        interactive: bool,
+        connect: Callable[[], Client] | None = None,
+        raw: bool = False,
     ) -> None:
         self.c = c
+        self._first_client = c  # the caller's, closed by the caller
+        self.connect = connect
         self.session_id = session_id
         self.after_seq = after_seq
         self.as_json = as_json
-        self.interactive = interactive and not as_json
+        self.raw = raw and not as_json
+        # --raw shows command bytes as they are: they could draw anything, so it never asks.
+        self.interactive = interactive and not as_json and not self.raw
         self.tty = sys.stdout.isatty() and not as_json
-        self.console = Console(highlight=False, soft_wrap=True)
+        self.screen: Screen | PlainScreen | None = None
+        if not as_json:
+            self.screen = Screen() if self.tty and not self.raw else PlainScreen()
         self.q: queue.Queue[Any] = queue.Queue()
-        self.follower = Follower(c, session_id, lambda oid, data: self.q.put(("out", oid, data)))
-        self.status = _Status()
-        self.live: Live | None = None
-        # open permission requests, oldest first; the one on screen
-        self.pending: OrderedDict[str, pb.PermissionRequested] = OrderedDict()
-        self.current: str | None = None
-        self.partial: dict[str, bytes] = {}
+        self.follower = self._follower(c)
+        self.outputs = bursts.Outputs(f"agentctl logs -s {session_id} --from-start {{id}}")
+        self.budget = bursts.Budget() if self.tty else bursts.Budget(1 << 60, 1e18)
+        self.running: dict[str, status.Running] = {}
+        self.asking = Asking(
+            self._say,
+            lambda rid, d, scope, rule: self.c.resolve_permission(session_id, rid, d, scope, rule),
+        )
         self.offsets: dict[str, int] = {}
         self.call_outputs: dict[str, str] = {}  # tool_use_id -> output id
         self.history_tasks: list[str] = []  # started before we attached, maybe running
         self.ended: set[str] = set()  # outputs followed to their end
-        # call_finished events held until their output is all shown
+        # events held until an output is all shown: its call's end, and in history
+        # everything after it (so a replay reads in order)
         self.deferred: dict[str, pb.Event] = {}
-        # An agent's streamed text: the line not yet ended, and the turns shown so.
-        self.agent_partial = ""
-        self.agent_streamed: set[tuple[str, int]] = set()
+        self.held: list[tuple[pb.Event, bool]] = []
+        self.lost_outputs: dict[str, int] = {}
+        self.agent = AgentStream()
+        self.above: list[str] = []
+        self.notice = ""  # a status row of our own: reconnecting…
+        self.urgent = False
+        self.caught_up = True
+        self.caught_up_at = 0
+        self.stopping = threading.Event()
+        self.link = EventLink(session_id, connect, self.q.put, self.stopping, after_seq)
+
+    def _follower(self, c: Client) -> Follower:
+        return Follower(
+            c,
+            self.session_id,
+            lambda oid, data: self.q.put(("out", oid, data)),
+            lost=lambda oid, at: self.q.put(("out_lost", oid, at)),
+        )
 
     # threads
-    def _read_events(self, stream: Any) -> None:
-        try:
-            for event in stream:
-                self.q.put(("event", event))
-        except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
-                self.q.put(("error", exc))
-        self.q.put(_END)
+    def _read_keys(self) -> None:
+        keys.read_keys(sys.stdin.fileno(), lambda data: self.q.put(("keys", data)))
 
-    def _read_answers(self) -> None:
-        while True:
-            try:
-                line = sys.stdin.readline()
-            except (OSError, ValueError):
-                return
-            if not line:
-                return
-            self.q.put(("line", line.strip()))
-
-    # output
-    def _print(self, text: str) -> None:
+    # what goes on the screen
+    def _say(self, text: str) -> None:
+        """A line (or lines) of ours above the bottom, after the output shown so far."""
         if self.as_json:
             return
-        if self.live is not None:
-            self.live.console.print(text, markup=False, highlight=False)
-        else:
-            print(text, flush=True)
+        self._take_output()
+        self.above.append(text)
 
+    def _take_output(self) -> None:
+        if self.outputs.waiting():
+            rows = self.screen.size()[0] if isinstance(self.screen, Screen) else 0
+            prefix = len(self._active()) > 1
+            self.above += self.outputs.take(self.budget, prefix, tail=rows // 2)
+
+    def _active(self) -> list[str]:
+        return [oid for oid in self.follower.followed() if oid not in self.ended]
+
+    def _frame(self) -> None:
+        self._take_output()
+        above = "\n".join(self.above)
+        self.above = []
+        self.urgent = self.asking.changed = False
+        rows = self.asking.rows()
+        if isinstance(self.screen, Screen):
+            notice = [Row(self.notice, "bold")] if self.notice else []
+            self.screen.frame(above, status.rows(self.running.values()) + notice + rows)
+        elif isinstance(self.screen, PlainScreen):
+            self.screen.frame(above, rows, (self.asking.current, self.asking.asked))
+
+    # output
     def _output(self, output_id: str, data: bytes) -> None:
         if not data:
             self.ended.add(output_id)
+            self.outputs.end(output_id)
             if (e := self.deferred.pop(output_id, None)) is not None:
-                self._flush_output(output_id)
-                self._event(e, False)
-                return
-        if self.as_json:
-            if data:
-                offset = self.offsets.get(output_id, 0)
-                self.offsets[output_id] = offset + len(data)
-                print_json_line(
-                    {
-                        "output": {
-                            "id": output_id,
-                            "offset": offset,
-                            "data": data.decode(errors="replace"),
-                        }
-                    }
-                )
+                self._event(e, history=e.seq <= self.caught_up_at)
+                self._release_held()
             return
-        buf = self.partial.pop(output_id, b"") + data
-        if not data and buf:
-            buf += b"\n"  # the output ended without a newline
-        lines = buf.split(b"\n")
-        if lines[-1]:
-            self.partial[output_id] = lines[-1]
-        for line in lines[:-1]:
-            text = line.decode(errors="replace")
-            self._print(f"{output_id}│ {text}" if len(self.follower_ids()) > 1 else text)
+        if self.as_json:
+            offset = self.offsets.get(output_id, 0)
+            self.offsets[output_id] = offset + len(data)
+            text = data.decode(errors="replace")
+            print_json_line({"output": {"id": output_id, "offset": offset, "data": text}})
+            return
+        if self.raw:
+            self._frame()
+            out = terminal.raw_stdout()  # the bytes a person asked for, as they are
+            out.write(data)
+            out.flush()
+            return
+        self.outputs.feed(output_id, data)
 
-    def _flush_output(self, output_id: str) -> None:
-        if rest := self.partial.pop(output_id, b""):
-            self._print(rest.decode(errors="replace"))
-
-    def _all_followed_ended(self) -> bool:
-        return all(oid in self.ended for oid in self.follower.followed())
-
-    def follower_ids(self) -> list[str]:
-        return [oid for oid in self.partial] + [
-            oid for oid in self.call_outputs.values() if oid not in self.partial
-        ]
+    def _release_held(self) -> None:
+        while self.held and not self.deferred:
+            e, history = self.held.pop(0)
+            self._event(e, history)
 
     # prompts
     def _prompt(self) -> None:
-        if not self.interactive or self.current is not None:
-            return
-        now = time.time() * 1000
-        while self.pending:
-            rid, x = next(iter(self.pending.items()))
-            if x.expires_ms and x.expires_ms < now:
-                self.pending.pop(rid)
-                continue
-            self.current = rid
-            self._pause_live()
-            print(_prompt_text(x), end="", flush=True)
-            return
-
-    def _answer(self, line: str) -> None:
-        if self.current is None:
-            return
-        x = self.pending[self.current]
-        choice = _parse_answer(line, list(x.rule_choices) or [x.suggested_rule])
-        if choice is None:
-            n = len(x.rule_choices) - 1
-            more = f", or 1-{n} for a narrower rule" if n > 0 else ""
-            print(f"answer y, n (the default) or a{more}")
-            print(_prompt_text(x), end="", flush=True)
-            return
-        decision, scope, rule = choice
-        try:
-            reply = self.c.resolve_permission(self.session_id, x.request_id, decision, scope, rule)
-            if not reply.accepted:
-                print(f"(not applied: {reply.message})", file=sys.stderr)
-        except grpc.RpcError as exc:
-            print(f"(not applied: {exc.details()})", file=sys.stderr)
-        # The resolved event (ours or another's) closes it; do not ask it again.
-        self.pending.pop(self.current, None)
-        self.current = None
-        self._resume_live()
-        self._prompt()
-
-    def _pause_live(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
-
-    def _resume_live(self) -> None:
-        if self.tty and self.live is None and self.current is None:
-            self.live = Live(
-                self.status, console=self.console, refresh_per_second=4, transient=True
-            )
-            self.live.start()
+        if self.interactive and self.caught_up:
+            self.asking.ask_next()
 
     # events
-    def _agent(self, e: pb.Event) -> None:
-        """An agent's text as it streams, a line at a time under the turn's head; its whole
-        message then shows only what the stream did not (its tool calls)."""
-        x = e.agent
-        match x.WhichOneof("kind"):
-            case "text_delta":
-                turn = (x.conversation_id, x.text_delta.turn)
-                if turn not in self.agent_streamed:
-                    self.agent_streamed.add(turn)
-                    self._print(f"{event_head(e)} ◆ turn {x.text_delta.turn}:")
-                lines = (self.agent_partial + clean(x.text_delta.text)).split("\n")
-                self.agent_partial = lines.pop()
-                for line in lines:
-                    self._print(line)
-            case "message" if (x.conversation_id, x.message.turn) in self.agent_streamed:
-                if self.agent_partial:
-                    self._print(self.agent_partial)
-                    self.agent_partial = ""
-                for b in x.message.content:
-                    if b.type == "tool_use":
-                        self._print(clean(f"  wants {b.name} ({b.id})"))
-            case _:
-                self._print(describe_event(e))
+    def _replay_output(self, output_id: str, e: pb.Event) -> bool:
+        """In history: a finished call's or task's output, from its file, before its end
+        is shown. False if there is none to follow."""
+        if self.as_json or output_id in self.ended:
+            return False
+        self.deferred[output_id] = e
+        self.follower.follow(output_id)
+        return True
 
     def _event(self, e: pb.Event, history: bool) -> None:
+        if self.deferred and history:
+            self.held.append((e, history))  # a replay reads in order
+            return
         kind = e.WhichOneof("kind")
         if kind == "agent" and not self.as_json:
-            self._agent(e)
+            for line in self.agent.lines(e):
+                self._say(line)
             return
         if kind == "call_finished" and not self.as_json:
-            # Its output first: the end of a call is shown after everything it printed.
-            oid = self.call_outputs.get(e.call_finished.result.tool_use_id)
+            x = e.call_finished
+            tool_use_id = x.result.tool_use_id
+            oid = self.call_outputs.get(tool_use_id)
             if oid is not None and oid not in self.ended and oid not in self.deferred:
+                # Its output first: the end of a call is shown after everything it printed.
                 self.deferred[oid] = e
+                if (r := self.running.get(tool_use_id)) is not None:
+                    r.ended = f"{'✗' if x.result.is_error else '✓'} {outcome(x.name, x.result)}"
+                return
+            if history and oid is None and _ran_in_foreground(x.result):
+                self.call_outputs[tool_use_id] = tool_use_id
+                if self._replay_output(tool_use_id, e):
+                    return
+        if kind == "task_finished" and history and not self.as_json:
+            t = e.task_finished.task
+            following = t.id in self.ended or self.follower.following(t.id)
+            if not following and self._replay_output(t.id, e):
                 return
         if self.as_json:
             print_json_line(as_dict(e))
         elif kind != "progress":
-            self._print(describe_event(e))
+            self._say(describe_event(e))
         match kind:
             case "call_started":
-                x = e.call_started
-                inp = input_of(x)
+                started = e.call_started
+                inp = input_of(started)
                 what = inp.get("command") or inp.get("file_path") or inp.get("pattern") or ""
                 if not history:
-                    self.status.running[x.tool_use_id] = _Running(x.name, str(what), e.time_ms)
+                    self.running[started.tool_use_id] = status.Running(
+                        sanitize.line(started.name), sanitize.line(what), e.time_ms
+                    )
             case "progress":
                 progress = e.progress
-                r = self.status.running.get(progress.tool_use_id)
+                r = self.running.get(progress.tool_use_id)
                 if r is not None:
-                    r.size, r.last_line = progress.output_size, progress.last_line
-                output_id = progress.output_id
-                if output_id and not self.follower.following(output_id):
-                    self.call_outputs[progress.tool_use_id] = output_id
-                    self.follower.follow(output_id)
+                    r.size, r.last_line = progress.output_size, sanitize.line(progress.last_line)
+                if progress.output_id and not self.follower.following(progress.output_id):
+                    self.call_outputs[progress.tool_use_id] = progress.output_id
+                    self.follower.follow(progress.output_id)
             case "call_finished":
-                tool_use_id = e.call_finished.result.tool_use_id
-                self.status.running.pop(tool_use_id, None)
+                self.running.pop(e.call_finished.result.tool_use_id, None)
             case "task_started":
                 t = e.task_started.task
                 if history:
@@ -297,102 +247,167 @@ class AttachView:
                     self.follower.follow(t.id)
             case "task_finished":
                 t = e.task_finished.task
-                if history and t.id in self.history_tasks:
+                if t.id in self.history_tasks:
                     self.history_tasks.remove(t.id)
             case "permission_requested":
-                self.pending[e.permission_requested.request_id] = e.permission_requested
-                if not history:
-                    self._prompt()
+                self.asking.add(e.permission_requested)
+                self._prompt()
             case "permission_resolved":
-                resolved = e.permission_resolved
-                self.pending.pop(resolved.request_id, None)
-                if self.current == resolved.request_id:
-                    self.current = None
-                    stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
-                    print(
-                        f"\n(withdrawn: answered {resolved.decision} ({resolved.scope}) "
-                        f"by {resolved.decided_by} at {stamp})",
-                        flush=True,
-                    )
-                    self._resume_live()
+                if self.asking.resolved(e.permission_resolved, e.time_ms):
                     self._prompt()
+
+    def _catch_up(self) -> None:
+        self.caught_up = True
+        for task_id in self.history_tasks:  # still running: in full
+            self.follower.follow(task_id)
+        self._prompt()
+
+    def _check_caught_up(self) -> None:
+        """Idle before the replay reached the session's last seq: that seq may be an event
+        the journal does not keep (progress). Caught up if the journal holds nothing after
+        the last event received (the queue is empty, so all of it is shown)."""
+        try:
+            after = self.c.attach(self.session_id, self.link.last_seq, follow=False, timeout=10)
+            more = next(iter(after), None)
+            after.cancel()
+        except grpc.RpcError:
+            return
+        if more is None:
+            self._catch_up()
+
+    # connection
+    def _lost(self, why: str) -> None:
+        self._say(f"(agentctl: lost the daemon: {why}; reconnecting, Ctrl-C stops)")
+        self.notice = f"⚠ reconnecting to the daemon ({why})"
+        self.asking.withdraw_all("the daemon went away before it was answered")
+        self.urgent = True
+
+    def _reconnected(self, c: Client, status: pb.Status, session: pb.Session) -> None:
+        old = self.c
+        self.follower.stop()
+        self.c = c
+        self.follower = self._follower(c)
+        for oid, at in self.lost_outputs.items():
+            self.follower.follow(oid, at)
+        self.lost_outputs.clear()
+        self.notice = ""
+        self._say(
+            f"(reconnected to agentd {sanitize.line(status.version)} pid {status.pid}; "
+            f"going on after event {self.link.last_seq})"
+        )
+        self.caught_up_at = session.last_seq
+        self.caught_up = self.link.last_seq >= self.caught_up_at
+        if self.caught_up:
+            self._catch_up()
+        self.urgent = True
+        if old is not c and old is not self._first_client:
+            old.close()
+
+    def _handle(self, item: Any) -> bool:
+        """One thing from the queue; False once the session's stream is over."""
+        match item:
+            case ("event", e):
+                history = not self.caught_up and 0 < e.seq <= self.caught_up_at
+                self._event(e, history)
+                if not self.caught_up and e.seq >= self.caught_up_at:
+                    self._catch_up()
+            case ("out", output_id, data):
+                self._output(output_id, data)
+            case ("out_lost", output_id, at):
+                self.lost_outputs[output_id] = at
+            case ("keys", data):
+                self.asking.keys(data)
+            case ("lost", why):
+                self._lost(why)
+            case ("retry", attempt, delay, why):
+                self.notice = (
+                    f"⚠ the daemon is not back ({why}); tried {attempt} times, again in "
+                    f"{delay:.1f}s (Ctrl-C stops)"
+                )
+                self.urgent = True
+            case ("reconnected", c, status, session):
+                self._reconnected(c, status, session)
+            case ("error", exc):
+                raise exc
+        return True
 
     def run(self) -> int:
-        caught_up_at = self.c.get_session(self.session_id).last_seq
+        self._first_client = self.c
+        self.caught_up_at = self.c.get_session(self.session_id).last_seq
         stream = self.c.attach(self.session_id, self.after_seq)
-        threading.Thread(target=self._read_events, args=(stream,), daemon=True).start()
-        if self.interactive:
-            threading.Thread(target=self._read_answers, daemon=True).start()
-        caught_up = self.after_seq >= caught_up_at
-        self._resume_live()
-        if caught_up:
+        threading.Thread(target=self.link.run, args=(self.c, stream), daemon=True).start()
+        use_keys = self.interactive and sys.stdin.isatty()
+        self.caught_up = self.after_seq >= self.caught_up_at
+        if self.caught_up:
             self._prompt()
+        mode = keys.cbreak(sys.stdin.fileno()) if use_keys and self.tty else None
+        with mode or contextlib.nullcontext():
+            if self.interactive:
+                threading.Thread(target=self._read_keys, daemon=True).start()
+            try:
+                return self._loop()
+            except KeyboardInterrupt:
+                return 130
+            finally:
+                self.stopping.set()
+                stream.cancel()
+                self.follower.stop()
+                if self.screen is not None:
+                    self._frame_final()
+
+    def _frame_final(self) -> None:
+        """What remains on the screen is history: the bottom region goes."""
+        self.running.clear()
+        self.notice = ""
+        self.asking.current = None
+        self._frame()
+        if self.screen is not None:
+            self.screen.clear()
+
+    def _loop(self) -> int:
         ending_by = 0.0
-        try:
-            while True:
-                if ending_by and self._all_followed_ended():
+        self._frame()
+        while True:
+            if ending_by and all(oid in self.ended for oid in self.follower.followed()):
+                return 0
+            timeout = TICK_SECONDS
+            if ending_by:
+                timeout = max(0.01, min(timeout, ending_by - time.monotonic()))
+            try:
+                item = self.q.get(timeout=timeout)
+            except queue.Empty:
+                if ending_by and time.monotonic() >= ending_by:
+                    return 0  # the stream ended and an output did not finish in time
+                if not self.caught_up and not self.held and not self.deferred:
+                    self._check_caught_up()  # (held events are not shown yet)
+                self._frame()
+                continue
+            if item is END:
+                # The session's stream ended: show the rest of what it printed first.
+                ending_by = time.monotonic() + 10
+                continue
+            self._handle(item)
+            # Gather what else comes within a frame's time, then draw it all at once.
+            until = time.monotonic() + FRAME_SECONDS
+            while not (self.urgent or self.asking.changed):
+                left = until - time.monotonic()
+                if left <= 0:
                     break
                 try:
-                    item = self.q.get(
-                        timeout=max(0.01, ending_by - time.monotonic()) if ending_by else None
-                    )
+                    item = self.q.get(timeout=left)
                 except queue.Empty:
-                    break  # the stream ended and an output did not finish in time
-                if item is _END:
-                    # The session's stream ended: show the rest of what it printed first.
-                    ending_by = time.monotonic() + 10
-                    continue
-                match item:
-                    case ("event", e):
-                        history = not caught_up and 0 < e.seq <= caught_up_at
-                        self._event(e, history)
-                        if not caught_up and e.seq >= caught_up_at:
-                            caught_up = True
-                            for task_id in self.history_tasks:  # still running: in full
-                                self.follower.follow(task_id)
-                            self._prompt()
-                    case ("out", output_id, data):
-                        self._output(output_id, data)
-                    case ("line", line):
-                        self._answer(line)
-                    case ("error", exc):
-                        raise exc
-        except KeyboardInterrupt:
-            stream.cancel()
-            self.follower.stop()
-            self._pause_live()
-            return 130
-        finally:
-            self._pause_live()
-        self.follower.stop()
-        return 0
+                    break
+                if item is END:
+                    self.q.put(item)
+                    break
+                self._handle(item)
+            self._frame()
 
 
-def _prompt_text(x: pb.PermissionRequested) -> str:
-    inp = input_of(x)
-    what = inp.get("command") or inp.get("file_path") or inp.get("url") or input_text(x)
-    lines = [f"? {x.tool_name} wants: {what}"]
-    if x.reasons:
-        lines.append(f"  because: {'; '.join(x.reasons)}")
-    choices = list(x.rule_choices) or ([x.suggested_rule] if x.suggested_rule else [])
-    if choices:
-        lines.append(f"  [a]lways adds the rule {choices[0]}")
-        for i, rule in enumerate(choices[1:], 1):
-            lines.append(f"  [{i}] always, narrower: {rule}")
-    keys = "y/N" + ("/a" if choices else "") + "".join(f"/{i}" for i in range(1, len(choices)))
-    lines.append(f"Allow? [y]es once / [N]o / [a]lways [{keys}]: ")
-    return "\n".join(lines)
-
-
-def _parse_answer(line: str, choices: list[str]) -> tuple[str, str, str] | None:
-    """(decision, scope, rule) for an answer; None when it is not one."""
-    answer = line.strip().lower()
-    if answer in ("", "n", "no"):
-        return "deny", "once", ""
-    if answer in ("y", "yes"):
-        return "allow", "once", ""
-    if answer in ("a", "always") and choices and choices[0]:
-        return "allow", "always", choices[0]
-    if answer.isdigit() and 1 <= int(answer) < len(choices):
-        return "allow", "always", choices[int(answer)]
-    return None
+def _ran_in_foreground(result: pb.ToolResult) -> bool:
+    """A Bash call whose command ran to its end in the call: its output file is the
+    call's (a background one's is its task's, replayed at the task's end)."""
+    if not result.HasField("data"):
+        return False
+    data = structs.from_value(result.data, "data")
+    return isinstance(data, dict) and "exitCode" in data and "backgroundTaskId" not in data

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 from collections.abc import Callable
 from importlib import metadata
@@ -13,7 +11,15 @@ from typing import Any
 
 import grpc
 
-from agentd_client import _agent_cli, _trust_cli, claude_code, codex, commands, contexts
+from agentd_client import (
+    _agent_cli,
+    _trust_cli,
+    commands,
+    contexts,
+    hangup,
+    sanitize,
+    terminal,
+)
 from agentd_client.display import print_json
 from agentd_client.errors import (
     EXIT_CODES_HELP,
@@ -166,6 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="start (replay everything, the default), now (live only), or an event seq",
     )
     a.add_argument("--after-seq", type=int, help=argparse.SUPPRESS)
+    a.add_argument(
+        "--raw",
+        action="store_true",
+        help="commands' output as the bytes they wrote (colours, and any escape sequence "
+        "in them: only for output you trust); never prompts",
+    )
 
     lg = top.leaf(
         "logs", "a task's or Bash call's output (every byte; -f follows)", commands.cmd_logs
@@ -175,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("-f", "--follow", action="store_true", help="keep printing until it ends")
     lg.add_argument(
         "--from-start", action="store_true", help="all of it (default: the last 10 lines)"
+    )
+    lg.add_argument(
+        "--raw",
+        action="store_true",
+        help="the bytes as they are, on a terminal too (default there: control characters "
+        "and escape sequences shown, not run; to a pipe or file the bytes are always raw)",
     )
 
     tk = top.group("tasks", "a session's background tasks", "tasks_command", required=False)
@@ -321,42 +339,10 @@ def cmd_context_show(args: argparse.Namespace) -> int:
     return OK
 
 
-def _agentctl_path() -> str:
-    """This agentctl, by an absolute path: the MCP client starts it without our PATH."""
-    here = os.path.abspath(sys.argv[0])
-    if os.path.basename(here) == "agentctl":
-        return here
-    beside = os.path.join(os.path.dirname(sys.executable), "agentctl")
-    return beside if os.access(beside, os.X_OK) else shutil.which("agentctl") or "agentctl"
-
-
 def cmd_mcp_install(args: argparse.Namespace) -> int:
-    workspace = os.path.abspath(os.path.expanduser(args.workspace))
-    if not os.path.isdir(workspace):
-        raise Usage(f"--workspace {args.workspace} is not a directory")
-    where: list[str] = []
-    for flag, key in (
-        ("--context", "context"),
-        ("--socket", "socket"),
-        ("--address", "address"),
-        ("--token-file", "token_file"),
-        ("--ca", "ca"),
-    ):
-        if value := getattr(args, key, None):
-            where += [flag, value if key in ("context", "address") else os.path.abspath(value)]
-    which = ["--session", args.session] if args.session else ["--workspace", workspace]
-    server = {"command": _agentctl_path(), "args": [*where, "mcp", *which]}
-    if args.client == "codex":
-        files, run = codex.install(server), codex.RUN
-    else:
-        files, run = claude_code.install(workspace, server), claude_code.RUN
-    if args.json:
-        print_json({"files": files, "server": server, "run": run})
-    else:
-        for f in files:
-            print(f"updated {f}")
-        print(f"now run, in {workspace}: {run}")
-    return OK
+    from agentd_client.mcp_install import cmd_mcp_install as install
+
+    return install(args, _endpoint(args))
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
@@ -388,30 +374,52 @@ def _report(error: CliError, as_json: bool) -> int:
             line["grpc_status"] = error.grpc_status
         print(json.dumps(line), file=sys.stderr)
     else:
-        print(f"agentctl: {error.message}", file=sys.stderr)
+        # One line that says what to do next, whatever text of a model, a command or a
+        # workspace it quotes (a name, a path, a daemon's message).
+        print(f"agentctl: {sanitize.line(error.message)}", file=sys.stderr)
     return error.exit_code
+
+
+def _refuse_mcp(error: CliError) -> None:
+    """`agentctl mcp` could not start serving: its MCP client, which reads only the
+    protocol, gets the reason as the handshake's error (mcp_refusal.py)."""
+    from agentd_client.mcp_refusal import refuse
+
+    refuse(f"agentctl mcp: {error.message}", sys.stdin.buffer, sys.stdout.buffer)
 
 
 def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in (sys.argv[1:] if argv is None else argv)
+    # Everything printed from here on is safe text for a person (terminal.py); JSON
+    # for machines is left exact.
+    terminal.install(stdout=not as_json)
     endpoint: contexts.Endpoint | None = None
+    serving_mcp = False
     try:
-        args = build_parser().parse_args(argv)
-        if not args.needs_daemon:
-            return args.func(args)
-        endpoint = _endpoint(args)
-        args.default_session = endpoint.session
-        args.endpoint = endpoint
-        with contexts.open_client(endpoint, wait_for_ready=False) as client:
-            return args.func(client, args)
+        try:
+            args = build_parser().parse_args(argv)
+            serving_mcp = args.func is commands.cmd_mcp
+            if argv is None:  # the command itself, not a caller in this process
+                # An MCP server ends when its client closes stdin, and then closes the
+                # session it made: its stdout closing too at that moment is no hang-up.
+                hangup.install(watch_output=not serving_mcp)
+            if not args.needs_daemon:
+                return args.func(args)
+            endpoint = _endpoint(args)
+            args.default_session = endpoint.session
+            args.endpoint = endpoint
+            with contexts.open_client(endpoint, wait_for_ready=False) as client:
+                return args.func(client, args)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc, endpoint.where if endpoint else "?") from None
     except CliError as exc:
-        return _report(exc, as_json)
-    except grpc.RpcError as exc:
-        where = endpoint.where if endpoint else "?"
-        return _report(from_rpc_error(exc, where), as_json)
-    except KeyboardInterrupt:
-        print("agentctl: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        code = _report(exc, as_json)
+        if serving_mcp and not getattr(args, "mcp_serving", False):
+            _refuse_mcp(exc)
+        return code
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (hangup.py)
+        hangup.say(f"agentctl: {hangup.why(exc)}")
+        return hangup.exit_code(exc, INTERRUPTED)
     except BrokenPipeError:
         return OK
 

@@ -1,11 +1,15 @@
 """agentctl's commands: one function each, taking the client and the parsed arguments.
 
-Each returns an exit code (see agentd_client.errors) and honours `args.json`.
+Each returns an exit code (see agentd_client.errors) and honours `args.json`. What they
+print reaches the person through terminal.py's safe streams; each field that came from
+the daemon, a model or a workspace is formatted with `one` (sanitize.line), so it stays
+on its line.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -13,11 +17,14 @@ import uuid
 
 import grpc
 
-from agentd_client import names
+from agentd_client import hangup, names, terminal
+from agentd_client._calls import ImageBlock
 from agentd_client._client import Client, ToolResult
-from agentd_client.display import as_dict, print_json, print_json_line
+from agentd_client.display import as_dict, print_json, print_json_line, request_code
 from agentd_client.errors import INTERRUPTED, OK, TOOL_FAILED, Refused, Usage, need
 from agentd_client.follow import Follower
+from agentd_client.sanitize import line as one
+from agentd_client.v1 import agentd_pb2 as pb
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -40,13 +47,16 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(as_dict(st))
         return OK
-    print(f"agentd {st.version} (pid {st.pid}) up {st.uptime_seconds:.0f}s on {st.socket_path}")
+    print(
+        f"agentd {one(st.version)} (pid {st.pid}) up {st.uptime_seconds:.0f}s on "
+        f"{one(st.socket_path)}"
+    )
     print(
         f"calls served: {st.calls_served}  calls running: {st.running_calls}  "
         f"tasks running: {st.running_tasks}  sessions open: {st.open_sessions}  "
         f"asks pending: {st.pending_asks}  tasks taken over at start: {st.tasks_readopted}"
     )
-    print(f"state dir: {st.state_dir}")
+    print(f"state dir: {one(st.state_dir)}")
     if st.HasField("state"):
         u = st.state
         cap = f" of {_bytes(u.max_bytes)} cap" if u.max_bytes else " (no cap)"
@@ -64,6 +74,8 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
                 if u.disk_full
                 else f"{u.events_unjournaled} events were not journaled (state disk was full)"
             )
+        if u.database_problem:
+            print(f"state database PROBLEM: {u.database_problem}")
     return OK
 
 
@@ -95,7 +107,7 @@ def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(as_dict(s))
     else:
-        print(s.id)
+        print(one(s.id))
     return OK
 
 
@@ -112,14 +124,21 @@ def cmd_session_ls(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json([as_dict(s) for s in sessions])
         return OK
+    if not sessions:
+        print("no open sessions" if not args.all else "no sessions")
+        return OK
+    rows = []
     for s in sessions:
         state = "closed" if s.closed else "open"
         created = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_ms / 1000))
         idle = _ago(s.last_activity_ms or s.created_ms)
-        print(
-            f"{s.id}  {state:6}  {created}  idle {idle:>4}  {s.name or '-':12}  "
-            f"{' '.join(s.workspace_roots)}"
-        )
+        roots = " ".join(one(r) for r in s.workspace_roots)
+        rows.append((one(s.id), state, created, idle, one(s.name) or "-", roots))
+    width = max(len(r[0]) for r in rows)
+    name_width = max(12, *(len(r[4]) for r in rows))
+    print(f"{'ID':{width}}  STATE   CREATED           IDLE  {'NAME':{name_width}}  WORKSPACE")
+    for sid, state, created, idle, name, roots in rows:
+        print(f"{sid:{width}}  {state:6}  {created}  {idle:>4}  {name:{name_width}}  {roots}")
     return OK
 
 
@@ -133,7 +152,7 @@ def cmd_session_close(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(as_dict(s))
     else:
-        print(f"closed {s.id}")
+        print(f"closed {one(s.id)}")
     return OK
 
 
@@ -149,9 +168,10 @@ def cmd_session_gc(c: Client, args: argparse.Namespace) -> int:
     for d in done:
         if d.action != "kept":
             print(
-                f"{would}{d.action} {d.id}  {d.name or '-'}  "
+                f"{would}{one(d.action)} {one(d.id)}  {one(d.name) or '-'}  "
                 f"{'idle' if d.action == 'closed' else 'closed'} "
-                f"{_ago(now_ms - d.idle_seconds * 1000)}" + (f"  ({d.reason})" if d.reason else "")
+                f"{_ago(now_ms - d.idle_seconds * 1000)}"
+                + (f"  ({one(d.reason)})" if d.reason else "")
             )
     counts = {a: sum(d.action == a for d in done) for a in ("closed", "reaped", "kept")}
     print(
@@ -161,7 +181,9 @@ def cmd_session_gc(c: Client, args: argparse.Namespace) -> int:
     return OK
 
 
-def _print_result(result: ToolResult, as_json: bool) -> int:
+def _print_result(result: ToolResult, as_json: bool, shown: str = "") -> None:
+    """The result on stdout; `shown`: the output already streamed to this terminal,
+    printed again only where the result says more than it did."""
     if as_json:
         print_json(
             {
@@ -170,12 +192,48 @@ def _print_result(result: ToolResult, as_json: bool) -> int:
                 "data": result.data,
             }
         )
-    else:
-        for block in result.content:
-            if hasattr(block, "text"):
-                print(block.text)
-            else:
-                print(f"[image {block.media_type}, {len(block.data)} bytes]")
+        return
+    if shown:
+        # The command's output is on the screen already: only what the result adds
+        # (a timeout, a note on a persisted output, an interruption) goes after it.
+        rest = _beyond_output(result)
+        if rest:
+            print(rest, file=sys.stderr)
+        return
+    for block in result.content:
+        if hasattr(block, "text"):
+            print(block.text)
+        else:
+            kind = "image" if isinstance(block, ImageBlock) else "document"
+            print(f"[{kind} {one(block.media_type)}, {len(block.data)} bytes]")
+
+
+def _beyond_output(result: ToolResult) -> str:
+    """A Bash result's text without the output it quotes and its `Exit code N` line."""
+    data = result.data if isinstance(result.data, dict) else {}
+    text = result.text
+    stdout = data.get("stdout") or ""
+    if stdout and stdout in text:
+        text = text.replace(stdout, "", 1)
+    lines = [
+        ln
+        for ln in text.strip().splitlines()
+        if ln.strip()
+        and not (ln.startswith("Exit code ") and ln[10:].strip().lstrip("-").isdigit())
+        and ln != "(Bash completed with no output)"
+    ]
+    return "\n".join(lines)
+
+
+def exit_status(result: ToolResult) -> int:
+    """What `agentctl call` exits with: a command's own exit status where it ran to one
+    (as `docker exec` and `kubectl exec` do), else 1 for an error result and 0."""
+    data = result.data if isinstance(result.data, dict) else {}
+    code = data.get("exitCode")
+    if isinstance(code, int) and not isinstance(code, bool) and "backgroundTaskId" not in data:
+        if code < 0:  # killed by a signal: as a shell says it
+            return min(255, 128 - code)
+        return min(code, 255)
     return TOOL_FAILED if result.is_error else OK
 
 
@@ -193,50 +251,88 @@ def _cancel_after_interrupt(c: Client, session_id: str, tool_use_id: str) -> boo
     return False
 
 
+def _waiting_line(progress: pb.Progress) -> str:
+    n = progress.attached_clients
+    code = request_code(progress.permission_request_id)
+    who = f"{n} attached client{'s' if n != 1 else ''}" if n else "the attached clients"
+    return (
+        f"agentctl: waiting for approval on {who}, code {code} "
+        f"(the prompt with this code is the real one; answer it in `agentctl attach`)"
+    )
+
+
 def cmd_call(c: Client, args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.input == "-" else args.input
     session_id = _session(c, args)
     tool_use_id = args.id or f"toolu_{uuid.uuid4().hex[:24]}"
-    show_progress = sys.stderr.isatty() and not args.json
+    # The command's output is shown live on one terminal, once: on stdout if that is a
+    # terminal (the result then adds only what the output did not say), else on stderr
+    # if that is one (stdout, a file or a pipe, gets the result whole).
+    live = None if args.json else sys.stdout if terminal.is_tty() else None
+    if live is None and not args.json and terminal.is_tty(sys.stderr):
+        live = sys.stderr
     stream = c.stream_tool(session_id, args.tool, text, tool_use_id)
-    # The live output, every byte, read from the daemon's file as the call runs.
-    follower = Follower(c, session_id, _to_stderr)
+    last_byte = bytearray()  # of the output shown live; empty while none was
+
+    def to_terminal(output_id: str, data: bytes) -> None:
+        assert live is not None
+        if not data:  # the output ended
+            return
+        last_byte[:] = data[-1:]
+        live.buffer.write(data)  # a safe stream: control characters shown, not run
+        live.buffer.flush()
+
+    follower = Follower(c, session_id, to_terminal)
     output_id = ""
+    asked: set[str] = set()
     try:
         for update in stream:
             if update.HasField("progress"):
-                if show_progress and update.progress.output_id:
-                    output_id = update.progress.output_id
+                p = update.progress
+                if p.permission_request_id and p.permission_request_id not in asked:
+                    asked.add(p.permission_request_id)
+                    if args.json:  # stdout holds the one result object
+                        waiting = {
+                            "request_id": p.permission_request_id,
+                            "code": request_code(p.permission_request_id),
+                            "attached_clients": p.attached_clients,
+                        }
+                        print(json.dumps({"waiting_for_approval": waiting}), file=sys.stderr)
+                    else:
+                        print(_waiting_line(p), file=sys.stderr, flush=True)
+                if live is not None and p.output_id:
+                    output_id = p.output_id
                     follower.follow(output_id)
             else:
                 if output_id:
-                    follower.wait(output_id)  # its last bytes before the result
+                    follower.wait(output_id, timeout=60)  # its last bytes before the result
                 follower.stop()
-                return _print_result(ToolResult.from_pb(update.result), args.json)
-    except KeyboardInterrupt:
+                result = ToolResult.from_pb(update.result)
+                on_screen = live is sys.stdout and bool(last_byte)
+                if on_screen and last_byte != b"\n":
+                    print()  # what follows starts on a line of its own
+                _print_result(result, args.json, "output" if on_screen else "")
+                if args.json:  # the documented codes; the exit status is in `data`
+                    return TOOL_FAILED if result.is_error else OK
+                return exit_status(result)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or the caller went away (hangup.py)
         follower.stop()
         cancelled = _cancel_after_interrupt(c, session_id, tool_use_id)
         stream.cancel()
+        what = hangup.why(exc)
         if args.json:
-            print_json_line(
-                {"interrupted": True, "cancelled": cancelled, "tool_use_id": tool_use_id}
-            )
+            with contextlib.suppress(OSError):
+                print_json_line(
+                    {"interrupted": True, "cancelled": cancelled, "tool_use_id": tool_use_id}
+                )
         if cancelled:
-            print(
-                f"agentctl: interrupted; cancelled {args.tool} call {tool_use_id}", file=sys.stderr
-            )
+            hangup.say(f"agentctl: {what}; cancelled {one(args.tool)} call {one(tool_use_id)}")
         else:
-            print(
-                f"agentctl: interrupted; the daemon had no running call {tool_use_id} to cancel",
-                file=sys.stderr,
+            hangup.say(
+                f"agentctl: {what}; the daemon had no running call {one(tool_use_id)} to cancel"
             )
-        return INTERRUPTED
+        return hangup.exit_code(exc, INTERRUPTED)
     raise Refused("the daemon ended the call without a result")
-
-
-def _to_stderr(output_id: str, data: bytes) -> None:
-    sys.stderr.buffer.write(data)
-    sys.stderr.buffer.flush()
 
 
 def cmd_cancel(c: Client, args: argparse.Namespace) -> int:
@@ -247,7 +343,7 @@ def cmd_cancel(c: Client, args: argparse.Namespace) -> int:
     if not cancelled:
         raise Refused(f"no running call {args.call} in session {session_id}")
     if not args.json:
-        print(f"cancelled {args.call}")
+        print(f"cancelled {one(args.call)}")
     return OK
 
 
@@ -258,7 +354,7 @@ def cmd_tools(c: Client, args: argparse.Namespace) -> int:
     else:
         for t in tools:
             first = t["description"].strip().splitlines()[0] if t["description"] else ""
-            print(f"{t['name']:14} {first}")
+            print(f"{one(t['name']):14} {one(first)}")
     return OK
 
 
@@ -267,9 +363,14 @@ def cmd_tasks(c: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json([as_dict(t) for t in tasks])
         return OK
+    if not tasks:
+        print("no background tasks")
+        return OK
     for t in tasks:
         code = f" exit {t.exit_code}" if t.has_exit_code else ""
-        print(f"{t.id}  {t.status:9}{code}  {t.command[:60]}  -> {t.output_path}")
+        print(
+            f"{one(t.id)}  {one(t.status):9}{code}  {one(t.command[:60])}  -> {one(t.output_path)}"
+        )
     return OK
 
 
@@ -280,11 +381,14 @@ TAIL_LINES = 10
 
 
 def cmd_logs(c: Client, args: argparse.Namespace) -> int:
-    """A task's or a Bash call's output, from the file: every byte, nobody's cursor moved."""
+    """A task's or a Bash call's output, from the file: every byte, nobody's cursor moved.
+    On a terminal its control characters show as text (unless --raw); to a pipe or a
+    file it is the bytes as they are, like cat."""
     session_id = _session(c, args)
     start = 0 if args.from_start else -_TAIL_BYTES
     stream = c.read_output(session_id, args.id, start, follow=args.follow)
-    out = sys.stdout.buffer
+    raw = args.raw or not terminal.is_tty()
+    out = terminal.raw_stdout() if raw and not args.json else sys.stdout.buffer
     first = not args.from_start
     try:
         for chunk in stream:
@@ -317,11 +421,11 @@ def cmd_tasks_stop(c: Client, args: argparse.Namespace) -> int:
     # running it as a call puts the stop in the session's journal for every terminal.
     result = c.run_tool(_session(c, args), "TaskStop", {"task_id": args.task})
     if result.is_error:
-        raise Refused(f"cannot stop task {args.task}: {result.text.strip()}")
+        raise Refused(f"cannot stop task {one(args.task)}: {one(result.text.strip())}")
     if args.json:
         print_json(result.data)
     else:
-        print(f"stopped {args.task}")
+        print(f"stopped {one(args.task)}")
     return OK
 
 
@@ -359,11 +463,17 @@ def _after_seq(c: Client, session_id: str, start: str) -> int:
 def cmd_attach(c: Client, args: argparse.Namespace) -> int:
     session_id = _session(c, args)
     after = args.after_seq if args.after_seq is not None else _after_seq(c, session_id, args.start)
-    need("rich", "cli", "agentctl attach")
+    from agentd_client import contexts
     from agentd_client.attach import AttachView
 
     view = AttachView(
-        c, session_id, after, as_json=args.json, interactive=sys.stdin.isatty() and not args.json
+        c,
+        session_id,
+        after,
+        as_json=args.json,
+        interactive=sys.stdin.isatty() and not args.json,
+        connect=lambda: contexts.open_client(args.endpoint, wait_for_ready=False),
+        raw=args.raw,
     )
     return view.run()
 
@@ -386,19 +496,27 @@ def cmd_mcp(c: Client, args: argparse.Namespace) -> int:
             args.workspace, permission_mode=args.mode or "", allow_network=args.net
         ).id
     session_id = created or _session(c, args)
+    # Asked before serving: a daemon that is not there, or a session that is closed, is
+    # the handshake's error (cli.main), not a server whose every call fails later.
+    if c.get_session(session_id).closed:
+        raise Refused(f"session {session_id} is closed; serve an open one, or --workspace")
     # stdout is the protocol's: what a person should know goes to stderr.
     if args.json:
         print(json.dumps({"serving": session_id, "transport": "stdio"}), file=sys.stderr)
     else:
         print(
-            f"agentctl: serving session {session_id} over MCP on stdio; "
-            f"answer its asks with `agentctl attach {session_id}`",
+            f"agentctl: serving session {one(session_id)} over MCP on stdio; "
+            f"answer its asks with `agentctl attach {one(session_id)}`",
             file=sys.stderr,
         )
 
     async def serve() -> None:
         async with contexts.open_client(args.endpoint, factory=AsyncClient) as aio:
             await serve_stdio(aio, session_id, version())
+
+    args.mcp_serving = True  # from here on the MCP SDK answers the client, errors too
+    # stdout is the protocol's from here: JSON-RPC, which escapes what it carries.
+    terminal.protocol_stdout()
 
     try:
         asyncio.run(serve())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -127,6 +128,8 @@ def add(
         entry["socket"] = os.path.abspath(os.path.expanduser(socket))
     if token_file:
         entry["token_file"] = _absolute(token_file, "--token-file")
+        if why := open_to_others(token_file, os.stat(entry["token_file"]).st_mode):
+            raise Usage(f"--token-file {why}")
     if ca:
         entry["ca"] = _absolute(ca, "--ca")
     entry = {k: v for k, v in entry.items() if v}
@@ -208,13 +211,26 @@ def resolve(flags: dict[str, str | None], context_flag: str | None) -> Endpoint:
     return endpoint
 
 
-def _read_file(path: str, what: str, endpoint: Endpoint) -> bytes:
+def open_to_others(path: str, mode: int) -> str:
+    """Why a secret file is refused, or "": as ssh refuses a private key that anyone but
+    its owner may read or change, since whoever reads the token may call the daemon."""
+    if not mode & 0o077:
+        return ""
+    return (
+        f"{path} is open to other users (mode {stat.S_IMODE(mode):04o}); agentctl refuses "
+        f"it, as ssh refuses such a key: chmod 600 {path}"
+    )
+
+
+def _read_file(path: str, what: str, endpoint: Endpoint, private: bool = False) -> bytes:
+    source = endpoint.sources.get(what.lstrip("-").replace("-", "_"), "")
+    hint = f" (from {source})" if source else ""
     try:
         with open(os.path.expanduser(path), "rb") as f:
+            if private and (why := open_to_others(path, os.fstat(f.fileno()).st_mode)):
+                raise Unreachable(f"{what} {why}{hint}")
             return f.read()
     except OSError as exc:
-        source = endpoint.sources.get(what.lstrip("-").replace("-", "_"), "")
-        hint = f" (from {source})" if source else ""
         raise Unreachable(f"cannot read {what} {path}{hint}: {exc.strerror}") from None
 
 
@@ -231,7 +247,8 @@ def open_client(
     # (exit 3) says what is missing.
     token = ""
     if endpoint.token_file:
-        token = _read_file(endpoint.token_file, "--token-file", endpoint).decode().strip()
+        raw = _read_file(endpoint.token_file, "--token-file", endpoint, private=True)
+        token = raw.decode().strip()
         if not token:
             raise Unreachable(f"token file {endpoint.token_file} is empty")
     roots = _read_file(endpoint.ca, "--ca", endpoint) if endpoint.ca else None

@@ -34,6 +34,7 @@ For agentctl, each failure becomes one exit code:
 64   USAGE        the command line is wrong (EX_USAGE)
 69   MISSING      the command needs an optional part not installed (EX_UNAVAILABLE)
 130  INTERRUPTED  Ctrl-C
+128+N             ended by signal N (SIGTERM 143, SIGHUP 129): the caller went away
 
 CliError            one line for a person, and the exit code
 ├── Unreachable     -> 2
@@ -157,7 +158,8 @@ exit status:
   4    the model's API failed (agentctl agent)
   64   the command line is wrong
   69   the command needs a part of agentctl that is not installed (an extra)
-  130  interrupted (Ctrl-C; a running call is cancelled first)"""
+  130  interrupted (Ctrl-C; a running call is cancelled first)
+  128+N  ended by signal N (143 SIGTERM, 129 SIGHUP; a running call is cancelled first)"""
 
 
 class CliError(Exception):
@@ -190,15 +192,16 @@ class Missing(CliError):
 
 
 def need(module: str, extra: str, what: str) -> None:
-    """Raises Missing, in one line saying what to install, unless `module` imports."""
+    """Raises Missing, in one line saying what to install, unless `module` imports: the
+    command adds the extra from where this agentd-client came from (agentd_client.origin)."""
     import importlib
 
     try:
         importlib.import_module(module)
     except ImportError:
-        raise Missing(
-            f"{what} needs the {module} package: pip install 'agentd-client[{extra}]'"
-        ) from None
+        from agentd_client.origin import install_command
+
+        raise Missing(f"{what} needs the {module} package: {install_command(extra)}") from None
 
 
 def _first_line(text: str | None) -> str:

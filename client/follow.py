@@ -16,15 +16,24 @@ from agentd_client.v1 import agentd_pb2 as pb
 
 # Receives (output id, bytes) in order; b"" once, when the output ended.
 Sink = Callable[[str, bytes], None]
+# Told (output id, the offset to go on from) when the daemon went away mid-output.
+Lost = Callable[[str, int], None]
+
+
+# What a daemon going away (a restart) looks like to a stream.
+_LOST = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN)
 
 
 class Follower:
     """Follows outputs by id, once each, until they end or `stop()`."""
 
-    def __init__(self, client: Client, session_id: str, sink: Sink) -> None:
+    def __init__(
+        self, client: Client, session_id: str, sink: Sink, lost: Lost | None = None
+    ) -> None:
         self._client = client
         self._session_id = session_id
         self._sink = sink
+        self._lost = lost
         self._lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
         self._streams: dict[str, Stream[pb.OutputChunk]] = {}
@@ -55,18 +64,29 @@ class Follower:
                 stream.cancel()
                 return
             self._streams[output_id] = stream
+        at = offset
+        lost = False
         try:
             for chunk in stream:
                 if chunk.data:
                     self._sink(output_id, chunk.data)
+                    at = chunk.offset + len(chunk.data)
                 if chunk.done:
                     break
-        except grpc.RpcError:
-            pass  # cancelled, or the daemon went away: the event stream will say so
+        except grpc.RpcError as exc:
+            # Cancelled, or the daemon went away: the event stream says so; with `lost`,
+            # whoever follows goes on from `at` once it is back.
+            lost = self._lost is not None and exc.code() in _LOST and not self._stopped
         finally:
             with self._lock:
                 self._streams.pop(output_id, None)
-            self._sink(output_id, b"")
+                if lost:
+                    self._threads.pop(output_id, None)
+            if lost:
+                assert self._lost is not None
+                self._lost(output_id, at)
+            else:
+                self._sink(output_id, b"")
 
     def wait(self, output_id: str, timeout: float = 5.0) -> None:
         """Until the output has been followed to its end (all its bytes handed on)."""

@@ -11,16 +11,19 @@ from __future__ import annotations
 import asyncio
 import base64
 from typing import Any
+from urllib.parse import quote
 
 try:
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError("agentctl mcp needs the MCP SDK: pip install 'agentd-client[mcp]'") from exc
+    from agentd_client.origin import install_command
+
+    raise ImportError(f"agentctl mcp needs the MCP SDK: {install_command('mcp')}") from exc
 
 from agentd_client._aio import AsyncClient
-from agentd_client._calls import ImageBlock, ToolResult, new_tool_use_id
+from agentd_client._calls import DocumentBlock, ImageBlock, ToolResult, new_tool_use_id
 from agentd_client.errors import AgentdError
 
 INSTRUCTIONS = (
@@ -30,26 +33,61 @@ INSTRUCTIONS = (
 )
 
 
+def _document_uri(result: ToolResult, n: int) -> str:
+    """Where an embedded document came from: the file Read read, else a name of its own."""
+    data = result.data if isinstance(result.data, dict) else {}
+    path = data.get("file", {}).get("filePath") if isinstance(data.get("file"), dict) else None
+    if isinstance(path, str) and path.startswith("/") and n == 0:
+        return "file://" + quote(path)
+    return f"agentd://results/{quote(result.tool_use_id, safe='')}/document-{n + 1}"
+
+
 def _content(result: ToolResult) -> list[Any]:
+    """The result as MCP content: text, images, and a document (a PDF) as an embedded
+    resource holding its bytes (the MCP form for binary content; Claude Code turns an
+    application/pdf blob back into a document block)."""
     blocks: list[Any] = []
+    documents = 0
     for b in result.content:
         if isinstance(b, ImageBlock):
             data = base64.b64encode(b.data).decode()
             blocks.append(types.ImageContent(data=data, mime_type=b.media_type))
+        elif isinstance(b, DocumentBlock):
+            blob = types.BlobResourceContents(
+                uri=_document_uri(result, documents),
+                mime_type=b.media_type,
+                blob=base64.b64encode(b.data).decode(),
+            )
+            blocks.append(types.EmbeddedResource(resource=blob))
+            documents += 1
         elif b.text:
             blocks.append(types.TextContent(text=b.text))
     return blocks
+
+
+def _annotations(hints: dict[str, bool]) -> types.ToolAnnotations:
+    """The daemon's hints in MCP's words. destructiveHint and idempotentHint mean something
+    only for a tool that writes; MCP clients ignore them on a read-only one."""
+    return types.ToolAnnotations(
+        read_only_hint=hints["read_only"],
+        destructive_hint=hints["destructive"],
+        idempotent_hint=hints["idempotent"],
+        open_world_hint=hints["open_world"],
+    )
 
 
 def build_server(agentd: AsyncClient, session_id: str, version: str = "") -> Server[Any]:
     """An MCP server whose tools are the daemon's, each call run in `session_id`."""
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        specs = await agentd.list_tools()
+        specs = await agentd.list_tools(hints=True)
         return types.ListToolsResult(
             tools=[
                 types.Tool(
-                    name=s["name"], description=s["description"], input_schema=s["input_schema"]
+                    name=s["name"],
+                    description=s["description"],
+                    input_schema=s["input_schema"],
+                    annotations=_annotations(s["hints"]),
                 )
                 for s in specs
             ]
@@ -68,7 +106,12 @@ def build_server(agentd: AsyncClient, session_id: str, version: str = "") -> Ser
         except AgentdError as exc:
             text = f"agentd could not run {params.name}: {exc.details()}"
             return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-        return types.CallToolResult(content=_content(result), is_error=result.is_error)
+        # The structured result too (Read's file, Bash's stdout and exit code, ...), as
+        # agentd's own clients get it in `data`; the text stays for clients that read it.
+        structured = result.data if isinstance(result.data, dict) else None
+        return types.CallToolResult(
+            content=_content(result), structured_content=structured, is_error=result.is_error
+        )
 
     return Server(
         "agentd",

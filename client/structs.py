@@ -47,8 +47,22 @@ def _key(key: Any) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
+class EncodedList(list[Any]):
+    """A list that carries its wire form as a google.protobuf.Value, made elsewhere (a
+    worker process, say): converting it is one parse in C, not a Value per item. The
+    wire form must be that of the list's own items; json.dumps sees a plain list."""
+
+    __slots__ = ("wire",)
+
+    def __init__(self, items: list[Any], wire: bytes) -> None:
+        super().__init__(items)
+        self.wire = wire
+
+
 def _set(target: Value, value: Any, depth: int) -> None:
-    if depth > MAX_DEPTH and isinstance(value, Mapping | list | tuple):
+    if type(value) is EncodedList and depth + 3 <= MAX_DEPTH:
+        target.ParseFromString(value.wire)
+    elif depth > MAX_DEPTH and isinstance(value, Mapping | list | tuple):
         target.string_value = json.dumps(value, ensure_ascii=False, default=_unserializable)
     elif value is None:
         target.null_value = struct_pb2.NULL_VALUE

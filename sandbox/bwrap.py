@@ -1,10 +1,11 @@
 """A policy as a bubblewrap command line.
 
-Order matters to bwrap: the read-only root first, then /dev, /proc and the /tmp
-tmpfs, then the tmpfs over homes and /run (see visibility), the allow-list shown
-again, the writable binds, the read-only paths inside them, then the hiding mounts, so
-a secret or a socket inside a writable root is still covered. Only paths that exist
-are hidden, so bwrap never creates a placeholder in the user's tree.
+Order matters to bwrap: the read-only root first, then /dev, /proc, the sized /tmp and
+/dev/shm tmpfs and the cover over cgroup mounts, then the tmpfs over homes and /run (see
+visibility), the allow-list shown again, the writable binds, the read-only paths inside
+them, then the hiding mounts, so a secret or a socket inside a writable root is still
+covered. Only paths that exist are hidden, so bwrap never creates a placeholder in the
+user's tree.
 """
 
 from __future__ import annotations
@@ -249,6 +250,23 @@ class _Roots:
         return fd, os.path.join(real_root, rel)
 
 
+def _own_tmpfs(policy: SandboxPolicy) -> list[str]:
+    """The sandbox's RAM-backed places, each sized (their pages count in the control
+    group's memory, not against any rlimit): /tmp, and /dev/shm as a tmpfs of its own so
+    that the rest of bwrap's /dev (its own tmpfs, unsized) can go read-only. Every
+    cgroup mount is covered by an empty read-only tmpfs: the sandbox neither sees nor
+    writes its group (the cgroup namespace already shows its own as `/`)."""
+    argv = [*_size(policy.limits.tmp_bytes), "--tmpfs", "/tmp"]
+    argv += [*_size(policy.limits.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    for path in visibility.cgroup_mounts():
+        argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    return argv
+
+
+def _size(size: int | None) -> list[str]:
+    return ["--size", str(size)] if size is not None else []
+
+
 def environment(policy: SandboxPolicy) -> dict[str, str]:
     """The sandbox environment: a fixed PATH and HOME, LANG and TERM from the host, then
     the session's own variables."""
@@ -281,8 +299,8 @@ def build_argv(
         raise ValueError("empty command")
     if not supports_bind_fd(bwrap):
         raise SandboxUnavailable(
-            f"{bwrap} cannot bind a descriptor (--bind-fd); install bubblewrap 0.10 or "
-            "later (Debian's 0.8.0 has it): the sandbox binds workspace paths by descriptor only"
+            f"{bwrap} cannot bind a descriptor (--bind-fd); install bubblewrap 0.8.0 or "
+            "later: the sandbox binds workspace paths by descriptor only"
         )
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--hostname", HOSTNAME]
@@ -293,7 +311,8 @@ def build_argv(
     argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     # bwrap already remounts /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus
     # read-only over a fresh proc; tests check /proc/sys stays read-only.
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += _own_tmpfs(policy)
     mount_list = _mounts(policy, identity)
     argv += mount_list.argv()
     argv.append("--clearenv")

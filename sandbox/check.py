@@ -6,7 +6,7 @@ import os
 import subprocess
 from typing import Any
 
-from . import bwrap, identity, limits, seccomp
+from . import bwrap, cgroups, identity, limits, seccomp
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
 from .runner import orphan_guard_prefix, run
@@ -46,6 +46,18 @@ def _inside_status() -> dict[str, str]:
     return fields
 
 
+def _cgroups() -> dict[str, Any] | None:
+    """The control group hierarchy a caller's groups would go in here, if any."""
+    found = cgroups.detect()
+    if found is None:
+        return None
+    return {
+        "version": found.version,
+        "controllers": sorted(found.controllers),
+        "parents": found.parents(),
+    }
+
+
 def check() -> dict[str, Any]:
     """Supported protections and which are in force, as a JSON-ready dict."""
     path = bwrap.find_bwrap()
@@ -64,7 +76,7 @@ def check() -> dict[str, Any]:
         ),
         "running_as_root": os.geteuid() == 0,
         "sandbox_uid": ident.uid,
-        "cgroup_v2_delegated": limits.cgroup_v2_delegated(),
+        "cgroups": _cgroups(),
         "limits_mode": limits.mode(),
         "prlimit_path": limits.prlimit_path(),
     }

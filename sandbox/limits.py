@@ -1,18 +1,18 @@
-"""Resource limits: rlimits set by `prlimit` between the identity drop and bwrap.
+"""Resource limits per process: rlimits set by `prlimit` between the identity drop and bwrap.
 
-cgroup v2 would bound the whole tree (memory, pids, cpu) and kill it at once, but it
-needs a delegated, writable cgroup v2; without one (cgroup v1 hosts) rlimits hold, set
-by exec'ing util-linux `prlimit` in front of bwrap so no Python runs between fork and
-exec (preexec_fn is unsafe in a threaded daemon). rlimits are inherited by bwrap and
-everything it starts.
+What a whole session may use (processes, memory, CPU share) is its control group's
+(cgroups, joined first in the chain: see runner); rlimits hold what is per process
+(file size, open files, core dumps, CPU seconds) and, where no group holds them,
+processes and memory. They are set by exec'ing util-linux `prlimit` in front of bwrap
+so no Python runs between fork and exec (preexec_fn is unsafe in a threaded daemon),
+and are inherited by bwrap and everything it starts.
 """
 
 from __future__ import annotations
 
-import os
 import resource
 
-from . import binaries
+from . import binaries, cgroups
 from .policy import Limits
 
 # Name of each rlimit as prlimit(1) spells its option.
@@ -68,43 +68,11 @@ def apply_in_child(limits: Limits) -> None:
         resource.setrlimit(res, (soft, hard))
 
 
-def cgroup_v2_delegated() -> bool:
-    """Whether a writable cgroup v2 with memory and pids controllers is ours to use."""
-    path = _own_cgroup_v2_dir()
-    if path is None:
-        return False
-    try:
-        with open(os.path.join(path, "cgroup.controllers")) as f:
-            controllers = set(f.read().split())
-    except OSError:
-        return False
-    return {"memory", "pids"} <= controllers and os.access(path, os.W_OK)
-
-
 def mode() -> str:
-    """Which mechanism enforces limits here: "cgroup2" or "rlimit".
-
-    Only rlimits are implemented so far; a delegated cgroup v2 is detected and
-    reported by `check` but not used yet.
-    """
-    return "rlimit"
-
-
-def _own_cgroup_v2_dir() -> str | None:
-    mount = None
-    try:
-        with open("/proc/self/mountinfo") as f:
-            for line in f:
-                fields = line.split(" - ")
-                if len(fields) == 2 and fields[1].split()[0] == "cgroup2":
-                    mount = line.split()[4]
-                    break
-        if mount is None:
-            return None
-        with open("/proc/self/cgroup") as f:
-            for line in f:
-                if line.startswith("0::"):
-                    return os.path.join(mount, line[3:].strip().lstrip("/"))
-    except OSError:
-        return None
-    return None
+    """What bounds a whole sandbox's (a session's) processes and memory here: "cgroup1"
+    or "cgroup2" when a caller can give it a control group (cgroups.detect finds a
+    writable hierarchy holding memory and pids), else "rlimit" (per process, per uid)."""
+    hierarchy = cgroups.detect()
+    if hierarchy is None or not hierarchy.controllers & cgroups.hierarchy.ESSENTIAL:
+        return "rlimit"
+    return f"cgroup{hierarchy.version}"

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 class Limits:
     """Resource ceilings; None means no limit of that kind (core dumps are always off).
 
-    With rlimits (the fallback when no delegated cgroup v2 exists) `memory_bytes` bounds
-    each process's data segment and `processes` counts every process of the sandbox uid
-    on the host, so give each session a uid of its own when the bound matters.
+    These are rlimits, per process: `memory_bytes` bounds each process's data segment and
+    `processes` counts every process of the sandbox uid on the host. What a whole
+    session may use is its control group's (`SandboxPolicy.cgroup_procs`); a caller that
+    has one leaves these two None. `tmp_bytes` and `shm_bytes` size the sandbox's own
+    /tmp and /dev/shm (RAM-backed: their pages count in the group's memory).
     """
 
     wall_seconds: float | None = None
@@ -20,6 +22,8 @@ class Limits:
     file_size_bytes: int | None = None
     open_files: int | None = 1024
     cpu_seconds: int | None = None
+    tmp_bytes: int | None = None
+    shm_bytes: int | None = None
 
 
 @dataclass
@@ -50,3 +54,6 @@ class SandboxPolicy:
     home_allow: list[str] | None = None
     # Host unix sockets the sandbox may still connect to; every other one is hidden.
     sockets: list[str] = field(default_factory=list)
+    # The cgroup.procs files of the control group every process of this sandbox is in
+    # from its first instruction (agentd_sandbox.cgroups); empty: none.
+    cgroup_procs: list[str] = field(default_factory=list)

@@ -1,6 +1,7 @@
 """Start a command in the sandbox: the API the daemon uses (`spawn`) and the CLI's (`run`).
 
-The chain is `setpriv` (drops to the sandbox identity, arms the parent-death
+The chain is `sh` (joins the control group, when the policy names one: see
+cgroups.join_prefix) -> `setpriv` (drops to the sandbox identity, arms the parent-death
 signal) -> `unshare --pid --kill-child` -> `prlimit` (rlimits) -> bwrap, which reads
 its options from a memfd (`--args`) so they never show in the host's `ps`. A root
 daemon has unshare make the pid namespace as root (no user namespace needed for it)
@@ -38,7 +39,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from . import binaries, bwrap, identity, limits, seccomp
+from . import binaries, bwrap, cgroups, identity, limits, seccomp
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
 
@@ -110,14 +111,27 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         # unshare drops to the identity itself: setpriv only arms the death signal.
         drop = identity.setpriv_prefix(dataclasses.replace(ident, switch=False))
     if not drop:
+        if policy.cgroup_procs and ident.switch:
+            _close(fd, lifeline, info_fd, args_fd)
+            raise SandboxUnavailable(
+                "setpriv (util-linux) is needed to start a sandbox in its control group: "
+                "install util-linux"
+            )
         kwargs.update(identity.popen_kwargs(ident))
     prefix = limits.prlimit_prefix(policy.limits)
     if not prefix:
         lim = policy.limits
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
-    argv = [*drop, *pidns, *prefix, *argv]
+    # First, while the spawner's privileges still hold: the group before anything runs.
+    join = cgroups.join_prefix(policy.cgroup_procs)
+    argv = [*join, *drop, *pidns, *prefix, *argv]
     ours = io.FileIO(lifeline, "rb", closefd=True)
     return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd, mount_fds)
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 def _options_through_fd(argv: list[str], command_len: int) -> tuple[list[str], int]:

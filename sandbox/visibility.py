@@ -175,3 +175,20 @@ def kept_targets(hidden_dirs: list[str]) -> list[str]:
         if real != path and any(under(real, d) for d in hidden_dirs) and os.path.isfile(real):
             found.append(real)
     return found
+
+
+# Where cgroup hierarchies are usually mounted: covered whenever it exists.
+CGROUP_DIR = "/sys/fs/cgroup"
+
+
+def cgroup_mounts() -> list[str]:
+    """The fewest directories that cover every cgroup (v1 or v2) mount of the host, for
+    one empty tmpfs each: /sys/fs/cgroup, and any hierarchy mounted elsewhere."""
+    from .cgroups.hierarchy import mount_points
+
+    points = sorted({*mount_points(), *([CGROUP_DIR] if os.path.isdir(CGROUP_DIR) else [])})
+    covering: list[str] = []
+    for path in points:
+        if not any(under(path, kept) for kept in covering):
+            covering.append(path)
+    return covering

@@ -11,10 +11,20 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.daemon import OWNERS_DIRS, DaemonProcess, remove_recorded_dirs, start_daemon
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
 SANDBOX_UID = 65534
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sessions_dirs_removed_at_the_end() -> Iterator[None]:
+    """The run's daemons each record their sessions' /tmp directories in an owners dir
+    of their own (tests/support/daemon.py), which no other daemon sweeps: the run
+    removes those directories itself once every daemon has stopped."""
+    yield
+    for owners in sorted(OWNERS_DIRS):
+        remove_recorded_dirs(owners)
 
 
 @pytest.fixture(scope="session")

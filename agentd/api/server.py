@@ -19,11 +19,12 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
+from agentd.api import reflection
 from agentd.api.decoding import DecodeGuard
 from agentd.api.service import Servicer
 from agentd.api.tls import load_server_pair, load_token
+from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
 from agentd.foundation.privdir import ensure_private_dir
@@ -37,6 +38,17 @@ SERVICE_NAME = agentd_pb2.DESCRIPTOR.services_by_name["Agentd"].full_name
 # Health answers without a token: load balancers and Kubernetes probes carry none,
 # and it tells nothing but SERVING or NOT_SERVING.
 OPEN_METHODS = frozenset({"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"})
+
+
+async def _deny(requests: Any, context: grpc.aio.ServicerContext) -> None:
+    await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+
+
+# A request-streaming handler, whatever the method: gRPC reads a unary call's whole
+# message (up to max_message_bytes) before its handler runs, but a streaming handler's
+# messages only when it asks, and this one never does. So a caller without the token
+# costs the headers and the transport's flow-control window, never its body.
+_DENY: grpc.RpcMethodHandler = grpc.stream_stream_rpc_method_handler(_deny)
 
 
 class TokenAuth(grpc.aio.ServerInterceptor):
@@ -60,10 +72,17 @@ class TokenAuth(grpc.aio.ServerInterceptor):
                 if hmac.compare_digest(got, self._expected):
                     return await continuation(details)
 
-        async def deny(request: Any, context: grpc.aio.ServicerContext) -> None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        metrics.unauthenticated_call()
+        return _DENY
 
-        return grpc.unary_unary_rpc_method_handler(deny)
+
+# What one TCP connection may hold before and around the token check: its TLS handshake
+# done within 10 s, at most 100 calls at once, headers of at most 16 KiB.
+TCP_OPTIONS = (
+    ("grpc.server_handshake_timeout_ms", 10_000),
+    ("grpc.max_concurrent_streams", 100),
+    ("grpc.max_metadata_size", 16 * 1024),
+)
 
 
 def _check_port_free(listen: str) -> None:
@@ -117,13 +136,8 @@ def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.Hea
     agentd_pb2_grpc.add_AgentdServicer_to_server(servicer, server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (
-            SERVICE_NAME,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ),
-        server,
+    reflection.enable(
+        server, (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name)
     )
     return health_servicer
 
@@ -135,6 +149,13 @@ class Server:
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
             ("grpc.so_reuseport", 0),
+            # A caller whose connection dies without a word (a laptop's network gone)
+            # is found within about a minute and a half: its calls are then cancelled
+            # as for any caller that went away (Executor.run_one). Pings continue
+            # while a long call sends nothing.
+            ("grpc.keepalive_time_ms", 60_000),
+            ("grpc.keepalive_timeout_ms", 20_000),
+            ("grpc.http2.max_pings_without_data", 0),
         ]
         self._servers: list[grpc.aio.Server] = []
         self._health: list[health.aio.HealthServicer] = []
@@ -162,11 +183,11 @@ class Server:
                 "tcp_listen needs tls_cert, tls_key and token_file; "
                 "`agentd tls init` makes them and prints the lines to add"
             )
-        if config.token_file and os.stat(config.token_file).st_mode & 0o077:
-            log.warning("token_file %s is readable by other users; chmod 600 it", config.token_file)
         key_pem, cert_pem = load_server_pair(config.tls_cert, config.tls_key)
         _check_port_free(config.tcp_listen)
-        tcp = grpc.aio.server(options=options, interceptors=[TokenAuth(token), DecodeGuard()])
+        tcp = grpc.aio.server(
+            options=[*options, *TCP_OPTIONS], interceptors=[TokenAuth(token), DecodeGuard()]
+        )
         self._health.append(_add_services(tcp, servicer))
         creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
         try:

@@ -15,6 +15,7 @@ import ipaddress
 import os
 import secrets
 import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -166,8 +167,9 @@ def init(directory: str, names: list[str], listen: str, days: int, force: bool) 
     return files
 
 
-def instructions(files: TlsFiles) -> str:
-    """What to put in the daemon's config, and the command to run on the laptop."""
+def instructions(files: TlsFiles, config_file: str) -> str:
+    """What to put in the daemon's config (`config_file`, where `agentd serve` reads it
+    from here), and the command to run on the laptop."""
     port = files.listen.rpartition(":")[2]
     host = files.names[0]
     return f"""\
@@ -177,7 +179,7 @@ Wrote in {files.directory}:
   {KEY_FILE}  the daemon's private key (0600)
   {TOKEN_FILE}            the bearer token clients send (0600)
 
-Add to the daemon's config (~/.config/agentd/config.toml) and restart it:
+Add to the daemon's config ({config_file}) and restart it:
 
 tcp_listen = "{files.listen}"
 tls_cert = "{files.cert}"
@@ -196,6 +198,26 @@ agentctl status
 def _read(path: str, what: str) -> bytes:
     try:
         with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InvalidRequest(
+            f"{what} {path} does not exist; create one with `agentd tls init`"
+        ) from None
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def _read_private(path: str, what: str) -> bytes:
+    """A secret's bytes, refused if anyone but its owner may read or change it (as ssh
+    refuses such a key): a token others can read lets them call the daemon."""
+    try:
+        with open(path, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if mode & 0o077:
+                raise InvalidRequest(
+                    f"{what} {path} is open to other users (mode {stat.S_IMODE(mode):04o}); "
+                    f"agentd refuses it, as ssh refuses such a key: chmod 600 {path}"
+                )
             return f.read()
     except FileNotFoundError:
         raise InvalidRequest(
@@ -233,7 +255,7 @@ def load_token(token: str, token_file: str) -> str:
     if token and token_file:
         raise InvalidRequest("set token or token_file, not both")
     if token_file:
-        text = _read(token_file, "token_file").decode(errors="replace").strip()
+        text = _read_private(token_file, "token_file").decode(errors="replace").strip()
         if not text:
             raise InvalidRequest(f"token_file {token_file} is empty")
         return text

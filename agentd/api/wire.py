@@ -81,7 +81,7 @@ def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
             b64 = block.get("base64")
             data = base64.b64decode(b64) if b64 is not None else bytes.fromhex(block["data"])
             source = pb.ImageSource(type="base64", media_type=block["media_type"], data=data)
-            out.content.add(type="image", source=source)
+            out.content.add(type=block["type"], source=source)  # image or document
     data = _legacy_json(payload, "data")
     if data is not None:
         out.data.CopyFrom(structs.to_value(data))

@@ -27,10 +27,22 @@ from agentd.permissions.decision import Decision
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import is_full
 from agentd.tools import Registry
-from agentd.tools.base import ImageBlock, TextBlock, Tool, ToolContext, ToolResult
+from agentd.tools.base import (
+    DocumentBlock,
+    ImageBlock,
+    ReadOnlyTool,
+    TextBlock,
+    Tool,
+    ToolContext,
+    ToolResult,
+)
 from agentd.tools.services import Services
 
 log = logging.getLogger(__name__)
+
+# How long a cancelled call may take to end by itself (keeping its partial output)
+# before its task is cancelled outright.
+CANCEL_GRACE = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +81,11 @@ def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
     for block in result.content:
         if isinstance(block, TextBlock):
             content.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock):
+        elif isinstance(block, ImageBlock | DocumentBlock):
             # base64, as the Messages API takes it (journals before it hold hex "data").
             data = base64.b64encode(block.data).decode("ascii")
-            content.append({"type": "image", "media_type": block.media_type, "base64": data})
+            kind = "image" if isinstance(block, ImageBlock) else "document"
+            content.append({"type": kind, "media_type": block.media_type, "base64": data})
     return {
         "tool_use_id": tool_use_id,
         "content": content,
@@ -145,7 +158,7 @@ class Executor:
         running.ctx.cancelled.set()
         # A tool that watches ctx.cancelled ends itself and keeps its partial output;
         # one that does not is cancelled outright after a grace period.
-        asyncio.get_running_loop().call_later(1.0, running.task.cancel)
+        asyncio.get_running_loop().call_later(CANCEL_GRACE, running.task.cancel)
         return True
 
     async def cancel_all(self, grace: float = 5.0, session_id: str | None = None) -> None:
@@ -177,8 +190,13 @@ class Executor:
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
         unjournaled = self.sessions.store.unjournaled
+        store = self.sessions.store
         log_.emit("call_started", tool_use_id=call.tool_use_id, name=call.name, input=call.input)
-        recorded = self.sessions.store.unjournaled == unjournaled
+        recorded = store.unjournaled == unjournaled
+        # Until its end is journaled, a crash leaves it open: the next start ends it as
+        # interrupted (sessions/recovery.py).
+        with contextlib.suppress(StorageFull):
+            store.call_opened(session.id, call.tool_use_id, call.name, int(time.time() * 1000))
 
         async def progress(output: str = "", message: str = "", **where: Any) -> None:
             payload = {
@@ -203,17 +221,22 @@ class Executor:
         work = self._execute(session, call, ctx, recorded)
         task = eager.start(work) if in_place else asyncio.ensure_future(work)
         self._running[key] = _Running(task, ctx)
+        caller_gone = False
         try:
-            # Shielded: a caller that goes away does not cancel the call.
+            # Shielded, so the call ends as a cancelled call does (its end journaled, its
+            # partial output kept) rather than being torn down mid-step.
             result = await task if task.done() else await asyncio.shield(task)
         except asyncio.CancelledError:
-            if not task.cancelled():
-                # Our caller went away: the call goes on and lands in the journal.
-                result = await task
-            else:
+            if task.cancelled():
                 result = ToolResult.text(
                     "The call was cancelled before it finished.", is_error=True
                 )
+            else:
+                # The caller went away (its process killed, its connection dropped, its
+                # deadline past): nobody is left to read the result, so the call is
+                # cancelled as CancelCall does, and its ask withdrawn everywhere.
+                caller_gone = True
+                result = await self._end_abandoned(call, task, ctx)
         finally:
             self._running.pop(key, None)
         if notices := self.services.tasks.take_notices(session.id):
@@ -231,7 +254,33 @@ class Executor:
             duration_ms=int((time.monotonic() - started) * 1000),
             result=result.payload,
         )
+        with contextlib.suppress(StorageFull):
+            store.call_closed(session.id, call.tool_use_id)
+            if not isinstance(self.registry.get(call.name), ReadOnlyTool):
+                # The result of a call that may have changed something is committed
+                # before its caller hears it, so a crash never loses a result a client
+                # holds (~0.15 ms a call; README "What survives a crash"). A call that
+                # only reads keeps the group commit's window.
+                store.flush()
+        if caller_gone:
+            raise asyncio.CancelledError  # the rest of its batch does not run
         return result
+
+    async def _end_abandoned(
+        self, call: ToolUse, task: asyncio.Future[ToolResult], ctx: ToolContext
+    ) -> ToolResult:
+        log.info("call %s (%s): its caller went away; cancelling it", call.tool_use_id, call.name)
+        ctx.cancelled.set()
+        hard = asyncio.get_running_loop().call_later(CANCEL_GRACE, task.cancel)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            return ToolResult.text(
+                "The call was cancelled: its caller went away before it finished.",
+                is_error=True,
+            )
+        finally:
+            hard.cancel()
 
     async def _execute(
         self, session: Session, call: ToolUse, ctx: ToolContext, recorded: bool = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from agentd.fs import reserve
 from agentd.tools.base import TextBlock, ToolResult
 
 PREVIEW_BYTES = 2000
@@ -24,8 +25,11 @@ def persist_if_large(
     safe_id = "".join(c for c in tool_use_id if c.isalnum() or c in "-_") or "result"
     path = os.path.join(results_dir, f"{safe_id}.txt")
     data = text.encode()
-    with open(path, "wb") as f:
-        f.write(data)
+    with open(path, "wb", buffering=0) as f, reserve.without():
+        # What the session made never fills the state disk's reserve (fs/reserve.py).
+        view = memoryview(data)
+        while view:
+            view = view[f.write(view) or 0 :]
     preview = data[:PREVIEW_BYTES].decode(errors="ignore")
     cut = preview.rfind("\n")
     if cut > PREVIEW_BYTES // 2:

@@ -93,6 +93,7 @@ IdRange = Annotated[
     list[int], AfterValidator(_id_range), Expect("[first, count] of ids, or [] for none")
 ]
 SecondsOrNever = Annotated[float, at.Ge(0), at.Le(10**9)]
+CpuWeight = Annotated[int, at.Ge(1), at.Le(10000)]
 PermissionMode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 ListenAddress = Annotated[
     str, AfterValidator(_listen_address), Expect('"host:port", or "" for none')
@@ -114,12 +115,22 @@ def default_state_dir() -> str:
     return os.path.join(base, "agentd")
 
 
-def default_config_file() -> str | None:
+def default_tmp_owners_dir() -> str:
+    return f"/tmp/agentd-owners-{os.geteuid()}"
+
+
+def config_file_path() -> str:
+    """Where `agentd serve` looks for its config when no --config is given (whether or
+    not a file is there): $AGENTD_CONFIG, else $XDG_CONFIG_HOME/agentd/config.toml."""
     if path := os.environ.get("AGENTD_CONFIG"):
         return path
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    path = os.path.join(base, "agentd", "config.toml")
-    return path if os.path.exists(path) else None
+    return os.path.join(base, "agentd", "config.toml")
+
+
+def default_config_file() -> str | None:
+    path = config_file_path()
+    return path if os.environ.get("AGENTD_CONFIG") or os.path.exists(path) else None
 
 
 @dataclass
@@ -159,7 +170,28 @@ class Config:
     # reach them even with the same uid. No group of the host may lie in the range.
     # []: sessions share their identity's group (isolated only by what is mounted).
     sandbox_gid_range: IdRange = field(default_factory=lambda: [1879113728, 65536])
-    # Per Bash call limits.
+    # What one session may use in all, held by its control group (cgroup v1 or v2,
+    # whichever holds the memory and pids controllers here): every process of its Bash
+    # calls, background tasks, hooks and searches, and the RAM-backed files they write
+    # (its temp dir, each sandbox's /tmp and /dev/shm). cpu_weight is cgroup v2's scale.
+    session_memory_bytes: Positive = 4 * 1024**3
+    session_processes: Positive = 512
+    session_cpu_weight: CpuWeight = 100
+    # "auto": the hierarchy holding memory and pids; "v1" or "v2" force one; "off": no
+    # groups (the per-process rlimits bash_memory_bytes and bash_processes apply then).
+    session_cgroups: Literal["auto", "v1", "v2", "off"] = "auto"
+    # The cgroup (a path in the hierarchy) sessions' groups are made under; "": the
+    # daemon's own (under systemd, the unit's delegated cgroup).
+    cgroup_parent: str = ""
+    # Sizes of the RAM-backed places a session writes, each counted in its memory: its
+    # temp dir ($TMPDIR and the sandbox's HOME, kept between calls; a tmpfs of its own
+    # when the daemon is root; 0: a plain directory on /tmp's disk, unsized), and each
+    # sandbox's own /tmp and /dev/shm.
+    session_tmp_bytes: NonNegative = 1024**3
+    sandbox_tmp_bytes: Positive = 1024**3
+    sandbox_shm_bytes: Positive = 256 * 1024**2
+    # Per process rlimits: memory and processes only where no control group holds them
+    # (processes then counts every process of the sandbox uid on the host).
     bash_memory_bytes: Positive = 4 * 1024**3
     bash_processes: Positive = 512
     bash_file_size_bytes: Positive = 8 * 1024**3
@@ -168,6 +200,12 @@ class Config:
     task_output_bytes: Positive = 64 * 1024 * 1024
     # Seconds a task may run before it is stopped.
     task_max_seconds: Seconds = 3600.0
+    # How the daemon learns what a Bash call changed (agentd/changes/): "events"
+    # (fanotify, needs root), "scan" (a walk of the workspace per call), or "auto"
+    # (events where they work, else scan).
+    changes_tracking: Literal["auto", "events", "scan"] = "auto"
+    # Seconds between two checks of what a running background task changed.
+    changes_check_seconds: Seconds = 2.0
     # Whether stopping the daemon stops the background tasks too (`agentd stop --tasks`
     # does it once). Off: tasks run on under their shims and the next daemon takes them
     # over; closing a session still stops its tasks.
@@ -195,6 +233,12 @@ class Config:
     state_max_bytes: NonNegative = 10 * 1024**3
     # Seconds between two passes of the reaper (idle sessions, retention, the cap).
     reap_interval_seconds: Seconds = 300.0
+    # Where each session's directories under /tmp are recorded with the state dir of the
+    # daemon that made them, so the next daemon to start removes those of a daemon gone
+    # for good (sessions/tmp_owners.py). The default is shared by every daemon of this
+    # user on the machine, as /tmp is; a daemon with a directory of its own (a test's)
+    # neither sweeps the others' records nor has its own swept by them.
+    tmp_owners_dir: str = field(default_factory=default_tmp_owners_dir)
 
     # Log lines as text (default) or one JSON object per line ("json").
     log_format: Literal["text", "json"] = "text"

@@ -8,6 +8,7 @@
     ├── SessionClosed           the session is closed          -> FAILED_PRECONDITION
     ├── Unavailable             the daemon is shutting down    -> UNAVAILABLE
     ├── StorageFull             the state disk is full         -> RESOURCE_EXHAUSTED
+    ├── StateDamaged            the state database is gone, damaged or unwritable -> DATA_LOSS
     └── ConfigError             a setting is invalid; `agentd serve` exits 2
 
     ToolError                   a tool call failed; the model sees the message
@@ -62,6 +63,13 @@ class StorageFull(AgentdError):
     """The state dir's disk (or quota) is full: what had to be stored was not."""
 
     status = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class StateDamaged(AgentdError):
+    """The state database cannot be trusted or used: gone, replaced, damaged, not a
+    database, or not writable. The message is one line saying what to do."""
+
+    status = grpc.StatusCode.DATA_LOSS
 
 
 class ConfigError(AgentdError):

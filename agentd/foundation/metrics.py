@@ -12,17 +12,41 @@ never touches the event loop. Gauges of live state read it when scraped.
 from __future__ import annotations
 
 import logging
+import platform
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+import grpc
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
 from prometheus_client.exposition import generate_latest
 
+from agentd import __version__
 from agentd.foundation.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+
+# The process's own series, as every Prometheus client exports them: process_cpu_seconds,
+# process_resident_memory_bytes, process_open_fds, process_start_time_seconds, ... and
+# python_info; and which build this is, one series at 1 (agentd_build_info).
+ProcessCollector(registry=REGISTRY)
+PlatformCollector(registry=REGISTRY)
+BUILD = Info(
+    "agentd_build", "The running agentd's version, and what it runs on.", registry=REGISTRY
+)
+BUILD.info(
+    {"version": __version__, "python": platform.python_version(), "grpcio": grpc.__version__}
+)
 
 _known_tools: dict[str, str] = {}
 _served = 0
@@ -66,8 +90,39 @@ TASKS_READOPTED = Counter(
     "Background tasks that outlived a daemon and were taken over by this one.",
     registry=REGISTRY,
 )
+UNAUTHENTICATED = Counter(
+    "agentd_unauthenticated_calls",
+    "Calls on the TCP listener refused for a missing or wrong token (their bodies unread).",
+    registry=REGISTRY,
+)
 RELOADS = Counter(
     "agentd_config_reloads", "SIGHUP reloads, by result (ok, error).", ["result"], registry=REGISTRY
+)
+LOOP_DELAY_SECONDS = Histogram(
+    "agentd_event_loop_delay_seconds",
+    "How late the event loop ran a timer (looplag.py): time it was held by one piece of work.",
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+    registry=REGISTRY,
+)
+LOOP_LONGEST_DELAY = Gauge(
+    "agentd_event_loop_longest_delay_seconds",
+    "The longest the event loop was held since the daemon started.",
+    registry=REGISTRY,
+)
+STATE_DISK_FULL = Gauge(
+    "agentd_state_disk_full",
+    "1 while the state disk refuses writes (a write failed and no commit has succeeded).",
+    registry=REGISTRY,
+)
+EVENTS_UNJOURNALED = Gauge(
+    "agentd_events_unjournaled",
+    "Events lost from the journal for want of space since start (refused or rolled back).",
+    registry=REGISTRY,
+)
+STATE_DATABASE_PROBLEM = Gauge(
+    "agentd_state_database_problem",
+    "1 once the state database was found deleted, replaced or damaged while running.",
+    registry=REGISTRY,
 )
 RUNNING_CALLS = Gauge("agentd_running_calls", "Tool calls running now.", registry=REGISTRY)
 RUNNING_TASKS = Gauge("agentd_running_tasks", "Background tasks running now.", registry=REGISTRY)
@@ -144,6 +199,21 @@ def task_readopted() -> None:
 def tasks_readopted() -> int:
     """Tasks taken over from a previous daemon since start, for `agentctl status`."""
     return _readopted
+
+
+_longest_delay = 0.0
+
+
+def unauthenticated_call() -> None:
+    UNAUTHENTICATED.inc()
+
+
+def loop_delay(seconds: float) -> None:
+    global _longest_delay
+    LOOP_DELAY_SECONDS.observe(seconds)
+    if seconds > _longest_delay:
+        _longest_delay = seconds
+        LOOP_LONGEST_DELAY.set(seconds)
 
 
 def watch(gauge: Gauge, read: Callable[[], float]) -> None:

@@ -9,7 +9,8 @@ synchronous operation and switches back before it does anything else, so the eve
 loop may switch too, between two awaits.
 
 Dropping fsuid from 0 also drops CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER and
-CAP_CHOWN from the thread's effective set, and brings them back when it returns to 0.
+CAP_CHOWN from the thread's effective set, and brings them back when it returns to 0;
+CAP_SYS_RESOURCE (the filesystem's reserve) is dropped and brought back here (reserve).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from agentd.fs import reserve
 
 T = TypeVar("T")
 
@@ -111,9 +114,13 @@ def acting_as(identity: FsIdentity | None) -> Iterator[None]:
             _setgroups(groups)
         raise
     _local.identity = identity
+    # Nor what the session could not fill itself: the state disk's reserve (fs/reserve).
+    gave_up = reserve.give_up()
     try:
         yield
     finally:
+        if gave_up:
+            reserve.take_back()
         _local.identity = None
         _restore(identity, uid, gid, groups)
 

@@ -29,6 +29,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from agentd.fs import reserve
+
 log = logging.getLogger(__name__)
 
 # Every temp name made by an atomic write matches this shape (see fsaccess).
@@ -47,8 +49,10 @@ class TempLedger:
 
     def _append(self, record: dict[str, Any]) -> None:
         # One write() per line on an O_APPEND descriptor: lines of concurrent writers
-        # never interleave.
-        os.write(self._fd, (json.dumps(record) + "\n").encode())
+        # never interleave. The daemon's own state: it may use the disk's reserve, even
+        # from a thread acting as a session (fs/reserve.py).
+        with reserve.as_daemon():
+            os.write(self._fd, (json.dumps(record) + "\n").encode())
 
     def begin(self, root: str, rel_dir: str, name: str, identity: Any) -> str:
         """Record a temp file about to be made; the token names it in later calls."""

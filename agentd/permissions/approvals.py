@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentd.foundation.errors import InvalidRequest, NotFound
-from agentd.permissions.asker import Answer, Asker
+from agentd.permissions.asker import Answer, Asker, waiting
 from agentd.permissions.decision import Behavior
 from agentd.permissions.settings import MergedSettings, SettingsLoader, UntrustedFile
 from agentd.permissions.trust import (
@@ -124,7 +124,6 @@ class Approvals:
         log.warning("session %s: %s", session.id, reason)
 
     async def _offer(self, session: Session, ctx: ToolContext, file: UntrustedFile) -> Answer:
-        await ctx.progress(message="waiting for a person to trust the workspace settings")
         return await self.asker.ask(
             session.id,
             tool_use_id=ctx.tool_use_id,
@@ -135,8 +134,8 @@ class Approvals:
                 "unasked; trusting applies exactly this content, until it changes:",
                 *describe_widening(file.widens),
             ],
-            suggested_rule="",
             cancelled=ctx.cancelled,
+            announce=waiting(ctx, "waiting for a person to trust the workspace settings"),
         )
 
     async def ignored(self, session: Session) -> list[tuple[str, str, dict[str, Any], str]]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,20 @@ class _Pending:
     rule_choices: tuple[str, ...] = ()
 
 
+def waiting(ctx: Any, message: str) -> Callable[[str, int], Awaitable[None]]:
+    """An `announce` for an ask made during a tool call: a progress update on the call's
+    stream (and to attached clients) naming the request and how many may answer it."""
+
+    async def announce(request_id: str, attached_clients: int) -> None:
+        await ctx.progress(
+            message=message,
+            permission_request_id=request_id,
+            attached_clients=attached_clients,
+        )
+
+    return announce
+
+
 class Asker:
     """Pending requests keyed by request id; the API answers them (ResolvePermission)."""
 
@@ -71,17 +85,27 @@ class Asker:
         tool_name: str,
         tool_input: dict[str, Any],
         reasons: list[str],
-        suggested_rule: str,
+        rule_choices: tuple[str, ...] = (),
         cancelled: asyncio.Event | None = None,
+        announce: Callable[[str, int], Awaitable[None]] | None = None,
     ) -> Answer:
-        """Publish a request and wait for the first answer, the timeout, or cancellation."""
+        """Publish a request and wait for the first answer, the timeout, or cancellation.
+        `rule_choices`: what an "always" answer may add, the suggested rule first.
+        `announce(request_id, attached_clients)` tells the caller once it is published
+        (its RunTool stream says so: `agentctl call` shows the request's code)."""
+        if cancelled is not None and cancelled.is_set():
+            return Answer(Behavior.DENY, "once", "cancelled")  # never shown: nobody waits for it
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
         expires_ms = int((time.time() + self.timeout_seconds) * 1000)
-        choices = rule_choices(suggested_rule, tool_name, tool_input)
+        choices = tuple(rule_choices)
+        events = self.sessions.log(session_id)
+        if announce is not None:
+            # Before the event, as the progress always came: a client replaying the journal
+            # knows it has caught up when it reaches the request (progress is not journaled).
+            await announce(request_id, events.subscriber_count)
         pending = _Pending(session_id, loop.create_future(), expires_ms, choices)
         self._pending[request_id] = pending
-        events = self.sessions.log(session_id)
         events.emit(
             "permission_requested",
             request_id=request_id,
@@ -89,7 +113,7 @@ class Asker:
             tool_name=tool_name,
             input=tool_input,
             reasons=list(reasons),
-            suggested_rule=suggested_rule,
+            suggested_rule=choices[0] if choices else "",
             expires_ms=expires_ms,
             rule_choices=list(choices),
         )
@@ -173,29 +197,3 @@ class Asker:
             answer.scope,
             answer.decided_by,
         )
-
-
-_SEGMENTS = re.compile(r"\|\||&&|[|;&\n]")
-
-
-def rule_choices(suggested: str, tool_name: str, tool_input: dict[str, Any]) -> tuple[str, ...]:
-    """What an "always" answer may add: the suggested rule, then narrower ones that still
-    cover this call (for a Bash prefix rule: longer prefixes of the command the rule is
-    for, down to that exact command). Never a broader one."""
-    if not suggested:
-        return ()
-    choices = [suggested]
-    command = tool_input.get("command")
-    m = re.fullmatch(r"Bash\((.+):\*\)", suggested)
-    if tool_name == "Bash" and m and isinstance(command, str):
-        prefix = m.group(1)
-        for segment in _SEGMENTS.split(command):
-            text = segment.strip()
-            if text == prefix or text.startswith(prefix + " "):
-                words = text[len(prefix) :].split()
-                for i in range(1, min(len(words), 3)):
-                    choices.append(f"Bash({prefix} {' '.join(words[:i])}:*)")
-                if "(" not in text and ")" not in text:
-                    choices.append(f"Bash({text})")
-                break
-    return tuple(dict.fromkeys(choices))

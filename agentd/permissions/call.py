@@ -100,11 +100,18 @@ class Allow:
 class Ask:
     decided_by: str
     reasons: list[str]
-    suggested_rule: str
+    # The rules an "always" answer may add, broadest first, each one allowing this call
+    # (offered.py); none when no allow rule could end this ask.
+    rule_choices: tuple[str, ...] = ()
     # Paths to grant the call if a person allows it.
     grants: list[str] = field(default_factory=list)
     # Decision.sandbox if a person allows it.
     sandbox: SandboxMode = SandboxMode.NORMAL
+
+    @property
+    def suggested_rule(self) -> str:
+        """The rule "always" adds unless a narrower one is chosen; "" when none is offered."""
+        return self.rule_choices[0] if self.rule_choices else ""
 
 
 def rule_note(rule: SourcedRule) -> str:

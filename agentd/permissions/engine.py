@@ -58,6 +58,7 @@ from agentd.permissions.call import Allow, Ask, Call, describe_call, rule_note
 from agentd.permissions.critical import critical_rm
 from agentd.permissions.decision import Behavior, Decision
 from agentd.permissions.matching import RuleMatcher
+from agentd.permissions.offered import rule_choices
 from agentd.permissions.outcomes import Outcomes
 from agentd.permissions.paths import is_within
 from agentd.permissions.protected_edits import explicit_allow, protected_reason
@@ -179,17 +180,17 @@ class PermissionEngine:
             ask = Ask(
                 "protected",
                 [protected],
-                self.rules.suggest(call, settings, session),
+                rule_choices(call, session, self.rules, protected=True),
                 grants_for(call, ctx),
             )
         elif call.is_bash and (critical := self._critical_rm(call, session)):
-            ask = Ask("classifier", [critical, *call.classification.reasons], "")
+            ask = Ask("classifier", [critical, *call.classification.reasons])
         elif verdict.behavior is Behavior.ASK:
+            # No "always": the hook asks before any allow rule is looked at.
             ask = Ask(
                 "hook",
                 [f"a PreToolUse hook asks: {verdict.reason or verdict.hook}"],
-                self.rules.suggest(call, settings, session),
-                grants_for(call, ctx),
+                grants=grants_for(call, ctx),
             )
         elif verdict.behavior is Behavior.ALLOW:
             return self.outcomes.allow(
@@ -214,11 +215,11 @@ class PermissionEngine:
                 mode=mode,
             )
         elif rule := self.rules.first(settings.ask, call, session, kind="ask"):
+            # No "always": ask rules come before allow rules.
             ask = Ask(
                 "rule",
                 [f"matches the ask rule {rule_note(rule)}", *bash_reasons(call)],
-                self.rules.suggest(call, settings, session),
-                grants_for(call, ctx),
+                grants=grants_for(call, ctx),
             )
         elif rule := self.rules.allowed(call, settings, session):
             return self.outcomes.allow(
@@ -239,9 +240,8 @@ class PermissionEngine:
                 mode=mode,
             )
         else:
-            outcome = tool_check(
-                call, session, settings, ctx, mode, self.rules.suggest(call, settings, session)
-            )
+            choices = rule_choices(call, session, self.rules)
+            outcome = tool_check(call, session, settings, ctx, mode, choices)
             if isinstance(outcome, Allow):
                 return self.outcomes.allow(
                     session,
@@ -347,5 +347,5 @@ class PermissionEngine:
         if critical := self._critical_rm(call, session):
             reasons.append(critical)
         reasons += bash_reasons(call) if not call.read_only() else []
-        ask = Ask("sandbox", reasons, "", sandbox=SandboxMode.UNSANDBOXED)
+        ask = Ask("sandbox", reasons, sandbox=SandboxMode.UNSANDBOXED)
         return await self.outcomes.ask(session, ctx, call, ask, mode, updated)

@@ -1,4 +1,4 @@
-"""Which rules match a call, and which rule an "always" answer adds.
+"""Which rules match a call (the rules an "always" answer offers: offered.py).
 
 Deny and ask rules see into a compound Bash command: any part that matches counts.
 Allow rules cover a Bash command only by what will run (bashrules.py): every part is
@@ -14,13 +14,11 @@ from typing import Any
 from agentd.permissions import bashrules
 from agentd.permissions.call import Call
 from agentd.permissions.rules import (
-    EDIT_TOOLS,
     Rule,
     SourcedRule,
     bash_spec_matches,
     domain_matches,
     path_matches,
-    url_host,
 )
 from agentd.permissions.settings import MergedSettings
 from agentd.sessions.session import Session
@@ -108,22 +106,3 @@ class RuleMatcher:
         if not self.classify(rest[0]).read_only:
             return None
         return used[0]
-
-    def suggest(self, call: Call, settings: MergedSettings, session: Session) -> str:
-        """The rule an "always" answer adds."""
-        if call.is_bash:
-            for cmd in call.classification.commands:
-                if self.classify(cmd.text).read_only:
-                    continue
-                # A prefix rule covers only a command whose text begins with it: not
-                # `git -c x status` (options before the subcommand); name that one exactly.
-                if cmd.program and cmd.prefix and bash_spec_matches(f"{cmd.prefix}:*", cmd.text):
-                    return f"Bash({cmd.prefix}:*)"
-                return f"Bash({cmd.text})"
-            return f"Bash({call.command})"
-        if call.path:
-            group = "Edit" if call.access_mode == "write" or call.name in EDIT_TOOLS else "Read"
-            return f"{group}(/{call.path})"
-        if call.url and (host := url_host(call.url)):
-            return f"WebFetch(domain:{host})"
-        return call.name

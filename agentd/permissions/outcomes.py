@@ -5,9 +5,10 @@ for an ask, the question put to the people attached (or the deny that replaces i
 from __future__ import annotations
 
 import logging
+import shlex
 from typing import Any
 
-from agentd.permissions.asker import Asker
+from agentd.permissions.asker import Asker, waiting
 from agentd.permissions.call import Ask, Call
 from agentd.permissions.decision import Behavior, Decision
 from agentd.sandboxing.mode import SandboxMode
@@ -111,7 +112,7 @@ class Outcomes:
         if mode == "dontAsk":
             how = (
                 f" The user can allow it with `agentctl perms --session {session.id} "
-                f"--allow '{ask.suggested_rule}'`."
+                f"--allow {shlex.quote(ask.suggested_rule)}`."
                 if ask.suggested_rule
                 else ""
             )
@@ -130,7 +131,7 @@ class Outcomes:
             if ask.suggested_rule:
                 ways.append(
                     f"add a rule with `agentctl perms --session {session.id} "
-                    f"--allow '{ask.suggested_rule}'`"
+                    f"--allow {shlex.quote(ask.suggested_rule)}`"
                 )
             ways.append(f"switch mode with `agentctl perms --session {session.id} --mode MODE`")
             return self.deny(
@@ -143,15 +144,15 @@ class Outcomes:
                 + "; or ".join(ways)
                 + ". Tell the user, or do something that needs no approval.",
             )
-        await ctx.progress(message="waiting for permission")
         answer = await self.asker.ask(
             session.id,
             tool_use_id=ctx.tool_use_id,
             tool_name=call.name,
             tool_input=call.args,
             reasons=ask.reasons,
-            suggested_rule=ask.suggested_rule,
+            rule_choices=ask.rule_choices,
             cancelled=ctx.cancelled,
+            announce=waiting(ctx, "waiting for permission"),
         )
         if answer.scope == "always" and (rule := answer.rule or ask.suggested_rule):
             allow = answer.decision is Behavior.ALLOW

@@ -1,7 +1,8 @@
 """Step 4 of the engine's order: a write to a protected path (`.git/`, `.claude/`, shell
-rc files: configuration that makes code run later) asks in every mode, unless an allow
-rule names that very path. Kept apart so the rule of what counts as "naming the path"
-sits next to the check it relaxes."""
+rc files: configuration that makes code run later; the list is
+agentd/sandboxing/codebearing.toml), existing or new, at any depth, asks in every mode,
+unless an allow rule names that very path. Kept apart so the rule of what counts as
+"naming the path" sits next to the check it relaxes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from agentd.permissions.matching import RuleMatcher
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import EDIT_TOOLS, SourcedRule
 from agentd.permissions.settings import MergedSettings
+from agentd.sandboxing.codebearing import table
 from agentd.sandboxing.protected import protected_name
 from agentd.sessions.session import Session
 
@@ -31,9 +33,11 @@ def protected_reason(call: Call, session: Session) -> str:
         ]
         rel = os.path.relpath(path, max(roots, key=len)) if roots else path
         if name := protected_name(rel):
+            match = table().by_name(rel)
+            why = f": {match.reason}" if match is not None else ""
             return (
                 f"{path} is a protected path ({name} holds configuration that makes code "
-                "run later), so a change to it always needs a person's approval"
+                f"run later{why}), so a change to it always needs a person's approval"
             )
     return ""
 

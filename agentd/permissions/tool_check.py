@@ -22,37 +22,33 @@ def tool_check(
     settings: MergedSettings,
     ctx: ToolContext,
     mode: str,
-    suggested: str,
+    choices: tuple[str, ...],
 ) -> Allow | Ask:
-    """Allow or Ask by the call's own nature; `suggested` is the rule an Ask offers."""
+    """Allow or Ask by the call's own nature; `choices` are the rules an Ask offers."""
     if call.name in PERMISSIONLESS_TOOLS:
         return Allow("mode", f"{call.name} touches only the session's own state")
     if call.is_bash:
         if call.classification.read_only:
             # Nothing but the verdict allows it: the sandbox enforces the verdict.
             return Allow("classifier", "read-only command", sandbox=SandboxMode.READ_ONLY)
-        return Ask("classifier", bash_reasons(call), suggested)
+        return Ask("classifier", bash_reasons(call), choices)
     if call.path:
         inside = _inside(call.path, session, settings)
         grants = grants_for(call, ctx)
         if call.access_mode == "write" or call.name in EDIT_TOOLS:
             if not inside:
-                return Ask(
-                    "mode", [f"writes {call.path}, outside the workspace"], suggested, grants
-                )
+                return Ask("mode", [f"writes {call.path}, outside the workspace"], choices, grants)
             if mode == "acceptEdits":
                 return Allow("mode", "acceptEdits mode: a file edit inside the workspace", grants)
-            return Ask(
-                "mode", [f"edits {call.path} ({mode} mode asks for edits)"], suggested, grants
-            )
+            return Ask("mode", [f"edits {call.path} ({mode} mode asks for edits)"], choices, grants)
         if inside or is_within(call.path, os.path.normpath(ctx.state_dir)):
             return Allow("mode", "a read inside the workspace", grants)
-        return Ask("mode", [f"reads {call.path}, outside the workspace"], suggested, grants)
+        return Ask("mode", [f"reads {call.path}, outside the workspace"], choices, grants)
     if call.url:
-        return Ask("mode", [f"fetches from {url_host(call.url) or call.url}"], suggested)
+        return Ask("mode", [f"fetches from {url_host(call.url) or call.url}"], choices)
     if call.read_only():
         return Allow("mode", "read-only tool")
-    return Ask("mode", [f"{call.name} is not read-only"], suggested)
+    return Ask("mode", [f"{call.name} is not read-only"], choices)
 
 
 def grants_for(call: Call, ctx: ToolContext) -> list[str]:

@@ -123,6 +123,8 @@ class Started:
     run: Run
     channels: Channels
     plan: LaunchPlan
+    # Its change reader runs (agentd/changes/reader.py): the shim took the watch fds.
+    watched: bool = False
 
     def cleanup(self) -> None:
         self.plan.staged.cleanup()
@@ -135,11 +137,14 @@ async def start_bash(
     readers: int | None,
     output_limit: int,
     register: Callable[[Output], None],
+    watch: tuple[int, int] | None = None,
 ) -> Started:
     """Start a Bash command: each attempt opens its output file in `tasks_dir` (readable
     by the `readers` group), its channels, and its `plan`, hands the command to a shim,
     and `register`s the output; it counts as started once bash ran (its BASH_ENV script
-    wrote into the channel). Raises ToolError when the sandbox could not start."""
+    wrote into the channel). Raises ToolError when the sandbox could not start. `watch`:
+    the fanotify group and change log of the call (agentd/changes/), for the shim's
+    reader."""
 
     async def attempt() -> tuple[Started | str, bool]:
         task_id = new_task_id()
@@ -151,7 +156,7 @@ async def start_bash(
             launch = await plan(channels)
             staged = launch.staged
             spawned = time.monotonic()
-            run = await _spawn(launch, output_path, output_fd, output_limit, channels)
+            run = await _spawn(launch, output_path, output_fd, output_limit, channels, watch)
             metrics.sandbox_started(time.monotonic() - spawned)
         except BaseException as exc:
             # Nothing started: nothing of this attempt stays behind.
@@ -167,7 +172,8 @@ async def start_bash(
         finally:
             os.close(output_fd)
             channels.started()
-        started = Started(task_id, run, channels, launch)
+        watched = watch is not None and isinstance(run, shim_client.ShimRun)
+        started = Started(task_id, run, channels, launch, watched)
         register(run.output)
         try:
             ran = await channels.wait_started(run.done)
@@ -193,7 +199,12 @@ async def start_bash(
 
 
 async def _spawn(
-    plan: LaunchPlan, output_path: str, output_fd: int, limit: int, channels: Channels
+    plan: LaunchPlan,
+    output_path: str,
+    output_fd: int,
+    limit: int,
+    channels: Channels,
+    watch: tuple[int, int] | None = None,
 ) -> Run:
     """The command started: under a shim (agentd/runs/shim/supervisor.py) when sandboxed, so
     that it can outlive the daemon as a task; in the daemon's process otherwise."""
@@ -206,6 +217,7 @@ async def _spawn(
             limit,
             channels.pass_fds,
             (channels.cwd_read,),
+            watch,
         )
         if run is not None:
             return run

@@ -262,6 +262,10 @@ class TaskManager:
                 self._runs.pop(tid)
         await self.stop_all()
 
+    def add_notice(self, session_id: str, text: str) -> None:
+        """A notification for the model, added to the session's next result."""
+        self._notices.setdefault(session_id, []).append(text)
+
     # builtins.list: in this class `list` is the method above.
     def take_notices(self, session_id: str) -> builtins.list[str]:
         return self._notices.pop(session_id, [])

@@ -2,8 +2,9 @@
 approved that exact call in a session whose policy allows unsandboxed commands.
 
 It still runs as the session's sandbox identity (never as root: a root daemon with no
-other identity refuses), with the sandbox's environment, in its own process group, with
-the same rlimits; what it loses is the mount, pid and network isolation and seccomp.
+other identity refuses), with the sandbox's environment, in its own process group, in
+the session's control group, with the same rlimits; what it loses is the mount, pid and
+network isolation and seccomp.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import os
 import signal
 from typing import Any
 
-from agentd_sandbox import SandboxPolicy, SandboxUnavailable
+from agentd_sandbox import SandboxPolicy, SandboxUnavailable, binaries
 from agentd_sandbox.bwrap import environment
+from agentd_sandbox.cgroups import join_prefix
 from agentd_sandbox.limits import prlimit_prefix
 
 
@@ -56,12 +58,22 @@ async def spawn(
     if uid == 0 or gid == 0:
         raise SandboxUnavailable("refusing to run a command outside the sandbox as root")
     kwargs: dict[str, Any] = {}
+    drop: list[str] = []
     if os.geteuid() != uid:
         if os.geteuid() != 0:
             raise SandboxUnavailable(f"cannot run as uid {uid}: the daemon is not root")
         kwargs = {"user": uid, "group": gid, "extra_groups": []}
+        setpriv = binaries.find("setpriv")
+        if policy.cgroup_procs:
+            # The session's group is joined as root, so the drop must come after it.
+            if setpriv is None:
+                raise SandboxUnavailable("setpriv (util-linux) is needed: install util-linux")
+            drop = [setpriv, f"--regid={gid}", f"--reuid={uid}", "--clear-groups", "--"]
+            kwargs = {}
     try:
         proc = await asyncio.create_subprocess_exec(
+            *join_prefix(policy.cgroup_procs),
+            *drop,
             *prlimit_prefix(policy.limits),
             *argv,
             stdin=asyncio.subprocess.DEVNULL,

@@ -7,7 +7,9 @@ import stat
 
 from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ToolError
+from agentd.fs import tmpfs
 from agentd.fs.identity import FsIdentity
+from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing.protected import sandbox_protection
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
@@ -35,6 +37,17 @@ def run_as(session: Session, config: Config) -> tuple[int, int] | None:
     return uid, session.sandbox_gid or gid
 
 
+def run_as_chosen_by(session: Session, config: Config) -> str:
+    """Why run_as picks the identity it picks, in words for a person."""
+    if os.geteuid() != 0:
+        return "the daemon's own user"
+    if session.owner_uid != 0:
+        return "the session's owner"
+    if os.stat(session.workspace_roots[0]).st_uid != 0:
+        return "the workspace's owner"
+    return "sandbox_uid, as root owns the workspace"
+
+
 def _gid_of(uid: int) -> int:
     import pwd
 
@@ -54,12 +67,18 @@ def session_tmp_dir(session: Session, config: Config) -> str:
     """The session's own temp dir, writable in its sandbox and kept between calls: root's
     and the session's group's (0770), so no other session's sandbox may enter it."""
     ident = run_as(session, config)
+    sized = config.session_tmp_bytes > 0  # 0: a plain directory, on /tmp's disk
     try:
-        return session_dirs.of(config.state_dir).tmp_dir(session.id, ident[1] if ident else None)
+        path = session_dirs.of(config.state_dir).tmp_dir(session.id, ident)
+        if sized and not tmpfs.is_sized(path):
+            # Root's and the session's group's, as the directory under it (dirs.py).
+            owner = (os.geteuid(), ident[1]) if ident else None
+            tmpfs.size(path, config.session_tmp_bytes, owner, mode=0o770)
     except OSError as exc:
         raise ToolError(
             f"Cannot prepare the sandbox: its temp dir cannot be made ({exc})"
         ) from None
+    return path
 
 
 def daemon_secrets(config: Config) -> list[str]:
@@ -80,6 +99,7 @@ def policy_for(
     """The session's sandbox; `read_only`: every workspace root read-only and no network,
     only the temp dir writable (a command run on the classifier's read-only verdict)."""
     ident = run_as(session, config)
+    procs, held = _session_group(session)
     env = {"TMPDIR": tmp_dir, **session.env}
     roots = list(session.workspace_roots)
     pinned: list[str] = []
@@ -110,13 +130,34 @@ def policy_for(
         cwd=session.cwd,
         uid=ident[0] if ident else None,
         gid=ident[1] if ident else None,
-        limits=Limits(
-            memory_bytes=config.bash_memory_bytes,
-            processes=config.bash_processes,
-            file_size_bytes=config.bash_file_size_bytes,
-            open_files=config.bash_open_files,
-        ),
+        limits=_limits(config, held),
         home=sandbox_home(tmp_dir, ident),
+        cgroup_procs=procs,
+    )
+
+
+def _session_group(session: Session) -> tuple[list[str], frozenset[str]]:
+    """The session's control group to join and what it holds (agentd.sandboxing.groups)."""
+    groups = session_groups.current()
+    if groups is None:
+        return [], frozenset()
+    try:
+        return groups.join(session.id), groups.controllers
+    except OSError as exc:
+        raise ToolError(
+            f"Cannot prepare the sandbox: the session's control group cannot be made ({exc})"
+        ) from None
+
+
+def _limits(config: Config, held: frozenset[str]) -> Limits:
+    """Per-process rlimits only for what the session's group does not hold."""
+    return Limits(
+        memory_bytes=None if "memory" in held else config.bash_memory_bytes,
+        processes=None if "pids" in held else config.bash_processes,
+        file_size_bytes=config.bash_file_size_bytes,
+        open_files=config.bash_open_files,
+        tmp_bytes=config.sandbox_tmp_bytes,
+        shm_bytes=config.sandbox_shm_bytes,
     )
 
 

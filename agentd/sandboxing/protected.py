@@ -3,8 +3,10 @@
 An edit to one of these can make a later, innocent-looking step run code (a git hook,
 a shell rc file, an editor task, agent settings), so the file tools ask a person for
 them in every mode (unless a rule names the path explicitly), and the sandbox shows
-the code-bearing ones read-only even inside a writable workspace. Claude Code protects
-the same names.
+the ones that exist at a workspace root read-only even inside a writable workspace.
+What a command creates or changes anywhere else in the workspace is held for a person
+by the change tracker (agentd/changes/). One list serves all three:
+agentd/sandboxing/codebearing.toml.
 """
 
 from __future__ import annotations
@@ -16,56 +18,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from agentd.fs.identity import FsIdentity, acting_as
+from agentd.sandboxing.codebearing import table
 from agentd_sandbox import anchored
-
-# A path with any of these as a component is protected.
-PROTECTED_DIRS: frozenset[str] = frozenset({".git", ".claude", ".vscode", ".idea"})
-# A path whose last component is one of these is protected.
-PROTECTED_FILES: frozenset[str] = frozenset(
-    {
-        ".gitconfig",
-        ".gitmodules",
-        ".bashrc",
-        ".bash_profile",
-        ".zshrc",
-        ".zprofile",
-        ".profile",
-        ".ripgreprc",
-        ".mcp.json",
-        ".claude.json",
-    }
-)
 
 
 def protected_name(path: str) -> str | None:
-    """The protected component `path` contains (".git", ".bashrc", …), or None."""
-    parts = [p for p in os.path.normpath(path).split(os.sep) if p]
-    for part in parts[:-1]:
-        if part in PROTECTED_DIRS:
-            return part
-    if parts and (parts[-1] in PROTECTED_DIRS or parts[-1] in PROTECTED_FILES):
-        return parts[-1]
-    return None
+    """The protected name in `path` (relative to a workspace root: ".git", ".bashrc",
+    ".vscode", …), or None."""
+    return table().for_file_tools(os.path.normpath(path))
 
 
-# Inside a git directory: what makes git run code or read elsewhere, shown read-only in
-# the sandbox. config names programs (core.fsmonitor, core.hooksPath, core.sshCommand,
-# filter/diff/merge drivers, aliases), config.worktree too (extensions.worktreeConfig),
-# hooks/ holds the programs themselves, and objects/info/alternates points git at other
-# object stores. Everything git writes in ordinary work (index, HEAD, refs/, objects/,
-# logs/, packed-refs, ORIG_HEAD, FETCH_HEAD, COMMIT_EDITMSG, info/exclude) stays
-# writable. info/attributes is not listed: it can only select drivers a config defines,
-# which the tracked .gitattributes can do as well.
-GIT_CODE_BEARING: tuple[str, ...] = (
-    "config",
-    "config.worktree",
-    "hooks",
-    "objects/info/alternates",
-)
+# Inside a git directory: what makes git run code or read elsewhere (the list's [[git]]
+# entries), shown read-only in the sandbox. Everything git writes in ordinary work
+# (index, HEAD, refs/, objects/, logs/, packed-refs, ORIG_HEAD, FETCH_HEAD,
+# COMMIT_EDITMSG, info/exclude) stays writable.
+GIT_CODE_BEARING: tuple[str, ...] = tuple("/".join(rule.parts) for rule in table().git)
 # Directories inside a git directory that are git directories themselves.
 GIT_NESTED: tuple[str, ...] = ("modules", "worktrees")
-# Protected directories other than .git: read-only whole.
-_READ_ONLY_DIRS: tuple[str, ...] = tuple(sorted(PROTECTED_DIRS - {".git"}))
 
 
 @dataclass
@@ -86,17 +55,19 @@ class SandboxProtection:
 def sandbox_protection(root: str, identity: FsIdentity | None = None) -> SandboxProtection:
     """The protected paths of workspace root `root` for its sandbox (see SandboxProtection).
 
-    Only the root's own entries count: rc files and editor settings deeper down are not
-    read by anything that runs them. Everything is looked at beneath the root's
-    descriptor with no link followed (agentd_sandbox.anchored), as the session's
-    `identity`: a name that is a link, or lies behind one, is not listed (the sandbox
-    binds nothing at a link's target), and no walk goes through a link.
+    Only the root's existing entries are mounted read-only (bwrap would otherwise leave
+    placeholders in the tree, and a walk per call would cost too much): deeper ones, and
+    missing ones a command creates, are held by the change tracker after the command.
+    Everything is looked at beneath the root's descriptor with no link followed
+    (agentd_sandbox.anchored), as the session's `identity`: a name that is a link, or
+    lies behind one, is not listed (the sandbox binds nothing at a link's target), and
+    no walk goes through a link.
     """
     out = SandboxProtection()
     with acting_as(identity), _opened_root(root) as root_fd:
         if root_fd is None:
             return out
-        for name in sorted(PROTECTED_FILES) + list(_READ_ONLY_DIRS):
+        for name in table().sandbox_names():
             if _kind(root_fd, name) not in (None, "link"):
                 out.read_only.append(os.path.join(root, name))
         git = os.path.join(root, ".git")

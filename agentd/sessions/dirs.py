@@ -23,23 +23,20 @@ sandbox identity, resolves each bind's path by name (even a descriptor's; it the
 that the inode it mounted is the descriptor's), so that identity must be able to walk
 to these directories: 0711 lets it walk, not list.
 
-A daemon whose state dir is gone for good (a test's, a reinstall) leaves its base; the
-next daemon to start removes it, found by its owner and mode and its `.owner` file, not
-by its name, once the state dir has had no database for GRACE_SECONDS.
+Which daemon made each session's directory is recorded in the owners dir
+(agentd/sessions/tmp_owners.py): the next daemon to start removes those of a daemon gone
+for good, and the base with the last of them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import re
 import stat
 import tempfile
 import threading
-import time
-from collections.abc import Callable
 
 from agentd.fs import trees
 
@@ -51,8 +48,6 @@ OWNER_NAME = ".owner"
 # The record, in the state dir, of where this daemon's base is.
 RECORD_NAME = "session-dirs"
 BASE_MODE = 0o711
-GRACE_SECONDS = 3600.0
-_SESSION_ID = re.compile(r"[0-9a-f]{32}")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -82,9 +77,10 @@ class SessionDirs:
         return os.path.join(self.session_path(session_id), "output")
 
     # ---- made ----
-    def tmp_dir(self, session_id: str, gid: int | None) -> str:
-        """The session's temp dir, made if need be: its sandbox's group may write it."""
-        return self._make(session_id, "tmp", gid, 0o770)
+    def tmp_dir(self, session_id: str, ident: tuple[int, int] | None) -> str:
+        """The session's temp dir, made if need be: its sandbox's group (`ident`'s) may
+        write it; its uid has no more right to it than any other."""
+        return self._make(session_id, "tmp", ident[1] if ident else None, 0o770)
 
     def output_dir(self, session_id: str, gid: int | None) -> str:
         """The session's output dir, made if need be: its sandbox's group may read it."""
@@ -108,29 +104,12 @@ class SessionDirs:
         """Everything the session had here (its temp dir and output files)."""
         return trees.remove_tree(self.session_path(session_id))
 
-    def sweep(self, known: Callable[[str], bool], started: float, now: float | None = None) -> int:
-        """At start: the directories of sessions this daemon no longer knows (reaped,
-        then a crash) made before `started`, and the bases of daemons gone for good.
-        The number of directories removed."""
-        now = time.time() if now is None else now
-        removed = 0
-        base = self.base()
-        for name in _listdir(base):
-            path = os.path.join(base, name)
-            if _SESSION_ID.fullmatch(name) and not known(name) and _mtime(path) < started:
-                trees.remove_tree(path)
-                removed += 1
-        for name in _listdir(PARENT):
-            path = os.path.join(PARENT, name)
-            if not name.startswith(PREFIX) or path == base:
-                continue
-            owner = _owner_of(path)
-            if owner is None or os.path.exists(os.path.join(owner[0], "agentd.db")):
-                continue
-            if now - owner[1] >= GRACE_SECONDS:
-                trees.remove_tree(path)
-                removed += 1
-        return removed
+    def remove_base(self) -> bool:
+        """The base, if it holds no session's directory any more (a stopped daemon's)."""
+        with self._lock:
+            path = self._base or self._recorded()
+            self._base = None
+        return path is not None and remove_if_empty(path)
 
     # ---- the base ----
     def _record_path(self) -> str:
@@ -240,17 +219,23 @@ def _owner_of(path: str) -> tuple[str, float] | None:
     return (text, ost.st_mtime) if os.path.isabs(text) else None
 
 
-def _listdir(path: str) -> list[str]:
+def remove_if_empty(base: str) -> bool:
+    """Remove `base`, a base a daemon of our user made, if only its .owner is left in it
+    (the last session's directory went); whether it went."""
+    if _owner_of(base) is None:
+        return False
     try:
-        return os.listdir(path)
-    except OSError as exc:
-        if exc.errno != errno.ENOENT:
-            log.warning("cannot list %s: %s", path, exc)
-        return []
-
-
-def _mtime(path: str) -> float:
-    try:
-        return os.lstat(path).st_mtime
+        fd = os.open(base, _DIR_FLAGS)
     except OSError:
-        return 0.0
+        return False
+    try:
+        if os.listdir(fd) != [OWNER_NAME]:
+            return False
+        os.unlink(OWNER_NAME, dir_fd=fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(base)
+    return not os.path.lexists(base)

@@ -25,8 +25,9 @@ from typing import Any, Protocol
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InvalidRequest, StorageFull
-from agentd.fs import trees
+from agentd.fs import tmpfs, trees
 from agentd.sessions import dirs as session_dirs
+from agentd.sessions import tmp_owners
 from agentd.sessions.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,8 @@ class Reaper:
         self.idle_closed = 0
         self.reaped = 0
         self.used_bytes = 0
+        # The sessions' files at the last measure (walking them is work for a pass).
+        self._files_bytes = 0
         # Over the cap with nothing left to reap: said once, until it is under again.
         self._over_cap = False
         self._runner: asyncio.Task[None] | None = None
@@ -194,6 +197,7 @@ class Reaper:
             await self.reap(session, f"the state is over its cap of {cap} bytes")
             freed = sizes.get(session.id, 0) + max(0, before - self._sessions.store.used_bytes())
             self.used_bytes -= freed
+            self._files_bytes -= sizes.get(session.id, 0)
             closed_for = (now_ms - self._closed_ms(session)) / 1000
             reaped.append(Collected(session.id, session.name, "reaped", closed_for, "size cap"))
         over = self.used_bytes > cap
@@ -216,7 +220,8 @@ class Reaper:
             return {sid: sum(trees.tree_bytes(d) for d in paths) for sid, paths in dirs.items()}
 
         sizes = await asyncio.get_running_loop().run_in_executor(None, walk)
-        self.used_bytes = self._sessions.store.used_bytes() + sum(sizes.values())
+        self._files_bytes = sum(sizes.values())
+        self.used_bytes = self._sessions.store.used_bytes() + self._files_bytes
         return sizes
 
     # ---- one session ----
@@ -238,18 +243,24 @@ class Reaper:
         except StorageFull as exc:
             log.warning("session %s: files deleted, its rows not yet: %s", session.id, exc)
             return
+        tmp_owners.forget(self.config.tmp_owners_dir, session.id)
         self.reaped += 1
         log.info("reaped session %s (%s)", session.id, why)
+
+    def on_create(self, session: Session) -> None:
+        """Record whose the session's directories will be (see tmp_owners)."""
+        paths = [self._tmp_dir_of(session), self._dirs.session_path(session.id)]
+        tmp_owners.record(self.config.tmp_owners_dir, session.id, self.config.state_dir, paths)
 
     async def on_close(self, session: Session) -> None:
         """A closed session's temp dir is of no use to anyone: it goes at once."""
         path = self._tmp_dir_of(session)
-        await asyncio.get_running_loop().run_in_executor(None, trees.remove_tree, path)
+        await asyncio.get_running_loop().run_in_executor(None, tmpfs.remove, path)
 
     async def remove_leftovers(self) -> None:
         """At start: the temp dirs of closed sessions that a crashed daemon left, the
         directories of sessions this store no longer knows, and those of daemons gone
-        for good (sessions/dirs.py)."""
+        for good (sessions/tmp_owners.py)."""
         paths = [self._tmp_dir_of(s) for s in self._sessions.list(include_closed=True) if s.closed]
         loop = asyncio.get_running_loop()
         removed = await loop.run_in_executor(None, _remove_all, paths)
@@ -257,10 +268,15 @@ class Reaper:
             log.info("removed %d temp dirs of closed sessions left by an earlier run", removed)
         ids = {s.id for s in self._sessions.list(include_closed=True)}
         cleaned = await loop.run_in_executor(
-            None, self._dirs.sweep, ids.__contains__, self._started
+            None,
+            tmp_owners.sweep,
+            self.config.tmp_owners_dir,
+            self.config.state_dir,
+            ids.__contains__,
+            self._started,
         )
         if cleaned:
-            log.info("removed %d session directories whose session or daemon is gone", cleaned)
+            log.info("removed the directories of %d sessions whose daemon is gone", cleaned)
 
     def _kept_dirs(self, session: Session) -> list[str]:
         return [self.config.session_dir(session.id), self._outputs.tasks_dir(session.id)]
@@ -279,7 +295,9 @@ class Reaper:
     def usage(self) -> dict[str, Any]:
         store = self._sessions.store
         return {
-            "used_bytes": self.used_bytes,
+            # The database and its log as they are now (they grow between passes), and
+            # the files as the last pass found them.
+            "used_bytes": store.used_bytes() + self._files_bytes,
             "max_bytes": self.config.state_max_bytes,
             "retention_seconds": self.config.retention_seconds,
             "session_idle_seconds": self.config.session_idle_seconds,
@@ -288,6 +306,7 @@ class Reaper:
             "closed_sessions": sum(1 for s in self._sessions.list(include_closed=True) if s.closed),
             "disk_full": bool(store.full_since),
             "events_unjournaled": store.unjournaled,
+            "database_problem": store.problem,
         }
 
 
@@ -295,6 +314,7 @@ def _remove_all(paths: list[str]) -> int:
     removed = 0
     for path in paths:
         try:
+            tmpfs.unmount(path)  # a session's temp dir is a tmpfs of its own
             removed += trees.remove_tree(path)
         except OSError as exc:
             log.warning("could not delete %s: %s", os.path.basename(path), exc)

@@ -128,6 +128,8 @@ class SessionManager:
         self.on_close: list[Callable[[Session], Awaitable[None]]] = []
         # Called with a session once it is created and stored.
         self.on_create: list[Callable[[Session], None]] = []
+        # Called with a new session before it is stored; one that raises refuses it.
+        self.admit: list[Callable[[Session], None]] = []
         for body in store.load_sessions():
             session = _session_from_dict(body, store.load_read_state(body["id"]))
             self._sessions[session.id] = session
@@ -202,6 +204,8 @@ class SessionManager:
             allow_unsandboxed=allow_unsandboxed,
         )
         self._assign_gid(session)
+        for admit in self.admit:
+            admit(session)
         # Stored and committed before it exists for anyone: a session the state disk
         # could not take is not half-created (not in memory, no row left to commit).
         try:
@@ -308,6 +312,8 @@ class SessionManager:
         log = self.log(session_id)
         log.emit("session_closed")
         log.close()
+        # Committed before the caller hears it is closed: a crash never reopens it.
+        self._store.flush()
         return session
 
 

@@ -10,8 +10,15 @@ written atomically and fsynced before the call answers), never a trust decision
 (committed before its reply), nothing on a clean stop (close() commits).
 
 A full disk (SQLITE_FULL, ENOSPC, EDQUOT) raises StorageFull from the write that hit
-it and sets `full_since`; the first write or commit that succeeds again clears it. It
-is logged once a minute at most, not once per event.
+it and sets `full_since`. SQLite may then roll the whole group back: its events are
+counted in `unjournaled` (with those refused outright) and logged as lost. Only a
+commit that held writes clears `full_since` (an empty one succeeds on a full disk and
+proves nothing). Both are logged once a minute at most, not once per event.
+
+The database is checked at start (quick_check) and watched while running: a file that
+is not a database, is damaged, cannot be written, or is deleted or replaced under the
+daemon is StateDamaged, one line saying what to do; while running it is logged, kept
+in `problem` and shown in the status.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
-from agentd.foundation.errors import StorageFull
+from agentd.foundation.errors import StateDamaged, StorageFull
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +49,46 @@ def is_full(exc: BaseException) -> bool:
     if isinstance(exc, sqlite3.OperationalError):
         return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+# Bytes of write-ahead log after which a checkpoint is asked for (SQLite's default
+# auto-checkpoint is 1,000 pages, about this).
+CHECKPOINT_BYTES = 4 * 1024 * 1024
+
+
+def _wal_bytes(path: str) -> int:
+    try:
+        return os.stat(path + "-wal").st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _damaged(path: str, why: str) -> str:
+    why = " ".join(why.replace("*", "").split())[:240]  # one line, whatever SQLite said
+    return (
+        f"agentd's state database {path} is damaged ({why}); stop agentd, move it aside "
+        f"(mv {path} {path}.damaged) and start again with an empty state, or try "
+        f"`sqlite3 {path} .recover` to save what it holds"
+    )
+
+
+def _unusable(path: str, exc: sqlite3.DatabaseError) -> str:
+    text = str(exc)
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return _damaged(path, text)
+    return (
+        f"agentd cannot use its state database {path} ({text}); make it and its directory "
+        f"{os.path.dirname(path)} writable by the user agentd runs as (uid {os.getuid()}), "
+        "or point --state-dir elsewhere"
+    )
 
 
 _SCHEMA = """
@@ -82,6 +129,32 @@ CREATE TABLE IF NOT EXISTS trusted_settings (
     approved_ms INTEGER NOT NULL,
     PRIMARY KEY (path, sha256)
 );
+CREATE TABLE IF NOT EXISTS open_calls (
+    session_id TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    started_ms INTEGER NOT NULL,
+    PRIMARY KEY (session_id, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+# Calls journaled as started and not as finished, in a journal written before the
+# open_calls table existed (found once, when the table is made).
+_OPEN_CALLS_OF_OLD_JOURNAL = """
+INSERT OR IGNORE INTO open_calls (session_id, tool_use_id, name, started_ms)
+SELECT s.session_id, json_extract(s.payload, '$.tool_use_id'),
+       coalesce(json_extract(s.payload, '$.name'), ''), s.time_ms
+FROM events s
+WHERE s.kind = 'call_started' AND json_extract(s.payload, '$.tool_use_id') IS NOT NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM events f
+    WHERE f.session_id = s.session_id AND f.kind = 'call_finished' AND f.seq > s.seq
+      AND json_extract(f.payload, '$.result.tool_use_id')
+          = json_extract(s.payload, '$.tool_use_id'))
 """
 
 
@@ -91,6 +164,7 @@ _SESSION_ROWS = (
     ("read_state", "session_id"),
     ("tasks", "session_id"),
     ("call_outputs", "session_id"),
+    ("open_calls", "session_id"),
     ("sessions", "id"),
 )
 
@@ -102,14 +176,29 @@ class Store:
     def __init__(self, path: str, flush_delay: float = FLUSH_DELAY) -> None:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         # Journal pages are read on other threads, each with a read-only connection of
         # its own (WAL: they never block the writer, nor it them).
         self._readers = threading.local()
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = self._open(path)
+        self._identity = _file_identity(path)
+        # What is wrong with the database found while running (deleted, replaced,
+        # damaged), one line; "" while it is fine.
+        self.problem = ""
+        # Checkpoints (copying the log into the database, with an fsync each) run on a
+        # thread of their own: on the event loop's commit they held it for 100s of ms.
+        self._db.execute("PRAGMA wal_autocheckpoint=0")
+        self._checkpoint_wanted = threading.Event()
+        self._checkpoint_asked = 0.0
+        self._closing = False
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop, name="wal-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
         self._db.execute("BEGIN")
+        # Writes in the open transaction, and how many of them are journal events: a
+        # rollback on a full disk loses them, and they are counted.
+        self._pending_writes = 0
+        self._pending_events = 0
         self._flush_delay = flush_delay
         self._flush_handle: asyncio.TimerHandle | None = None
         # session id -> the body last written by this connection (sessions are only
@@ -120,6 +209,52 @@ class Store:
         self._full_logged = 0.0
         # Events that could not be journaled for want of space, since the start.
         self.unjournaled = 0
+
+    @staticmethod
+    def _open(path: str) -> sqlite3.Connection:
+        """The database, checked: StateDamaged (one line) when it cannot be used."""
+        fresh = not os.path.exists(path)
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            had_open_calls = fresh or bool(
+                db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'open_calls'"
+                ).fetchone()
+            )
+            # Reads every page once: a damaged database is refused at start, not found
+            # later by an Attach that reads the damaged page.
+            verdict = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
+            if verdict != ["ok"]:
+                raise StateDamaged(_damaged(path, "; ".join(map(str, verdict))[:300]))
+            db.executescript(_SCHEMA)
+            if not had_open_calls:
+                db.execute(_OPEN_CALLS_OF_OLD_JOURNAL)
+        except sqlite3.DatabaseError as exc:
+            raise StateDamaged(_unusable(path, exc)) from None
+        return db
+
+    def check(self) -> str:
+        """Whether the database file is still the one opened: "" if so, else what
+        happened (one line, logged once). Called periodically (retention's pass)."""
+        now = _file_identity(self.path)
+        if now == self._identity or self.problem:
+            return self.problem
+        if now is None:
+            self.problem = (
+                f"agentd's state database {self.path} was deleted while agentd runs: what "
+                "happens from now on is lost at the next restart, and so is every session; "
+                "restore it from a backup, or restart agentd to begin an empty one"
+            )
+        else:
+            self.problem = (
+                f"agentd's state database {self.path} was replaced by another file while "
+                "agentd runs: agentd still writes to the one it opened, which the next start "
+                "will not find; put the original back or restart agentd to use the new one"
+            )
+        log.error("%s", self.problem)
+        return self.problem
 
     def _full_error(self, exc: BaseException) -> StorageFull:
         return StorageFull(
@@ -135,8 +270,9 @@ class Store:
             self._full_logged = now
             log.warning(
                 "state disk full (%s): calls that must store something are refused, "
-                "events are not journaled until space is freed",
+                "events are not journaled until space is freed (%d lost so far)",
                 exc,
+                self.unjournaled,
             )
 
     def _write(self, sql: str, params: Any = (), many: bool = False) -> None:
@@ -146,11 +282,26 @@ class Store:
                 self._db.executemany(sql, params)
             else:
                 self._db.execute(sql, params)
+            self._pending_writes += 1
         except (sqlite3.OperationalError, OSError) as exc:
+            self._rolled_back_if_so()
             self._raise_if_full(exc)
             raise
         finally:
             self._keep_transaction()
+
+    def _rolled_back_if_so(self) -> None:
+        """After a failed statement: if SQLite rolled the transaction back, what it held
+        is gone. Its events are counted and logged as lost; the sessions' cached bodies
+        are forgotten, so their next save writes them again."""
+        if self._db.in_transaction:
+            return
+        lost = self._pending_events
+        if self._pending_writes:
+            self._session_bodies.clear()
+        self._pending_writes = self._pending_events = 0
+        # Logged with the full disk's own line (_note_full), once a minute at most.
+        self.unjournaled += lost
 
     def _raise_if_full(self, exc: BaseException) -> None:
         """StorageFull (noted) for a failure for want of space; else nothing (the caller
@@ -185,19 +336,42 @@ class Store:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        if self.full_since and not self._pending_writes:
+            # An empty commit succeeds on a full disk: write something, so the commit
+            # below says whether there is room.
+            self._write(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)",
+                (str(time.time()),),
+            )
+        wrote = self._pending_writes
         try:
             if self._db.in_transaction:
                 self._db.execute("COMMIT")
+            self._pending_writes = self._pending_events = 0
             self._db.execute("BEGIN")
         except (sqlite3.OperationalError, OSError) as exc:
+            self._rolled_back_if_so()
             self._raise_if_full(exc)
             raise
         finally:
             self._keep_transaction()
-        # Only a commit that succeeds says the disk has room again (a write may just sit
-        # in the cache).
-        if self.full_since:
-            log.warning("state disk writable again after %.0fs", time.time() - self.full_since)
+        now = time.monotonic()
+        # The log file keeps its size when SQLite starts it over: asked at most once a
+        # second while it is large.
+        if (
+            wrote
+            and now - self._checkpoint_asked > 1.0
+            and _wal_bytes(self.path) > CHECKPOINT_BYTES
+        ):
+            self._checkpoint_asked = now
+            self._checkpoint_wanted.set()
+        # Only a commit that held writes says the disk has room again.
+        if self.full_since and wrote:
+            log.warning(
+                "state disk writable again after %.0fs (%d journal events lost meanwhile)",
+                time.time() - self.full_since,
+                self.unjournaled,
+            )
             self.full_since = 0.0
 
     def _flush_later(self) -> None:
@@ -209,7 +383,27 @@ class Store:
         except StorageFull:
             self._dirty()
 
+    def _checkpoint_loop(self) -> None:
+        """Copy the log into the database when it grew (PASSIVE: never waits for, nor
+        blocks, the writer or the readers)."""
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            while True:
+                self._checkpoint_wanted.wait()
+                self._checkpoint_wanted.clear()
+                if self._closing:
+                    return
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.Error as exc:
+                    log.warning("state database checkpoint failed: %s", exc)
+        finally:
+            db.close()
+
     def close(self) -> None:
+        self._closing = True
+        self._checkpoint_wanted.set()
+        self._checkpointer.join(timeout=30)
         with contextlib.suppress(StorageFull):
             self.flush()
         with contextlib.suppress(sqlite3.Error):
@@ -292,7 +486,33 @@ class Store:
             "INSERT INTO events (session_id, seq, time_ms, kind, payload) VALUES (?, ?, ?, ?, ?)",
             (session_id, seq, time_ms, kind, text),
         )
+        self._pending_events += 1
         self._dirty()
+
+    # calls started and not yet finished: what a crash leaves open (sessions.recovery)
+    def call_opened(self, session_id: str, tool_use_id: str, name: str, started_ms: int) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO open_calls (session_id, tool_use_id, name, started_ms) "
+            "VALUES (?, ?, ?, ?)",
+            (session_id, tool_use_id, name, started_ms),
+        )
+        self._dirty()
+
+    def call_closed(self, session_id: str, tool_use_id: str) -> None:
+        self._write(
+            "DELETE FROM open_calls WHERE session_id = ? AND tool_use_id = ?",
+            (session_id, tool_use_id),
+        )
+        self._dirty()
+
+    def open_calls(self) -> list[tuple[str, str, str, int]]:
+        """(session_id, tool_use_id, name, started_ms) of every call left open."""
+        return list(
+            self._db.execute(
+                "SELECT session_id, tool_use_id, name, started_ms FROM open_calls "
+                "ORDER BY session_id, started_ms"
+            )
+        )
 
     def events_after(
         self, session_id: str, after_seq: int, up_to: int | None = None
@@ -317,19 +537,23 @@ class Store:
             uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
             db = sqlite3.connect(uri, uri=True, isolation_level=None)
             self._readers.db = db
-        rows = db.execute(
-            "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? AND seq > ? "
-            "AND seq <= ? ORDER BY seq LIMIT ?",
-            (session_id, after_seq, up_to, max_rows),
-        )
         page: list[tuple[int, int, str, dict[str, Any], int]] = []
-        used = 0
-        for seq, time_ms, kind, payload in rows:
-            page.append((seq, time_ms, kind, json.loads(payload), len(payload)))
-            used += len(payload)
-            if used >= max_bytes:
-                break
-        rows.close()
+        try:
+            rows = db.execute(
+                "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? "
+                "AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                (session_id, after_seq, up_to, max_rows),
+            )
+            used = 0
+            for seq, time_ms, kind, payload in rows:
+                page.append((seq, time_ms, kind, json.loads(payload), len(payload)))
+                used += len(payload)
+                if used >= max_bytes:
+                    break
+            rows.close()
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            # Damaged since start (quick_check passed then): one line, no traceback.
+            raise StateDamaged(_damaged(self.path, str(exc)[:200])) from None
         return page
 
     def last_event_ms(self, session_id: str) -> int:

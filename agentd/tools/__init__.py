@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from agentd.tools.base import Tool
+if TYPE_CHECKING:  # not at run time: the decoding worker imports this package, and no more
+    from agentd.tools.base import Tool
 
 TOOL_MODULES: tuple[str, ...] = (
     "read",

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ContentBlock",
+    "DocumentBlock",
     "FileAccess",
+    "Hints",
     "ImageBlock",
     "InputError",
     "ReadOnlyTool",
@@ -48,7 +50,16 @@ class ImageBlock:
     data: bytes
 
 
-ContentBlock = TextBlock | ImageBlock
+@dataclass(frozen=True, slots=True)
+class DocumentBlock:
+    """A document the model reads itself (a PDF: its pages' text and images), as the
+    Messages API's `document` block carries it."""
+
+    media_type: str
+    data: bytes
+
+
+ContentBlock = TextBlock | ImageBlock | DocumentBlock
 
 
 @dataclass(slots=True)
@@ -124,6 +135,18 @@ class ToolContext:
         return None if ident is None else FsIdentity(*ident)
 
 
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """What any call of a tool may do, whatever its input, for clients that show or sort
+    tools by it (MCP's tool annotations). Hints, never guarantees: each call is still
+    decided and sandboxed on its own. The defaults fail closed: may change and destroy."""
+
+    read_only: bool = False
+    destructive: bool = True  # may change or delete what was there, not only add
+    idempotent: bool = False  # a second identical call changes nothing more
+    open_world: bool = False  # may reach beyond the workspace (the network)
+
+
 class Tool:
     """Subclass, fill in the class attributes, implement `call`; register in tools/__init__."""
 
@@ -134,6 +157,7 @@ class Tool:
     input_schema: ClassVar[dict[str, Any]]
     # A result whose text is longer goes to a file, replaced by a preview and the path.
     max_result_chars: ClassVar[int] = 100_000
+    hints: ClassVar[Hints] = Hints()
 
     def is_read_only(self, args: dict[str, Any]) -> bool:
         return False
@@ -167,6 +191,8 @@ class Tool:
 
 class ReadOnlyTool(Tool):
     """A tool that changes nothing: it may run without asking and beside other such calls."""
+
+    hints: ClassVar[Hints] = Hints(read_only=True, destructive=False, idempotent=True)
 
     def is_read_only(self, args: dict[str, Any]) -> bool:
         return True

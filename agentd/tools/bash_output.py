@@ -6,7 +6,7 @@ import os
 from typing import Any, ClassVar
 
 from agentd.foundation.errors import InputError
-from agentd.tools.base import ReadOnlyTool, ToolContext, ToolResult
+from agentd.tools.base import Hints, ReadOnlyTool, ToolContext, ToolResult
 from agentd.tools.search.patterns import compile_pattern, matching_lines
 
 DESCRIPTION = """\
@@ -21,6 +21,8 @@ MAX_BYTES = 30_000
 
 class BashOutputTool(ReadOnlyTool):
     name = "BashOutput"
+    # Each call returns what is new since the last: not idempotent.
+    hints = Hints(read_only=True, destructive=False)
     description = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",

@@ -10,8 +10,8 @@ from typing import Any
 from agentd.foundation.errors import InputError
 from agentd.fs import access as fsaccess
 from agentd.sessions.session import Session
-from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
-from agentd.tools.files import filestate, textdiff
+from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
+from agentd.tools.files import filestate, textdiff, trailing
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
 STALE_NOTE = (
@@ -147,6 +147,7 @@ async def save_target(session: Session, target: Target, content: str) -> None:
 
 class EditTool(Tool):
     name = "Edit"
+    hints = Hints()  # changes what is there; a repeat finds other text
     description = (
         "Replace exact text in a file. old_string must match the file exactly (indentation "
         "included; line-number prefixes from Read are not part of the file) and exactly once, "
@@ -155,7 +156,8 @@ class EditTool(Tool):
         "the edit still applies to its current content when old_string matches, and the "
         "result says so.\n"
         "- Straight quotes in old_string also match curly quotes in the file; the file's "
-        "quote style, encoding and line endings are kept.\n"
+        "quote style, encoding and line endings are kept. Whitespace at the end of "
+        "new_string's lines is removed, except in Markdown (.md, .mdx) files.\n"
         "- An empty old_string creates a file that does not exist yet.\n"
         "- Use NotebookEdit for .ipynb files; for several changes to one file, MultiEdit."
     )
@@ -187,10 +189,9 @@ class EditTool(Tool):
         target = await load_target(
             session, args["file_path"], creating=old == "", roots=ctx.roots("write"), ctx=ctx
         )
+        new = new_string(args["file_path"], old, args["new_string"], target)
         old_n = old.replace("\r\n", "\n") if target.codec.crlf else old
-        new_n = (
-            args["new_string"].replace("\r\n", "\n") if target.codec.crlf else args["new_string"]
-        )
+        new_n = new.replace("\r\n", "\n") if target.codec.crlf else new
         applied = apply_edit(target.content, old_n, new_n, replace_all)
         await save_target(session, target, applied.content)
         path = target.loc.path
@@ -201,13 +202,29 @@ class EditTool(Tool):
         data: dict[str, Any] = {
             "filePath": args["file_path"],
             "oldString": applied.old,
-            "newString": args["new_string"],
+            "newString": new,
             "originalFile": target.content,
-            "structuredPatch": textdiff.structured_patch(target.content, applied.content),
+            "structuredPatch": await textdiff.patch_for(
+                session.id, target.content, applied.content
+            ),
             "userModified": False,
             "replaceAll": replace_all,
         }
         return edit_result(text, data, target)
+
+
+def new_string(file_path: str, old: str, new: str, target: Target) -> str:
+    """`new` as it goes into the file: line-end whitespace trimmed as the reference trims
+    it (trailing.py), in a file that exists; InputError if that leaves no change."""
+    if not target.exists:
+        return new
+    new = trailing.as_written(file_path, new)
+    if new == old:
+        raise InputError(
+            "old_string and new_string differ only in whitespace at line ends, which is "
+            "trimmed outside Markdown files, so there is nothing to change."
+        )
+    return new
 
 
 def edit_result(text: str, data: dict[str, Any], target: Target) -> ToolResult:

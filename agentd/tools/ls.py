@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import fnmatch
 import os
+import re
 import stat
 from collections import deque
 from typing import Any, ClassVar
@@ -29,6 +30,10 @@ from agentd.fs import identity as fsidentity
 from agentd.tools.base import FileAccess, InputError, ReadOnlyTool, ToolContext, ToolResult
 
 MAX_ENTRIES = 1000
+# An ignore list past these is not a list of names to leave out: refused, since matching
+# a megabyte-long glob against every entry held a CPU for seconds.
+MAX_IGNORE_PATTERNS = 256
+MAX_IGNORE_CHARS = 1024
 SKIPPED_NAMES = frozenset({"__pycache__"})
 NOT_DESCENDED = frozenset({"node_modules"})
 
@@ -64,6 +69,11 @@ class LS(ReadOnlyTool):
         ignore = args.get("ignore", [])
         if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
             raise InputError("ignore must be a list of glob patterns (strings).")
+        if len(ignore) > MAX_IGNORE_PATTERNS or any(len(g) > MAX_IGNORE_CHARS for g in ignore):
+            raise InputError(
+                f"ignore takes at most {MAX_IGNORE_PATTERNS} glob patterns of at most "
+                f"{MAX_IGNORE_CHARS} characters each; list a subdirectory or use Glob instead."
+            )
         # Outside the workspace: the permission check decides; call() checks again.
         with contextlib.suppress(PathOutsideWorkspace):
             _directory(args.get("path"), ctx)
@@ -71,7 +81,7 @@ class LS(ReadOnlyTool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         loc = _directory(args.get("path"), ctx)
         root = loc.path
-        ignore = list(args.get("ignore") or [])
+        ignore = _compile(list(args.get("ignore") or []))
         entries, truncated = await asyncio.to_thread(_walk_as, loc, ignore)
 
         lines = [f"- {root.rstrip('/')}/"]
@@ -111,17 +121,34 @@ def _directory(raw: str | None, ctx: ToolContext) -> fsaccess.Located:
     return loc
 
 
-def _ignored(name: str, rel: str, patterns: list[str]) -> bool:
+def _compile(patterns: list[str]) -> list[tuple[re.Pattern[str], re.Pattern[str] | None]]:
+    """Each glob as a regex, once per call (not once per entry walked): the pattern, and
+    for a `**/` one the rest, matched against a bare name too."""
+    out = []
     for pattern in patterns:
         bare = pattern.rstrip("/")
-        if fnmatch.fnmatchcase(name, bare) or fnmatch.fnmatchcase(rel, bare):
+        rest = bare[3:] if bare.startswith("**/") else None
+        out.append(
+            (
+                re.compile(fnmatch.translate(bare)),
+                re.compile(fnmatch.translate(rest)) if rest is not None else None,
+            )
+        )
+    return out
+
+
+def _ignored(
+    name: str, rel: str, patterns: list[tuple[re.Pattern[str], re.Pattern[str] | None]]
+) -> bool:
+    for whole, rest in patterns:
+        if whole.match(name) or whole.match(rel):
             return True
-        if bare.startswith("**/") and fnmatch.fnmatchcase(name, bare[3:]):
+        if rest is not None and rest.match(name):
             return True
     return False
 
 
-def _walk_as(loc: fsaccess.Located, ignore: list[str]) -> tuple[list[tuple[str, bool]], bool]:
+def _walk_as(loc: fsaccess.Located, ignore: list[Any]) -> tuple[list[tuple[str, bool]], bool]:
     """`_walk` of the directory at `loc`, as `loc`'s identity."""
     with fsidentity.acting_as(loc.identity):
         root_fd = fsaccess.open_beneath(loc, os.O_PATH | os.O_DIRECTORY)
@@ -131,7 +158,7 @@ def _walk_as(loc: fsaccess.Located, ignore: list[str]) -> tuple[list[tuple[str, 
             os.close(root_fd)
 
 
-def _walk(root_fd: int, ignore: list[str]) -> tuple[list[tuple[str, bool]], bool]:
+def _walk(root_fd: int, ignore: list[Any]) -> tuple[list[tuple[str, bool]], bool]:
     """Entries below `root_fd` as (path relative to it, is_dir), breadth-first, capped."""
     entries: list[tuple[str, bool]] = []
     queue: deque[str] = deque([""])

@@ -5,8 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from agentd.foundation.errors import InputError
-from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
-from agentd.tools.edit import CURRENT_NOTE, apply_edit, edit_result, load_target, save_target
+from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
+from agentd.tools.edit import (
+    CURRENT_NOTE,
+    apply_edit,
+    edit_result,
+    load_target,
+    new_string,
+    save_target,
+)
 from agentd.tools.files import textdiff
 
 PREVIEW_CHARS = 60
@@ -18,6 +25,7 @@ def _preview(text: str) -> str:
 
 class MultiEditTool(Tool):
     name = "MultiEdit"
+    hints = Hints()  # as Edit's
     description = (
         "Make several replacements in one file in one call. Each entry of edits works like "
         "Edit (old_string, new_string, replace_all) and applies to the text left by the "
@@ -81,7 +89,15 @@ class MultiEditTool(Tool):
         )
         crlf = target.codec.crlf
         content = target.content
+        # Each new_string as it goes into the file (line-end whitespace trimmed).
+        edits = [dict(e) for e in edits]
         for number, edit in enumerate(edits, 1):
+            try:
+                edit["new_string"] = new_string(
+                    args["file_path"], edit["old_string"], edit["new_string"], target
+                )
+            except InputError as exc:
+                raise InputError(f"Edit {number}: {exc}") from None
             old, new = edit["old_string"], edit["new_string"]
             if crlf:
                 old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
@@ -110,7 +126,7 @@ class MultiEditTool(Tool):
                 for e in edits
             ],
             "originalFileContents": target.content,
-            "structuredPatch": textdiff.structured_patch(target.content, content),
+            "structuredPatch": await textdiff.patch_for(session.id, target.content, content),
             "userModified": False,
         }
         return edit_result(text, data, target)

@@ -10,7 +10,7 @@ import secrets
 from typing import Any
 
 from agentd.foundation.errors import InputError, ToolError
-from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
+from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
 from agentd.tools.files import filestate
 from agentd.tools.formats.notebooks import join_source, notebook_language
 
@@ -48,6 +48,7 @@ def _validation_error(notebook: dict[str, Any]) -> str | None:
 
 class NotebookEditTool(Tool):
     name = "NotebookEdit"
+    hints = Hints()  # insert and delete are not idempotent
     description = (
         "Change one cell of a Jupyter notebook (.ipynb). notebook_path may be absolute or "
         "relative to the working directory. Cells are named by their id as Read shows it "

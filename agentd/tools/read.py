@@ -100,9 +100,11 @@ class ReadTool(ReadOnlyTool):
         "- Text comes back with numbered lines (`N<TAB>line`), numbered from 1.\n"
         "- The whole file is returned by default. A file over 256KB needs offset (first line, "
         "from 1) and limit (number of lines); or set allow_large to read it all anyway.\n"
-        "- Images (PNG, JPEG, GIF, WebP) are shown as images. PDFs return their text per page; "
-        f'use pages ("3" or "1-5", at most {pdfs.MAX_PDF_PAGES} per call) for long documents. '
-        "Jupyter notebooks (.ipynb) return their cells with their outputs.\n"
+        "- Images (PNG, JPEG, GIF, WebP) are shown as images, scaled to fit 2000x2000. PDFs "
+        "are shown as documents (each page's text and image); a PDF of more than "
+        f'{pdfs.MAX_WHOLE_PAGES} pages needs pages ("3" or "1-5", at most '
+        f"{pdfs.MAX_PDF_PAGES} per call). Jupyter notebooks (.ipynb) return their cells with "
+        "their outputs.\n"
         "- Directories, binary files and devices cannot be read: list directories with ls.\n"
         "- Reading a file is required before Write, Edit, MultiEdit or NotebookEdit change it.\n"
         "- You may read several files at once with parallel calls."
@@ -166,7 +168,10 @@ class ReadTool(ReadOnlyTool):
             # than the hop to a worker thread and back.
             current = self._read(session, loc) if small else None
         if current is not None:
-            return self._render(args, session, loc, current)
+            if _image_type(current.data, ext) is None and not current.data.startswith(b"%PDF-"):
+                return self._render(args, session, loc, current)
+            # An image or PDF without its extension: decoding it is no work for the loop.
+            return await asyncio.to_thread(self._render, args, session, loc, current)
         # Anything else in one hop to a worker thread, the read and the rendering
         # together, so the loop never waits on a large file.
         return await asyncio.to_thread(self._read_and_render, args, session, loc)
@@ -204,9 +209,12 @@ class ReadTool(ReadOnlyTool):
         if media_type is None and ext in _IMAGE_EXTENSIONS:
             raise ToolError(_not_an_image(loc.path, data))
         if media_type is not None:
-            result = self._image(args, data, media_type)
+            result = self._image(loc, data, media_type)
         elif ext == ".pdf" or data.startswith(b"%PDF-"):
-            result = pdfs.render_pdf(args, data, pages)
+            ident = loc.identity
+            result = pdfs.render_pdf(
+                loc.path, data, pages, (ident.uid, ident.gid) if ident else None
+            )
         elif ext == ".ipynb" and (notebook := notebooks.load_notebook(data)) is not None:
             result = notebooks.render_notebook(args, notebook, MAX_LARGE_CHARS)
         else:
@@ -306,10 +314,19 @@ class ReadTool(ReadOnlyTool):
         )
         return result
 
-    def _image(self, args: dict[str, Any], data: bytes, media_type: str) -> ToolResult:
+    def _image(self, loc: fsaccess.Located, data: bytes, media_type: str) -> ToolResult:
         # Scaled to the API's limits as the reference does (see images); a scaled image
         # comes with the reference's note on mapping coordinates back.
-        fitted = images.fit(data, media_type)
+        ident = loc.identity
+        try:
+            fitted = images.fit(data, media_type, (ident.uid, ident.gid) if ident else None)
+        except images.ImageError as exc:
+            # Never sent as it is: the API would refuse the whole request.
+            raise ToolError(
+                f"{loc.path} was not sent as an image: {exc}. Check it with `file` through "
+                "Bash; if it is an image, convert or scale it with a tool (ImageMagick, "
+                "Pillow) and Read the result."
+            ) from None
         note = fitted.note
         return ToolResult(
             [ImageBlock(fitted.media_type, fitted.data), *([TextBlock(note)] if note else [])],

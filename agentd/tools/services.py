@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentd.foundation.config import Config
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
 from agentd.sessions.session import Session
+
+if TYPE_CHECKING:  # the tracker asks people: permissions import the tools
+    from agentd.changes.service import ChangeTracker
 
 # TodoWrite changed a session's list: said to the attached clients.
 TodosChanged = Callable[[Session, list[dict[str, Any]]], Awaitable[None]]
@@ -33,3 +36,5 @@ class Services:
     outputs: Outputs
     on_todos_changed: TodosChanged
     on_cwd_changed: CwdChanged
+    # What a writing Bash call changed, its code-bearing changes held for a person.
+    changes: ChangeTracker

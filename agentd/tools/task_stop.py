@@ -6,7 +6,7 @@ import json
 from typing import Any, ClassVar
 
 from agentd.foundation.errors import InputError
-from agentd.tools.base import Tool, ToolContext, ToolResult
+from agentd.tools.base import Hints, Tool, ToolContext, ToolResult
 
 DESCRIPTION = """\
 Stops a background task (a background Bash command, or one moved to the background \
@@ -16,6 +16,7 @@ file stays readable and ends with its exit code."""
 
 class TaskStopTool(Tool):
     name = "TaskStop"
+    hints = Hints(idempotent=True)  # kills; a stopped task stays stopped
     aliases = ("KillShell",)
     description = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-from agentd.tools.base import InputError, Tool, ToolContext, ToolResult
+from agentd.tools.base import Hints, InputError, Tool, ToolContext, ToolResult
 
 STATUSES = ("pending", "in_progress", "completed")
 FIELDS = ("content", "status", "activeForm")
@@ -28,6 +28,8 @@ RESULT_TEXT = (
 
 class TodoWrite(Tool):
     name: ClassVar[str] = "TodoWrite"
+    # Replaces the session's own list; touches no file.
+    hints = Hints(destructive=False, idempotent=True)
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -50,6 +52,18 @@ class TodoWrite(Tool):
         "additionalProperties": False,
     }
 
+    def lenient_input(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Item fields the schema does not name are dropped, as the reference drops them:
+        models trained on the older schema still send `id` and `priority`."""
+        todos = args.get("todos")
+        if not isinstance(todos, list):
+            return args
+        kept = [
+            {k: v for k, v in item.items() if k in FIELDS} if isinstance(item, dict) else item
+            for item in todos
+        ]
+        return {**args, "todos": kept}
+
     # Touches no file, but changes session state: calls must not interleave.
     def is_read_only(self, args: dict[str, Any]) -> bool:
         return False
@@ -67,9 +81,6 @@ class TodoWrite(Tool):
             if not isinstance(item, dict):
                 problems.append(f"{where} must be an object with content, status, activeForm")
                 continue
-            extra = sorted(set(item) - set(FIELDS))
-            if extra:
-                problems.append(f"{where} has unknown field(s): {', '.join(extra)}")
             for key in ("content", "activeForm"):
                 value = item.get(key)
                 if not isinstance(value, str) or not value.strip():

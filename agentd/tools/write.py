@@ -6,14 +6,15 @@ import asyncio
 from typing import Any
 
 from agentd.foundation.errors import InputError
-from agentd.tools.base import FileAccess, Tool, ToolContext, ToolResult
-from agentd.tools.files import filestate, textdiff
+from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
+from agentd.tools.files import filestate, textdiff, trailing
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
 
 
 class WriteTool(Tool):
     name = "Write"
+    hints = Hints(idempotent=True)  # replaces a file whole
     description = (
         "Write a file: create it, or replace its whole content. file_path may be absolute or "
         "relative to the working directory, inside the session's workspace; missing parent "
@@ -21,8 +22,9 @@ class WriteTool(Tool):
         "- An existing file must have been Read in this session first, and must not have "
         "changed on disk since; otherwise the write is refused and you must Read it again.\n"
         "- To change part of a file, prefer Edit or MultiEdit: they send only the change.\n"
-        "- The content is written as given, line endings included; the file keeps its "
-        "permissions and encoding; the write is atomic."
+        "- The content is written as given, line endings included, except that whitespace "
+        "at the end of a line is removed outside Markdown (.md, .mdx) files; the file keeps "
+        "its permissions and encoding; the write is atomic."
     )
     input_schema = {
         "type": "object",
@@ -40,7 +42,8 @@ class WriteTool(Tool):
     async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         session = ctx.session
         loc = filestate.resolve(session, args["file_path"], ctx.roots("write"), ctx)
-        content: str = args["content"]
+        # Line-end whitespace trimmed outside Markdown, as the reference writes (trailing.py).
+        content: str = trailing.as_written(args["file_path"], args["content"])
         try:
             current = await asyncio.to_thread(filestate.read_current, loc, filestate.MAX_EDIT_BYTES)
         except IsADirectoryError:
@@ -66,7 +69,7 @@ class WriteTool(Tool):
             patch: list[dict[str, Any]] = []
         else:
             text = f"Updated the file {loc.path} {CURRENT_NOTE}."
-            patch = textdiff.structured_patch(original, content)
+            patch = await textdiff.patch_for(session.id, original, content)
         return ToolResult.text(
             text,
             {

@@ -42,7 +42,7 @@ class Status(_message.Message):
     def __init__(self, version: _Optional[str] = ..., pid: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., open_sessions: _Optional[int] = ..., running_calls: _Optional[int] = ..., running_tasks: _Optional[int] = ..., socket_path: _Optional[str] = ..., state_dir: _Optional[str] = ..., sandbox: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., calls_served: _Optional[int] = ..., pending_asks: _Optional[int] = ..., state: _Optional[_Union[StateUsage, _Mapping]] = ..., tasks_readopted: _Optional[int] = ...) -> None: ...
 
 class StateUsage(_message.Message):
-    __slots__ = ("used_bytes", "max_bytes", "retention_seconds", "session_idle_seconds", "sessions_idle_closed", "sessions_reaped", "closed_sessions", "disk_full", "events_unjournaled")
+    __slots__ = ("used_bytes", "max_bytes", "retention_seconds", "session_idle_seconds", "sessions_idle_closed", "sessions_reaped", "closed_sessions", "disk_full", "events_unjournaled", "database_problem")
     USED_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     RETENTION_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class StateUsage(_message.Message):
     CLOSED_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     DISK_FULL_FIELD_NUMBER: _ClassVar[int]
     EVENTS_UNJOURNALED_FIELD_NUMBER: _ClassVar[int]
+    DATABASE_PROBLEM_FIELD_NUMBER: _ClassVar[int]
     used_bytes: int
     max_bytes: int
     retention_seconds: float
@@ -61,7 +62,8 @@ class StateUsage(_message.Message):
     closed_sessions: int
     disk_full: bool
     events_unjournaled: int
-    def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ...) -> None: ...
+    database_problem: str
+    def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ..., database_problem: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
     __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
@@ -236,14 +238,28 @@ class ListToolsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ToolSpec(_message.Message):
-    __slots__ = ("name", "description", "input_schema")
+    __slots__ = ("name", "description", "input_schema", "hints")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    HINTS_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     input_schema: _struct_pb2.Struct
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    hints: ToolHints
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., hints: _Optional[_Union[ToolHints, _Mapping]] = ...) -> None: ...
+
+class ToolHints(_message.Message):
+    __slots__ = ("read_only", "destructive", "idempotent", "open_world")
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
+    OPEN_WORLD_FIELD_NUMBER: _ClassVar[int]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+    def __init__(self, read_only: _Optional[bool] = ..., destructive: _Optional[bool] = ..., idempotent: _Optional[bool] = ..., open_world: _Optional[bool] = ...) -> None: ...
 
 class ListToolsResponse(_message.Message):
     __slots__ = ("tools",)
@@ -310,7 +326,7 @@ class ToolResult(_message.Message):
     def __init__(self, tool_use_id: _Optional[str] = ..., content: _Optional[_Iterable[_Union[ContentBlock, _Mapping]]] = ..., is_error: _Optional[bool] = ..., data: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class Progress(_message.Message):
-    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message", "output_id", "output_size", "last_line")
+    __slots__ = ("tool_use_id", "elapsed_ms", "output", "message", "output_id", "output_size", "last_line", "permission_request_id", "attached_clients")
     TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
@@ -318,6 +334,8 @@ class Progress(_message.Message):
     OUTPUT_ID_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_SIZE_FIELD_NUMBER: _ClassVar[int]
     LAST_LINE_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTACHED_CLIENTS_FIELD_NUMBER: _ClassVar[int]
     tool_use_id: str
     elapsed_ms: int
     output: str
@@ -325,7 +343,9 @@ class Progress(_message.Message):
     output_id: str
     output_size: int
     last_line: str
-    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ..., output_id: _Optional[str] = ..., output_size: _Optional[int] = ..., last_line: _Optional[str] = ...) -> None: ...
+    permission_request_id: str
+    attached_clients: int
+    def __init__(self, tool_use_id: _Optional[str] = ..., elapsed_ms: _Optional[int] = ..., output: _Optional[str] = ..., message: _Optional[str] = ..., output_id: _Optional[str] = ..., output_size: _Optional[int] = ..., last_line: _Optional[str] = ..., permission_request_id: _Optional[str] = ..., attached_clients: _Optional[int] = ...) -> None: ...
 
 class ToolCallUpdate(_message.Message):
     __slots__ = ("progress", "result")

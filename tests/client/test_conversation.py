@@ -78,3 +78,31 @@ def test_the_latest_conversation_is_the_one_rebuilt() -> None:
 
 def test_no_agent_events_is_no_conversation() -> None:
     assert conv.rebuild(_events(_finished("t1", "x"))) is None
+
+
+def test_a_document_result_is_resent_as_a_document_block() -> None:
+    """agentctl agent's resume sends a Read PDF's result as it was sent: the text, then the
+    PDF as a Messages API document block."""
+    pdf = b"%PDF-1.4\n..."
+    result = pb.ToolResult(
+        tool_use_id="t1",
+        content=[
+            pb.ContentBlock(type="text", text="PDF file read: /w/d.pdf (11 bytes)"),
+            pb.ContentBlock(
+                type="document",
+                source=pb.ImageSource(type="base64", media_type="application/pdf", data=pdf),
+            ),
+        ],
+    )
+    events = _events(
+        conv.prompt_event("c1", "go", "m"),
+        _reads("c1", 1, "t1"),
+        pb.CallFinished(name="Read", result=result),
+    )
+    rebuilt = conv.rebuild(events)
+    assert rebuilt is not None
+    (block,) = rebuilt.messages[-1]["content"]
+    assert block["content"][1] == {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQKLi4u"},
+    }

@@ -10,6 +10,7 @@ import configparser
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,22 @@ def test_containerfile(containerfile: DockerfileParser) -> None:
     apt = " ".join(i["value"] for i in cf.structure if i["instruction"] == "RUN")
     for package in ("bubblewrap", "util-linux", "libseccomp2", "ripgrep", "git"):
         assert re.search(rf"\b{package}\b", apt), package
-    assert re.search(r'pip install [^&]*"\./client\[cli\]" \.', apt)
+    # The client with every extra a shipped command needs (agentctl mcp, agentctl agent),
+    # and every command of both distributions on PATH (deploy/README.md runs
+    # `agentd-sandbox check` in there).
+    extras = tomllib.loads((ROOT / "client" / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    needed = {name for name, deps in extras.items() if deps}
+    installed = re.search(r'pip install [^&]*"\./client\[([a-z,]+)\]" \.', apt)
+    assert installed and set(installed.group(1).split(",")) == needed, apt
+    scripts = {
+        *tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"],
+        *tomllib.loads((ROOT / "client" / "pyproject.toml").read_text())["project"]["scripts"],
+    }
+    linked = re.search(r"ln -s ((?:/opt/agentd/venv/bin/\S+\s+(?:\\\s+)?)+)/usr/local/bin/", apt)
+    assert linked, apt
+    assert {Path(p).name for p in linked.group(1).replace("\\", " ").split()} == scripts
     exec_form = {i["instruction"]: i["value"] for i in cf.structure}
     assert exec_form["ENTRYPOINT"] == '["agentd"]'
     assert exec_form["CMD"] == '["serve"]'
@@ -185,3 +201,32 @@ def test_agentd_health_answers_as_a_probe_needs(daemon: DaemonProcess, tmp_path:
     down = health(str(tmp_path / "none.sock"))
     assert down.returncode == 1 and len(down.stderr.strip().splitlines()) == 1, down
     assert "UNAVAILABLE" in down.stderr
+
+
+def test_health_and_version_load_nothing_of_the_daemon(daemon: DaemonProcess) -> None:
+    """A probe's budget is 3 s on a busy node: `agentd health` and `--version` import only
+    what they use (bench/health.py times them against grpcurl)."""
+    probe = (
+        "import sys\nfrom agentd.__main__ import main\ntry:\n    main(sys.argv[1:])\n"
+        "finally:\n    print(*sorted(m for m in sys.modules if m.startswith('agentd')), "
+        "file=sys.stderr)"
+    )
+    for args in (["health", "--socket", daemon.socket], ["--version"]):
+        ran = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60
+        )
+        assert ran.returncode == 0, ran.stderr
+        loaded = set(ran.stderr.split())
+        assert "agentd.__main__" in loaded and loaded <= {
+            "agentd",
+            "agentd.__main__",
+            "agentd.cli",
+            "agentd.cli.health",
+            "agentd_client",
+            "agentd_client.paths",
+        }, (args, loaded)
+    # The service name health asks about is the API's, without loading the API to say so.
+    from agentd.cli import health
+    from agentd_client.v1 import agentd_pb2
+
+    assert agentd_pb2.DESCRIPTOR.services_by_name["Agentd"].full_name == health.SERVICE

@@ -291,3 +291,51 @@ def test_errors_are_one_line_with_their_exit_codes(
     assert error["exit_code"] == 4 and "bad key" in error["error"]
     stops = [e.agent.stopped for e in _agent_events(client, sid) if e.agent.HasField("stopped")]
     assert [s.reason for s in stops] == ["error"]
+
+
+def test_the_default_model_is_current() -> None:
+    """The SDK's own table says which models retire: the default is none of them, and
+    a model the SDK knows."""
+    import typing
+
+    from anthropic.types.model_param import ModelParam
+
+    from agentd_client.agent import DEFAULT_MODEL, retirement
+
+    assert retirement(DEFAULT_MODEL) is None
+    known = typing.get_args(typing.get_args(ModelParam)[0])
+    assert DEFAULT_MODEL in known
+
+
+def test_a_deprecated_model_is_one_line_on_the_terminal(
+    daemon: DaemonProcess, client: Client, workspace: Path, tmp_path: Path
+) -> None:
+    from anthropic._data import DEPRECATED_MODELS
+
+    retiring, end = next(iter(DEPRECATED_MODELS.items()))
+    sid = client.create_session(str(workspace)).id
+    with running([], tmp_path / "api") as api:
+        config = tmp_path / "client.toml"
+        config.write_text(f'[agent]\nmodel = "{retiring}"\n')
+        env = {**_env(api), "AGENTD_CLIENT_CONFIG": str(config)}
+        term = ctl.on_pty("--socket", daemon.socket, "agent", "-s", sid, "hi", env=env)
+        try:
+            assert term.proc.wait(60) == 0
+            seen = term.drain().decode()
+        finally:
+            term.close()
+        # and the same from a flag, with --json: the warning as one JSON object on stderr
+        flagged = ctl.run("--socket", daemon.socket, "agent", "-s", sid, "--model", retiring,
+                          "--json", "again", env=_env(api))  # fmt: skip
+        current = ctl.run("--socket", daemon.socket, "agent", "-s", sid, "once more",
+                          env=_env(api))  # fmt: skip
+        models = [body["model"] for body in api.requests()]
+    warned = [line for line in seen.splitlines() if "deprecated" in line]
+    assert len(warned) == 1, seen
+    assert retiring in warned[0] and end in warned[0] and str(config) in warned[0]
+    assert "Please migrate" not in seen and "Warning" not in seen  # not the SDK's own lines
+    assert flagged.returncode == 0, flagged.stderr
+    (line,) = [json.loads(x) for x in flagged.stderr.splitlines() if x.startswith("{")]
+    assert retiring in line["warning"] and end in line["warning"]
+    assert current.returncode == 0 and "deprecated" not in current.stderr, current.stderr
+    assert models[:2] == [retiring, retiring] and models[2] not in DEPRECATED_MODELS

@@ -11,8 +11,8 @@ import threading
 from agentd_client import Client
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess
+from tests.support.processes import wait_gone, wait_present
 from tests.support.waiting import wait_for_event
-from tests.tools.test_bash import wait_gone, wait_present
 
 
 def test_ctrl_c_on_a_pty_cancels_the_call_and_its_sandbox(
@@ -27,7 +27,7 @@ def test_ctrl_c_on_a_pty_cancels_the_call_and_its_sandbox(
     )  # fmt: skip
     try:
         term.read_until(b"started")
-        assert wait_present("739211"), "the sandboxed sleep never showed"
+        wait_present("739211")
         os.write(term.master, b"\x03")  # the terminal's ^C: SIGINT to agentctl
         assert term.proc.wait(30) == 130
         out = term.drain().decode(errors="replace")
@@ -36,8 +36,8 @@ def test_ctrl_c_on_a_pty_cancels_the_call_and_its_sandbox(
     assert "Traceback" not in out, out
     assert "agentctl: interrupted; cancelled Bash call toolu_ctrlc_pty" in out, out
     # Really stopped in the daemon: the sleep, its bash and its bwrap are gone...
-    assert wait_gone("739211", timeout=10) == []
-    assert wait_gone("73921$((0+1))", timeout=10) == []
+    wait_gone("739211", timeout=10)
+    wait_gone("73921$((0+1))", timeout=10)
     # ...and the call finished as cancelled, in the journal every terminal sees.
     finished = wait_for_event(
         client,
@@ -62,7 +62,7 @@ def test_sigint_with_json_says_so_on_stdout(
         text=True,
     )  # fmt: skip
     try:
-        assert wait_present("739221"), "the sandboxed sleep never showed"
+        wait_present("739221")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -75,7 +75,7 @@ def test_sigint_with_json_says_so_on_stdout(
         "tool_use_id": "toolu_ctrlc_json",
     }
     assert ctl.one_line(err).startswith("agentctl: interrupted; cancelled")
-    assert wait_gone("739221", timeout=10) == []
+    wait_gone("739221", timeout=10)
 
 
 def test_cancel_command(daemon: DaemonProcess, client: Client, session_id: str) -> None:
@@ -88,13 +88,13 @@ def test_cancel_command(daemon: DaemonProcess, client: Client, session_id: str) 
         )
     )
     caller.start()
-    assert wait_present("739231")
+    wait_present("739231")
     r = ctl.run("--socket", daemon.socket, "cancel", "-s", session_id, "toolu_cancel_cmd")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "cancelled toolu_cancel_cmd"
     caller.join(30)
     assert result["r"].is_error  # type: ignore[attr-defined]
-    assert wait_gone("739231", timeout=10) == []
+    wait_gone("739231", timeout=10)
     # Nothing running under that id any more: refused, exit 3, one line.
     again = ctl.run("--socket", daemon.socket, "cancel", "-s", session_id, "toolu_cancel_cmd")
     assert again.returncode == 3
@@ -108,11 +108,11 @@ def test_tasks_stop(daemon: DaemonProcess, client: Client, session_id: str) -> N
     task_id = started.data["backgroundTaskId"] if started.data else ""
     if not task_id:
         task_id = started.text.split("with ID: ")[1].split(".")[0]
-    assert wait_present("739241")
+    wait_present("739241")
     r = ctl.run("--socket", daemon.socket, "tasks", "stop", "-s", session_id, task_id, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["task_id"] == task_id
-    assert wait_gone("739241", timeout=10) == []
+    wait_gone("739241", timeout=10)
     status = {t.id: t.status for t in client.list_tasks(session_id)}
     assert status[task_id] == "killed"
     again = ctl.run("--socket", daemon.socket, "tasks", "stop", "-s", session_id, task_id)

@@ -53,6 +53,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
     ca.write_text("not checked until used\n")
     token = tmp / "token"
     token.write_text("t\n")
+    token.chmod(0o600)
     settings = workspace / ".claude" / "settings.json"
     settings.parent.mkdir(exist_ok=True)
     settings.write_text('{"permissions": {"allow": ["Bash(make:*)"]}}\n')
@@ -149,6 +150,17 @@ def test_sessions_by_name_prefix_and_default(
     # Unknown: refused, exit 3, one line.
     r = ctl.run("--socket", daemon.socket, "session", "show", "no-such-session")
     assert r.returncode == 3 and "no session named 'no-such-session'" in ctl.one_line(r.stderr)
+
+
+def test_session_ls_has_a_header(daemon: DaemonProcess, client: Client, workspace: Path) -> None:
+    sid = client.create_session(str(workspace), name="with-header").id
+    try:
+        lines = ctl.run("--socket", daemon.socket, "session", "ls").stdout.splitlines()
+        assert lines[0].split() == ["ID", "STATE", "CREATED", "IDLE", "NAME", "WORKSPACE"]
+        row = next(line for line in lines if line.startswith(sid))
+        assert row.index("with-header") == lines[0].index("NAME"), lines
+    finally:
+        client.close_session(sid)
 
 
 def test_ambiguous_prefix_and_name_list_the_candidates(
@@ -304,3 +316,37 @@ def test_completion_comes_from_the_parser(shell: str) -> None:
     assert r.returncode == 0, r.stderr
     for word in ("attach", "session", "gc", "--from", "--context"):
         assert word in r.stdout, word
+
+
+def test_call_shows_a_document_as_what_it_is(
+    daemon: DaemonProcess, session_id: str, workspace: Path
+) -> None:
+    """`agentctl call Read` of a PDF: its text line, then the document said, not dumped;
+    --json has the Messages API's document block."""
+    import subprocess
+    import sys
+
+    from tests.support.data import ORACLE
+
+    pdf = workspace / "d.pdf"
+    subprocess.run([sys.executable, ORACLE / "make_media.py", "pdf", pdf, "2"], check=True)
+    shown = ctl.run(
+        "--socket", daemon.socket, "call", "-s", session_id, "Read", '{"file_path": "d.pdf"}'
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[-2:] == [
+        f"PDF file read: {pdf} (856 bytes)",
+        "[document application/pdf, 856 bytes]",
+    ]
+    raw = ctl.run(
+        "--socket",
+        daemon.socket,
+        "call",
+        "--json",
+        "-s",
+        session_id,
+        "Read",
+        '{"file_path": "d.pdf"}',
+    )
+    document = json.loads(raw.stdout)["content"][1]
+    assert document["type"] == "document" and document["source"]["media_type"] == "application/pdf"

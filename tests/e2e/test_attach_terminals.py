@@ -8,9 +8,7 @@ the output of a running command reaches every terminal in full.
 from __future__ import annotations
 
 import os
-import pty
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,32 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from agentd_client import Client
-from tests.support.ctl import AGENTCTL, OnPty
 from tests.support.daemon import DaemonProcess
+from tests.support.screen import Terminal, plain_lines
 
 
 @contextmanager
-def attached(daemon: DaemonProcess, sid: str, *extra: str) -> Iterator[tuple[OnPty, str]]:
-    """agentctl attach on a pty of its own; (it, the pty's name). No preexec_fn: running
-    Python in a child forked from this process, which has gRPC threads, is not safe."""
-    master, slave = pty.openpty()
-    name = os.ttyname(slave)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTD_")}
-    proc = subprocess.Popen(
-        [AGENTCTL, "--socket", daemon.socket, "attach", sid, *extra],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        close_fds=True,
-        start_new_session=True,
-        env={**env, "COLUMNS": "200"},
-    )
-    os.close(slave)
-    term = OnPty(proc, master)
-    try:
-        yield term, name
-    finally:
-        term.close()
+def attached(daemon: DaemonProcess, sid: str, *extra: str) -> Iterator[tuple[Terminal, str]]:
+    """agentctl attach on a pty of its own; (it, the pty's name)."""
+    with Terminal("--socket", daemon.socket, "attach", sid, *extra, cols=200) as term:
+        yield term, term.tty_name
 
 
 def _in_background(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
@@ -53,10 +34,21 @@ def _in_background(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
     return t, out
 
 
-def _ready(term: OnPty, client: Client, sid: str, marker: str) -> None:
+def _ready(term: Terminal, client: Client, sid: str, marker: str) -> None:
     """The terminal follows live once it shows a call made now."""
     client.run_tool(sid, "Glob", {"pattern": marker})
-    term.read_until(marker.encode())
+    term.wait_for(marker)
+
+
+def _asking(term: Terminal, about: str) -> str:
+    """Wait for the prompt about `about`; the screen."""
+    return term.wait_for(
+        lambda t: (
+            any(about in ln and "wants" in ln for ln in t.lines())
+            and t.last_line().startswith("╰ Allow?")
+        ),
+        what=f"a prompt about {about}",
+    )
 
 
 def test_late_attach_shows_answered_requests_as_history_and_asks_only_the_open_one(
@@ -68,24 +60,25 @@ def test_late_attach_shows_answered_requests_as_history_and_asks_only_the_open_o
         t, out = _in_background(
             lambda: client.run_tool(sid, "Write", {"file_path": "a.txt", "content": "a"})
         )
-        first.read_until(b"[y/N/a")
-        os.write(first.master, b"y\n")
+        _asking(first, "a.txt")
+        first.send("y\n")
         t.join(30)
         assert not out["r"].is_error, out["r"].text
         # A second request stays open while the late terminal attaches.
         t, out = _in_background(
             lambda: client.run_tool(sid, "Write", {"file_path": "b.txt", "content": "b"})
         )
-        first.read_until(b"b.txt)\r\nAllow? ")
+        _asking(first, "b.txt")
         with attached(daemon, sid) as (late, _):
-            seen = late.read_until(b"b.txt)\r\nAllow? ")
+            seen = _asking(late, "b.txt")
             # The answered one is history: shown with its answer, never prompted.
-            assert b"a.txt" in seen and b": allow (once) by" in seen
-            assert seen.count(b"Allow? ") == 1, seen
-            os.write(late.master, b"n\n")
+            assert "a.txt" in seen and ": allow (once) by" in seen
+            assert sum(ln.startswith("╰ Allow?") for ln in late.lines()) == 1, seen
+            assert not any("a.txt" in ln and "wants" in ln for ln in late.lines()), seen
+            late.send("n\n")
             t.join(30)
             assert out["r"].is_error and "denied" in out["r"].text
-            late.read_until(b": deny (once) by")
+            late.wait_for(": deny (once) by")
     assert not (workspace / "b.txt").exists()
 
 
@@ -103,21 +96,27 @@ def test_an_answer_on_one_terminal_withdraws_the_prompt_on_the_others(
         t, out = _in_background(
             lambda: client.run_tool(sid, "Write", {"file_path": "w.txt", "content": "w"})
         )
+        codes = set()
         for term in (a, b, c):
-            term.read_until(b"[y/N/a")
+            _asking(term, "w.txt")
+            codes |= {
+                ln.split("code ")[1].split()[0] for ln in term.lines() if "request, code" in ln
+            }
+        assert len(codes) == 1, codes  # the same request, the same code on every terminal
         # Not an answer: asked again, not taken as a deny.
-        os.write(a.master, b"maybe\n")
-        a.read_until(b"answer y, n (the default) or a")
-        os.write(a.master, b"y\n")
+        a.send("maybe\n")
+        a.wait_for("answer y, n (the default) or a")
+        assert a.last_line().startswith("╰ Allow?")
+        a.send("y\n")
         t.join(30)
         assert not out["r"].is_error, out["r"].text
         who = f"by {os.environ.get('USER') or 'root'}@{socket.gethostname()} on {a_tty}"
         for term in (b, c):
-            term.read_until(b"(withdrawn: answered allow (once) by ")
-            seen = term.read_until(b")\r\n").decode(errors="replace")
-            assert who in seen, seen[-500:]
-            # Withdrawn, so an answer typed there now goes nowhere.
-            assert seen.count("Allow? ") == 1
+            seen = term.wait_for(" answered allow (once) by ")
+            withdrawn = [ln for ln in term.lines() if "(withdrawn: request" in ln]
+            assert withdrawn and who in withdrawn[0], seen
+            # Withdrawn: no prompt left, so an answer typed there now goes nowhere.
+            assert not any(ln.startswith("╰ Allow?") for ln in term.lines()), seen
 
 
 def test_always_can_add_a_narrower_rule(
@@ -129,10 +128,10 @@ def test_always_can_add_a_narrower_rule(
         t, out = _in_background(
             lambda: client.run_tool(sid, "Bash", {"command": "touch made-here"})
         )
-        seen = term.read_until(b"[y/N/a/1]: ")
-        assert b"[a]lways adds the rule Bash(touch:*)" in seen, seen
-        assert b"[1] always, narrower: Bash(touch made-here)" in seen, seen
-        os.write(term.master, b"1\n")
+        seen = term.wait_for("[y/N/a/1]:")
+        assert "[a]lways adds the rule Bash(touch:*)" in seen, seen
+        assert "[1] always, narrower: Bash(touch made-here)" in seen, seen
+        term.send("1\n")
         t.join(30)
         assert not out["r"].is_error, out["r"].text
     assert list(client.get_session(sid).allow_rules) == ["Bash(touch made-here)"]
@@ -154,11 +153,13 @@ def test_every_terminal_gets_a_commands_output_in_full(
         )
         assert not r.is_error
         for term in (a, b):
-            # The call's end is shown after all its output.
-            term.read_until("✓ Bash".encode())
-            text = term.seen.decode(errors="replace").replace("\r\n", "\n")
+            # The call's end is shown after all its output, and says how it ended.
+            term.wait_for("✓ Bash")
+            written = plain_lines(term.raw)
+            at = {line: i for i, line in enumerate(written)}
             for i in range(1, 401):
-                assert f"\nline-{i}\n" in text or f"Kline-{i}\n" in text, i
-            assert "last\n" in text
+                assert f"line-{i}" in at, i
+            end = next(i for i, ln in enumerate(written) if "✓ Bash" in ln)
+            assert at["last"] < end and "exit 0" in written[end]
             # Progress is a status line, not a stream of "running" lines.
-            assert "… running" not in text
+            assert not any("… running" in ln for ln in written)

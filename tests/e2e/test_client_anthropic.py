@@ -199,3 +199,48 @@ def test_without_an_approver_the_ask_is_denied_and_the_model_is_told(
     assert bash["tool_use_id"] == "toolu_oracle_0005" and bash["is_error"] is True
     assert "no client is attached" in json.dumps(bash["content"])
     assert not (workspace / "made.txt").exists()
+
+
+def test_a_pdf_reaches_the_model_as_a_document_block(
+    daemon: DaemonProcess, workspace: Path, tmp_path: Path
+) -> None:
+    """Read of a PDF through the SDK's tool runner: the tool_result the API receives holds
+    the PDF itself, `{"type": "document", "source": {"type": "base64", "media_type":
+    "application/pdf", …}}`, as the reference sends it."""
+    import base64
+
+    subprocess.run(
+        [sys.executable, data.ORACLE / "make_media.py", "pdf", workspace / "d.pdf", "2"],
+        check=True,
+    )
+    script = tmp_path / "pdf-script.json"
+    script.write_text(json.dumps([[{"name": "Read", "input": {"file_path": "d.pdf"}}]]))
+    record = tmp_path / "pdf-record.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE_API), "--script", str(script), "--record", str(record)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().split()[1])
+        claude = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key="test")
+        with Client(daemon.socket) as agentd:
+            session = agentd.create_session(str(workspace)).id
+            runner = claude.beta.messages.tool_runner(
+                model=MODEL,
+                max_tokens=4096,
+                thread=False,
+                tools=session_tools(agentd, session),
+                messages=[{"role": "user", "content": "Read d.pdf."}],
+            )
+            runner.until_done()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    (result,) = FakeAPI("", record).results()
+    head, document = result["content"]
+    assert head["type"] == "text" and head["text"].startswith("PDF file read: ")
+    assert document["type"] == "document"
+    assert document["source"]["media_type"] == "application/pdf"
+    assert base64.b64decode(document["source"]["data"]) == (workspace / "d.pdf").read_bytes()

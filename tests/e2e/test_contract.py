@@ -10,8 +10,11 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import grpc
+import pytest
+from google.protobuf import descriptor_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
@@ -66,6 +69,43 @@ def test_reflection_lists_the_service(daemon: DaemonProcess) -> None:
     names = {s.name for r in replies for s in r.list_services_response.service}
     assert "agentd.v1.Agentd" in names
     assert "grpc.health.v1.Health" in names
+
+
+def _reflect(daemon: DaemonProcess, version: str, request: Any) -> Any:
+    """One reflection request over `version`'s method (v1 has v1alpha's wire form)."""
+    with grpc.insecure_channel(f"unix:{daemon.socket}") as ch:
+        method = ch.stream_stream(
+            f"/grpc.reflection.{version}.ServerReflection/ServerReflectionInfo",
+            request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+            response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+        )
+        (reply,) = list(method(iter([request]), timeout=10))
+    return reply
+
+
+@pytest.mark.parametrize("version", ["v1", "v1alpha"])
+def test_reflection_is_served_as_v1_and_v1alpha(daemon: DaemonProcess, version: str) -> None:
+    listed = _reflect(daemon, version, reflection_pb2.ServerReflectionRequest(list_services=""))
+    names = {s.name for s in listed.list_services_response.service}
+    assert {
+        "agentd.v1.Agentd",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+    } <= names
+    for symbol, file_name, package in (
+        ("agentd.v1.Agentd", "agentd/v1/agentd.proto", "agentd.v1"),
+        ("grpc.reflection.v1.ServerReflection", "grpc/reflection/v1/reflection.proto",
+         "grpc.reflection.v1"),
+    ):  # fmt: skip
+        request = reflection_pb2.ServerReflectionRequest(file_containing_symbol=symbol)
+        reply = _reflect(daemon, version, request)
+        files = [
+            descriptor_pb2.FileDescriptorProto.FromString(raw)
+            for raw in reply.file_descriptor_response.file_descriptor_proto
+        ]
+        found = next(f for f in files if f.name == file_name)
+        assert found.package == package, found
 
 
 def test_thin_client_imports_nothing_of_the_daemon() -> None:

@@ -25,6 +25,8 @@ import pytest
 
 from agentd_client import Client
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.processes import processes_with, wait_gone, wait_present
+from tests.support.waiting import wait_until
 
 SANDBOX_UID = 65534
 
@@ -44,30 +46,6 @@ def own_daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
     d = start_daemon(tmp_path / "d")
     yield d
     d.stop(signal.SIGKILL)
-
-
-def _processes_with(markers: list[str]) -> dict[int, str]:
-    """Host processes whose command line holds one of the markers."""
-    found: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if any(m in cmdline for m in markers) and int(entry) != os.getpid():
-            found[int(entry)] = cmdline
-    return found
-
-
-def _wait_until(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {what}")
 
 
 def test_write_killed_midway_leaves_whole_file(own_daemon: DaemonProcess, ws: Path) -> None:
@@ -99,7 +77,8 @@ def test_write_killed_midway_leaves_whole_file(own_daemon: DaemonProcess, ws: Pa
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
-    _wait_until(lambda: writes >= 2, 30, "two writes done")
+    wait_until(lambda: writes >= 2, 30, "two writes done")
+    # Not a wait: the kill lands at a random point of a write, which is what is tested.
     time.sleep(random.uniform(0.0, 0.3))
     own_daemon.stop(signal.SIGKILL)
     stop.set()
@@ -176,7 +155,9 @@ def test_sigkill_keeps_every_call_answered_before_the_commit_window(
                 c.run_tool(
                     s.id, "Write", {"file_path": f"f{i}.txt", "content": "x\n"}, f"toolu_k{i}"
                 )
-            time.sleep(FLUSH_DELAY + 0.5)  # the commit window has passed (a busy box: slack)
+            # Not a wait: the promise is a time (answered more than FLUSH_DELAY before
+            # the kill), so the test lets that time pass (a busy box: slack).
+            time.sleep(FLUSH_DELAY + 0.5)
     finally:
         first.stop(signal.SIGKILL)
 
@@ -228,19 +209,17 @@ def _start_sleepers(d: DaemonProcess, ws: Path) -> tuple[list[str], threading.Th
     markers = [f"sleep {bg}", f"sleep {fg}"]
     # Wait for the sleeps themselves, not just the launchers whose argv names them: a
     # kill while bwrap is still setting up its sandbox is a different (narrower) race.
-    _wait_until(
-        lambda: all(f"{m} " in _processes_with([m]).values() for m in markers),
-        20,
-        f"both sleepers running: {markers}",
-    )
+    for sleep in markers:
+        wait_present(sleep.replace(" ", "\0"), 20)
     return markers, thread
 
 
 def _reap(markers: list[str]) -> None:
     """Kill, by pid, what a failed test's own sandboxes left behind."""
-    for pid in _processes_with(markers):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+    for marker in markers:
+        for pid in processes_with(marker):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_sigkill_ends_the_foreground_call_and_keeps_the_task(
@@ -252,8 +231,8 @@ def test_sigkill_ends_the_foreground_call_and_keeps_the_task(
     bg, fg = markers
     try:
         own_daemon.stop(signal.SIGKILL)
-        _wait_until(lambda: not _processes_with([fg]), 10, f"gone: {_processes_with([fg])}")
-        assert _processes_with([bg])
+        wait_gone(fg)
+        assert processes_with(bg)
         stopped = subprocess.run(
             [sys.executable, "-m", "agentd", "stop", "--tasks", "--socket", own_daemon.socket]
             + ["--state-dir", own_daemon.state_dir],
@@ -261,7 +240,8 @@ def test_sigkill_ends_the_foreground_call_and_keeps_the_task(
             timeout=60,
         )
         assert stopped.returncode == 0, stopped.stderr
-        _wait_until(lambda: not _processes_with(markers), 10, f"gone: {_processes_with(markers)}")
+        for sleep in markers:
+            wait_gone(sleep)
     finally:
         _reap(markers)
     thread.join(10)
@@ -278,7 +258,8 @@ def test_sigterm_exits_cleanly_and_leaves_no_process(tmp_path: Path, ws: Path) -
     try:
         assert code == 0, d.log
         assert "Traceback" not in d.log, d.log
-        _wait_until(lambda: not _processes_with(markers), 10, f"gone: {_processes_with(markers)}")
+        for sleep in markers:
+            wait_gone(sleep)
     finally:
         _reap(markers)
     thread.join(10)

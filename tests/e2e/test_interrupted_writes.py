@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from agentd.fs.temp_ledger import TempLedger
 from agentd_client import AgentdError, Client
 from tests.conftest import SANDBOX_UID
 from tests.support.daemon import start_daemon
+from tests.support.waiting import wait_until
 
 IDENTITY = FsIdentity(SANDBOX_UID, SANDBOX_UID) if os.geteuid() == 0 else None
 
@@ -112,10 +112,14 @@ def test_a_daemon_killed_mid_write_leaves_no_temp_file(
 
         writer = threading.Thread(target=write_forever)
         writer.start()
-        # Kill it while a temp file is there.
-        deadline = time.monotonic() + 20
-        while not [n for n in os.listdir(workspace) if n.endswith(".tmp")]:
-            assert time.monotonic() < deadline, "no write was ever under way"
+        # Kill it while a temp file is there: it is there for an instant, so look
+        # without a pause.
+        wait_until(
+            lambda: [n for n in os.listdir(workspace) if n.endswith(".tmp")],
+            20,
+            "a write under way",
+            interval=0,
+        )
         daemon.stop(signal.SIGKILL)
         writer.join()
     left = [n for n in os.listdir(workspace) if n.endswith(".tmp")]

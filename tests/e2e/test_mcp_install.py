@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import mcp
@@ -81,3 +84,60 @@ async def test_the_installed_entry_serves_the_workspace(
         made = [s for s in client.list_sessions() if s.workspace_roots == [str(workspace)]]
         assert len(made) == 1
     assert client.get_session(made[0].id).closed
+
+
+async def test_a_context_is_pinned_with_the_config_that_defines_it(
+    daemon: DaemonProcess, workspace: Path, tmp_path: Path
+) -> None:
+    """The current context (from a client config the MCP client's environment would not
+    name) goes into the entry by name, with that config's path."""
+    home = tmp_path / "home"
+    config = tmp_path / "elsewhere" / "client.toml"
+    env = {"HOME": str(home), "AGENTD_CLIENT_CONFIG": str(config)}
+    added = ctl.run("context", "add", "box", "--socket", daemon.socket, "--use", env=env)
+    assert added.returncode == 0, added.stderr
+    r = ctl.run("mcp", "install", "claude-code", "--workspace", str(workspace), "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["reachable"] is True and out["daemon"] == f"unix:{daemon.socket} (context box)"
+    server = json.loads((home / ".claude.json").read_text())["projects"][str(workspace)][
+        "mcpServers"
+    ]["agentd"]
+    assert server["args"] == ["--context", "box", "mcp", "--workspace", str(workspace)]
+    assert server["env"] == {"AGENTD_CLIENT_CONFIG": str(config)}
+    # Started as an MCP client starts it: its own environment, plus the entry's.
+    params = StdioServerParameters(command=server["command"], args=server["args"],
+                                   env=server["env"])  # fmt: skip
+    async with mcp.Client(params) as m:
+        assert not (await m.call_tool("LS", {"path": str(workspace)})).is_error
+
+
+def test_an_address_is_pinned_with_absolute_files_and_a_dead_daemon_is_warned_of(
+    workspace: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    made = subprocess.run(
+        [sys.executable, "-m", "agentd", "tls", "init", "--dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    token = tmp_path / "token"
+    env = {
+        "HOME": str(home),
+        "AGENTD_ADDRESS": "127.0.0.1:9",
+        "AGENTD_CA": "ca.pem",
+        "AGENTD_TOKEN_FILE": "token",
+        "AGENTD_CLIENT_CONFIG": str(tmp_path / "none.toml"),
+    }
+    r = subprocess.run(
+        [ctl.AGENTCTL, "mcp", "install", "codex", "--workspace", str(workspace)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={**os.environ, **env, "CODEX_HOME": str(tmp_path / "codex")},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    server = tomllib.loads((tmp_path / "codex" / "config.toml").read_text())["mcp_servers"]
+    assert server["agentd"]["args"][:6] == [
+        "--address", "127.0.0.1:9", "--token-file", str(token), "--ca", str(tmp_path / "ca.pem")
+    ]  # fmt: skip
+    warning = ctl.one_line(r.stderr)
+    assert warning.startswith("agentctl: warning: ") and "127.0.0.1:9" in warning

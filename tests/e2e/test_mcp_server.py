@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from agentd_client import Client, PermissionAsk
 from tests.support.daemon import DaemonProcess
+from tests.support.data import ORACLE
 from tests.support.waiting import wait_for_event
 
 
@@ -51,6 +54,25 @@ async def test_tools_listed_read_and_a_sandboxed_bash(
         e.call_finished.name for e in _journal(client, session_id) if e.HasField("call_finished")
     ]
     assert names == ["Read", "Bash", "NoSuchTool"]
+
+
+async def test_a_pdf_is_an_embedded_resource_holding_the_pdf(
+    daemon: DaemonProcess, session_id: str, workspace: Path
+) -> None:
+    """MCP has no document block: a Read PDF comes as an embedded resource whose blob is
+    the PDF (application/pdf, its file:// URI), after the text block."""
+    subprocess.run(
+        [sys.executable, ORACLE / "make_media.py", "pdf", workspace / "d.pdf", "2"], check=True
+    )
+    async with mcp.Client(_server(daemon, "--session", session_id)) as m:
+        read = await m.call_tool("Read", {"file_path": str(workspace / "d.pdf")})
+    assert not read.is_error
+    text, resource = read.content
+    assert text.text.startswith("PDF file read: ")
+    assert resource.type == "resource"
+    assert resource.resource.mime_type == "application/pdf"
+    assert str(resource.resource.uri) == f"file://{workspace}/d.pdf"
+    assert base64.b64decode(resource.resource.blob) == (workspace / "d.pdf").read_bytes()
 
 
 def _journal(client: Client, session_id: str) -> list:
@@ -128,3 +150,32 @@ async def test_a_request_the_mcp_client_cancels_stops_the_call_in_the_daemon(
     )
     assert finished.call_finished.duration_ms < 60_000, finished
     assert "interrupted" in finished.call_finished.result.content[0].text
+
+
+async def test_tools_carry_annotations_and_results_their_structured_data(
+    daemon: DaemonProcess, client: Client, session_id: str, workspace: Path
+) -> None:
+    """MCP clients see what a tool may do (readOnlyHint, destructiveHint, ...) from the
+    daemon's own declaration, and get each result's structured data as well as its text."""
+    (workspace / "notes.txt").write_text("one\ntwo\n")
+    async with mcp.Client(_server(daemon, "--session", session_id)) as m:
+        tools = {t.name: t.annotations for t in (await m.list_tools()).tools}
+        read = await m.call_tool("Read", {"file_path": str(workspace / "notes.txt")})
+        bash = await m.call_tool("Bash", {"command": "echo hi"})
+    declared = {t["name"]: t["hints"] for t in client.list_tools(hints=True)}
+    for name, a in tools.items():
+        h = declared[name]
+        assert a is not None, name
+        assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint) == (
+            h["read_only"], h["destructive"], h["idempotent"], h["open_world"]
+        ), name  # fmt: skip
+    # What the tools themselves say, as MCP clients read it.
+    assert tools["Read"].read_only_hint and not tools["Read"].destructive_hint
+    assert tools["Grep"].read_only_hint and tools["Glob"].read_only_hint
+    assert not tools["Write"].read_only_hint and tools["Write"].destructive_hint
+    assert tools["Bash"].destructive_hint and tools["Bash"].open_world_hint
+    assert tools["WebFetch"].read_only_hint and tools["WebFetch"].open_world_hint
+    # The Anthropic format stays as the API takes it: no hints unless asked for.
+    assert "hints" not in client.list_tools()[0]
+    assert read.structured_content["file"]["filePath"] == str(workspace / "notes.txt")
+    assert bash.structured_content["stdout"] == "hi" and not bash.is_error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -75,6 +76,28 @@ def test_counters_move_with_tool_calls(metered: tuple[DaemonProcess, str], works
     # agentctl status's number is the same count.
     served = sum(v for (n, _), v in after.items() if n == "agentd_tool_calls_total")
     assert status.calls_served == served
+
+
+def test_the_process_and_the_build_are_described(metered: tuple[DaemonProcess, str]) -> None:
+    """The series every Prometheus client exports for its process, and which build runs."""
+    import grpc
+
+    daemon, url = metered
+    got = scrape(url)
+    values = {name: v for (name, _), v in got.items()}
+    assert values["process_resident_memory_bytes"] > 0
+    assert values["process_open_fds"] > 0 and values["process_cpu_seconds_total"] > 0
+    with open(f"/proc/{daemon.proc.pid}/stat") as f:  # its own start, not the scraper's
+        ticks = int(f.read().rpartition(")")[2].split()[19])
+    with open("/proc/stat") as f:
+        boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+    started = boot + ticks / os.sysconf("SC_CLK_TCK")
+    assert abs(values["process_start_time_seconds"] - started) < 2
+    build = [dict(labels) for (name, labels), v in got.items() if name == "agentd_build_info"]
+    assert len(build) == 1 and build[0]["version"] == "0.1.0"
+    assert build[0]["grpcio"] == grpc.__version__
+    assert values["agentd_build_info"] == 1
+    assert any(name == "python_info" for name, _ in got)
 
 
 def test_unknown_tool_names_do_not_grow_the_metrics(

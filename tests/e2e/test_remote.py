@@ -4,6 +4,7 @@ and agentctl reaching it through a context, as the README tells people to do."""
 from __future__ import annotations
 
 import json
+import os
 import queue
 import socket
 import stat
@@ -174,6 +175,7 @@ def test_health_answers_without_a_token_but_nothing_else_does(remote: Remote) ->
     # A wrong token is refused the same way.
     wrong = remote.tls.parent / "wrong-token"
     wrong.write_text("not-the-token\n")
+    wrong.chmod(0o600)
     refused = ctl.run(
         "--address", remote.address, "--ca", str(remote.tls / "ca.pem"),
         "--token-file", str(wrong), "status",
@@ -271,3 +273,58 @@ def test_tls_init_keeps_its_secrets_private(tmp_path: Path) -> None:
     assert bait.read_text() == ""
     assert not (private / "token").is_symlink()
     assert stat.S_IMODE((private / "token").stat().st_mode) == 0o600
+
+
+def test_a_token_file_others_can_read_is_refused_on_both_sides(
+    remote: Remote, tmp_path: Path
+) -> None:
+    """As ssh refuses a private key others can read: one line, with the chmod."""
+    shared = tmp_path / "token"
+    shared.write_bytes((remote.tls / "token").read_bytes())
+    shared.chmod(0o644)
+    r = ctl.run("--address", remote.address, "--ca", str(remote.tls / "ca.pem"),
+                "--token-file", str(shared), "status")  # fmt: skip
+    assert r.returncode == 2
+    line = ctl.one_line(r.stderr)
+    assert "mode 0644" in line and f"chmod 600 {shared}" in line, line
+    laptop = {"AGENTD_CLIENT_CONFIG": str(tmp_path / "c.toml")}
+    added = ctl.run("context", "add", "x", "--address", remote.address, "--token-file",
+                    str(shared), env=laptop)  # fmt: skip
+    assert added.returncode == 64 and f"chmod 600 {shared}" in ctl.one_line(added.stderr)
+    tls = remote.tls
+    config = (
+        f'tcp_listen = "127.0.0.1:{_free_port()}"\ntls_cert = "{tls}/server.pem"\n'
+        f'tls_key = "{tls}/server-key.pem"\ntoken_file = "{shared}"\n'
+    )
+    line = _serve_fails(tmp_path, config)
+    assert "token_file" in line and f"chmod 600 {shared}" in line, line
+    shared.chmod(0o600)  # and once fixed, both use it
+    again = ctl.run("--address", remote.address, "--ca", str(remote.tls / "ca.pem"),
+                    "--token-file", str(shared), "status")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize("where", ["XDG_CONFIG_HOME", "AGENTD_CONFIG"])
+def test_tls_init_names_the_config_file_the_daemon_reads(tmp_path: Path, where: str) -> None:
+    """The path it prints is the one `agentd serve` then reads, whatever says where."""
+    config = tmp_path / "conf" / "agentd" / "config.toml"
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTD_CONFIG", "XDG_CONFIG_HOME")}
+    env[where] = str(config if where == "AGENTD_CONFIG" else tmp_path / "conf")
+    address = f"127.0.0.1:{_free_port()}"
+    made = subprocess.run(
+        [sys.executable, "-m", "agentd", "tls", "init", "--dir", str(tmp_path / "tls"),
+         "--listen", address],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert f"Add to the daemon's config ({config}) and restart it:" in made.stdout
+    lines = [
+        ln for ln in made.stdout.splitlines() if ln.startswith(("tcp_listen", "tls_", "token"))
+    ]
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("\n".join(lines) + "\n")
+    daemon = start_daemon(tmp_path / "d", env={where: env[where]})
+    try:
+        assert f"listening on tcp:{address}" in daemon.log
+    finally:
+        daemon.stop()

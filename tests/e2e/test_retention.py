@@ -19,13 +19,16 @@ from agentd.sessions import tmp_owners
 from agentd_client import AgentdError, Client
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.waiting import wait_until
 
 
-def _daemon(tmp_path: Path, **settings: object) -> DaemonProcess:
+def _daemon(
+    tmp_path: Path, tmp_owners_dir: Path | None = None, **settings: object
+) -> DaemonProcess:
     lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
     config = tmp_path / "agentd.toml"
     config.write_text("\n".join(lines) + "\n")
-    return start_daemon(tmp_path / "d", ["--config", str(config)])
+    return start_daemon(tmp_path / "d", ["--config", str(config)], tmp_owners_dir=tmp_owners_dir)
 
 
 @pytest.fixture
@@ -49,13 +52,6 @@ def _dirs(c: Client, sid: str, state_dir: str) -> dict[str, str]:
     }
 
 
-def _wait(condition: object, daemon: DaemonProcess | None = None, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out\n{daemon.log if daemon else ''}"
-        time.sleep(0.1)
-
-
 def test_idle_sessions_closed_then_reaped(quick: DaemonProcess, workspace: Path) -> None:
     with Client(quick.socket, timeout=30) as c:
         idle = c.create_session(str(workspace), permission_mode="bypassPermissions").id
@@ -71,10 +67,10 @@ def test_idle_sessions_closed_then_reaped(quick: DaemonProcess, workspace: Path)
 
         # Closed by the daemon once idle; its temp dir goes at once, the rest stays
         # until its retention ends.
-        _wait(lambda: c.get_session(idle).closed)
+        wait_until(lambda: c.get_session(idle).closed, 15)
         assert not os.path.exists(dirs["tmp"])
         # Reaped: rows, journal and files gone.
-        _wait(lambda: idle not in {s.id for s in c.list_sessions(include_closed=True)})
+        wait_until(lambda: idle not in {s.id for s in c.list_sessions(include_closed=True)}, 15)
         with pytest.raises(AgentdError) as gone:
             c.get_session(idle)
         assert gone.value.code() == grpc.StatusCode.NOT_FOUND
@@ -104,8 +100,11 @@ def test_size_cap_reaps_oldest_closed_first(tmp_path: Path, workspace: Path) -> 
             c.close_session(new)
             # Over the cap (1 byte) both closed ones go, the open one never does.
             left = lambda: {s.id for s in c.list_sessions(include_closed=True)}  # noqa: E731
-            _wait(lambda: left() == {open_}, daemon)
+            wait_until(lambda: left() == {open_}, 15, lambda: daemon.log)
             assert c.status().state.used_bytes > 1
+        # Logged after the rows go, by another thread: wait for the lines themselves.
+        daemon.wait_for_log(f"reaped session {old}")
+        daemon.wait_for_log(f"reaped session {new}")
         reaped = [line for line in daemon.log_lines if "reaped session" in line]
         assert old in reaped[0] and new in reaped[1], reaped
     finally:
@@ -126,7 +125,7 @@ def test_temp_dirs_left_by_a_crash_go_at_start(tmp_path: Path, workspace: Path) 
         assert daemon.stop() == 0, daemon.log
     again = start_daemon(tmp_path / "d", ["--config", str(tmp_path / "agentd.toml")])
     try:
-        _wait(lambda: not os.path.exists(tmp))
+        wait_until(lambda: not os.path.exists(tmp), 15)
     finally:
         assert again.stop() == 0, again.log
 
@@ -143,8 +142,11 @@ def test_collect_refuses_out_of_range_times(client: Client, field: str, value: f
 def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, workspace: Path) -> None:
     # A daemon whose state dir is deleted (as a test's is) leaves its sessions'
     # directories under /tmp; the next daemon to start removes them, once the record
-    # is older than the grace time, and nothing a record names outside them.
-    gone = start_daemon(tmp_path / "gone")
+    # is older than the grace time, and nothing a record names outside them. Both
+    # daemons keep their records in an owners dir of this test's: in the machine's,
+    # any other daemon of this uid could sweep them first.
+    owners = tmp_path / "owners"
+    gone = start_daemon(tmp_path / "gone", tmp_owners_dir=owners)
     try:
         with Client(gone.socket, timeout=30) as c:
             sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
@@ -153,7 +155,7 @@ def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, works
     finally:
         assert gone.stop() == 0, gone.log
     assert os.path.isdir(dirs["tmp"]) and os.path.isdir(dirs["out"])
-    record = Path(tmp_owners.base(), sid)
+    record = owners / sid
     assert json.loads(record.read_text())["state_dir"] == gone.state_dir
     shutil.rmtree(gone.state_dir)
     hour_ago = time.time() - tmp_owners.GRACE_SECONDS - 60
@@ -166,47 +168,42 @@ def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, works
     other_state = tmp_path / "other" / "state"
     other_state.mkdir(parents=True)
     (other_state / "agentd.db").write_bytes(b"")
-    Path(tmp_owners.base(), live).write_text(
-        json.dumps({"state_dir": str(other_state), "paths": []})
-    )
-    Path(tmp_owners.base(), forged).write_text(
+    (owners / live).write_text(json.dumps({"state_dir": str(other_state), "paths": []}))
+    (owners / forged).write_text(
         json.dumps({"state_dir": str(tmp_path / "nowhere"), "paths": [str(victim)]})
     )
     for name in (live, forged):
-        os.utime(Path(tmp_owners.base(), name), (hour_ago, hour_ago))
+        os.utime(owners / name, (hour_ago, hour_ago))
 
-    daemon = _daemon(tmp_path, session_idle_seconds=0)
+    daemon = _daemon(tmp_path, tmp_owners_dir=owners, session_idle_seconds=0)
     try:
-        _wait(lambda: not record.exists(), daemon)
+        # Logged once the sweep is through: the gone daemon's session and the forged one.
+        daemon.wait_for_log("removed the directories of 2 sessions whose daemon is gone")
+        assert not record.exists() and not (owners / forged).exists()
         assert not os.path.exists(dirs["tmp"]) and not os.path.exists(dirs["out"])
-        assert "whose daemon is gone" in daemon.log
-        _wait(lambda: not Path(tmp_owners.base(), forged).exists(), daemon)
         assert victim.is_dir()
-        assert Path(tmp_owners.base(), live).exists()
+        assert (owners / live).exists()
     finally:
-        Path(tmp_owners.base(), live).unlink(missing_ok=True)
         assert daemon.stop() == 0, daemon.log
 
 
 def test_the_start_sweep_keeps_a_session_made_while_it_runs(tmp_path: Path) -> None:
     """The sweep runs while the daemon serves: a session of its own state dir that its
     start-time list lacks, but whose record is newer than its start, was just made."""
-    state = tmp_path / "state"
+    owners, state = str(tmp_path / "owners"), tmp_path / "state"
     started = time.time()
     made_now, left_before = uuid.uuid4().hex, uuid.uuid4().hex
     dirs = {sid: Path("/tmp", f"agentd-{os.getuid()}", sid) for sid in (made_now, left_before)}
     try:
         for sid, path in dirs.items():
             path.mkdir(parents=True)
-            tmp_owners.record(sid, str(state), [str(path)])
+            tmp_owners.record(owners, sid, str(state), [str(path)])
         before = started - 10
-        os.utime(Path(tmp_owners.base(), left_before), (before, before))
-        # (The count also holds other daemons' stale records this machine may have.)
-        assert tmp_owners.sweep(str(state), lambda sid: False, started) >= 1
+        os.utime(Path(owners, left_before), (before, before))
+        assert tmp_owners.sweep(owners, str(state), lambda sid: False, started) == 1
         assert dirs[made_now].is_dir() and not dirs[left_before].exists()
-        assert Path(tmp_owners.base(), made_now).exists()
-        assert not Path(tmp_owners.base(), left_before).exists()
+        assert Path(owners, made_now).exists()
+        assert not Path(owners, left_before).exists()
     finally:
-        for sid, path in dirs.items():
+        for path in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
-            tmp_owners.forget(sid)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sqlite3
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import pytest
 from agentd_client import AgentdError, Client
 from tests.conftest import SANDBOX_UID
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
@@ -52,6 +53,16 @@ def fill(state: Path) -> Path:
     return filler
 
 
+def _journaled(state: Path, session_id: str, kind: str) -> int:
+    """The session's events of `kind` committed to the daemon's journal, as a reader sees
+    them (and with them every event before: commits are whole groups)."""
+    with contextlib.closing(sqlite3.connect(f"file:{state / 'agentd.db'}?mode=ro", uri=True)) as db:
+        (count,) = db.execute(
+            "SELECT count(*) FROM events WHERE session_id = ? AND kind = ?", (session_id, kind)
+        ).fetchone()
+    return int(count)
+
+
 @pytest.fixture
 def full_daemon(workspace: Path) -> Iterator[tuple[DaemonProcess, Path]]:
     with small_state_disk() as base:
@@ -69,7 +80,8 @@ def test_full_state_disk(full_daemon: tuple[DaemonProcess, Path], workspace: Pat
     with Client(daemon.socket, timeout=30) as c:
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         assert not c.run_tool(sid, "Bash", {"command": "echo before"}).is_error
-        time.sleep(0.2)  # its events committed (grouped commits: 50 ms)
+        # Its events committed (commits are grouped), before the disk fills.
+        wait_until(lambda: _journaled(state, sid, "call_finished"), what="the call journaled")
         filler = fill(state)
 
         # A session that cannot be stored is refused and does not exist afterwards.

@@ -12,33 +12,23 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agentd_client import Client
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.processes import processes_with, wait_gone, wait_present
+from tests.support.waiting import wait_until
 
 
-def _wait(predicate: Callable[[], object], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout}s: {what}")
-
-
-def _pids_with(marker: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as f:
-            if marker.encode() in f.read().replace(b"\0", b" "):
-                found.append(int(pid))
-    return found
+def _count_lines(output: Path) -> int:
+    """The numbered lines the counting task has written so far."""
+    try:
+        return output.read_bytes().count(b"line-")
+    except FileNotFoundError:
+        return 0
 
 
 def _shims_of(state_dir: str) -> list[int]:
@@ -112,7 +102,7 @@ def _task(c: Client, sid: str, task_id: str):  # type: ignore[no-untyped-def]
 
 
 def _wait_end(c: Client, sid: str, task_id: str, timeout: float = 30):  # type: ignore[no-untyped-def]
-    _wait(lambda: _task(c, sid, task_id).status != "running", timeout, f"{task_id} ends")
+    wait_until(lambda: _task(c, sid, task_id).status != "running", timeout, f"{task_id} ends")
     return _task(c, sid, task_id)
 
 
@@ -124,8 +114,11 @@ def test_kill9_restarts_lose_no_line_and_taskstop_leaves_nothing(node: Node, ws:
             c, sid, f"for i in $(seq 1 {n}); do echo line-$i; sleep 0.01; done; echo done"
         )
         sleeper = _background(c, sid, "sleep 7331.25")
+        output = Path(_task(c, sid, counting).output_path)
     for _ in range(2):
-        time.sleep(0.7)
+        # Killed while it counts: once it has written more since it was last taken over.
+        more = _count_lines(output) + 20
+        wait_until(lambda more=more: _count_lines(output) >= more, what="the count goes on")
         node.restart(signal.SIGKILL)
         with node.client() as c:
             assert _task(c, sid, sleeper).status == "running"
@@ -139,19 +132,19 @@ def test_kill9_restarts_lose_no_line_and_taskstop_leaves_nothing(node: Node, ws:
         assert lines == [f"line-{i}" for i in range(1, n + 1)], "lost or repeated lines"
         assert "[exited with code 0]" in text
         # The re-adopted sleeper: TaskStop ends it and everything it ran.
-        assert _pids_with("sleep 7331.25")
+        assert processes_with("sleep 7331.25")
         r = c.run_tool(sid, "TaskStop", {"task_id": sleeper})
         assert not r.is_error, r.text
         assert _task(c, sid, sleeper).status == "killed"
-    _wait(lambda: not _pids_with("sleep 7331.25"), 10, "the stopped task's processes gone")
-    _wait(lambda: not _shims_of(node.daemon.state_dir), 10, "no shim left")
+    wait_gone("sleep 7331.25")
+    wait_until(lambda: not _shims_of(node.daemon.state_dir), 10, "no shim left")
 
 
 def test_sigterm_restart_keeps_tasks_and_follows_their_output(node: Node, ws: str) -> None:
     with node.client() as c:
         sid = _session(c, ws)
         task_id = _background(c, sid, "echo first; sleep 2; echo second; sleep 1000.75")
-        _wait(lambda: _pids_with("sleep 2"), 10, "started")
+        wait_present("sleep 1000.75")
     took = node.restart(signal.SIGTERM)
     assert node.daemon.proc.poll() is None and took < 20
     with node.client() as c:
@@ -169,14 +162,14 @@ def test_sigterm_restart_keeps_tasks_and_follows_their_output(node: Node, ws: st
         assert "second" in r.text and "running" in r.text, r.text
         r = c.run_tool(sid, "TaskStop", {"task_id": task_id})
         assert not r.is_error, r.text
-    _wait(lambda: not _pids_with("sleep 1000.75"), 10, "gone after TaskStop")
+    wait_gone("sleep 1000.75")
 
 
 def test_stop_with_tasks_stops_them(node: Node, ws: str) -> None:
     with node.client() as c:
         sid = _session(c, ws)
         task_id = _background(c, sid, "sleep 2718.5")
-    _wait(lambda: _pids_with("sleep 2718.5"), 10, "started")
+    wait_present("sleep 2718.5")
     out = subprocess.run(
         [sys.executable, "-m", "agentd", "stop", "--tasks", "--json"]
         + ["--socket", node.daemon.socket, "--state-dir", node.daemon.state_dir],
@@ -191,7 +184,7 @@ def test_stop_with_tasks_stops_them(node: Node, ws: str) -> None:
         "tasks_stopped": 1,
     }
     assert node.daemon.proc.wait(10) == 0
-    assert not _pids_with("sleep 2718.5")
+    assert not processes_with("sleep 2718.5")
     node.daemon = start_daemon(node.base, keep_tasks=True)
     with node.client() as c:
         assert _task(c, sid, task_id).status == "killed"
@@ -202,13 +195,12 @@ def test_task_that_ends_while_down_reports_its_real_end(node: Node, ws: str) -> 
         sid = _session(c, ws)
         task_id = _background(c, sid, "sleep 1; echo bye; exit 7")
     node.daemon.stop(signal.SIGKILL)
-    _wait(
+    wait_until(
         lambda: (Path(node.daemon.state_dir) / "shims" / task_id / "status.json").exists(),
         10,
         "ended",
     )
-    ended_before = int(time.time() * 1000)
-    time.sleep(0.3)
+    ended_before = int(time.time() * 1000)  # the next daemon starts well after this
     node.daemon = start_daemon(node.base, keep_tasks=True)
     with node.client() as c:
         task = _task(c, sid, task_id)
@@ -234,7 +226,7 @@ def test_shim_of_a_session_closed_while_down_is_reaped(node: Node, ws: str) -> N
     with node.client() as c:
         sid = _session(c, ws)
         task_id = _background(c, sid, "sleep 1618.5")
-    _wait(lambda: _pids_with("sleep 1618.5"), 10, "started")
+    wait_present("sleep 1618.5")
     node.daemon.stop(signal.SIGKILL)
     # The session's record says closed (a close whose task stop never ran, a retention
     # reaper, ...) while its task's shim runs on.
@@ -247,7 +239,7 @@ def test_shim_of_a_session_closed_while_down_is_reaped(node: Node, ws: str) -> N
     db.commit()
     db.close()
     node.daemon = start_daemon(node.base, keep_tasks=True)
-    assert not _pids_with("sleep 1618.5")
+    assert not processes_with("sleep 1618.5")
     with node.client() as c:
         assert _task(c, sid, task_id).status == "killed"
     assert not _shims_of(node.daemon.state_dir)
@@ -261,10 +253,10 @@ def test_foreground_call_moved_to_background_outlives_the_daemon(node: Node, ws:
     node.restart(signal.SIGKILL)
     with node.client() as c:
         assert _task(c, sid, task_id).status == "running"
-        assert _pids_with("sleep 3141.5")
+        assert processes_with("sleep 3141.5")
         r = c.run_tool(sid, "TaskStop", {"task_id": task_id})
         assert not r.is_error, r.text
-    _wait(lambda: not _pids_with("sleep 3141.5"), 10, "gone after TaskStop")
+    wait_gone("sleep 3141.5")
 
 
 def test_a_plain_foreground_call_dies_with_the_daemon(node: Node, ws: str) -> None:
@@ -278,6 +270,6 @@ def test_a_plain_foreground_call_dies_with_the_daemon(node: Node, ws: str) -> No
             c2.run_tool(sid, "Bash", {"command": "sleep 1414.5", "timeout": 600000})
 
     threading.Thread(target=call, daemon=True).start()
-    _wait(lambda: _pids_with("sleep 1414.5 "), 10, "started")
+    wait_present("sleep 1414.5 ")
     node.daemon.stop(signal.SIGKILL)
-    _wait(lambda: not _pids_with("sleep 1414.5"), 10, "the foreground sandbox gone")
+    wait_gone("sleep 1414.5")

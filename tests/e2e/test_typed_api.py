@@ -22,10 +22,10 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from agentd_client import Client, structs
+from agentd_client import Client, DocumentBlock, structs
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess
-from tests.support.data import TOOL_SCHEMAS
+from tests.support.data import ORACLE, TOOL_SCHEMAS
 
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -103,6 +103,36 @@ def test_an_image_block_has_the_messages_api_shape(
     # The Python client's blocks are the same, bytes and all.
     r = client.run_tool(session_id, "Read", {"file_path": "p.png"})
     assert r.content_blocks() == [image]
+
+
+def test_a_pdf_is_a_document_block_in_the_messages_api_shape(
+    client: Client, session_id: str, workspace: Path
+) -> None:
+    """Read of a PDF sends the PDF itself, as the reference does: `{"type": "document",
+    "source": {"type": "base64", "media_type": "application/pdf", "data": …}}` on the
+    wire, and the same block from the Python client (tool_result and dict forms)."""
+    subprocess.run(
+        [sys.executable, ORACLE / "make_media.py", "pdf", workspace / "d.pdf", "2"], check=True
+    )
+    pdf = (workspace / "d.pdf").read_bytes()
+    request = _request(
+        pb.RunToolRequest,
+        json.dumps({"session_id": session_id,
+                    "call": {"name": "Read", "input": {"file_path": "d.pdf"}}}),
+    )  # fmt: skip
+    reply = _json(client.stub.CallTool(request, timeout=60))
+    assert len(reply["content"]) == 2, reply
+    head, document = reply["content"]
+    assert head == {"type": "text", "text": f"PDF file read: {workspace}/d.pdf (856 bytes)"}
+    assert set(document) == {"type", "source"} and document["type"] == "document"
+    assert document["source"]["type"] == "base64"
+    assert document["source"]["media_type"] == "application/pdf"
+    assert base64.b64decode(document["source"]["data"]) == pdf
+    assert reply["data"]["file"]["numPages"] == 2
+    r = client.run_tool(session_id, "Read", {"file_path": "d.pdf"})
+    assert isinstance(r.content[1], DocumentBlock) and r.content[1].data == pdf
+    assert r.content_blocks() == [head, document]
+    assert r.to_tool_result_block()["content"] == [head, document]
 
 
 def test_batches_schemas_events_status_and_classifications_are_plain_json(

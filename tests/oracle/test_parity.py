@@ -3,7 +3,9 @@
 The cases pin where agentd once differed from the reference (Claude Code 2.1.328): Read of
 binary bytes and of devices, `~` paths, Write with CRLF, inputs the reference takes
 leniently, Glob's order among equal mtimes and its listing of .git, Grep patterns with
-a line break, and a large Bash output (`<persisted-output>`). Each call is compared as
+a line break, a large Bash output (`<persisted-output>`), images past the pixel budget
+or undecodable, PDFs as documents and their page limits, the line-end whitespace Write
+and Edit trim, and TodoWrite's older item fields. Each call is compared as
 in test_oracle.py (is_error always, then the checks listed per call); where agentd
 differs on purpose, the call's entry in DIFFERENT says how and why (README.md,
 "Differences from the reference", lists the same).
@@ -11,17 +13,22 @@ differs on purpose, the call's entry in DIFFERENT says how and why (README.md,
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
+from pypdf import PdfReader
 
-from agentd_client import Client
+from agentd_client import Client, DocumentBlock, ImageBlock
 from tests.oracle.test_smoke import (
     SANDBOX_UID,
     Call,
@@ -148,9 +155,85 @@ def glob_walk(c: Call) -> None:
     assert c.got.splitlines() == shown
 
 
+def _block(content: Any, kind: str) -> list[dict[str, Any]]:
+    return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
+
+
+# The reference's notes for scaled images ("[Image: original WxH, displayed at …]"), which
+# it sends as a message after the result and agentd sends inside it.
+IMAGE_NOTES = {
+    block["text"]
+    for case in RESULTS.values()
+    for m in case.get("interleaved_messages", [])
+    for message in m["messages"]
+    for block in message["content"]
+    if block.get("text", "").startswith("[Image: original ")
+}
+
+
+def image_as(c: Call) -> None:
+    """The image sent has the reference's media type and pixel size; a scaled one comes
+    with the reference's note on mapping coordinates."""
+    (want,) = _block(c.ref_raw, "image")
+    summary = want["source"]["data_summary"]
+    image = c.ours.content[0]
+    assert isinstance(image, ImageBlock), c.ours.content
+    assert image.media_type == want["source"]["media_type"]
+    with Image.open(io.BytesIO(image.data)) as img:
+        assert img.size == (summary["width"], summary["height"]), img.size
+    if summary["bytes"] == c.ref["structured"]["file"]["originalSize"]:
+        assert len(c.ours.content) == 1  # sent as it is
+    else:
+        assert c.ours.content[1].text in IMAGE_NOTES, c.ours.content[1].text
+
+
+def document_as(c: Call) -> None:
+    """The text line, then the PDF itself as a document block: the very bytes the
+    reference sent (their sha256)."""
+    (want,) = _block(c.ref_raw, "document")
+    text, document = c.ours.content
+    assert text.text == _block(c.ref_raw, "text")[0]["text"].replace("{WS}", c.ws)
+    assert isinstance(document, DocumentBlock) and document.media_type == "application/pdf"
+    summary = want["source"]["data_summary"]
+    assert hashlib.sha256(document.data).hexdigest() == summary["sha256"]
+
+
+def pages_as(c: Call) -> None:
+    """The reference's "PDF pages extracted" line; where it sends one image per page,
+    agentd sends one PDF of those pages (see DIFFERENT)."""
+    images = _block(c.ref_raw, "image")
+    text, document = c.ours.content
+    assert text.text == _block(c.ref_raw, "text")[0]["text"].replace("{WS}", c.ws)
+    assert isinstance(document, DocumentBlock)
+    pages = PdfReader(io.BytesIO(document.data)).pages
+    first = c.ref["structured"]["firstPage"]
+    assert [p.extract_text() for p in pages] == [
+        f"Page {n} of {c.ours.data['file']['numPages']}" for n in range(first, first + len(images))
+    ]
+
+
+def file_shows(name: str) -> Callable[[Call], None]:
+    """`cat -A` shows the reference's bytes, after the first line (the reference's Bash
+    trims the spaces that lead its output)."""
+
+    def check(c: Call) -> None:
+        assert c.got.splitlines()[1:] == c.expected.splitlines()[1:], c.got
+        assert c.got.splitlines()[0].strip() == c.expected.splitlines()[0].strip()
+
+    check.__name__ = f"file_shows({name!r})"
+    return check
+
+
+def todos_as(c: Call) -> None:
+    """The list the reference kept: the known fields of each item, in order."""
+    assert c.ours.data["newTodos"] == c.ref["structured"]["newTodos"]
+    assert c.ours.data["oldTodos"] == c.ref["structured"]["oldTodos"]
+
+
 Check = Callable[[Call], None]
 RD = [reminder_only]
 ERR = [wrapped, first_word]
+ERR_PROSE = [wrapped]  # an error in our words
 
 CHECKS: dict[str, list[list[Check]]] = {
     # blob.xyz, noext: shown as text with a NUL notice; latin-1 is decoded (see DIFFERENT).
@@ -220,6 +303,24 @@ CHECKS: dict[str, list[list[Check]]] = {
     + [[exact, same_data("returnCodeInterpretation")]] * 2
     + [[first_word], [same_start_after(1)], [exact], [exact]],
     "lenient_misc": [[wrapped, mentions("unrecognized file type: nosuchtype")]] + [[exact]] * 7,
+    "image_budget": [[image_as]] * 8,
+    "image_undecodable": [ERR_PROSE, [image_as], ERR_PROSE, ERR_PROSE, ERR_PROSE, [image_as]]
+    + [ERR_PROSE],
+    "pdf_reads": [[document_as], [document_as], [wrapped, mentions("11", "pages")]]
+    + [[pages_as], [pages_as], [pages_as], [wrapped, mentions("11")]]
+    + [[wrapped, mentions("5-", "20")], [wrapped, mentions("1,3")], [wrapped, mentions('"0"')]]
+    + [[wrapped, mentions("1-21", "20")], [pages_as], [wrapped, mentions("20MB")], [pages_as]]
+    + [[wrapped, mentions("%PDF-")], [wrapped, mentions("empty")], [wrapped], [document_as]]
+    + [[document_as], [pages_as]],
+    "edit_trailing_ws": [[exact], [path, same_data("newString")], [exact]] * 10,
+    "edit_trailing_ws_more": [[exact], [same_data("newString")], [exact]]
+    + [[exact], [same_data("newString")], [exact]]
+    + [[same_data("newString")], [exact]]
+    + [[path, same_data("content")], [exact]]
+    + [[exact], [same_data("newString")], [exact]]
+    + [[exact], [same_data("newString")], [file_shows("s.py")]],
+    "todo_old_fields": [[todos_as], [todos_as], [wrapped, mentions("todos", "activeForm")]]
+    + [[todos_as]],
 }
 
 # Calls where agentd differs on purpose: (case, call) -> (our is_error, why).
@@ -240,6 +341,14 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     ("write_encodings", 8): (False, "(so the file holds the new text)"),
     ("write_encodings", 10): (False, "an old_string with CRLF matches a CRLF file's lines"),
     ("write_encodings", 11): (False, "(so the file was edited)"),
+    # Not errors; the content differs: see the README's "Differences from the reference".
+    ("pdf_reads", 3): (False, "pages: a PDF of those pages, not one JPEG per page"),
+    ("pdf_reads", 4): (False, "(the same)"),
+    ("pdf_reads", 5): (False, "(the same)"),
+    ("pdf_reads", 11): (False, "(the same)"),
+    ("pdf_reads", 13): (False, "(the same)"),
+    ("pdf_reads", 19): (False, "(the same)"),
+    ("pdf_reads", 16): (True, "a PDF pypdf cannot parse is refused: the API would refuse it"),
 }
 
 
@@ -249,8 +358,10 @@ def test_parity_case(case: dict[str, Any], client: Client, case_workspace: Path)
     ws = str(case_workspace)
     ref_calls = RESULTS[case_id]["calls"]
     setup = case.get("setup") or []
+    # make_media.py makes the images and PDFs, as the recording's setup did.
+    env = {**os.environ, "PYTHON": sys.executable, "ORACLE_DATA": str(ORACLE)}
     for cmd in [setup] if isinstance(setup, str) else setup:
-        subprocess.run(["bash", "-c", cmd], cwd=ws, check=True)
+        subprocess.run(["bash", "-c", cmd], cwd=ws, check=True, env=env)
     if os.geteuid() == 0:
         subprocess.run(["chown", "-R", f"{SANDBOX_UID}:{SANDBOX_UID}", ws], check=True)
     sid = client.create_session(ws, permission_mode="bypassPermissions").id

@@ -33,7 +33,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ import pytest
 
 from agentd_client import Client, ToolResult
 from tests.support.data import ORACLE
-from tests.support.waiting import task_finished, wait_for_event
+from tests.support.waiting import task_finished, wait_for_event, wait_until
 
 SANDBOX_UID = 65534
 CASES = json.loads((ORACLE / "cases_smoke.json").read_text())
@@ -329,20 +328,15 @@ IS_ERROR_ADJUSTED = {
 # ---- waiting instead of the reference's sleeps ----------------------------------------
 
 
-def _wait_output(path: str, needle: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(path) and needle in Path(path).read_text(errors="replace"):
-            return
-        time.sleep(0.02)
-    raise TimeoutError(f"{needle!r} not in {path} after {timeout}s")
+def _in_output(path: str, needle: str) -> bool:
+    return os.path.exists(path) and needle in Path(path).read_text(errors="replace")
 
 
 def wait_instead_of_sleep(case_id: str, client: Client, sid: str, caps: dict[str, str]) -> None:
     """The reference's fake API slept before a turn so a background task could print
     (bash_background) or end (bash_background_completes); we wait for exactly that."""
     if case_id == "bash_background":
-        _wait_output(caps["OUT_FILE"], "errline\n")
+        wait_until(lambda: _in_output(caps["OUT_FILE"], "errline\n"), 15, "errline printed")
     elif case_id == "bash_background_completes":
         wait_for_event(client, sid, task_finished(caps["TASK_ID"]))
     else:

@@ -190,16 +190,18 @@ class Watcher:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> Watcher:
-        before = self.log.subscriber_count
         after = self.log.last_seq
+        counted = asyncio.Event()
+
+        async def registered() -> None:
+            counted.set()
 
         async def follow() -> None:
-            async for event in self.log.subscribe(after):
+            async for event in self.log.subscribe(after, registered):
                 self.events.put_nowait(event)
 
         self._task = asyncio.ensure_future(follow())
-        while self.log.subscriber_count == before:  # the generator registers on first step
-            await asyncio.sleep(0)
+        await asyncio.wait_for(counted.wait(), 10)  # from here on it misses nothing
         return self
 
     async def next(self, kind: str, timeout: float = 10) -> Event:

@@ -20,7 +20,14 @@ async def test_two_clients_first_answer_wins_the_other_sees_it(env: Env) -> None
         assert asked["input"] == {"command": "npm install"}
         assert asked["suggested_rule"] == "Bash(npm install:*)"
         assert asked["reasons"] and asked["expires_ms"] > 0
-        assert env.progress == [{"message": "waiting for permission"}]
+        # The caller's stream names the request (its code is shown) and who may answer.
+        assert env.progress == [
+            {
+                "message": "waiting for permission",
+                "permission_request_id": asked["request_id"],
+                "attached_clients": 2,
+            }
+        ]
 
         accepted, _ = env.engine.asker.resolve(
             env.session.id, asked["request_id"], "allow", "once", decided_by="person via a"

@@ -11,6 +11,17 @@ import pytest
 from agentd_client import Client
 
 PROTECTED = [".git/hooks/pre-commit", ".claude/settings.json", ".bashrc", "sub/.vscode/tasks.json"]
+# New files at any depth the list of code-bearing files names (agentd/sandboxing/codebearing.toml),
+# which the Bash tool's held changes use too: one list.
+NEW_AT_DEPTH = [
+    "packages/app/.npmrc",
+    "web/.husky/pre-push",
+    "tools/.devcontainer/devcontainer.json",
+    "svc/.envrc",
+    "crate/.cargo/config.toml",
+    ".venv/pip.conf",
+    "vendor/lib/.git",
+]
 
 
 @pytest.mark.parametrize("rel", PROTECTED)
@@ -25,6 +36,16 @@ def test_write_to_a_protected_path_asks_in_every_mode(
     assert not (workspace / rel).exists()
     # an ordinary file in the same mode is written without asking
     assert not client.run_tool(sid, "Write", {"file_path": "ok.txt", "content": "x"}).is_error
+
+
+@pytest.mark.parametrize("rel", NEW_AT_DEPTH)
+def test_a_new_file_the_list_names_asks_at_any_depth(
+    client: Client, workspace: Path, rel: str
+) -> None:
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    r = client.run_tool(sid, "Write", {"file_path": rel, "content": "x\n"})
+    assert r.is_error and "protected path" in r.text, r.text
+    assert not (workspace / rel).exists()
 
 
 def test_edit_of_an_existing_protected_file_asks(client: Client, workspace: Path) -> None:

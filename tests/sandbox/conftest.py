@@ -114,31 +114,4 @@ def policy(ws: str | None = None, **kwargs) -> SandboxPolicy:
     return SandboxPolicy(writable=[ws] if ws else [], cwd=ws, limits=limits, **kwargs)
 
 
-def host_pids_with(marker: str) -> list[int]:
-    """Host pids whose command line contains `marker` (other than this test process)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
-
-
-def wait_until(predicate, timeout: float = 5.0) -> bool:
-    """Poll `predicate` until true or `timeout`; for states no event announces."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 __all__ = ["GUARD", "NOT_SANDBOXED", "SYSTEM_PYTHON", "sys"]

@@ -12,8 +12,10 @@ import textwrap
 import pytest
 
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable, run, spawn
+from tests.support.processes import processes_with, wait_gone
+from tests.support.waiting import wait_until
 
-from .conftest import host_pids_with, policy, run_capture, wait_until
+from .conftest import policy, run_capture
 
 
 def _marker() -> str:
@@ -43,17 +45,17 @@ async def test_nothing_survives_normal_exit(ws, guarded):
     marker = _marker()
     res = await run_capture(policy(ws), guarded("sh", "-c", _escapes(marker) + "exit 0"))
     assert res.rc == 0, res.err
-    assert wait_until(lambda: not host_pids_with(marker), 5.0), host_pids_with(marker)
+    wait_gone(marker)
 
 
-async def test_kill_ends_whole_tree_within_a_second(ws, guarded):
+async def test_kill_ends_the_whole_tree(ws, guarded):
     marker = _marker()
     proc = await spawn(policy(ws), guarded("sh", "-c", _escapes(marker) + "echo READY; sleep 1000"))
     assert (await proc.stdout.readline()).strip() == b"READY"
-    assert len(host_pids_with(marker)) >= 3
+    assert len(processes_with(marker)) >= 3
     proc.kill()
     assert await proc.wait() == 128 + signal.SIGKILL
-    assert wait_until(lambda: not host_pids_with(marker), 1.0), host_pids_with(marker)
+    wait_gone(marker)
 
 
 async def test_killing_the_spawner_kills_the_sandbox(ws, guarded):
@@ -68,11 +70,11 @@ async def test_killing_the_spawner_kills_the_sandbox(ws, guarded):
     parent = subprocess.Popen([sys.executable, "-c", helper], stdout=subprocess.PIPE)
     try:
         assert parent.stdout.readline().strip() == b"SPAWNING"
-        assert wait_until(lambda: len(host_pids_with(marker)) >= 3, 10.0)
+        wait_until(lambda: len(processes_with(marker)) >= 3, what="the sandbox and its shell")
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-    assert wait_until(lambda: not host_pids_with(marker), 10.0), host_pids_with(marker)
+    wait_gone(marker)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="uid switching needs root")
@@ -113,7 +115,11 @@ def test_cli_run_and_check(ws):
     report = json.loads(out.stdout)
     assert report["in_force"]["uid_drop"] and report["in_force"]["seccomp"]
     assert report["in_force"]["no_capabilities"]
-    assert report["cgroup_v2_delegated"] is False and report["limits_mode"] == "rlimit"
+    from agentd_sandbox import limits
+
+    assert report["limits_mode"] == limits.mode()
+    if report["limits_mode"] != "rlimit":  # the hierarchy a group would go in is named
+        assert report["cgroups"]["version"] == int(report["limits_mode"][-1])
 
 
 def test_check_reports_the_orphan_guard_a_start_uses():

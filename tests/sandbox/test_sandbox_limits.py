@@ -1,5 +1,6 @@
-"""Limits hold with the rlimit fallback: fork and memory bombs, disk fill, output
-flood, CPU and wall-clock runaways. Each bomb is small and has a wall limit."""
+"""Limits hold with the rlimit fallback (a policy with no control group): fork and
+memory bombs, disk fill, output flood, CPU and wall-clock runaways. Each bomb is small
+and has a wall limit. Per-session groups: test_sandbox_session_limits.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import signal
 import time
 
-from agentd_sandbox import Limits, limits
+from agentd_sandbox import Limits, cgroups, limits
 
 from .conftest import NOT_SANDBOXED, policy, run_capture
 
@@ -26,8 +27,11 @@ except OSError as e:
 """
 
 
-def test_this_host_uses_rlimits():
-    assert limits.mode() == "rlimit"
+def test_this_host_reports_what_bounds_a_session():
+    """v1 or v2 where a writable hierarchy holds memory and pids, else rlimits."""
+    hierarchy = cgroups.detect()
+    held = hierarchy is not None and {"memory", "pids"} <= hierarchy.controllers
+    assert limits.mode() == (f"cgroup{hierarchy.version}" if held else "rlimit")
 
 
 async def test_fork_bomb_is_bounded(ws, guarded_py):

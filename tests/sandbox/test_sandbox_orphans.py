@@ -22,7 +22,8 @@ import uuid
 
 import pytest
 
-from tests.sandbox.conftest import GUARD, SYSTEM_PYTHON, host_pids_with, sandbox_dir, wait_until
+from tests.sandbox.conftest import GUARD, SYSTEM_PYTHON, sandbox_dir
+from tests.support.processes import wait_gone
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 HOST_PIDNS = str(os.stat("/proc/self/ns/pid").st_ino)
@@ -83,4 +84,4 @@ def test_killing_the_spawner_at_any_instant_leaves_nothing() -> None:
         shutil.rmtree(ws, ignore_errors=True)
     assert rounds >= 100, f"only {rounds} rounds in {BUDGET_SECONDS}s"
     marker = f"{base}."
-    assert wait_until(lambda: not host_pids_with(marker), 10.0), host_pids_with(marker)
+    wait_gone(marker)

@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 from agentd_client import Client
+from tests.support.waiting import wait_until
 
 from ._sandbox_attack import (  # noqa: F401  (fixtures are used by name)
     bash,
@@ -59,12 +60,12 @@ def test_other_users_do_not_see_the_command_text(sec_client: Client, sec_session
     r = sec_client.run_tool(sec_session, "Bash", {"command": command, "run_in_background": True})
     task_id = r.data["backgroundTaskId"]
     try:
-        seen = ""
-        for _ in range(200):  # until the command's sleep is up (it names no secret)
-            seen = _process_list_as(OBSERVER_UID)
-            if f"sleep {marker}" in seen:
-                break
-        assert f"sleep {marker}" in seen, "the command never showed up"
+
+        def listed() -> str:  # once the command's sleep is up (it names no secret)
+            text = _process_list_as(OBSERVER_UID)
+            return text if f"sleep {marker}" in text else ""
+
+        seen = wait_until(listed, what="the command in the process list")
         assert secret not in seen
         assert "API_TOKEN" not in seen
     finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentd_client import Client
+from tests.support.waiting import wait_until
 
 GUARD = Path(__file__).resolve().parent.parent / "sandbox" / "guard.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -102,13 +102,16 @@ def swapping(
     started = client.run_tool(session_id, "Bash", {"command": command, "run_in_background": True})
     assert not started.is_error, started.text
     task_id = started.data["backgroundTaskId"]
-    deadline = time.monotonic() + 30
-    while not (workspace / ".swap-running").exists():
-        assert time.monotonic() < deadline, "the swapper never started"
+
+    def swapping() -> bool:
+        if (workspace / ".swap-running").exists():
+            return True
         task = next(t for t in client.list_tasks(session_id) if t.id == task_id)
         if task.status != "running":
             raise AssertionError(f"the swapper ended: {Path(task.output_path).read_text()}")
-        time.sleep(0.02)
+        return False
+
+    wait_until(swapping, 30, "the swapper started")
     try:
         yield
     finally:

@@ -7,23 +7,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
-import time
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_tasks_outlive import (
-    Node,
-    _background,
-    _pids_with,
-    _session,
-    _task,
-    _wait,
-    _wait_end,
-)
+from tests.e2e.test_tasks_outlive import Node, _background, _session, _task, _wait_end
+from tests.sandbox.conftest import SYSTEM_PYTHON
+from tests.support.processes import processes_with, wait_gone, wait_present
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -41,7 +37,7 @@ def test_sandbox_cannot_reach_or_forge_a_shims_state(node: Node, workspace: Path
         sid = _session(c, str(workspace))
         task_id = _background(c, sid, "sleep 4242.5")
         shim_dir = Path(state) / "shims" / task_id
-        _wait(lambda: (shim_dir / "ctl.sock").exists(), 10, "the shim listens")
+        wait_until(lambda: (shim_dir / "ctl.sock").exists(), 10, "the shim listens")
         assert oct(shim_dir.stat().st_mode & 0o777) == "0o700"
         probe = (
             f"ls -la {shim_dir} ; test -e {shim_dir}/ctl.sock && echo REACHED; "
@@ -64,35 +60,47 @@ def test_another_uid_cannot_steer_a_shim(node: Node, workspace: Path) -> None:
         sid = _session(c, str(workspace))
         task_id = _background(c, sid, "sleep 4343.5")
         sock = Path(node.daemon.state_dir) / "shims" / task_id / "ctl.sock"
-        _wait(sock.exists, 10, "the shim listens")
-        # Even with the directory opened to it, a process of another uid is refused by the
-        # shim itself (SO_PEERCRED), not only by the 0700 directory.
-        os.chmod(sock.parent, 0o711)
+        wait_until(sock.exists, 10, "the shim listens")
+        # Even with the socket in reach, a process of another uid is refused by the shim
+        # itself (SO_PEERCRED), not only by the 0700 directories above it: a second link
+        # to the socket in a directory that uid can enter, the socket open to anyone.
+        door = Path(tempfile.mkdtemp(prefix="agentd-door-", dir="/tmp"))
+        door.chmod(0o755)
+        os.link(sock, door / "ctl.sock")
         os.chmod(sock, 0o777)
         try:
+            # It sends a kill and waits for the shim to hang up (the end of the stream,
+            # or a broken pipe if the hang-up came before the send).
             code = (
                 "import socket,json; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); "
-                f"s.connect({str(sock)!r}); s.send(json.dumps({{'op': 'kill'}}).encode()); "
-                "s.settimeout(2); print(repr(s.recv(100)))"
+                f"s.connect({str(door / 'ctl.sock')!r}); s.settimeout(20)\n"
+                "try:\n"
+                "    s.send(json.dumps({'op': 'kill'}).encode()); print(repr(s.recv(100)))\n"
+                "except OSError as e:\n"
+                "    print(type(e).__name__)"
             )
-            subprocess.run(
+            attacker = subprocess.run(
                 [
                     "setpriv",
                     "--reuid=65534",
                     "--regid=65534",
                     "--clear-groups",
-                    "python3",
+                    SYSTEM_PYTHON,  # one that uid may run (not a python under /root)
                     "-c",
                     code,
                 ],
                 capture_output=True,
-                timeout=20,
+                text=True,
+                timeout=60,
             )
         finally:
-            os.chmod(sock.parent, 0o700)
-        time.sleep(0.5)
+            shutil.rmtree(door)
+        # The shim hung up on it, having read nothing. A shim that took it for a
+        # controller would have killed the task and told it so (its exit message).
+        hung_up = {"b''", "BrokenPipeError", "ConnectionResetError"}
+        assert attacker.stdout.strip() in hung_up, (attacker.stdout, attacker.stderr)
+        assert processes_with("sleep\x004343.5"), "the other uid's kill was obeyed"
         assert _task(c, sid, task_id).status == "running"
-        assert _pids_with("sleep 4343.5")
         c.run_tool(sid, "TaskStop", {"task_id": task_id})
 
 
@@ -118,14 +126,12 @@ def test_nothing_a_task_started_survives_taskstop_after_a_takeover(
             sid,
             "setsid nohup sleep 4444.25 >/dev/null 2>&1 & (trap '' TERM HUP; sleep 4445.25) & wait",
         )
-        _wait(lambda: _pids_with("sleep 4444.25") and _pids_with("sleep 4445.25"), 10, "started")
+        wait_present("sleep\x004444.25")  # the sleeps themselves, not only their shell
+        wait_present("sleep\x004445.25")
     node.restart(signal.SIGKILL)
     with node.client() as c:
         assert _task(c, sid, task_id).status == "running"
         r = c.run_tool(sid, "TaskStop", {"task_id": task_id})
         assert not r.is_error, r.text
-    _wait(
-        lambda: not _pids_with("sleep 4444.25") and not _pids_with("sleep 4445.25"),
-        10,
-        "every process of the task gone",
-    )
+    wait_gone("sleep 4444.25")  # every process of the task, its shell too
+    wait_gone("sleep 4445.25")

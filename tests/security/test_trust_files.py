@@ -85,15 +85,14 @@ def test_settings_swapped_for_a_symlink_to_trusted_content(
 def test_settings_file_made_a_fifo_does_not_hang_the_daemon(
     client: Client, workspace: Path
 ) -> None:
-    """A sandboxed command turns settings.local.json into a FIFO nobody writes: the next
-    calls still finish, and the file is reported, not waited on."""
-    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
-    r = call(
-        client, sid, "Bash", {"command": "mkdir -p .claude && mkfifo .claude/settings.local.json"}
-    )
-    assert not r.is_error, r.text
+    """settings.local.json is a FIFO nobody writes: the calls still finish, and the file
+    is reported, not waited on. (One a sandboxed command makes is held and removed when
+    the command ends, agentd/changes/; this one the workspace had before.)"""
     fifo = workspace / ".claude" / "settings.local.json"
-    assert fifo.is_fifo()
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    os.chown(fifo, SANDBOX_UID, SANDBOX_UID)
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
     for _ in range(3):
         r = call(client, sid, "Bash", {"command": "echo alive"})
         assert not r.is_error and "alive" in r.text, r.text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,15 @@ BLOB = "x" * 10_000
 def _fill(log: EventLog, n: int) -> None:
     for i in range(n):
         log.emit("todos_changed", todos=[{"content": f"{i} {BLOB}", "status": "pending"}])
+
+
+def _setter(event: asyncio.Event) -> Callable[[], Awaitable[None]]:
+    """A subscribe() `registered` callback that sets `event`: the subscriber is counted."""
+
+    async def registered() -> None:
+        event.set()
+
+    return registered
 
 
 async def _until(agen, seq: int) -> list[events.Event]:  # type: ignore[no-untyped-def]
@@ -67,10 +77,11 @@ def test_a_silent_subscriber_holds_a_bounded_backlog_then_catches_up(tmp_path: P
     async def main() -> None:
         store = Store(str(tmp_path / "s.db"))
         log = EventLog("s1", store, backlog_bytes=200_000)
-        agen = log.subscribe(0)
+        counted = asyncio.Event()
+        agen = log.subscribe(0, _setter(counted))
         # Start it (it registers), then never read while 500 events (5 MB) go by.
         pending = asyncio.ensure_future(agen.__anext__())
-        await asyncio.sleep(0)
+        await counted.wait()
         _fill(log, 500)
         [sub] = log._subscribers
         assert sub.bytes <= 200_000 + len(BLOB) + 200
@@ -93,9 +104,10 @@ def test_live_events_after_the_gap_are_not_lost(tmp_path: Path, live_only: bool)
     async def main() -> None:
         store = Store(str(tmp_path / "s.db"))
         log = EventLog("s1", store, backlog_bytes=50_000)
-        agen = log.subscribe(0)
+        counted = asyncio.Event()
+        agen = log.subscribe(0, _setter(counted))
         pending = asyncio.ensure_future(agen.__anext__())
-        await asyncio.sleep(0)
+        await counted.wait()
         _fill(log, 50)
         got = [await pending]
         got += await _until(agen, 50)

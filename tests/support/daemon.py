@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import signal
 import subprocess
@@ -9,6 +11,9 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from agentd.sessions import dirs as session_dirs
+from agentd.sessions import tmp_owners
 
 
 @dataclass
@@ -48,20 +53,35 @@ class DaemonProcess:
             return self.proc.wait()
 
 
+# Every owners dir a daemon of this run recorded its sessions' /tmp directories in: the
+# run removes those directories at its end (tests/conftest.py), as nothing else will.
+OWNERS_DIRS: set[str] = set()
+
+
 def start_daemon(
     base: Path,
     extra_args: list[str] | None = None,
     env: dict[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float = 20,
     wrapper: list[str] | None = None,
     keep_tasks: bool = False,
+    tmp_owners_dir: Path | None = None,
+    socket: str | None = None,
+    inherit_env: bool = True,
 ) -> DaemonProcess:
     """A daemon on `base`; unless `keep_tasks`, its stop (SIGTERM) stops the background
-    tasks too, so no test leaves a task's shim running (tasks outlive a daemon)."""
+    tasks too, so no test leaves a task's shim running (tasks outlive a daemon).
+
+    It records whose its sessions' /tmp directories are in `tmp_owners_dir` (default
+    `base`/owners), never in the machine's: another daemon of the same uid (a person's,
+    another test run's) must not sweep them, nor this one theirs.
+    `socket`: elsewhere than base/run; `inherit_env=False`: only `env` (another user's)."""
     base.mkdir(parents=True, exist_ok=True)
-    socket = str(base / "run" / "agentd.sock")
+    socket = socket or str(base / "run" / "agentd.sock")
     state_dir = str(base / "state")
-    proc_env = {**os.environ, **(env or {})}
+    owners = str(tmp_owners_dir or base / "owners")
+    OWNERS_DIRS.add(owners)
+    proc_env = {**(os.environ if inherit_env else {}), **(env or {})}
     proc_env.pop("AGENTD_SOCKET", None)
     proc_env.pop("AGENTD_STATE_DIR", None)
     proc = subprocess.Popen(
@@ -75,6 +95,8 @@ def start_daemon(
             socket,
             "--state-dir",
             state_dir,
+            "--tmp-owners-dir",
+            owners,
             *([] if keep_tasks else ["--stop-tasks-on-exit"]),
             *(extra_args or []),
         ],
@@ -103,3 +125,17 @@ def start_daemon(
         daemon.stop(signal.SIGKILL)
         raise RuntimeError(f"agentd did not start:\n{daemon.log}")
     return daemon
+
+
+def remove_recorded_dirs(owners: str) -> None:
+    """Remove the /tmp directories of every session recorded in `owners`, by the sweep a
+    daemon runs for one gone for good: for a run's end, when its daemons have stopped."""
+    state_dirs = set()
+    for record in Path(owners).glob("*"):
+        try:
+            state_dirs.add(json.loads(record.read_text())["state_dir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    for state_dir in state_dirs:
+        tmp_owners.sweep(owners, state_dir, lambda _: False, math.inf)
+        session_dirs.of(state_dir).remove_base()

@@ -8,10 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentd.changes.service import ChangeTracker
 from agentd.foundation.config import Config
+from agentd.permissions.asker import Asker
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
-from agentd.sessions.session import Session
+from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
 from agentd.tools.services import CwdChanged, Services, TodosChanged
 
@@ -43,4 +45,5 @@ def make_services(
         outputs=Outputs(config, store),
         on_todos_changed=on_todos_changed,
         on_cwd_changed=on_cwd_changed,
+        changes=ChangeTracker(config, Asker(SessionManager(store, config), 60)),
     )

@@ -2,59 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
 import uuid
 from pathlib import Path
 
-from agentd_client import Client
-from tests.support.waiting import task_finished, wait_for_event
+from agentd_client import Client, ToolResult
+from tests.support.processes import wait_gone, wait_present
+from tests.support.waiting import task_finished, wait_for_event, wait_until
 
 
 def bash(client: Client, sid: str, command: str, **kw: object):
     return client.run_tool(sid, "Bash", {"command": command, **kw})
-
-
-def processes_with(marker: str) -> list[int]:
-    """Host pids whose command line contains `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if marker.encode() in f.read():
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
-
-
-def wait_present(marker: str, timeout: float = 10) -> list[int]:
-    """Processes with `marker` once there are some: a sandbox still starting passes through
-    several execs, during which its command line can read as empty."""
-    deadline = time.monotonic() + timeout
-    while not (found := processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return found
-
-
-def wait_gone(marker: str, timeout: float = 5) -> list[int]:
-    """Processes with `marker` still alive after `timeout` (the kernel reaps asynchronously).
-
-    Gone means absent from two scans in a row: one scan can miss a process mid-exec.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        left = processes_with(marker)
-        if not left:
-            time.sleep(0.05)
-            left = processes_with(marker)
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.05)
 
 
 def test_exit_code_and_interleaved_streams(client: Client, session_id: str) -> None:
@@ -221,10 +181,12 @@ def test_background_task_lifecycle(client: Client, session_id: str) -> None:
     assert f"ID: {task_id}" in r.text
     path = re.search(r"written to: (\S+?)\.? ", r.text).group(1)
     assert path.endswith(f"{task_id}.output")
-    deadline = time.monotonic() + 10
-    out = client.run_tool(session_id, "BashOutput", {"bash_id": task_id})
-    while "errline" not in out.text and time.monotonic() < deadline:
+
+    def errline_read() -> ToolResult | None:
         out = client.run_tool(session_id, "BashOutput", {"bash_id": task_id})
+        return out if "errline" in out.text else None
+
+    out = wait_until(errline_read, what="errline in the task's output")
     assert "<status>running</status>" in out.text
     read = client.run_tool(session_id, "Read", {"file_path": path})
     assert read.text.startswith("1\tline1\n2\tline2\n3\tline3\n4\terrline"), read.text
@@ -236,7 +198,7 @@ def test_background_task_lifecycle(client: Client, session_id: str) -> None:
     again = client.run_tool(session_id, "TaskStop", {"task_id": task_id})
     assert again.is_error
     assert again.text == f"<tool_use_error>No task found with ID: {task_id}</tool_use_error>"
-    assert wait_gone(marker) == []
+    wait_gone(marker)
 
 
 def test_finished_task_file_ends_with_exit_code_and_model_is_told(
@@ -294,7 +256,7 @@ def test_cancel_ends_the_process_tree_and_returns_output(client: Client, session
     assert time.monotonic() - started < 3
     r = result["r"]
     assert r.is_error and "before-cancel" in r.text and "interrupted" in r.text
-    assert wait_gone(marker) == []
+    wait_gone(marker)
 
 
 def test_orphans_do_not_outlive_their_call(client: Client, session_id: str) -> None:
@@ -307,7 +269,7 @@ def test_orphans_do_not_outlive_their_call(client: Client, session_id: str) -> N
         f"(bash -c 'sleep {marker} &' &) ; echo spawned",
     )
     assert "spawned" in r.text
-    assert wait_gone(f"sleep\0{marker}") == []
+    wait_gone(f"sleep\0{marker}")
 
 
 def test_closing_the_session_stops_its_tasks(client: Client, workspace: Path) -> None:
@@ -315,11 +277,11 @@ def test_closing_the_session_stops_its_tasks(client: Client, workspace: Path) ->
     # The command text is not on any command line; the sleep's own argv is.
     marker = f"sleep\0{int(uuid.uuid4().int % 10**6) + 10**6}.3"
     r = bash(client, sid, f"sleep {marker[6:]}", run_in_background=True)
-    assert wait_present(marker)
+    wait_present(marker)
     client.close_session(sid)
     [task] = [t for t in client.list_tasks(sid) if t.id == r.data["backgroundTaskId"]]
     assert task.status == "killed"
-    assert wait_gone(marker) == []
+    wait_gone(marker)
 
 
 def test_changed_read_files_are_named(client: Client, session_id: str, workspace: Path) -> None:
@@ -359,9 +321,9 @@ def test_tasks_outlive_the_client_that_started_them(
     task_id = r.data["backgroundTaskId"]
     [task] = [t for t in client.list_tasks(session_id) if t.id == task_id]
     assert task.status == "running"
-    assert wait_present(f"sleep\0{marker}")
+    wait_present(f"sleep\0{marker}")
     assert not client.run_tool(session_id, "TaskStop", {"task_id": task_id}).is_error
-    assert wait_gone(f"sleep\0{marker}") == []
+    wait_gone(f"sleep\0{marker}")
 
 
 def test_a_vanished_cwd_falls_back_to_the_workspace(client: Client, workspace: Path) -> None:
@@ -406,7 +368,7 @@ def test_closing_the_session_ends_its_running_calls(client: Client, workspace: P
     client.close_session(sid)
     caller.join(30)
     assert result["r"].is_error and "interrupted" in result["r"].text
-    assert wait_gone(f"sleep\0{marker}") == []
+    wait_gone(f"sleep\0{marker}")
 
 
 # --- dangerouslyDisableSandbox -----------------------------------------------------------------

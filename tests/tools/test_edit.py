@@ -254,3 +254,27 @@ def test_structured_patch_shapes() -> None:
     new = old.replace("2\n", "two\n", 1).replace("19\n", "nineteen\n")
     hunks = structured_patch(old, new)
     assert [(h["oldStart"], h["oldLines"]) for h in hunks] == [(1, 5), (16, 5)]
+
+
+def test_line_end_rule_matches_the_reference() -> None:
+    """The reference's rule (its qPt and O3t, recorded in edit_trailing_ws): per line, split
+    at CRLF/LF/CR, JavaScript's whitespace at the end goes; .md/.mdx in any case keep it."""
+    from agentd.tools.files import trailing
+
+    assert trailing.strip_line_ends("a  \r\nb\t\rc\u00a0\nd\u3000\ne\x0b") == "a\r\nb\rc\nd\ne"
+    assert trailing.strip_line_ends("  lead  \n\n  \n") == "  lead\n\n\n"
+    # Python's whitespace is not JavaScript's: \x1c-\x1f and \x85 stay, \ufeff goes.
+    assert trailing.strip_line_ends("a\x1c\x85") == "a\x1c\x85"
+    assert trailing.strip_line_ends("a\ufeff") == "a"
+    for path in ("/w/a.md", "/w/b.MDX", "/w/c.Md"):
+        assert trailing.keeps_trailing_space(path)
+    for path in ("/w/a.markdown", "/w/a.md.txt", "/w/a.py", "/w/md", "/w/a.mdown"):
+        assert not trailing.keeps_trailing_space(path)
+
+
+async def test_edit_creating_a_file_keeps_line_ends(call, ws: Path) -> None:
+    """The reference trims only once it has read the file: an Edit creating one keeps them."""
+    f = ws / "new.py"
+    r = await call("Edit", {"file_path": str(f), "old_string": "", "new_string": "made  \n"})
+    assert not r.is_error, r.text
+    assert f.read_text() == "made  \n"

@@ -102,3 +102,32 @@ def test_multiedit_schema() -> None:
     schema = TOOL().input_schema
     assert schema["required"] == ["file_path", "edits"]
     assert schema["properties"]["edits"]["minItems"] == 1
+
+
+async def test_multiedit_trims_line_ends_as_edit_does(call, ws: Path) -> None:
+    """Each edit's new_string loses its line-end whitespace (not in Markdown), as Edit's does
+    in the reference (edit_trailing_ws); an edit left with nothing to change is refused."""
+    for name, want in (("a.py", "x\ny\nz\n"), ("a.md", "x  \ny\t\nz\n")):
+        f = ws / name
+        f.write_text("a\nb\nz\n")
+        await call("Read", {"file_path": str(f)})
+        r = await call(
+            "MultiEdit",
+            {
+                "file_path": str(f),
+                "edits": [
+                    {"old_string": "a", "new_string": "x  "},
+                    {"old_string": "b", "new_string": "y\t"},
+                ],
+            },
+        )
+        assert not r.is_error, r.text
+        assert f.read_text() == want
+        assert [e["new_string"] for e in r.data["edits"]] == want.split("\n")[:2]
+    f = ws / "b.py"
+    f.write_text("q\n")
+    await call("Read", {"file_path": str(f)})
+    r = await call(
+        "MultiEdit", {"file_path": str(f), "edits": [{"old_string": "q", "new_string": "q "}]}
+    )
+    assert r.is_error and "Edit 1" in r.text and f.read_text() == "q\n"

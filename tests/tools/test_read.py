@@ -7,12 +7,14 @@ import io
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from agentd.tools.base import ImageBlock
-from tests.support.data import TOOL_SCHEMAS
+from agentd.tools.base import DocumentBlock, ImageBlock
+from tests.support.data import ORACLE, TOOL_SCHEMAS
 
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -188,21 +190,66 @@ def _make_pdf(path: Path, texts: list[str]) -> None:
         writer.write(fh)
 
 
-async def test_read_pdf_pages(call, ws: Path) -> None:
+def _pdf_pages_text(data: bytes) -> list[str]:
+    from pypdf import PdfReader
+
+    return [p.extract_text() for p in PdfReader(io.BytesIO(data)).pages]
+
+
+async def test_read_pdf_is_a_document(call, ws: Path) -> None:
+    """The PDF itself goes to the model as a document block, as the reference sends it;
+    pages sends a PDF of just those pages (the reference renders them to images)."""
     _make_pdf(ws / "d.pdf", ["first page", "second page", "third page"])
+    whole = (ws / "d.pdf").read_bytes()
     r = await call("Read", {"file_path": f"{ws}/d.pdf"})
     assert not r.is_error
-    assert '<page number="1">' in r.text and "first page" in r.text and "third page" in r.text
+    head, doc = r.content
+    assert head.text == f"PDF file read: {ws}/d.pdf ({len(whole) / 1024:.1f}KB)"
+    assert isinstance(doc, DocumentBlock) and doc.media_type == "application/pdf"
+    assert doc.data == whole
+    assert r.data == {
+        "type": "pdf",
+        "file": {"filePath": f"{ws}/d.pdf", "originalSize": len(whole), "numPages": 3},
+    }
     r = await call("Read", {"file_path": f"{ws}/d.pdf", "pages": "2"})
-    assert "second page" in r.text and "first page" not in r.text
-    assert r.data["type"] == "pdf" and r.data["file"]["numPages"] == 3
-    r = await call("Read", {"file_path": f"{ws}/d.pdf", "pages": "2-3"})
-    assert "second page" in r.text and "third page" in r.text
-    for bad in ("0", "3-1", "x", "1-30"):
+    assert r.text.startswith(f"PDF pages extracted: 1 page(s) from {ws}/d.pdf")
+    assert _pdf_pages_text(r.content[1].data) == ["second page"]
+    assert r.data["file"]["numPages"] == 3 and r.data["file"]["startPage"] == 2
+    r = await call("Read", {"file_path": f"{ws}/d.pdf", "pages": " 2 - 9 "})
+    assert _pdf_pages_text(r.content[1].data) == ["second page", "third page"]
+    r = await call("Read", {"file_path": f"{ws}/d.pdf", "pages": "1-3"})
+    assert r.content[1].data == whole  # all of it: the file as it is
+    for bad in ("0", "3-1", "x", "1,3", "1-30", "2-"):
         r = await call("Read", {"file_path": f"{ws}/d.pdf", "pages": bad})
         assert r.is_error and "<tool_use_error>" in r.text, bad
     r = await call("Read", {"file_path": f"{ws}/d.pdf", "pages": "4"})
-    assert r.is_error and "3 pages" in r.text
+    assert r.is_error and "3 pages" in r.text and "<tool_use_error>" not in r.text
+
+
+async def test_read_pdf_limits(call, ws: Path) -> None:
+    """More than 10 pages need pages; empty, headerless, over 20 MB and unparsable PDFs
+    are refused (recorded: pdf_reads)."""
+    _make_pdf(ws / "long.pdf", [f"page {n}" for n in range(1, 12)])
+    r = await call("Read", {"file_path": f"{ws}/long.pdf"})
+    assert r.is_error and "11 pages" in r.text and "pages" in r.text
+    r = await call("Read", {"file_path": f"{ws}/long.pdf", "pages": "10-20"})
+    assert not r.is_error and _pdf_pages_text(r.content[1].data) == ["page 10", "page 11"]
+    (ws / "empty.pdf").write_bytes(b"")
+    (ws / "text.pdf").write_text("just text\n")
+    (ws / "broken.pdf").write_bytes(b"%PDF-1.4\nthis is not a pdf body\n")
+    for name, why in (("empty", "empty"), ("text", "%PDF-"), ("broken", "could not be read")):
+        r = await call("Read", {"file_path": f"{ws}/{name}.pdf"})
+        assert r.is_error and why in r.text, r.text
+    big = ws / "big.pdf"
+    subprocess.run(  # a 2-page PDF with 21 MB in an unreferenced stream, as the oracle case
+        [sys.executable, ORACLE / "make_media.py", "pdf", big, "2", str(21 * 1024 * 1024)],
+        check=True,
+    )
+    r = await call("Read", {"file_path": str(big)})
+    assert r.is_error and "21MB" in r.text and "20MB" in r.text
+    r = await call("Read", {"file_path": str(big), "pages": "2"})
+    assert not r.is_error and _pdf_pages_text(r.content[1].data) == ["Page 2 of 2"]
+    assert len(r.content[1].data) < 10_000
 
 
 async def test_read_notebook(call, ws: Path, session) -> None:

@@ -49,7 +49,6 @@ async def test_replaces_and_clears_when_all_completed(call, session: Session) ->
         ({"content": "  ", "status": "pending", "activeForm": "x"}, "todos[0].content"),
         ({"content": "a", "status": "bogus", "activeForm": "x"}, "todos[0].status"),
         ({"content": "a", "status": "pending"}, "todos[0].activeForm"),
-        ({"content": "a", "status": "pending", "activeForm": "x", "id": 1}, "unknown"),
         ("just text", "todos[0]"),
     ],
 )
@@ -58,6 +57,23 @@ async def test_validation(call, session: Session, todo: Any, expect: str) -> Non
     r = await call("TodoWrite", {"todos": [todo]})
     assert r.is_error and r.text.startswith("<tool_use_error>") and expect in r.text
     assert session.todos == TODOS  # unchanged
+
+
+async def test_older_fields_are_ignored(call, session: Session) -> None:
+    """`id` and `priority` (the older schema's) and any other unknown item field are
+    dropped, as the reference drops them (recorded: todo_old_fields); a missing
+    activeForm is still an error."""
+    sent = [
+        {**TODOS[0], "id": "1", "priority": "high"},
+        {**TODOS[1], "id": 7, "priority": "urgent", "colour": "red"},
+    ]
+    r = await call("TodoWrite", {"todos": sent})
+    assert not r.is_error, r.text
+    assert r.data == {"oldTodos": [], "newTodos": TODOS}
+    assert session.todos == TODOS
+    r = await call("TodoWrite", {"todos": [{"content": "a", "status": "pending", "id": "3"}]})
+    assert r.is_error and "todos[0].activeForm" in r.text
+    assert session.todos == TODOS
 
 
 async def test_not_a_list(call) -> None:

@@ -52,8 +52,13 @@ async def _stream_calls(
 
     task = asyncio.ensure_future(run(sink))
     task.add_done_callback(lambda _: queue.put_nowait(None))
-    while (item := await queue.get()) is not None:
-        yield update_to_pb(*item)
+    try:
+        while (item := await queue.get()) is not None:
+            yield update_to_pb(*item)
+    finally:
+        if not task.done():
+            # The caller went away: its calls are cancelled (Executor.run_one).
+            task.cancel()
     task.result()
 
 

@@ -11,6 +11,7 @@ from agentd.api.handlers.rpc import client_identity, require, stream, unary
 from agentd.api.wire import event_to_pb
 from agentd.foundation.errors import InvalidRequest
 from agentd.sessions import agent_events
+from agentd.sessions.events import LIVE_ONLY
 from agentd.sessions.session import SessionManager
 from agentd_client._calls import ATTACHED_KEY
 from agentd_client.v1 import agentd_pb2 as pb
@@ -58,4 +59,6 @@ class EventHandlers:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         kind = agent_events.check(request.event)
         event = self.sessions.log(session.id).emit(kind, **agent_events.to_payload(request.event))
+        if kind not in LIVE_ONLY:
+            self.sessions.store.flush()  # durable before its seq is acknowledged
         return pb.AppendAgentEventResponse(seq=event.seq)

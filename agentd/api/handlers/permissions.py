@@ -32,6 +32,7 @@ class PermissionHandlers:
         )
         update_permissions(session, update)
         self.sessions.save(session)
+        self.sessions.store.flush()  # durable before it is acknowledged
         return session_to_pb(session)
 
     @unary
@@ -53,4 +54,5 @@ class PermissionHandlers:
             decided_by=client_identity(context),
             rule=request.rule,
         )
+        self.sessions.store.flush()  # a rule it added, and the decision, durable first
         return pb.ResolvePermissionResponse(accepted=accepted, message=message)

@@ -64,6 +64,12 @@ class StatusHandlers:
                     name=t.name,
                     description=t.description,
                     input_schema=structs.to_struct(t.input_schema),
+                    hints=pb.ToolHints(
+                        read_only=t.hints.read_only,
+                        destructive=t.hints.destructive,
+                        idempotent=t.hints.idempotent,
+                        open_world=t.hints.open_world,
+                    ),
                 )
                 for t in self.executor.registry.tools
             ]

@@ -33,8 +33,14 @@ _TASK_ID = re.compile(r"b[0-9a-f]{8}")
 _ENDING_GRACE = 2.0
 
 
-async def readopt(tasks: TaskManager, outputs: Any, session_open: Callable[[str], bool]) -> int:
-    """Settle every shim directory; the number of running tasks taken over."""
+async def readopt(
+    tasks: TaskManager,
+    outputs: Any,
+    session_open: Callable[[str], bool],
+    on_follow: Callable[[Task, shim_client.ShimRun], Any] | None = None,
+) -> int:
+    """Settle every shim directory; the number of running tasks taken over.
+    `on_follow(task, run)` for each one taken over (what else follows it: its changes)."""
     root = tasks.shim_root
     adopted = 0
     if root is not None and os.path.isdir(root):
@@ -47,7 +53,7 @@ async def readopt(tasks: TaskManager, outputs: Any, session_open: Callable[[str]
             except OSError:
                 continue
             try:
-                adopted += await _settle(tasks, outputs, session_open, path, dir_fd)
+                adopted += await _settle(tasks, outputs, session_open, path, dir_fd, on_follow)
             except Exception:  # one broken directory must not keep the daemon down
                 log.exception("cannot take over task %s", name)
             finally:
@@ -57,7 +63,12 @@ async def readopt(tasks: TaskManager, outputs: Any, session_open: Callable[[str]
 
 
 async def _settle(
-    tasks: TaskManager, outputs: Any, session_open: Callable[[str], bool], path: str, dir_fd: int
+    tasks: TaskManager,
+    outputs: Any,
+    session_open: Callable[[str], bool],
+    path: str,
+    dir_fd: int,
+    on_follow: Callable[[Task, shim_client.ShimRun], Any] | None = None,
 ) -> int:
     name = os.path.basename(path)
     known = {t.id: t for t in tasks.tasks()}
@@ -89,6 +100,8 @@ async def _settle(
         return 0
     outputs.add(task.session_id, task.tool_use_id, output)
     tasks.follow(task, run)
+    if on_follow is not None:
+        await on_follow(task, run)
     metrics.task_readopted()
     return 1
 

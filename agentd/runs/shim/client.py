@@ -261,13 +261,15 @@ async def spawn(
     limit: int,
     pass_fds: tuple[int, ...] = (),
     hold_fds: tuple[int, ...] = (),
+    watch_fds: tuple[int, int] | None = None,
 ) -> ShimRun | None:
     """Start `argv` in the sandbox under a shim writing `output_path` (opened as
     `output_fd`, which the caller closes after). None when this machine's chain needs a
     step in the child only subprocess can do (no setpriv or prlimit: the caller runs it
     in-process then, and it does not outlive the daemon). `hold_fds` the shim keeps open
     until the end without using them: read ends of pipes the command writes to (its cwd
-    report), so that a write after the daemon is gone is not a SIGPIPE."""
+    report), so that a write after the daemon is gone is not a SIGPIPE. `watch_fds`:
+    the run's fanotify group and change log (agentd/changes/), for its reader."""
     launch = prepare(policy, argv, pass_fds)
     if "preexec_fn" in launch.popen_kwargs or "user" in launch.popen_kwargs:
         launch.close()
@@ -295,9 +297,10 @@ async def spawn(
             "tail": TAIL,
             "wall": policy.limits.wall_seconds,
             "hold": len(hold_fds),
+            "watch": len(watch_fds or ()),
         }
         fds = [theirs.fileno(), output_fd, pipe_r, pipe_w, launch.lifeline.fileno()]
-        fds += [*hold_fds, *passed]
+        fds += [*hold_fds, *(watch_fds or ()), *passed]
         FORKSERVER.send(req, fds)
     except OSError as exc:
         ours.close()

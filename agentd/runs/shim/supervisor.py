@@ -34,6 +34,7 @@ import sys
 import time
 from typing import Any
 
+from agentd.changes import fanotify, reader
 from agentd.runs.output.file import OutputFile
 
 _READ_SIZE = 1 << 20
@@ -97,7 +98,12 @@ class Shim:
     def __init__(self, req: dict[str, Any], fds: list[int]) -> None:
         ctrl, out_fd, self.pipe_r, pipe_w, self.lifeline, *rest = fds
         hold = int(req.get("hold", 0))
-        self.held, pass_fds = rest[:hold], rest[hold:]
+        watch = int(req.get("watch", 0))
+        self.held, watch_fds, pass_fds = (
+            rest[:hold],
+            rest[hold : hold + watch],
+            rest[hold + watch :],
+        )
         self.req = req
         self.out = OutputFile(req["path"], req["limit"], tail=req["tail"], fd=out_fd)
         self.sel = selectors.DefaultSelector()
@@ -113,8 +119,24 @@ class Shim:
         self.deadline = time.monotonic() + req["wall"] if req.get("wall") else None
         self.dirty = False
         self.sent_at = 0.0
+        self.reader: reader.Reader | None = None
         self._add_controller(socket.socket(fileno=ctrl))
+        if len(watch_fds) == 2:
+            self._watch(*watch_fds)
         self._spawn(req["argv"], pipe_w, pass_fds, req["targets"])
+
+    def _watch(self, group: int, log: int) -> None:
+        """Start the run's change reader (agentd/changes/reader.py): the chain spawned next
+        lands in its pid namespace. If it cannot start, the log says events were lost,
+        and the daemon scans instead."""
+        try:
+            self.reader = reader.start(group, log)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.write(log, fanotify.marker(fanotify.MARK_LOST))
+        finally:
+            os.close(group)
+            os.close(log)
 
     def _spawn(self, argv: list[str], pipe_w: int, pass_fds: list[int], targets: list[int]) -> None:
         """posix_spawn the chain with the daemon's fds at the numbers its argv names."""
@@ -295,6 +317,8 @@ class Shim:
     def _finish(self) -> int:
         """The end: the file completed, the status recorded (a task's on disk), told."""
         assert self.code is not None
+        if self.reader is not None:
+            self.reader.finish()  # the change log is complete before the end is told
         out = self.out
         out.finish(self.code if self.task else None)
         end = {

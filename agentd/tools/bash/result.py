@@ -63,9 +63,18 @@ def persisted_output(head: str, output: Output) -> str:
     end = preview.rfind("\n")
     if end > PREVIEW_CHARS // 2:
         preview = preview[:end]
+    if output.size >= output.total:
+        where = f"Full output saved to: {output.path}"
+    else:
+        # Past the output file's bound only its head and tail are kept: say what the
+        # file holds, not what the command printed.
+        where = (
+            f"The file keeps its first and last parts ({output.size / 1024:.1f}KB), "
+            f"saved to: {output.path}"
+        )
     return (
         "<persisted-output>\n"
-        f"Output too large ({output.total / 1024:.1f}KB). Full output saved to: {output.path}\n\n"
+        f"Output too large ({output.total / 1024:.1f}KB). {where}\n\n"
         f"Preview (first 2KB):\n{preview}\n...\n</persisted-output>"
     )
 
@@ -122,7 +131,8 @@ def finished(
     }
     if persisted:
         data["persistedOutputPath"] = output.path
-        data["persistedOutputSize"] = output.total
+        # What the file holds: past its bound, the head and tail it kept, not all printed.
+        data["persistedOutputSize"] = min(output.total, output.size)
     if note:
         data["returnCodeInterpretation"] = note
     return ToolResult.text(text, data=data, is_error=is_error)

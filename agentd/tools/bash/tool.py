@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from agentd.changes.prompt import made_by
+from agentd.changes.tracked import Tracked
 from agentd.foundation.errors import InputError
 from agentd.fs import identity as fsidentity
 from agentd.runs import launch
@@ -19,7 +21,7 @@ from agentd.runs.run import Output, Run
 from agentd.runs.tasks import Task
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode
-from agentd.tools.base import Tool, ToolContext, ToolResult
+from agentd.tools.base import Hints, Tool, ToolContext, ToolResult
 from agentd.tools.bash import result as bash_result
 from agentd.tools.bash.result import MAX_OUTPUT_CHARS
 
@@ -56,6 +58,8 @@ _BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
 
 class BashTool(Tool):
     name = "Bash"
+    # Runs anything; the network too in a session that allows it.
+    hints = Hints(open_world=True)
     description = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -88,7 +92,16 @@ class BashTool(Tool):
         notices = _cwd_that_exists(ctx)
         # Before the command can run: what it changes is named afterwards.
         before = _read_files_state(ctx.session)
-        started = await _start(command, ctx)
+        tracked = await _track(ctx)
+        try:
+            started = await _start(command, ctx, tracked)
+        except BaseException:
+            _untrack(ctx, tracked)
+            raise
+        if tracked is not None:
+            if started.watched:
+                tracked.handed_over()
+            tracked.release_group()
         task = Task(
             id=started.task_id,
             session_id=ctx.session.id,
@@ -98,12 +111,12 @@ class BashTool(Tool):
             tool_use_id=ctx.tool_use_id,
         )
         if args.get("run_in_background"):
-            _to_background(ctx, task, started)
+            _to_background(ctx, task, started, tracked)
             return _background_result(task)
         timeout_ms = effective_timeout_ms(args.get("timeout"))
         outcome = await _follow(started.run, ctx, timeout_ms / 1000)
         if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
-            _to_background(ctx, task, started)
+            _to_background(ctx, task, started, tracked)
             return _moved_to_background(task, started.run.output, timeout_ms)
         run = started.run
         if outcome != "done":
@@ -112,6 +125,8 @@ class BashTool(Tool):
         run.output.finish(None)
         reported_cwd = started.channels.reported_cwd()
         started.cleanup()
+        if held := await _settle(ctx, tracked, command):
+            notices.append(held)
         if reported_cwd is not None:
             notices += _apply_cwd(ctx, reported_cwd)
         if changed := _changed_files(ctx.session, before):
@@ -127,9 +142,10 @@ class BashTool(Tool):
         )
 
 
-async def _start(command: str, ctx: ToolContext) -> launch.Started:
+async def _start(command: str, ctx: ToolContext, tracked: Tracked | None) -> launch.Started:
     """The command planned (agentd/runs/launch.py) as the permission decision says, and
-    started, its output registered for the session's watchers."""
+    started, its output registered for the session's watchers (and what it changes
+    followed, when `tracked`)."""
     session, config, outputs = ctx.session, ctx.services.config, ctx.services.outputs
     tmp_dir = sandbox_policy.session_tmp_dir(session, config)
     readers = _output_readers(session, config)
@@ -152,7 +168,41 @@ async def _start(command: str, ctx: ToolContext) -> launch.Started:
         readers,
         config.task_output_bytes,
         lambda output: outputs.add(session.id, ctx.tool_use_id, output),
+        tracked.watch_fds() if tracked is not None else None,
     )
+
+
+async def _track(ctx: ToolContext) -> Tracked | None:
+    """Follow what the command changes (agentd/changes/) when it may write the workspace
+    in the sandbox. A command a person let run outside it is theirs."""
+    if ctx.sandbox in (SandboxMode.READ_ONLY, SandboxMode.UNSANDBOXED):
+        return None
+    return await ctx.services.changes.begin(ctx.session, ctx.fs_identity())
+
+
+def _untrack(ctx: ToolContext, tracked: Tracked | None) -> None:
+    if tracked is not None:
+        ctx.services.changes.close(tracked)
+
+
+async def _settle(ctx: ToolContext, tracked: Tracked | None, command: str) -> str:
+    """Hold what the finished command changed that makes code run later; ask a person.
+    The text says what happened (empty: nothing held)."""
+    if tracked is None:
+        return ""
+    tracker = ctx.services.changes
+    try:
+        held = await tracker.hold(tracked)
+        return await tracker.decide(
+            ctx.session,
+            tracked,
+            held,
+            made_by=made_by(command),
+            tool_use_id=ctx.tool_use_id,
+            cancelled=ctx.cancelled,
+        )
+    finally:
+        tracker.close(tracked)
 
 
 def _cwd_that_exists(ctx: ToolContext) -> list[str]:
@@ -165,9 +215,22 @@ def _cwd_that_exists(ctx: ToolContext) -> list[str]:
     return [f"The working directory {gone} no longer exists; the command ran in {session.cwd}."]
 
 
-def _to_background(ctx: ToolContext, task: Task, started: launch.Started) -> None:
-    """The run goes on as a background task; its channels go once it ends."""
+def _to_background(
+    ctx: ToolContext, task: Task, started: launch.Started, tracked: Tracked | None
+) -> None:
+    """The run goes on as a background task; its channels go once it ends; what it
+    changes is checked while it runs and at its end."""
     ctx.services.tasks.adopt(task, started.run)
+    if tracked is not None:
+        ctx.services.changes.follow(
+            ctx.session,
+            tracked,
+            started.run.done,
+            task_id=task.id,
+            made_by=made_by(task.command),
+            tool_use_id=ctx.tool_use_id,
+            notify=ctx.services.tasks.add_notice,
+        )
     asyncio.ensure_future(_after(started.run, started.cleanup))
 
 

@@ -1,11 +1,33 @@
-"""Line diffs as structured hunks, the shape the reference's `structuredPatch` has."""
+"""Line diffs as structured hunks, the shape the reference's `structuredPatch` has.
+
+The work is bounded whatever the input. difflib with autojunk off (the most minimal
+patch) is cubic on repetitive text: a 5,000-line file of short repeated lines took
+193 s. So the common head and tail are cut first (an Edit's change in a large file
+leaves a few lines), a small middle is diffed exactly where the call runs, and a large
+one in a worker process (agentd.foundation.offload) with difflib's heuristic for long
+inputs, under a CPU deadline: past it, the middle becomes one hunk that replaces it
+whole, still a correct patch, only coarser.
+A large patch also comes back with its protobuf wire form made in the worker
+(structs.EncodedList), so no tens of thousands of Values are built on the event loop.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import signal
+from collections.abc import Iterator
 from typing import Any
 
+from agentd.foundation import offload
+from agentd_client import structs
+
 NO_NEWLINE = "\\ No newline at end of file"
+# Below this many line pairs in the differing middle, a patch costs at most a few
+# milliseconds even on repetitive text: it is made where the call runs.
+INLINE_PAIRS = 100 * 100
+# CPU seconds a worker spends on one patch before it settles for the coarse one.
+PATCH_SECONDS = 2.0
 
 
 def _lines(text: str) -> list[str]:
@@ -17,16 +39,76 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def structured_patch(old: str, new: str, context: int = 3) -> list[dict[str, Any]]:
-    """Hunks {oldStart, oldLines, newStart, newLines, lines} turning `old` into `new`.
+def _common_ends(a: list[str], b: list[str]) -> tuple[int, int]:
+    """How many lines `a` and `b` share at their start, and then at their end."""
+    limit = min(len(a), len(b))
+    head = 0
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return head, tail
 
-    `lines` are " ctx", "-old", "+new" without line ends; a last line without one is
-    followed by the unified-diff marker "\\ No newline at end of file".
-    """
-    a, b = _lines(old), _lines(new)
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+
+def inline_ok(old: str, new: str) -> bool:
+    """Whether the patch of `old` into `new` is cheap enough to make on the event loop:
+    few enough line pairs whatever their content (counted in C, not split)."""
+    return (old.count("\n") + 1) * (new.count("\n") + 1) <= INLINE_PAIRS
+
+
+class _Deadline(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _cpu_deadline(seconds: float) -> Iterator[None]:
+    """Raise _Deadline in this (a worker's main) thread after `seconds` of CPU time."""
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _Deadline
+
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
+
+def _opcode_groups(
+    a: list[str], b: list[str], context: int, exact: bool, autojunk: bool = False
+) -> list[list[tuple[str, int, int, int, int]]]:
+    head, tail = _common_ends(a, b)
+    a_mid, b_mid = a[head : len(a) - tail], b[head : len(b) - tail]
+    if not a_mid and not b_mid:
+        return []
+    ops: list[tuple[str, int, int, int, int]]
+    if exact:
+        matcher = difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=autojunk)
+        ops = [
+            (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        ]
+    else:
+        tag = "replace" if a_mid and b_mid else ("delete" if a_mid else "insert")
+        ops = [(tag, head, head + len(a_mid), head, head + len(b_mid))]
+    if head:
+        ops.insert(0, ("equal", 0, head, 0, head))
+    if tail:
+        ops.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    # difflib's own grouping of opcodes into hunks with `context` lines around them.
+    grouper = difflib.SequenceMatcher(None, "", "")
+    grouper.opcodes = ops  # type: ignore[attr-defined]
+    return list(grouper.get_grouped_opcodes(context))
+
+
+def _hunks(
+    a: list[str], b: list[str], groups: list[list[tuple[str, int, int, int, int]]]
+) -> list[dict[str, Any]]:
     hunks: list[dict[str, Any]] = []
-    for group in matcher.get_grouped_opcodes(context):
+    for group in groups:
         if all(tag == "equal" for tag, *_ in group):
             continue
         lines: list[str] = []
@@ -57,3 +139,42 @@ def structured_patch(old: str, new: str, context: int = 3) -> list[dict[str, Any
             }
         )
     return hunks
+
+
+def structured_patch(
+    old: str, new: str, context: int = 3, *, exact: bool = True, autojunk: bool = False
+) -> list[dict[str, Any]]:
+    """Hunks {oldStart, oldLines, newStart, newLines, lines} turning `old` into `new`.
+
+    `lines` are " ctx", "-old", "+new" without line ends; a last line without one is
+    followed by the unified-diff marker "\\ No newline at end of file". `exact=False`
+    replaces the whole differing middle in one hunk (linear time); `autojunk` lets
+    difflib skip lines that are frequent in `new` as anchors (much faster on long
+    repetitive text, a patch as correct, sometimes less minimal).
+    """
+    a, b = _lines(old), _lines(new)
+    return _hunks(a, b, _opcode_groups(a, b, context, exact, autojunk))
+
+
+def bounded_patch(
+    old: str, new: str, seconds: float = PATCH_SECONDS
+) -> tuple[list[dict[str, Any]], bytes]:
+    """The patch and its wire form as a google.protobuf.Value; runs in a worker process
+    (the deadline is a signal). A large middle is diffed with difflib's own heuristic
+    for long inputs (autojunk, its default: lines frequent in `new` are no anchors),
+    which keeps it near linear; past `seconds` of CPU, the coarse patch."""
+    try:
+        with _cpu_deadline(seconds):
+            hunks = structured_patch(old, new, autojunk=True)
+    except _Deadline:
+        hunks = structured_patch(old, new, exact=False)
+    return hunks, structs.to_value(hunks).SerializeToString()
+
+
+async def patch_for(key: str, old: str, new: str) -> list[dict[str, Any]]:
+    """structured_patch, bounded and off the event loop when it could take long; `key`
+    (the session) decides whose turn it is in the worker queue (offload.py)."""
+    if inline_ok(old, new):
+        return structured_patch(old, new)
+    hunks, wire = await offload.shared().run(key, bounded_patch, old, new)
+    return structs.EncodedList(hunks, wire)

@@ -1,42 +1,56 @@
-"""Images for the model: scaled to what the Messages API takes, as the reference does.
+"""Images for the model: scaled and compressed to what the reference sends.
 
-The API refuses an image over 5 MB of base64 (3.75 MB raw) and scales down any over
-2000 px on a side anyway. Claude Code 2.1.328 fits an image inside 2000x2000 (keeping
-its format: PNG stays PNG), and when the bytes are still too many tries a palette PNG,
-then JPEG at quality 80, 60, 40, 20, and last a JPEG at most 1000 px wide at quality
-20. This does the same with Pillow. An image already inside both limits is sent as it
-is, without being decoded (Pillow reads only its header).
+Claude Code 2.1.328 (recorded: image_budget) fits an image inside 2000x2000, keeping
+JPEG and WebP and making anything else PNG, and then holds it to a byte budget of
+512,000 bytes (the API itself refuses 5 MB of base64, 3.75 MB raw): an image still over
+it becomes a JPEG, at quality 90 or the highest quality a five-step halving search finds
+within the budget (a 2500x2500 photo-like PNG goes out as a 2000x2000 JPEG); only a PNG
+over 3.75 MB first tries a palette PNG within the budget. An image already inside both
+the size and the budget is sent as it is, without being decoded (Pillow reads only its
+header), as the reference sends a truncated PNG whose header is sound.
 
-The bytes come from a workspace, so they are hostile: decoding is bounded by Pillow's
-decompression-bomb check (a header claiming more pixels than MAX_PIXELS is refused
-before any pixel is decoded), and an image Pillow cannot read is sent unchanged, as
-before, for the API to judge.
+What the reference refuses is refused (recorded: image_undecodable): bytes whose header
+cannot be read (an image signature over garbage), and an image that needs scaling or
+compressing but cannot be decoded. Up to sharp's pixel limit (16383 x 16383, which the
+reference's decoder enforces) an image is decoded and scaled, a 12000x12000 PNG
+included; a header claiming more is refused before any pixel is decoded.
+
+The bytes come from a workspace, so they are hostile: an image that needs work is
+decoded in a bounded worker process acting as the session (isolated.py, decoding.py),
+never in the daemon.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from PIL import Image
 
+from agentd.tools.formats import isolated
+
 MAX_WIDTH = 2000
 MAX_HEIGHT = 2000
-# 5 MB of base64, as raw bytes (the reference's targetRawSize).
+# 5 MB of base64, as raw bytes (the reference's targetRawSize): the API's own limit.
 MAX_RAW_BYTES = 5 * 1024 * 1024 * 3 // 4
-JPEG_QUALITIES = (80, 60, 40, 20)
-LAST_RESORT_WIDTH = 1000
-# Far above any photo or screenshot; a header claiming more is a decompression bomb.
-MAX_PIXELS = 100_000_000
+# What the reference holds an image it sends from Read to (its byteBudget).
+BYTE_BUDGET = 512_000
+# sharp's limitInputPixels (0x3FFF squared), past which the reference's decoder refuses.
+MAX_PIXELS = 0x3FFF * 0x3FFF
+# header_size compares the pixel count with MAX_PIXELS itself, and says so in its words;
+# the worker (decoding.py) sets a limit again before decoding.
+Image.MAX_IMAGE_PIXELS = None
+
+
+class ImageError(Exception):
+    """The image cannot be sent: its message says why, for the model."""
 
 
 @dataclass(frozen=True, slots=True)
 class Fitted:
     data: bytes
     media_type: str
-    # originalWidth/Height, displayWidth/Height (the reference's `dimensions`); None
-    # when the image could not be read.
+    # originalWidth/Height, displayWidth/Height (the reference's `dimensions`).
     dimensions: dict[str, int] | None
 
     @property
@@ -65,81 +79,42 @@ def target_size(width: int, height: int) -> tuple[int, int]:
     return max(width, 1), max(height, 1)
 
 
-def fit(data: bytes, media_type: str) -> Fitted:
-    """`data` as the model should get it: itself when inside the limits, else scaled."""
+def header_size(data: bytes) -> tuple[int, int]:
+    """The (width, height) the image's header gives, read without decoding a pixel;
+    ImageError when there is no readable header."""
     try:
         with Image.open(io.BytesIO(data)) as img:
-            width, height = img.size
-            if width * height > MAX_PIXELS:
-                return Fitted(data, media_type, None)
-            dw, dh = target_size(width, height)
-            if len(data) <= MAX_RAW_BYTES and (dw, dh) == (width, height):
-                return Fitted(data, media_type, _dims(width, height, width, height))
-            img.load()
-            return _shrink(img, media_type, (width, height), (dw, dh))
-    except Exception:  # not decodable by Pillow (or a bomb): send as it is
-        return Fitted(data, media_type, None)
+            return img.size
+    except Exception as exc:  # Pillow raises many types on hostile bytes
+        raise ImageError(f"its header cannot be read ({_reason(exc)})") from None
 
 
-def _shrink(
-    img: Image.Image, media_type: str, original: tuple[int, int], target: tuple[int, int]
-) -> Fitted:
-    is_png = media_type == "image/png"
-    dims = _dims(*original, *target)
-    scaled = img if target == original else img.resize(target, Image.Resampling.LANCZOS)
-    if target != original:
-        # Same format, except GIF (and anything else but JPEG/WebP) becomes PNG.
-        fmt = {"image/jpeg": "JPEG", "image/webp": "WEBP"}.get(media_type, "PNG")
-        out = _encode(scaled, fmt)
-        if len(out) <= MAX_RAW_BYTES:
-            return Fitted(out, f"image/{fmt.lower()}", dims)
-    if is_png:
-        out = _encode(scaled, "PNG", palette=True)
-        if len(out) <= MAX_RAW_BYTES:
-            return Fitted(out, "image/png", dims)
-    for quality in JPEG_QUALITIES:
-        out = _encode(scaled, "JPEG", quality=quality)
-        if len(out) <= MAX_RAW_BYTES:
-            return Fitted(out, "image/jpeg", dims)
-    width = min(target[0], LAST_RESORT_WIDTH)
-    height = max(round(target[1] * width / max(target[0], 1)), 1)
-    out = _encode(img.resize((width, height), Image.Resampling.LANCZOS), "JPEG", quality=20)
-    return Fitted(out, "image/jpeg", _dims(*original, width, height))
+def fit(data: bytes, media_type: str, identity: tuple[int, int] | None = None) -> Fitted:
+    """`data` as the model should get it: itself when inside the limits, else scaled
+    (decoding.fit_image) in a worker acting as `identity` (uid, gid; None: the daemon's
+    own). ImageError when it cannot be sent. Blocks: call it from a worker thread."""
+    width, height = header_size(data)
+    if width * height > MAX_PIXELS:
+        raise ImageError(
+            f"it is {width}x{height} pixels, more than the {MAX_PIXELS:,} that can be decoded"
+        )
+    if len(data) <= BYTE_BUDGET and target_size(width, height) == (width, height):
+        return Fitted(data, media_type, dims(width, height, width, height))
+    return _in_worker(data, media_type, identity)
 
 
-def _encode(img: Image.Image, fmt: str, *, quality: int = 80, palette: bool = False) -> bytes:
-    out = io.BytesIO()
-    convert: Callable[[Image.Image], Image.Image]
-    if fmt == "JPEG":
-        convert = _rgb
-    elif palette:
-        convert = _palette
-    else:
-        convert = _as_is
-    options = {"quality": quality} if fmt != "PNG" else {"optimize": True}
-    convert(img).save(out, fmt, **options)
-    return out.getvalue()
+def _in_worker(data: bytes, media_type: str, identity: tuple[int, int] | None) -> Fitted:
+    try:
+        meta, body = isolated.run("image", [media_type], data, identity)
+    except isolated.DecodeError as exc:
+        raise ImageError(f"it cannot be decoded ({exc})") from None
+    return Fitted(body, meta["media_type"], meta["dimensions"])
 
 
-def _as_is(img: Image.Image) -> Image.Image:
-    return img if img.mode in ("RGB", "RGBA", "L", "LA", "P", "1") else img.convert("RGBA")
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
-def _rgb(img: Image.Image) -> Image.Image:
-    if img.mode in ("RGBA", "LA", "P"):
-        # Transparency onto white, as a viewer shows it, not onto black.
-        rgba = img.convert("RGBA")
-        canvas = Image.new("RGB", rgba.size, "white")
-        canvas.paste(rgba, mask=rgba.getchannel("A"))
-        return canvas
-    return img if img.mode == "RGB" else img.convert("RGB")
-
-
-def _palette(img: Image.Image) -> Image.Image:
-    if img.mode == "P":
-        return img
-    return img.convert("RGBA").quantize(256)
-
-
-def _dims(ow: int, oh: int, dw: int, dh: int) -> dict[str, int]:
+def dims(ow: int, oh: int, dw: int, dh: int) -> dict[str, int]:
     return {"originalWidth": ow, "originalHeight": oh, "displayWidth": dw, "displayHeight": dh}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import stat
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,12 +29,14 @@ from agentd.foundation.errors import InputError, ToolError
 from agentd.fs import access as fsaccess
 from agentd.fs import identity as fsidentity
 from agentd.runs import launch
-from agentd_sandbox import SandboxPolicy, SandboxUnavailable, spawn
+from agentd_sandbox import SandboxPolicy, SandboxUnavailable, binaries, spawn
 
 if TYPE_CHECKING:
     from agentd.tools.base import ToolContext
 
-RG_BIN = shutil.which("rg") or "/usr/bin/rg"
+# From fixed system directories, as bwrap is (sandbox/binaries.py): an rg found on the
+# daemon's PATH may be one the sandbox cannot see, or anyone's.
+RG_BIN = binaries.find("rg", "/usr/bin:/usr/local/bin:/bin") or "/usr/bin/rg"
 # Enough for any listing a model can use; keeps the daemon's memory flat whatever rg finds.
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 # Version-control metadata is never worth a search result.
@@ -67,6 +68,12 @@ def search_root(raw: str | None, ctx: ToolContext) -> SearchRoot:
         raise ToolError(
             f"Path {path} does not exist. The current working directory is {session.cwd}."
         ) from None
+    if not stat.S_ISDIR(st.st_mode) and not stat.S_ISREG(st.st_mode):
+        # rg would read a FIFO until its writer closes it (the search's whole time limit).
+        raise ToolError(
+            f"{path} is not a regular file or a directory (a device, FIFO or socket) and is "
+            "never searched: its content may be endless or block."
+        )
     return SearchRoot(path, stat.S_ISDIR(st.st_mode), loc, _sandbox_for(ctx, loc))
 
 

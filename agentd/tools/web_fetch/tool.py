@@ -22,7 +22,7 @@ import contextlib
 import time
 from typing import Any, ClassVar
 
-from agentd.tools.base import InputError, Tool, ToolContext, ToolError, ToolResult
+from agentd.tools.base import Hints, InputError, Tool, ToolContext, ToolError, ToolResult
 from agentd.tools.web_fetch.address import AllowList, Resolver, system_resolve
 from agentd.tools.web_fetch.http import MAX_BODY_BYTES, fetch_page
 from agentd.tools.web_fetch.pages import Page, PageCache, Redirect
@@ -61,6 +61,7 @@ unless a rule such as WebFetch(domain:example.com) allows it."""
 
 class WebFetch(Tool):
     name: ClassVar[str] = "WebFetch"
+    hints = Hints(read_only=True, destructive=False, idempotent=True, open_world=True)
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
         "type": "object",

@@ -107,8 +107,9 @@ def test_the_pacer_bounds_live_bytes_and_lets_go_at_the_end() -> None:
         ended = False
 
         async def end_soon() -> None:
+            # Runs once the reader waits: in debt, for its turn (seconds away).
             nonlocal ended
-            await asyncio.sleep(0.1)
+            assert pacer._tokens < 0
             ended = True
 
         t = time.monotonic()

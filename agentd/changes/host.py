@@ -1,0 +1,164 @@
+"""The daemon's side of the host watch (hostwatch.py): it starts the watching process,
+marks each workspace filesystem once, and turns what the process forwards into paths
+below the roots, for their baselines to look at (service.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import subprocess
+import sys
+
+from agentd.changes import fanotify
+from agentd.changes.fanotify import Event
+from agentd.changes.resolve import Resolver
+
+log = logging.getLogger(__name__)
+
+_F_SETPIPE_SZ = 1031
+_PIPE_BYTES = 1 << 20
+# Records held for the next call to look at, at most; past it, the roots are walked.
+_MAX_EVENTS = 100_000
+# Seconds a sync may take before what the watch has not told counts as lost.
+SYNC_SECONDS = 10.0
+
+
+class HostWatch:
+    def __init__(self) -> None:
+        self._group = -1
+        self._read = -1
+        self._sync = -1
+        self._waiting: list[asyncio.Future[None]] = []  # syncs asked, in order
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._marked: set[int] = set()
+        self._buf = b""
+        self._events: list[Event] = []
+        self._lost = False
+
+    def watch(self, root: str) -> bool:
+        """Follow `root`'s filesystem (started on first use); False when it cannot."""
+        try:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                dev = os.fstat(fd).st_dev
+                if dev not in self._marked:
+                    fanotify.mark_filesystem(self._group, fd)
+                    self._marked.add(dev)
+            finally:
+                os.close(fd)
+            return True
+        except OSError as exc:
+            log.warning("cannot watch %s for new code-bearing files: %s", root, exc)
+            self._lost = True
+            return False
+
+    def _start(self) -> None:
+        self.stop()
+        self._group = fanotify.open_group()
+        read, write = os.pipe2(os.O_CLOEXEC)
+        sync_read, sync_write = os.pipe2(os.O_CLOEXEC)
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(write, _F_SETPIPE_SZ, _PIPE_BYTES)
+        fds = (self._group, write, sync_read)
+        try:
+            env = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH")}
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "agentd.changes.hostwatch", *map(str, fds)],
+                pass_fds=fds,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
+        finally:
+            os.close(write)
+            os.close(sync_read)
+        self._read = read
+        self._sync = sync_write
+        os.set_blocking(read, False)
+        asyncio.get_running_loop().add_reader(read, self._readable)
+        self._marked.clear()
+        self._lost = True  # what happened before it watched is not known
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._read, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the watcher died: start again on next use, walk meanwhile
+            asyncio.get_running_loop().remove_reader(self._read)
+            os.close(self._read)
+            self._read = -1
+            self._lost = True
+            for waiter in self._waiting:
+                if not waiter.done():
+                    waiter.set_result(None)
+            self._waiting.clear()
+            return
+        events, used = fanotify.parse(self._buf + chunk)
+        self._buf = (self._buf + chunk)[used:]
+        for event in events:
+            if event.marker == fanotify.MARK_LOST:
+                self._lost = True
+            elif event.marker == fanotify.MARK_SYNC:
+                if self._waiting and not (first := self._waiting.pop(0)).done():
+                    first.set_result(None)
+            elif not event.marker:
+                self._events.append(event)
+        if len(self._events) > _MAX_EVENTS:
+            self._events.clear()
+            self._lost = True
+
+    async def sync(self) -> None:
+        """Wait until every change made before now is told (or count it lost)."""
+        if self._sync < 0 or self._read < 0:
+            self._lost = True
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        try:
+            os.write(self._sync, b"s")
+            self._waiting.append(done)
+            await asyncio.wait_for(asyncio.shield(done), SYNC_SECONDS)
+        except (OSError, TimeoutError):
+            self._lost = True
+
+    def take(self, roots: list[str]) -> tuple[set[str], bool]:
+        """Paths named since the last take (a worker thread's job: it resolves handles),
+        and whether some were lost (then the roots must be walked again)."""
+        events, self._events = self._events, []
+        lost, self._lost = self._lost, False
+        resolver = Resolver(roots)
+        paths: set[str] = set()
+        try:
+            for event in events:
+                for d, name in (
+                    (event.dir, event.name),
+                    (event.old_dir, event.old_name),
+                    (event.new_dir, event.new_name),
+                ):
+                    if d is not None and name and (parent := resolver.path(d)) is not None:
+                        paths.add(os.path.join(parent, name))
+        finally:
+            resolver.close()
+        return paths, lost
+
+    def stop(self) -> None:
+        if self._read >= 0:
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().remove_reader(self._read)
+            os.close(self._read)
+            self._read = -1
+        for fd in (self._group, self._sync):
+            if fd >= 0:
+                os.close(fd)
+        self._group = self._sync = -1
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None

@@ -1,0 +1,489 @@
+"""The change tracker: what every writing run changed, and its code-bearing changes held
+for a person (`services["changes"]`).
+
+    tracked = await tracker.begin(session, identity)   # before the run: baseline fresh,
+                                                        # group + log for its shim
+    ... the shim's reader writes the run's changes to the log ...
+    held = await tracker.hold(session, tracked)         # after (or while) it runs: revert
+    text = await tracker.decide(session, tracked, held, made_by=…, tool_use_id=…)
+                                                        # ask; re-apply on a yes
+    tracker.close(tracked)                               # or follow(…) for a task
+
+`tracked.changes` is the run's change set (added, changed, deleted paths): the base of
+checkpoints ("what did call X change").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from agentd.changes import fanotify, holding, prompt, resolve, walk
+from agentd.changes.holding import Held
+from agentd.changes.host import HostWatch
+from agentd.changes.tracked import Tracked
+from agentd.changes.walk import Baseline
+from agentd.foundation.config import Config
+from agentd.foundation.privdir import ensure_private_dir
+from agentd.fs.identity import FsIdentity, call_as
+from agentd.sandboxing import codebearing
+from agentd.sessions.session import Session
+
+
+class Answered(Protocol):
+    @property
+    def decision(self) -> str: ...
+
+    @property
+    def decided_by(self) -> str: ...
+
+
+class Asker(Protocol):
+    """What the tracker needs of permissions.Asker (a floor above this one)."""
+
+    def has_listeners(self, session_id: str) -> bool: ...
+
+    async def ask(
+        self,
+        session_id: str,
+        *,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        reasons: list[str],
+        cancelled: asyncio.Event | None = None,
+    ) -> Answered: ...
+
+
+log = logging.getLogger(__name__)
+
+# The tool_name of the PermissionRequested that asks a person to keep held changes.
+KEEP_PROMPT = "KeepChanges"
+EVENTS, SCAN = "events", "scan"
+_Key = tuple[str, FsIdentity | None]
+
+
+def events_work() -> str:
+    """ "" when fanotify can follow runs here, else why not: the daemon must be root with
+    CAP_SYS_ADMIN (filesystem marks, each run's pid namespace) and CAP_DAC_READ_SEARCH
+    (directory handles back to paths)."""
+    if os.geteuid() != 0:
+        return "the daemon is not root (fanotify filesystem marks need CAP_SYS_ADMIN)"
+    try:
+        os.close(fanotify.open_group())
+    except OSError as exc:
+        return f"{exc} (CAP_SYS_ADMIN, and fanotify_init allowed)"
+    if why := resolve.handles_work("/"):
+        return f"{why} (CAP_DAC_READ_SEARCH, and open_by_handle_at allowed)"
+    return ""
+
+
+class ChangeTracker:
+    def __init__(self, config: Config, asker: Asker) -> None:
+        self._dir = os.path.join(config.state_dir, "changes")
+        self._asker = asker
+        self._check = config.changes_check_seconds
+        self._table = codebearing.table()
+        self._baselines: dict[_Key, Baseline] = {}
+        self._locks: dict[_Key, asyncio.Lock] = {}
+        self._active: dict[str, Tracked] = {}
+        self._followers: set[asyncio.Future[Any]] = set()
+        why_not = events_work() if config.changes_tracking != SCAN else "configured"
+        self.mode = EVENTS if not why_not else SCAN
+        # Listed names anyone makes between two looks (events mode; a scan walks anyway).
+        self._host = HostWatch() if self.mode == EVENTS else None
+        self._pending: dict[_Key, set[str]] = {}
+        self._stale: set[_Key] = set()
+        self._why_not = why_not if config.changes_tracking != SCAN else ""
+        self._asked_events = config.changes_tracking == EVENTS
+
+    def announce(self) -> None:
+        """Say in the daemon's log how calls are followed (once it starts serving)."""
+        if self.mode == EVENTS:
+            log.info("what calls change is followed by fanotify events")
+        elif self._asked_events:
+            log.warning("changes_tracking = events, but %s: scanning instead", self._why_not)
+        elif self._why_not:
+            log.info(
+                "what calls change is found by a walk at their start and end: %s", self._why_not
+            )
+        else:
+            log.info("what calls change is found by a walk at their start and end (configured)")
+
+    # ---- before a run
+    def prepare(self, session: Session, identity: FsIdentity | None) -> None:
+        """Build the baselines of a new session's roots in the background, so that its
+        first writing call does not wait for the walk (it waits only for what is left)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        for root in {os.path.realpath(r) for r in session.workspace_roots}:
+            if (root, identity) in self._baselines:
+                continue
+            future = asyncio.ensure_future(self._refresh(root, identity))
+            self._followers.add(future)
+            future.add_done_callback(self._prepared)
+
+    def _prepared(self, future: asyncio.Future[Any]) -> None:
+        self._followers.discard(future)
+        if not future.cancelled() and (exc := future.exception()) is not None:
+            log.warning("cannot index a workspace's code-bearing files: %s", exc)
+
+    async def begin(self, session: Session, identity: FsIdentity | None) -> Tracked:
+        """Follow a run about to start: the roots' baselines fresh, its group and log."""
+        roots = [os.path.realpath(r) for r in session.workspace_roots]
+        tracked = Tracked(secrets.token_hex(8), session.id, roots, identity)
+        for root in roots:
+            await self._refresh(root, identity)
+        if self.mode == EVENTS:
+            try:
+                self._open_log(tracked)
+            except OSError as exc:
+                log.warning("cannot follow run %s by events (%s): it is scanned", tracked.id, exc)
+                tracked.close()
+                tracked = Tracked(tracked.id, session.id, roots, identity)
+        self._active[tracked.id] = tracked
+        return tracked
+
+    def _open_log(self, tracked: Tracked) -> None:
+        ensure_private_dir(self._dir, "change logs")
+        tracked.log_path = os.path.join(self._dir, f"{tracked.id}.log")
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+        tracked.log = os.open(tracked.log_path, flags, 0o600)
+        tracked.group = fanotify.open_group()
+        marked: set[int] = set()
+        for root in tracked.roots:
+            fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                dev = os.fstat(fd).st_dev
+                if dev not in marked:
+                    fanotify.mark_filesystem(tracked.group, fd)
+                    marked.add(dev)
+            finally:
+                os.close(fd)
+
+    async def _refresh(self, root: str, identity: FsIdentity | None) -> None:
+        """Make the baseline of (`root`, `identity`) current: the first time, and when
+        the host watch lost events, or in scan mode, by a walk of the whole tree; else by
+        a look at what it knows and at the listed names that appeared meanwhile."""
+        key = (root, identity)
+        await self._host_news(root)
+        async with self._lock(key):
+            skip = await self._touched_by_others(root)
+            old = self._baselines.get(key)
+            also = self._pending.pop(key, set())
+            if old is None or key in self._stale or self.mode == SCAN:
+                self._stale.discard(key)
+                fresh = await asyncio.to_thread(call_as, identity, walk.scan, root, self._table)
+                for rel in skip:  # what a running command touched is not known good
+                    fresh.forget(rel)
+                    if old is not None and rel in old.entries:
+                        fresh.record(rel, old.entries[rel], old.reasons[rel])
+            else:
+                fresh = await asyncio.to_thread(
+                    call_as, identity, walk.rescan, old, self._table, skip, also
+                )
+            self._baselines[key] = fresh
+
+    async def _host_news(self, root: str) -> None:
+        """What the host watch saw since the last look, handed to each baseline it
+        concerns; lost events make every baseline walk again."""
+        if self._host is None:
+            return
+        self._host.watch(root)  # before any walk of it: what happens after is seen
+        await self._host.sync()
+        roots = sorted({r for r, _ in self._baselines} | {root})
+        paths, lost = await asyncio.to_thread(self._host.take, roots)
+        if lost:
+            self._stale |= set(self._baselines)
+        for path in paths:
+            for key in self._baselines:
+                prefix = key[0].rstrip("/") + "/"
+                if path.startswith(prefix):
+                    self._pending.setdefault(key, set()).add(path[len(prefix) :])
+
+    async def _touched_by_others(self, root: str) -> set[str]:
+        """Paths below `root` that runs still going have touched (relative)."""
+        out: set[str] = set()
+        prefix = root.rstrip("/") + "/"
+        for other in list(self._active.values()):
+            if root not in other.roots:
+                continue
+            paths = await asyncio.to_thread(other.touched_paths)
+            out |= {p[len(prefix) :] for p in paths if p.startswith(prefix)}
+        return out
+
+    def _lock(self, key: _Key) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    # ---- after (or while) a run
+    async def hold(self, tracked: Tracked, *, final: bool = True) -> list[Held]:
+        """Revert the code-bearing changes the run made since the last hold; they are
+        returned, with what the run wrote, for `decide`. `final`: the run has ended, so
+        its log must end with the reader's end mark (a reader killed before it drained
+        may have missed events: then the roots are scanned)."""
+        taken = await asyncio.to_thread(tracked.take)
+        by_events = tracked.events and taken.complete and (taken.ended or not final)
+        held: list[Held] = []
+        for root in tracked.roots:
+            key = (root, tracked.identity)
+            async with self._lock(key):
+                baseline = self._baselines.get(key)
+                if baseline is None:
+                    continue
+                made = [p[len(root) + 1 :] for p in taken.made_dirs if p.startswith(root + "/")]
+                if by_events:
+                    items = await asyncio.to_thread(
+                        call_as,
+                        tracked.identity,
+                        holding.find,
+                        baseline,
+                        self._table,
+                        taken.touched,
+                        taken.moves,
+                        taken.existed_before,
+                    )
+                else:
+                    items, new_dirs = await asyncio.to_thread(
+                        call_as, tracked.identity, self._scan_changes, baseline
+                    )
+                    made += new_dirs
+                await asyncio.to_thread(
+                    call_as,
+                    tracked.identity,
+                    holding.revert_all,
+                    baseline,
+                    self._table,
+                    items,
+                    made,
+                )
+            held += items
+        for item in held:
+            log.warning(
+                "session %s: held %s made by run %s: %s",
+                tracked.session_id,
+                item.describe(),
+                tracked.id,
+                item.note or "reverted",
+            )
+        return held
+
+    def _scan_changes(self, baseline: Baseline) -> tuple[list[Held], list[str]]:
+        """Without events (or with some lost): a walk of the root, compared with its
+        baseline, says which code-bearing files differ; and the code-bearing
+        directories that are new (to remove if reverting empties them)."""
+        now = walk.scan(baseline.root, self._table)
+        new_dirs = [u for u in now.units if u not in baseline.units]
+        new_dirs += [g for g in now.git_dirs if g not in baseline.git_dirs]
+        touched = {
+            os.path.join(baseline.root, rel)
+            for rel in set(now.entries) | set(baseline.entries)
+            if not (now.entries.get(rel) and now.entries[rel].same(baseline.entries.get(rel)))
+        }
+
+        def existed(path: str) -> bool | None:
+            return path[len(baseline.root) + 1 :] in baseline.entries
+
+        return holding.find(baseline, self._table, touched, [], existed), new_dirs
+
+    async def decide(
+        self,
+        session: Session,
+        tracked: Tracked,
+        items: list[Held],
+        *,
+        made_by: str,
+        tool_use_id: str,
+        cancelled: asyncio.Event | None = None,
+    ) -> str:
+        """Ask a person whether to keep `items` (reverted by `hold`); re-apply them on a
+        yes. The text tells the model what happened."""
+        if not items:
+            return ""
+        refused = ""
+        if session.permission_mode == "dontAsk":
+            refused = "the session is in dontAsk mode, where what needs a person is refused"
+        elif not self._asker.has_listeners(session.id):
+            refused = f"nobody was attached to session {session.id} to approve them"
+        else:
+            answer = await self._asker.ask(
+                session.id,
+                tool_use_id=tool_use_id,
+                tool_name=KEEP_PROMPT,
+                tool_input=prompt.prompt_input(items, made_by),
+                reasons=prompt.prompt_reasons(items, made_by),
+                cancelled=cancelled,
+            )
+            if answer.decision != "allow":
+                refused = {
+                    "timeout": "nobody answered in time",
+                    "cancelled": "the call was cancelled while waiting",
+                }.get(answer.decided_by, f"{answer.decided_by} refused them")
+        if refused:
+            return prompt.notice(items, made_by, f"They stay reverted: {refused}.")
+        failed = await asyncio.to_thread(call_as, tracked.identity, self._reapply, items)
+        verdict = "A person approved them: they are in place now, as the command wrote them."
+        if failed:
+            verdict += " Except: " + "; ".join(failed) + "."
+        return prompt.notice(items, made_by, verdict)
+
+    def _reapply(self, items: list[Held]) -> list[str]:
+        failed: list[str] = []
+        for item in items:
+            if not item.reappliable:
+                failed.append(f"{item.rel} cannot be applied ({item.note or 'not kept'})")
+                continue
+            baseline = next(
+                (b for (root, _), b in self._baselines.items() if root == item.root), None
+            )
+            try:
+                if baseline is not None:
+                    holding.reapply(item, baseline, self._table)
+            except (OSError, ValueError) as exc:
+                failed.append(f"{item.rel} could not be applied ({exc})")
+        return failed
+
+    def stop(self) -> None:
+        """The daemon stops: the host watch with it (runs and tasks end on their own)."""
+        if self._host is not None:
+            self._host.stop()
+
+    def close(self, tracked: Tracked, *, keep_log: bool = False) -> None:
+        self._active.pop(tracked.id, None)
+        tracked.close(keep_log=keep_log)
+
+    # ---- background tasks
+    async def readopt(
+        self,
+        session: Session,
+        identity: FsIdentity | None,
+        done: asyncio.Future[Any],
+        *,
+        task_id: str,
+        made_by: str,
+        tool_use_id: str,
+        notify: Callable[[str, str], None],
+    ) -> None:
+        """Follow again a task a previous daemon left running: its reader has gone on
+        writing its log. What the task touched before now is not known good, so it is
+        left out of the baseline this daemon builds: a file it made is held, one it
+        changed is held as changed from an unknown content."""
+        path = os.path.join(self._dir, f"{task_id}.log")
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return  # started by a daemon without events: nothing to read
+        roots = [os.path.realpath(r) for r in session.workspace_roots]
+        tracked = Tracked(task_id, session.id, roots, identity, log_path=path, log=fd)
+        tracked.events = True
+        touched_before = await asyncio.to_thread(tracked.touched_paths)
+        for root in roots:
+            await self._refresh(root, identity)
+            baseline = self._baselines[(root, identity)]
+            prefix = root.rstrip("/") + "/"
+            for touched in touched_before:
+                if touched.startswith(prefix):
+                    baseline.forget(touched[len(prefix) :])
+        self._active[tracked.id] = tracked
+        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
+
+    def sweep(self, keep: set[str]) -> None:
+        """Remove change logs of runs no one follows (a previous daemon's)."""
+        try:
+            names = os.listdir(self._dir)
+        except OSError:
+            return
+        for name in names:
+            if name.endswith(".log") and name.removesuffix(".log") not in keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self._dir, name))
+
+    def follow(
+        self,
+        session: Session,
+        tracked: Tracked,
+        done: asyncio.Future[Any],
+        *,
+        task_id: str,
+        made_by: str,
+        tool_use_id: str,
+        notify: Callable[[str, str], None],
+    ) -> None:
+        """Check a background task every changes_check_seconds while it runs and once at
+        its end; a person is asked without holding the task up, and the model told
+        through `notify(session_id, text)`."""
+        if tracked.log_path:
+            with contextlib.suppress(OSError):
+                renamed = os.path.join(self._dir, f"{task_id}.log")
+                os.rename(tracked.log_path, renamed)
+                tracked.log_path = renamed
+        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
+
+    def _follow_future(
+        self,
+        session: Session,
+        tracked: Tracked,
+        done: asyncio.Future[Any],
+        made_by: str,
+        tool_use_id: str,
+        notify: Callable[[str, str], None],
+    ) -> None:
+        future = asyncio.ensure_future(
+            self._follow(session, tracked, done, made_by, tool_use_id, notify)
+        )
+        self._followers.add(future)
+        future.add_done_callback(self._followers.discard)
+
+    async def _follow(
+        self,
+        session: Session,
+        tracked: Tracked,
+        done: asyncio.Future[Any],
+        made_by: str,
+        tool_use_id: str,
+        notify: Callable[[str, str], None],
+    ) -> None:
+        try:
+            while True:
+                ended = done.done()
+                if not ended:
+                    await asyncio.wait({done}, timeout=self._check)
+                    ended = done.done()
+                try:
+                    items = await self.hold(tracked, final=ended)
+                except OSError as exc:  # this check only; the next one looks again
+                    log.warning("checking the changes of task run %s: %s", tracked.id, exc)
+                    items = []
+                if items:
+                    decided = asyncio.ensure_future(
+                        self._decide_later(session, tracked, items, made_by, tool_use_id, notify)
+                    )
+                    self._followers.add(decided)
+                    decided.add_done_callback(self._followers.discard)
+                if ended:
+                    break
+        except asyncio.CancelledError:
+            # The daemon is stopping and the task lives on: its log stays for the next.
+            self.close(tracked, keep_log=True)
+            raise
+        except Exception:
+            log.exception("following the changes of task run %s failed", tracked.id)
+        self.close(tracked)
+
+    async def _decide_later(
+        self,
+        session: Session,
+        tracked: Tracked,
+        items: list[Held],
+        made_by: str,
+        tool_use_id: str,
+        notify: Callable[[str, str], None],
+    ) -> None:
+        text = await self.decide(session, tracked, items, made_by=made_by, tool_use_id=tool_use_id)
+        notify(session.id, text)

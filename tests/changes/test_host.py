@@ -1,0 +1,47 @@
+"""The host watch (agentd/changes/host.py, hostwatch.py): listed names anyone makes on a
+workspace's filesystem are told to the daemon, and only those; after a sync, every
+change made before it. Real fanotify and the real watching process: needs root."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from agentd.changes.host import HostWatch
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="fanotify marks need root")
+
+
+def test_listed_names_are_told_after_a_sync_and_nothing_else() -> None:
+    root = Path(tempfile.mkdtemp(prefix="agentd-host-"))
+
+    async def scenario() -> tuple[set[str], bool, bool]:
+        watch = HostWatch()
+        try:
+            assert watch.watch(str(root))
+            await watch.sync()
+            _, first_lost = await asyncio.to_thread(watch.take, [str(root)])
+            (root / "pkg").mkdir()
+            (root / "pkg" / ".npmrc").write_text("registry=x\n")
+            (root / "pkg" / "index.js").write_text("noise\n")
+            subprocess.run(["git", "init", "-q", str(root / "vendor")], check=True)
+            await watch.sync()
+            told, lost = await asyncio.to_thread(watch.take, [str(root)])
+            return told, lost, first_lost
+        finally:
+            watch.stop()
+
+    try:
+        told, lost, first_lost = asyncio.run(scenario())
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+    assert first_lost  # what happened before it watched is not known
+    assert not lost
+    assert f"{root}/pkg/.npmrc" in told
+    assert f"{root}/vendor/.git" in told and f"{root}/vendor/.git/config" in told
+    assert f"{root}/pkg/index.js" not in told
