@@ -116,7 +116,12 @@ def default_state_dir() -> str:
 
 
 def default_tmp_owners_dir() -> str:
-    return f"/tmp/agentd-owners-{os.geteuid()}"
+    """Beside the default state dir, the user's own: never a fixed name in /tmp, which
+    any local user could make first."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return os.path.join(base, "agentd-owners")
 
 
 def config_file_path() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,7 +48,7 @@ def _dirs(c: Client, sid: str, state_dir: str) -> dict[str, str]:
     tmp = c.run_tool(sid, "Bash", {"command": 'printf %s "$TMPDIR"'})
     return {
         "tmp": tmp.text,
-        "out": f"/tmp/agentd-out-{os.geteuid()}/{sid}",
+        "out": os.path.join(os.path.dirname(tmp.text), "output"),  # <base>/<sid>/output
         "state": os.path.join(state_dir, "sessions", sid),
     }
 
@@ -181,6 +182,8 @@ def test_directories_of_a_daemon_gone_for_good_are_removed(tmp_path: Path, works
         daemon.wait_for_log("removed the directories of 2 sessions whose daemon is gone")
         assert not record.exists() and not (owners / forged).exists()
         assert not os.path.exists(dirs["tmp"]) and not os.path.exists(dirs["out"])
+        # Its base in /tmp (agentd/sessions/dirs.py) went with its last session.
+        assert not os.path.exists(os.path.dirname(os.path.dirname(dirs["tmp"])))
         assert victim.is_dir()
         assert (owners / live).exists()
     finally:
@@ -193,7 +196,8 @@ def test_the_start_sweep_keeps_a_session_made_while_it_runs(tmp_path: Path) -> N
     owners, state = str(tmp_path / "owners"), tmp_path / "state"
     started = time.time()
     made_now, left_before = uuid.uuid4().hex, uuid.uuid4().hex
-    dirs = {sid: Path("/tmp", f"agentd-{os.getuid()}", sid) for sid in (made_now, left_before)}
+    base = Path(tempfile.mkdtemp(prefix="agentd-", dir="/tmp"))  # as dirs.py names one
+    dirs = {sid: base / sid for sid in (made_now, left_before)}
     try:
         for sid, path in dirs.items():
             path.mkdir(parents=True)
@@ -205,5 +209,4 @@ def test_the_start_sweep_keeps_a_session_made_while_it_runs(tmp_path: Path) -> N
         assert Path(owners, made_now).exists()
         assert not Path(owners, left_before).exists()
     finally:
-        for path in dirs.values():
-            shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
