@@ -1,14 +1,14 @@
 """A session's temp dir as a tmpfs of its own: sized, and RAM its own commands pay for.
 
-The temp dir (<base>/<session>/tmp, agentd/sessions/dirs.py; $TMPDIR in the sandbox) is kept between
-calls, so it cannot be one of bwrap's per-sandbox tmpfs mounts. A root daemon mounts a
-tmpfs of `session_tmp_bytes` on it once, on the host; the pages a sandboxed command
-writes there are charged to that command's control group, the session's, so what the
-temp dir holds counts in the session's memory and no more than its size fits. It is
-unmounted before the directory is removed (the session closed or was reaped).
+The temp dir (<base>/<session>/tmp, agentd/sessions/dirs.py; $TMPDIR in the sandbox)
+is kept between calls, so it cannot be one of bwrap's per-sandbox tmpfs mounts. A root
+daemon mounts a tmpfs of `session_tmp_bytes` on it once, on the host; the pages a
+sandboxed command writes there are charged to that command's control group, the
+session's, so what the temp dir holds counts in the session's memory and no more than
+its size fits. It is unmounted before the directory is removed (the session closed or
+was reaped).
 
-The directory's parent belongs to the sandbox identity, which may run processes on the
-host too: the mount goes on the directory opened without following a link, through its
+The mount goes on the directory opened without following a link, through its
 descriptor (`/proc/self/fd/N`, which the kernel resolves to that very directory), never
 through its path. Mounts live in the daemon's mount namespace: under systemd
 (ProtectSystem=, PrivateMounts=) a restarted daemon gets a fresh, empty temp dir for

@@ -5,9 +5,9 @@ A session's directory (<base>/<id>, holding its temp dir and its output files; t
 is a directory of the daemon's own that mkdtemp made in /tmp, agentd/sessions/dirs.py)
 outlives a daemon whose state dir was deleted (a test's, a reinstall). So each
 session's directories are recorded at creation in a directory of the daemon user's
-own (the tmp_owners_dir setting, /tmp/agentd-owners-<euid> by default, 0700: no sandbox
+own (the tmp_owners_dir setting, beside the default state dir, 0700: no sandbox
 can write there), with the state dir of the daemon that owns them. The default is
-shared by every daemon of the user, as /tmp is; a daemon given a directory of its own
+shared by every daemon of the user; a daemon given a directory of its own
 (each test's) neither sweeps the others' records nor has its own swept by them. At
 start a daemon removes the directories of records
 
