@@ -32,6 +32,8 @@ from tests.sandbox._sandbox_attack import (  # noqa: F401  (fixtures are used by
     sec_client,
 )
 from tests.sandbox.conftest import DEFAULT_UID, sandbox_dir
+from tests.support.daemon import start_daemon
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 
@@ -243,3 +245,59 @@ def test_a_git_config_behind_a_link_gets_no_stand_in_where_it_is_hidden(
         assert SECRET not in r.text, r.text
     finally:
         shutil.rmtree(ws, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def unchecked_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """A daemon that checks a running background task's changes only once an hour: links
+    a task made stay in place for the next call, as they do between two checks (or once
+    a person approved them) on any daemon."""
+    base = tmp_path_factory.mktemp("agentd-mounts-unchecked")
+    config = base / "agentd.toml"
+    config.write_text("changes_check_seconds = 3600\n")
+    daemon = start_daemon(base, ["--config", str(config)])
+    try:
+        with Client(daemon.socket, timeout=60) as c:
+            yield c
+    finally:
+        assert daemon.stop() == 0, daemon.log
+
+
+@pytest.mark.parametrize("kind", ["home", "run", "host-tmp"])
+def test_links_a_running_task_made_show_nothing_hidden_to_the_next_command(
+    unchecked_daemon: Client, kind: str
+) -> None:
+    client = unchecked_daemon
+    target_dir = _secret_dir({"home": "/home", "run": "/run", "host-tmp": "/tmp"}[kind])
+    secret_file = os.path.join(target_dir, "secret")
+    ws = sandbox_dir("agentd-mounts-task-")
+    try:
+        sid = client.create_session(ws, permission_mode="bypassPermissions").id
+        make = "; ".join(
+            [f"ln -s {target_dir} {d}" for d in DIR_NAMES]
+            + [f"ln -s {secret_file} {f}" for f in FILE_NAMES]
+        )
+        # The task makes the links, then stays (its changes are checked when it ends).
+        started = client.run_tool(
+            sid,
+            "Bash",
+            {"command": guarded_sh(f"{make}; exec sleep 3600"), "run_in_background": True},
+        )
+        assert not started.is_error, started.text
+        task_id = started.data["backgroundTaskId"]
+        try:
+            wait_until(
+                lambda: all(os.path.islink(os.path.join(ws, n)) for n in FILE_NAMES),
+                30,
+                "the task made its links",
+            )
+            client.update_permissions(sid, mode="default")
+            # Read-only: it runs unasked, with nobody attached.
+            r = client.run_tool(sid, "Bash", {"command": _reads()})
+            assert "agentd-sandbox" in r.text, r.text
+            assert SECRET not in r.text, r.text
+        finally:
+            client.run_tool(sid, "TaskStop", {"task_id": task_id})
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+        shutil.rmtree(target_dir, ignore_errors=True)
