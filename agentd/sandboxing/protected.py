@@ -64,18 +64,18 @@ def sandbox_protection(root: str, identity: FsIdentity | None = None) -> Sandbox
     no walk goes through a link.
     """
     out = SandboxProtection()
-    with acting_as(identity), _opened_root(root) as root_fd:
-        if root_fd is None:
+    with acting_as(identity), _opened_root(root) as tree:
+        if tree is None:
             return out
         for name in table().sandbox_names():
-            if _kind(root_fd, name) not in (None, "link"):
+            if tree.kind(name) not in (None, "link"):
                 out.read_only.append(os.path.join(root, name))
         git = os.path.join(root, ".git")
-        kind = _kind(root_fd, ".git")
+        kind = tree.kind(".git")
         if kind == "file":
             out.read_only.append(git)  # "gitdir: …" of a worktree or submodule
         elif kind == "dir":
-            _protect_git_dir(root_fd, ".git", git, out, _Budget(), top=True)
+            _protect_git_dir(tree, ".git", git, out, _Budget(), top=True)
     return out
 
 
@@ -92,9 +92,9 @@ class _Budget:
 
 
 def _protect_git_dir(
-    root_fd: int, rel: str, gitdir: str, out: SandboxProtection, budget: _Budget, *, top: bool
+    tree: _Tree, rel: str, gitdir: str, out: SandboxProtection, budget: _Budget, *, top: bool
 ) -> None:
-    kinds = {name: _kind(root_fd, f"{rel}/{name}") for name in GIT_CODE_BEARING}
+    kinds = {name: tree.kind(f"{rel}/{name}") for name in GIT_CODE_BEARING}
     if "link" in kinds.values():
         # A symlink cannot be mounted over, only its target: the link itself could be
         # replaced. Fail closed: the whole git directory is read-only.
@@ -108,13 +108,13 @@ def _protect_git_dir(
         elif top and name == "hooks":
             out.ensure_dirs.append(path)
     for nested in GIT_NESTED:
-        found = _git_dirs_under(root_fd, f"{rel}/{nested}", 4, budget)
+        found = _git_dirs_under(tree, f"{rel}/{nested}", 4, budget)
         if found is None:
             out.read_only.append(os.path.join(gitdir, nested))
             continue
         for sub in found:
             _protect_git_dir(
-                root_fd,
+                tree,
                 sub,
                 os.path.join(gitdir, os.path.relpath(sub, rel)),
                 out,
@@ -123,11 +123,11 @@ def _protect_git_dir(
             )
 
 
-def _git_dirs_under(root_fd: int, base: str, depth: int, budget: _Budget) -> list[str] | None:
+def _git_dirs_under(tree: _Tree, base: str, depth: int, budget: _Budget) -> list[str] | None:
     """Git directories below `base` (relative to the root; a submodule named a/b lives in
     modules/a/b), listed beneath the root without following a link; None past the budget."""
     try:
-        fd = anchored.open_beneath(root_fd, base, os.O_RDONLY | os.O_DIRECTORY)
+        fd = anchored.open_beneath(tree.fd, base, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return []  # missing, unreadable, or a link: not walked
     try:
@@ -143,48 +143,82 @@ def _git_dirs_under(root_fd: int, base: str, depth: int, budget: _Budget) -> lis
         if budget.walked > MAX_WALKED_DIRS:
             return None
         path = f"{base}/{name}"
-        if _kind(root_fd, f"{path}/HEAD") is not None:
+        if tree.kind(f"{path}/HEAD") is not None:
             budget.git_dirs += 1
             if budget.git_dirs > MAX_NESTED_GIT_DIRS:
                 return None
             found.append(path)
         elif depth > 1:
-            deeper = _git_dirs_under(root_fd, path, depth - 1, budget)
+            deeper = _git_dirs_under(tree, path, depth - 1, budget)
             if deeper is None:
                 return None
             found += deeper
     return found
 
 
-def _kind(root_fd: int, rel: str) -> str | None:
-    """What `rel` is beneath the root: "file", "dir", "link" (itself, or a link on its
-    way), "other", or None if it does not exist."""
-    parent, name = os.path.split(rel)
-    try:
-        dir_fd = anchored.open_beneath(root_fd, parent or ".", os.O_PATH | os.O_DIRECTORY)
-    except OSError as exc:
-        return "link" if anchored.is_link_refusal(exc) else None
-    try:
-        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except OSError:
-        return None
-    finally:
-        os.close(dir_fd)
-    if stat.S_ISLNK(st.st_mode):
-        return "link"
-    if stat.S_ISDIR(st.st_mode):
-        return "dir"
-    return "file" if stat.S_ISREG(st.st_mode) else "other"
+# Parent directories a walk keeps open (most names share the root or a git dir).
+_KEPT_DIRS = 16
+
+
+class _Tree:
+    """A workspace root's descriptor, and the directories inside it opened beneath it
+    (the first few kept for one walk: a git dir's entries share a parent)."""
+
+    def __init__(self, root_fd: int) -> None:
+        self.fd = root_fd
+        self._dirs: dict[str, int | None] = {"": root_fd}
+        self._refused: set[str] = set()
+
+    def kind(self, rel: str) -> str | None:
+        """What `rel` is beneath the root: "file", "dir", "link" (itself, or a link on
+        its way), "other", or None if it does not exist."""
+        parent, name = os.path.split(rel)
+        if parent in self._dirs:
+            dir_fd, opened = self._dirs[parent], False
+        else:
+            dir_fd, opened = self._open(parent), True
+            if len(self._dirs) < _KEPT_DIRS:  # the root's and the git dirs' parents
+                self._dirs[parent], opened = dir_fd, False
+        if dir_fd is None:
+            return "link" if parent in self._refused else None
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return None
+        finally:
+            if opened:
+                os.close(dir_fd)
+        if stat.S_ISLNK(st.st_mode):
+            return "link"
+        if stat.S_ISDIR(st.st_mode):
+            return "dir"
+        return "file" if stat.S_ISREG(st.st_mode) else "other"
+
+    def _open(self, rel: str) -> int | None:
+        try:
+            return anchored.open_beneath(self.fd, rel, os.O_PATH | os.O_DIRECTORY)
+        except OSError as exc:
+            if anchored.is_link_refusal(exc):
+                self._refused.add(rel)
+            return None
+
+    def close(self) -> None:
+        for rel, fd in self._dirs.items():
+            if rel and fd is not None:
+                os.close(fd)
+        self._dirs = {"": self.fd}
 
 
 @contextlib.contextmanager
-def _opened_root(root: str) -> Iterator[int | None]:
+def _opened_root(root: str) -> Iterator[_Tree | None]:
     try:
         fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         yield None
         return
+    tree = _Tree(fd)
     try:
-        yield fd
+        yield tree
     finally:
+        tree.close()
         os.close(fd)
