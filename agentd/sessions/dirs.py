@@ -38,6 +38,7 @@ import stat
 import tempfile
 import threading
 
+from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import trees
 
 log = logging.getLogger(__name__)
@@ -130,6 +131,7 @@ class SessionDirs:
         return path
 
     def _make_base(self) -> str:
+        ensure_private_dir(self.state_dir, "state dir")  # the record goes there
         path = tempfile.mkdtemp(prefix=PREFIX, dir=PARENT)  # O_EXCL: never someone's
         os.chmod(path, BASE_MODE)
         owner = os.path.join(path, OWNER_NAME)

@@ -16,15 +16,22 @@ from agentd.runs import launch
 from agentd.runs.output.registry import TASKS_MOUNT
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
 from tests.support.services import config_under
 
 COMMAND = "echo the-command-text > out.txt"
+SESSION_ID = "s-launch"
 
 
 @pytest.fixture
-def config(tmp_path: Path) -> Config:
-    return config_under(tmp_path)
+def config(tmp_path: Path) -> Iterator[Config]:
+    config = config_under(tmp_path)
+    yield config
+    # The session's directory under the base in /tmp (agentd/sessions/dirs.py), and the base.
+    dirs = session_dirs.of(config.state_dir)
+    dirs.remove_session(SESSION_ID)
+    dirs.remove_base()
 
 
 @pytest.fixture
@@ -32,7 +39,7 @@ def session(workspace: Path) -> Session:
     """A session on a git repository, network allowed (a read-only plan takes it away)."""
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     return Session(
-        id="s-launch", workspace_roots=[str(workspace)], cwd=str(workspace), allow_network=True
+        id=SESSION_ID, workspace_roots=[str(workspace)], cwd=str(workspace), allow_network=True
     )
 
 

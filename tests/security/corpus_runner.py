@@ -9,7 +9,10 @@ runs here is what a read-only verdict runs in the daemon.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
+import tempfile
 import tomllib
 import uuid
 from dataclasses import dataclass
@@ -17,8 +20,10 @@ from pathlib import Path
 
 from agentd.bashsec import classify_uncached
 from agentd.foundation.config import Config
+from agentd.fs import tmpfs
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
 from agentd_sandbox import spawn
 
@@ -73,7 +78,10 @@ class Runner:
     """One session-like sandbox setup over a workspace: run commands enforced or not."""
 
     def __init__(self, ws: Path, *, read_only: bool, wall_seconds: float = 5) -> None:
-        self.config = Config()
+        # A state dir of its own: the session's temp dir is recorded there
+        # (agentd/sessions/dirs.py), never in the machine's default one.
+        self.config = Config(state_dir=tempfile.mkdtemp(prefix="agentd-corpus-", dir="/var/tmp"))
+        atexit.register(self._remove)
         self.session = Session(
             id=f"corpus-{uuid.uuid4().hex[:12]}",
             workspace_roots=[str(ws)],
@@ -83,6 +91,13 @@ class Runner:
         self.read_only = read_only
         self.wall_seconds = wall_seconds
         self.tmp_dir = sandbox_policy.session_tmp_dir(self.session, self.config)
+
+    def _remove(self) -> None:
+        dirs = session_dirs.of(self.config.state_dir)
+        tmpfs.unmount(self.tmp_dir)
+        dirs.remove_session(self.session.id)
+        dirs.remove_base()
+        shutil.rmtree(self.config.state_dir, ignore_errors=True)
 
     async def run(self, command: str, *, read_only: bool | None = None) -> Outcome:
         read_only = self.read_only if read_only is None else read_only
