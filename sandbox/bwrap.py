@@ -177,13 +177,16 @@ class _Roots:
         self._out = out
         self._roots: list[tuple[str, str, int]] = []  # (as named, real path, fd)
 
-    def open_top(self, real: str, *, directory: bool = False) -> int:
+    def open_top(self, real: str, *, directory: bool = False, missing_ok: bool = False) -> int:
         """A root the policy names, resolved once; SandboxUnavailable if it is not there
-        or a link appeared on its way since (a start planned again may succeed)."""
+        or a link appeared on its way since (a start planned again may succeed);
+        -1 when it is not there and `missing_ok`."""
         flags = os.O_PATH | (os.O_DIRECTORY if directory else 0)
         try:
             fd = anchored.open_path(real, flags)
         except OSError as exc:
+            if missing_ok and exc.errno == errno.ENOENT:
+                return -1
             raise SandboxUnavailable(
                 f"cannot open {real} for the sandbox: {exc.strerror}"
             ) from None
@@ -192,7 +195,9 @@ class _Roots:
 
     def open(self, path: str, *, directory: bool = False) -> tuple[int, str, Role] | None:
         """(descriptor, destination, role) for `path`; None when it is inside a root and
-        missing or a link (it is then bound nowhere)."""
+        missing or a link (it is then bound nowhere), or a read-only root (not a
+        `directory` to write) that is missing, as a session's output dir before its
+        first command."""
         path = os.path.normpath(path)
         for named, real, fd in self._roots:
             if named == path:
@@ -205,7 +210,9 @@ class _Roots:
             real = os.path.realpath(path)
             if directory and not os.path.isdir(real):
                 raise ValueError(f"writable path is not a directory: {path}")
-            fd = self.open_top(real, directory=directory)
+            fd = self.open_top(real, directory=directory, missing_ok=not directory)
+            if fd < 0:
+                return None
             self._roots.append((path, real, fd))
             return fd, real, Role.GRANT
         opened = self._beneath(root, path, directory)

@@ -120,10 +120,16 @@ def _shown(path: str) -> str:
 
 
 def refusal_message(
-    refusal: Refusal, identity: tuple[int, int], chosen_by: str, root_daemon: bool
+    refusal: Refusal,
+    identity: tuple[int, int],
+    chosen_by: str,
+    root_daemon: bool,
+    owner_gid: int | None = None,
 ) -> str:
-    """One line: which identity needs what on which path, and the commands that give it."""
+    """One line: which identity needs what on which path, and the commands that give it
+    (a chown to `owner_gid`, the uid's own group, when the identity's is a session's)."""
     uid, gid = identity
+    gid = gid if owner_gid is None else owner_gid
     who = _who(uid)
     if root_daemon:
         subject = (
@@ -172,7 +178,12 @@ def _fix(refusal: Refusal, uid: int, gid: int, root_daemon: bool, chosen_by: str
 
 
 def check(
-    roots: list[str], identity: tuple[int, int] | None, chosen_by: str, *, root_daemon: bool
+    roots: list[str],
+    identity: tuple[int, int] | None,
+    chosen_by: str,
+    *,
+    root_daemon: bool,
+    owner_gid: int | None = None,
 ) -> None:
     """InvalidRequest (one line) unless `identity` can read, write and enter every root.
     `identity` None: the daemon's own user, which the check then is about."""
@@ -187,4 +198,6 @@ def check(
             return
         if refusal is not None:
             who = identity if identity is not None else (os.getuid(), os.getgid())
-            raise InvalidRequest(refusal_message(refusal, who, chosen_by, root_daemon))
+            raise InvalidRequest(
+                refusal_message(refusal, who, chosen_by, root_daemon, owner_gid)
+            )

@@ -24,17 +24,22 @@ def run_as(session: Session, config: Config) -> tuple[int, int] | None:
     workspace); else the configured unprivileged uid. The gid is the session's own
     (agentd/sessions/gids.py), where it has one; else that uid's group.
     """
+    owner = owner_identity(session, config)
+    if owner is None:
+        return None
+    return owner[0], session.sandbox_gid or owner[1]
+
+
+def owner_identity(session: Session, config: Config) -> tuple[int, int] | None:
+    """run_as's uid with its own group, not the session's: whose files these are."""
     if os.geteuid() != 0:
         return None
     if session.owner_uid != 0:
-        uid, gid = session.owner_uid, _gid_of(session.owner_uid)
-    else:
-        st = os.stat(session.workspace_roots[0])
-        if st.st_uid != 0:
-            uid, gid = st.st_uid, st.st_gid
-        else:
-            uid, gid = config.sandbox_uid, config.sandbox_gid
-    return uid, session.sandbox_gid or gid
+        return session.owner_uid, _gid_of(session.owner_uid)
+    st = os.stat(session.workspace_roots[0])
+    if st.st_uid != 0:
+        return st.st_uid, st.st_gid
+    return config.sandbox_uid, config.sandbox_gid
 
 
 def run_as_chosen_by(session: Session, config: Config) -> str:
