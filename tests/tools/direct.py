@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentd.fs import tmpfs
 from agentd.sandboxing.mode import SandboxMode
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
 from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext, ToolResult
@@ -44,3 +46,9 @@ async def call_bash(
         return await BashTool().call({"command": command}, ctx)
     finally:
         store.close()
+        # The session's temp and output dirs under the daemon's base in /tmp, and the base
+        # (agentd/sessions/dirs.py): no daemon is there to reap them.
+        dirs = session_dirs.of(config.state_dir)
+        tmpfs.unmount(dirs.tmp_path(session_id))
+        dirs.remove_session(session_id)
+        dirs.remove_base()
