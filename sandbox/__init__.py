@@ -2,11 +2,12 @@
 
 from .bwrap import hides
 from .check import check
-from .errors import SandboxError, SandboxUnavailable
+from .errors import PathGone, SandboxError, SandboxUnavailable
 from .policy import Limits, SandboxPolicy
 from .runner import SandboxProcess, run, shell_argv, spawn
 
 __all__ = [
+    "PathGone",
     "Limits",
     "SandboxError",
     "SandboxPolicy",

@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Callable
 
 from . import anchored, binaries, mounts, visibility
-from .errors import SandboxUnavailable
+from .errors import PathGone, SandboxUnavailable
 from .identity import Identity, can_reach, resolve
 from .mounts import BINDS, Mount, MountList, Role
 from .policy import SandboxPolicy
@@ -187,7 +187,8 @@ class _Roots:
         except OSError as exc:
             if missing_ok and exc.errno == errno.ENOENT:
                 return -1
-            raise SandboxUnavailable(
+            gone = exc.errno == errno.ENOENT or anchored.is_link_refusal(exc)
+            raise (PathGone if gone else SandboxUnavailable)(
                 f"cannot open {real} for the sandbox: {exc.strerror}"
             ) from None
         self._out.fds.append(fd)

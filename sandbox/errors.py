@@ -2,7 +2,9 @@
 
 SandboxError
  +-- SandboxUnavailable   the sandbox cannot start here (bwrap missing, user
-                          namespaces off, no way to drop root); never run unsandboxed
+      |                   namespaces off, no way to drop root); never run unsandboxed
+      +-- PathGone        a path the policy names went, or became a link, since it
+                          was planned: planning again may succeed
 """
 
 
@@ -12,3 +14,7 @@ class SandboxError(Exception):
 
 class SandboxUnavailable(SandboxError):
     """The sandbox cannot start; the message says why and what to do."""
+
+
+class PathGone(SandboxUnavailable):
+    """A path the policy names is not there any more, or has a link on its way now."""

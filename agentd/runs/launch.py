@@ -39,7 +39,7 @@ from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session
-from agentd_sandbox import SandboxPolicy, SandboxUnavailable, shell_argv, spawn
+from agentd_sandbox import PathGone, SandboxPolicy, SandboxUnavailable, shell_argv, spawn
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +164,8 @@ async def start_bash(
             channels.close()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(output_path)
+            if isinstance(exc, PathGone):
+                return str(exc), False  # planned again: it may be there (or gone) now
             if isinstance(exc, SandboxUnavailable):
                 raise ToolError(
                     f"The sandbox could not start, so the command did not run: {exc}"
