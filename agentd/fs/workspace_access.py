@@ -198,6 +198,4 @@ def check(
             return
         if refusal is not None:
             who = identity if identity is not None else (os.getuid(), os.getgid())
-            raise InvalidRequest(
-                refusal_message(refusal, who, chosen_by, root_daemon, owner_gid)
-            )
+            raise InvalidRequest(refusal_message(refusal, who, chosen_by, root_daemon, owner_gid))
