@@ -39,8 +39,11 @@ log = logging.getLogger(__name__)
 
 GRACE_SECONDS = 3600.0
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
-# The only paths a record may name: a session's directory in a base, or its temp dir.
-_SESSION_DIR = re.compile(r"/tmp/agentd-[A-Za-z0-9_]{8}/([0-9a-f]{32})(/tmp)?")
+# The only paths a record may name: a session's directory in a base, or its temp dir;
+# or, in a record an older daemon wrote, /tmp/agentd-<uid>/<id> or /tmp/agentd-out-<uid>/<id>.
+_SESSION_DIR = re.compile(r"/tmp/agentd-(?:[A-Za-z0-9_]{8}|(?:out-)?[0-9]+)/([0-9a-f]{32})(/tmp)?")
+# A base of agentd/sessions/dirs.py, which goes with its last session's directory.
+_BASE = re.compile(r"/tmp/agentd-[A-Za-z0-9_]{8}")
 
 
 def record(directory: str, session_id: str, state_dir: str, paths: list[str]) -> None:
@@ -107,7 +110,8 @@ def sweep(
             match = _SESSION_DIR.fullmatch(path) if isinstance(path, str) else None
             if match and match.group(1) == name:
                 tmpfs.remove(path)  # the temp dir first: it may be a mount
-                bases.add(path[: match.start(1) - 1])
+                if _BASE.fullmatch(base := path[: match.start(1) - 1]):
+                    bases.add(base)
         for base in bases if owner != state_dir else ():
             session_dirs.remove_if_empty(base)  # a gone daemon's: nothing will use it
         forget(directory, name)
