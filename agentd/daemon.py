@@ -156,13 +156,11 @@ class Daemon:
         self._state_watch: asyncio.Task[None] | None = None
 
     def _workspace_usable(self, session: Session) -> None:
-        owner = sandbox_policy.owner_identity(session, self.config)
         workspace_access.check(
             session.workspace_roots,
             sandbox_policy.run_as(session, self.config),
             sandbox_policy.run_as_chosen_by(session, self.config),
             root_daemon=os.geteuid() == 0,
-            owner_gid=owner[1] if owner else None,
         )
 
     async def _release_group(self, session: Session) -> None:

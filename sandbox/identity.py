@@ -22,18 +22,24 @@ DEFAULT_UID = 65534
 
 @dataclass(frozen=True)
 class Identity:
-    """The uid/gid the sandbox runs as, and whether we must switch to it."""
+    """The uid/gid the sandbox runs as, its supplementary groups, and whether we must
+    switch to it."""
 
     uid: int
     gid: int
     switch: bool
+    groups: tuple[int, ...] = ()
 
 
 def resolve(policy: SandboxPolicy) -> Identity:
     """Pick the identity for `policy`; refuse uid 0 and impossible switches."""
     euid = os.geteuid()
     if euid != 0:
-        if policy.uid not in (None, euid) or policy.gid not in (None, os.getegid()):
+        if (
+            policy.uid not in (None, euid)
+            or policy.gid not in (None, os.getegid())
+            or policy.groups
+        ):
             raise SandboxUnavailable(
                 f"cannot run the sandbox as uid {policy.uid}: only root can switch users; "
                 "run the daemon as root or leave the policy's uid unset"
@@ -45,9 +51,9 @@ def resolve(policy: SandboxPolicy) -> Identity:
             "refusing to run a sandbox as uid 0; give the policy a non-root uid"
         )
     gid = policy.gid if policy.gid is not None else _primary_gid(uid)
-    if gid == 0:
+    if gid == 0 or 0 in policy.groups:
         raise SandboxUnavailable("refusing to run a sandbox as gid 0; give the policy a gid")
-    return Identity(uid, gid, switch=True)
+    return Identity(uid, gid, switch=True, groups=tuple(policy.groups))
 
 
 def setpriv_prefix(identity: Identity) -> list[str]:
@@ -65,8 +71,15 @@ def setpriv_prefix(identity: Identity) -> list[str]:
         return []
     argv = [path, "--pdeathsig=KILL"]
     if identity.switch:
-        argv += [f"--regid={identity.gid}", f"--reuid={identity.uid}", "--clear-groups"]
+        argv += [f"--regid={identity.gid}", f"--reuid={identity.uid}", groups_option(identity)]
     return [*argv, "--"]
+
+
+def groups_option(identity: Identity) -> str:
+    """setpriv's option for `identity`'s supplementary groups (none: cleared)."""
+    if not identity.groups:
+        return "--clear-groups"
+    return "--groups=" + ",".join(str(g) for g in identity.groups)
 
 
 class PopenIdentity(TypedDict, total=False):
@@ -81,7 +94,7 @@ def popen_kwargs(identity: Identity) -> PopenIdentity:
     """subprocess arguments that drop to `identity` in the child, before exec."""
     if not identity.switch:
         return {}
-    return {"user": identity.uid, "group": identity.gid, "extra_groups": []}
+    return {"user": identity.uid, "group": identity.gid, "extra_groups": list(identity.groups)}
 
 
 def home_of(uid: int) -> str | None:
@@ -96,7 +109,7 @@ def may_search(st: os.stat_result, identity: Identity) -> bool:
     """Whether `identity` has search (x) permission on the directory `st` describes."""
     if st.st_uid == identity.uid:
         bit = stat.S_IXUSR
-    elif st.st_gid == identity.gid:
+    elif st.st_gid == identity.gid or st.st_gid in identity.groups:
         bit = stat.S_IXGRP
     else:
         bit = stat.S_IXOTH

@@ -46,6 +46,9 @@ class SandboxPolicy:
     cwd: str | None = None
     uid: int | None = None
     gid: int | None = None
+    # Supplementary groups of the identity (a root daemon's: the session's own group,
+    # which alone may enter the session's temp and output dirs); empty: none.
+    groups: list[int] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
     home: str | None = None
     # Home directories (/root, /home, the daemon's and the identity's) are hidden but for

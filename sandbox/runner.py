@@ -176,8 +176,10 @@ def root_pid_namespace_prefix(ident: identity.Identity) -> tuple[str, ...]:
     """The same pid namespace made by a root spawner, which needs no user namespace for it
     (one namespace and its uid map less per start, ~15% of a sandboxed `true`): unshare
     makes it, then in its child drops to `ident` (gid, no supplementary groups, uid)
-    before exec'ing on, so setpriv only arms the death signal. Empty when this unshare
-    cannot (util-linux < 2.38 has no --setuid): the caller uses pid_namespace_prefix."""
+    before exec'ing on, so setpriv only arms the death signal; an identity with
+    supplementary groups (unshare's --setgid clears them) is dropped to by a setpriv that
+    unshare's child execs. Empty when this unshare cannot (util-linux < 2.38 has no
+    --setuid): the caller uses pid_namespace_prefix."""
     path = binaries.find("unshare")
     if path is None or os.geteuid() != 0 or not ident.switch:
         return ()
@@ -187,7 +189,15 @@ def root_pid_namespace_prefix(ident: identity.Identity) -> tuple[str, ...]:
     # cost every new session a start, and keep one cache entry per session for good).
     if ident.uid not in _root_unshare_works:
         _root_unshare_works[ident.uid] = bool(_probed((*base, *ids, "--"), ident.uid))
-    return (*base, *ids, "--") if _root_unshare_works[ident.uid] else ()
+    if not _root_unshare_works[ident.uid]:
+        return ()
+    if ident.groups:
+        setpriv = binaries.find("setpriv")
+        if setpriv is None:
+            return ()
+        drop = (f"--regid={ident.gid}", f"--reuid={ident.uid}", identity.groups_option(ident))
+        return (*base, "--", setpriv, *drop, "--")
+    return (*base, *ids, "--")
 
 
 # uid -> whether a root unshare can make the pid namespace and drop to it.

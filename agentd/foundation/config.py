@@ -170,9 +170,9 @@ class Config:
     sandbox_uid: Id = 65534
     sandbox_gid: Id = 65534
     # The groups a root daemon gives its sessions, one each (like /etc/subgid's
-    # "first:count"): a session's commands run with its own group, and its temp dir and
-    # output files belong to root and that group, so no other session's sandbox can
-    # reach them even with the same uid. No group of the host may lie in the range.
+    # "first:count"): a session's commands hold its own group (supplementary), and its
+    # temp dir and output files belong to root and that group, so no other session's
+    # sandbox can reach them even with the same uid. No group of the host may lie in it.
     # []: sessions share their identity's group (isolated only by what is mounted).
     sandbox_gid_range: IdRange = field(default_factory=lambda: [1879113728, 65536])
     # What one session may use in all, held by its control group (cgroup v1 or v2,

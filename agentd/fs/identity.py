@@ -44,11 +44,12 @@ class IdentityError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class FsIdentity:
-    """Who the daemon is while it touches a session's files (no supplementary groups,
-    as the sandbox clears them)."""
+    """Who the daemon is while it touches a session's files: the sandbox's uid and gid,
+    and its supplementary groups (the session's own group, or none)."""
 
     uid: int
     gid: int
+    groups: tuple[int, ...] = ()
 
 
 _local = threading.local()
@@ -105,12 +106,12 @@ def acting_as(identity: FsIdentity | None) -> Iterator[None]:
     if current_identity() is not None:
         raise IdentityError("a thread acting for one identity cannot act for another")
     groups = os.getgroups()
-    if groups:
-        _setgroups([])
+    if groups or identity.groups:
+        _setgroups(list(identity.groups))
     try:
         uid, gid = _setfs(identity.uid, identity.gid)
     except BaseException:
-        if groups:
+        if groups or identity.groups:
             _setgroups(groups)
         raise
     _local.identity = identity
@@ -128,7 +129,7 @@ def acting_as(identity: FsIdentity | None) -> Iterator[None]:
 def _restore(identity: FsIdentity, uid: int, gid: int, groups: list[int]) -> None:
     try:
         held = _setfs(uid, gid)
-        if groups:
+        if groups or identity.groups:
             _setgroups(groups)
     except IdentityError:
         held = (-1, -1)

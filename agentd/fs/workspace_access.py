@@ -120,16 +120,10 @@ def _shown(path: str) -> str:
 
 
 def refusal_message(
-    refusal: Refusal,
-    identity: tuple[int, int],
-    chosen_by: str,
-    root_daemon: bool,
-    owner_gid: int | None = None,
+    refusal: Refusal, identity: tuple[int, int], chosen_by: str, root_daemon: bool
 ) -> str:
-    """One line: which identity needs what on which path, and the commands that give it
-    (a chown to `owner_gid`, the uid's own group, when the identity's is a session's)."""
+    """One line: which identity needs what on which path, and the commands that give it."""
     uid, gid = identity
-    gid = gid if owner_gid is None else owner_gid
     who = _who(uid)
     if root_daemon:
         subject = (
@@ -178,12 +172,7 @@ def _fix(refusal: Refusal, uid: int, gid: int, root_daemon: bool, chosen_by: str
 
 
 def check(
-    roots: list[str],
-    identity: tuple[int, int] | None,
-    chosen_by: str,
-    *,
-    root_daemon: bool,
-    owner_gid: int | None = None,
+    roots: list[str], identity: tuple[int, int] | None, chosen_by: str, *, root_daemon: bool
 ) -> None:
     """InvalidRequest (one line) unless `identity` can read, write and enter every root.
     `identity` None: the daemon's own user, which the check then is about."""
@@ -198,4 +187,4 @@ def check(
             return
         if refusal is not None:
             who = identity if identity is not None else (os.getuid(), os.getgid())
-            raise InvalidRequest(refusal_message(refusal, who, chosen_by, root_daemon, owner_gid))
+            raise InvalidRequest(refusal_message(refusal, who, chosen_by, root_daemon))

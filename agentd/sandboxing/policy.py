@@ -19,19 +19,11 @@ from agentd_sandbox import Limits, SandboxPolicy
 def run_as(session: Session, config: Config) -> tuple[int, int] | None:
     """The uid/gid a root daemon's sandbox runs as; None when the daemon is not root.
 
-    The uid is the session owner's when that is not root; else the owner of the first
-    workspace root (files the command creates then belong to whoever owns the
-    workspace); else the configured unprivileged uid. The gid is the session's own
-    (agentd/sessions/gids.py), where it has one; else that uid's group.
+    The session owner's when that is not root; else the owner of the first workspace
+    root (files the command creates then belong to whoever owns the workspace); else
+    the configured unprivileged uid. Its supplementary group is the session's own
+    (session_group).
     """
-    owner = owner_identity(session, config)
-    if owner is None:
-        return None
-    return owner[0], session.sandbox_gid or owner[1]
-
-
-def owner_identity(session: Session, config: Config) -> tuple[int, int] | None:
-    """run_as's uid with its own group, not the session's: whose files these are."""
     if os.geteuid() != 0:
         return None
     if session.owner_uid != 0:
@@ -40,6 +32,26 @@ def owner_identity(session: Session, config: Config) -> tuple[int, int] | None:
     if st.st_uid != 0:
         return st.st_uid, st.st_gid
     return config.sandbox_uid, config.sandbox_gid
+
+
+def session_group(session: Session, config: Config) -> int | None:
+    """The group that alone may enter the session's temp and output dirs: its own
+    (agentd/sessions/gids.py), held by its commands and file tools as a supplementary
+    group; without one, its identity's group; None when the daemon is not root."""
+    ident = run_as(session, config)
+    if ident is None:
+        return None
+    return session.sandbox_gid or ident[1]
+
+
+def fs_identity(session: Session, config: Config) -> FsIdentity | None:
+    """The identity the daemon's file work for the session has (run_as, and the
+    session's own group beside it); None when the daemon is not root."""
+    ident = run_as(session, config)
+    if ident is None:
+        return None
+    groups = (session.sandbox_gid,) if session.sandbox_gid else ()
+    return FsIdentity(*ident, groups=groups)
 
 
 def run_as_chosen_by(session: Session, config: Config) -> str:
@@ -71,13 +83,13 @@ def session_tmp_path(session: Session, config: Config) -> str:
 def session_tmp_dir(session: Session, config: Config) -> str:
     """The session's own temp dir, writable in its sandbox and kept between calls: root's
     and the session's group's (0770), so no other session's sandbox may enter it."""
-    ident = run_as(session, config)
+    group = session_group(session, config)
     sized = config.session_tmp_bytes > 0  # 0: a plain directory, on /tmp's disk
     try:
-        path = session_dirs.of(config.state_dir).tmp_dir(session.id, ident)
+        path = session_dirs.of(config.state_dir).tmp_dir(session.id, group)
         if sized and not tmpfs.is_sized(path):
             # Root's and the session's group's, as the directory under it (dirs.py).
-            owner = (os.geteuid(), ident[1]) if ident else None
+            owner = (os.geteuid(), group) if group is not None else None
             tmpfs.size(path, config.session_tmp_bytes, owner, mode=0o770)
     except OSError as exc:
         raise ToolError(
@@ -135,6 +147,7 @@ def policy_for(
         cwd=session.cwd,
         uid=ident[0] if ident else None,
         gid=ident[1] if ident else None,
+        groups=[session.sandbox_gid] if ident and session.sandbox_gid else [],
         limits=_limits(config, held),
         home=sandbox_home(tmp_dir, ident),
         cgroup_procs=procs,

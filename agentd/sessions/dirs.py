@@ -78,10 +78,10 @@ class SessionDirs:
         return os.path.join(self.session_path(session_id), "output")
 
     # ---- made ----
-    def tmp_dir(self, session_id: str, ident: tuple[int, int] | None) -> str:
-        """The session's temp dir, made if need be: its sandbox's group (`ident`'s) may
-        write it; its uid has no more right to it than any other."""
-        return self._make(session_id, "tmp", ident[1] if ident else None, 0o770)
+    def tmp_dir(self, session_id: str, gid: int | None) -> str:
+        """The session's temp dir, made if need be: its sandbox's group `gid` may write
+        it; the sandbox's uid has no more right to it than any other."""
+        return self._make(session_id, "tmp", gid, 0o770)
 
     def output_dir(self, session_id: str, gid: int | None) -> str:
         """The session's output dir, made if need be: its sandbox's group may read it."""

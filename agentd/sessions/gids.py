@@ -2,11 +2,11 @@
 
 Sessions of one owner (or of root-owned workspaces, all run as `sandbox_uid`) share a
 uid, so the uid cannot keep one session's files from another's sandbox. The group can:
-a root daemon runs each session's commands and file work with a group of its own, and
-makes the session's temp dir and output files root's with that group (agentd/sessions/
-dirs.py). A sandbox of another session, same uid or not, then has no way into them,
-whatever is bound where. The uid stays what it was, so what a command creates in the
-workspace still belongs to the workspace's owner.
+a root daemon runs each session's commands and file work with a group of its own as a
+supplementary group, and makes the session's temp dir and output files root's with that
+group (agentd/sessions/dirs.py). A sandbox of another session, same uid or not, then has
+no way into them, whatever is bound where. The uid and gid stay what they were, so what
+a command creates in the workspace still belongs to the workspace's owner and group.
 
 Groups are chosen at random among those no session of this daemon holds (a reaped
 session's group is seldom given again soon), and kept in the session's record, so a

@@ -63,7 +63,8 @@ class Session:
     workspace_roots: list[str]
     cwd: str
     owner_uid: int = field(default_factory=os.getuid)
-    # The session's own group for its commands and files (agentd/sessions/gids.py); 0
+    # The session's own group, a supplementary group of its commands and file work, the
+    # only one that may enter its temp and output dirs (agentd/sessions/gids.py); 0
     # where sessions get none (a daemon not root, or no sandbox_gid_range).
     sandbox_gid: int = 0
     home: str = field(default_factory=lambda: os.path.expanduser("~"))

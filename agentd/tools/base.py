@@ -131,8 +131,7 @@ class ToolContext:
         """Whose rights the daemon's file work for this call has: the identity the
         session's sandboxed commands run as (agentd/fs/identity.py); None when the daemon
         is not root, and so is that identity already."""
-        ident = sandbox_policy.run_as(self.session, self.services.config)
-        return None if ident is None else FsIdentity(*ident)
+        return sandbox_policy.fs_identity(self.session, self.services.config)
 
 
 @dataclass(frozen=True, slots=True)

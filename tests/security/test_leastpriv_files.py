@@ -96,16 +96,12 @@ def test_files_the_daemon_writes_belong_to_the_session_identity(
         session_id, "Write", {"file_path": "made/by/write.txt", "content": "hello\n"}
     )
     assert not result.is_error, result.text
-    # And the session's own commands can change them.
-    bash = client.run_tool(
-        session_id, "Bash", {"command": "echo more >> made/by/write.txt; touch made/by-bash"}
-    )
-    assert not bash.is_error, bash.text
-    # The group is the session's own (README, "a group per session"), as a command's.
-    group = (workspace / "made/by-bash").stat().st_gid
     for path in (workspace / "made", workspace / "made/by", workspace / "made/by/write.txt"):
         st = path.stat()
-        assert (st.st_uid, st.st_gid) == (SANDBOX_UID, group), path
+        assert (st.st_uid, st.st_gid) == (SANDBOX_UID, SANDBOX_UID), path
+    # And the session's own commands can change them.
+    bash = client.run_tool(session_id, "Bash", {"command": "echo more >> made/by/write.txt"})
+    assert not bash.is_error, bash.text
     assert (workspace / "made/by/write.txt").read_text() == "hello\nmore\n"
 
 

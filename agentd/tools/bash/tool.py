@@ -322,9 +322,8 @@ def _where(out: Output) -> dict[str, Any]:
 
 
 def _output_readers(session: Any, config: Any) -> int | None:
-    """The group that may read the session's output files: its sandbox identity's."""
-    ident = sandbox_policy.run_as(session, config)
-    return ident[1] if ident else None
+    """The group that may read the session's output files: the session's own."""
+    return sandbox_policy.session_group(session, config)
 
 
 async def _after(run: Run, cleanup: Callable[[], None]) -> None:

@@ -29,7 +29,7 @@ from agentd.foundation.errors import InputError, ToolError
 from agentd.fs import access as fsaccess
 from agentd.fs import identity as fsidentity
 from agentd.runs import launch
-from agentd_sandbox import SandboxPolicy, SandboxUnavailable, binaries, spawn
+from agentd_sandbox import PathGone, SandboxPolicy, SandboxUnavailable, binaries, spawn
 
 if TYPE_CHECKING:
     from agentd.tools.base import ToolContext
@@ -100,6 +100,8 @@ class RgOutput:
     # results are incomplete.
     truncated: bool
     timed_out: bool = False
+    # The launcher found a path its sandbox names gone before it started: rg never ran.
+    never_started: bool = False
 
 
 # Longest a search may run before it is stopped with what it found so far.
@@ -132,7 +134,10 @@ async def run_rg(
         # bwrap's argv is built anew each time: a host socket or listed path may have
         # vanished since. Nothing ran, and a search changes nothing: safe to start again.
         plan = launch.plan_search(sandbox, cwd, [RG_BIN, *argv])
-        out = await _run_once(argv, cwd, cancelled, max_bytes, max_seconds, plan)
+        try:
+            out = await _run_once(argv, cwd, cancelled, max_bytes, max_seconds, plan)
+        except PathGone as exc:
+            return RgOutput(b"", str(exc), 1, False, never_started=True), False
         return out, not _never_started(out)
 
     return await launch.start(attempt, "a search")
@@ -157,6 +162,8 @@ async def _run_once(
     if plan is not None:
         try:
             proc = await spawn(plan.policy, plan.argv)
+        except PathGone:
+            raise  # planned again (attempt)
         except SandboxUnavailable as exc:
             raise ToolError(
                 f"The sandbox the search runs in could not start, so nothing was searched: {exc}"
@@ -243,7 +250,7 @@ def _kill(proc: Any) -> None:
 def check_rg_failed(out: RgOutput) -> None:
     """rg exits 2 both for a bad pattern/glob/type (nothing searched) and for unreadable
     files among results; only the first, with nothing found, is a failed call."""
-    if out.stderr.startswith("bwrap:") and not out.stdout:
+    if out.never_started or (out.stderr.startswith("bwrap:") and not out.stdout):
         # The sandbox failed before rg ran (bwrap exits 1, which rg uses for "no match").
         raise ToolError(f"The search's sandbox failed, so nothing was searched: {out.stderr}")
     if out.returncode == 2 and out.stderr.startswith("No files were searched"):
