@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import pytest
 
 from agentd_client import Client
 from tests.support.daemon import OWNERS_DIRS, DaemonProcess, remove_recorded_dirs, start_daemon
+from tests.support.workspaces import reachable_workspace
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
 SANDBOX_UID = 65534
@@ -49,10 +48,7 @@ def workspace() -> Iterator[Path]:
     pytest's own tmp_path sits in a 0700 directory of root's, which the unprivileged
     uid a root daemon runs commands as could not enter.
     """
-    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
-    root.chmod(0o755)
-    if os.geteuid() == 0:
-        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+    root = reachable_workspace()
     yield root
     shutil.rmtree(root, ignore_errors=True)
 
