@@ -39,7 +39,7 @@ import tempfile
 import threading
 
 from agentd.foundation.privdir import ensure_private_dir
-from agentd.fs import trees
+from agentd.fs import tmpfs, trees
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,20 @@ class SessionDirs:
     def remove_session(self, session_id: str) -> int:
         """Everything the session had here (its temp dir and output files)."""
         return trees.remove_tree(self.session_path(session_id))
+
+    def remove_all(self) -> None:
+        """Every session's directory here and the base: a daemon that is gone (a test's),
+        its temp dirs' mounts undone first. Nothing if it never made a base."""
+        with self._lock:
+            path = self._base or self._recorded()
+            self._base = None
+        if path is None:
+            return
+        with contextlib.suppress(OSError):
+            for name in os.listdir(path):
+                if name != OWNER_NAME:
+                    tmpfs.unmount(os.path.join(path, name, "tmp"))
+        trees.remove_tree(path)
 
     def remove_base(self) -> bool:
         """The base, if it holds no session's directory any more (a stopped daemon's)."""

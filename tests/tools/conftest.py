@@ -14,6 +14,7 @@ import pytest
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InputError, ToolError
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
 from agentd.sessions.store import Store
 from agentd.tools import default_registry
@@ -68,6 +69,8 @@ def tool_services(tool_config: Config, tmp_path: Path) -> Iterator[Services]:
     store = Store(str(tmp_path / "services.db"))
     yield make_services(tool_config, store)
     store.close()
+    # Its sessions' temp and output dirs under a base in /tmp (agentd/sessions/dirs.py).
+    session_dirs.of(tool_config.state_dir).remove_all()
 
 
 @pytest.fixture
