@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,13 @@ from tests.support.workspaces import reachable_workspace
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
 SANDBOX_UID = 65534
+
+# A shell starts a background job (`make test &`) with SIGINT ignored, and every process
+# the tests start would inherit that: agentctl, as any program should, then keeps it
+# ignored, and the tests of Ctrl-C would wait for nothing. The tests' children get the
+# default, however the run was started.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
