@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError, Unavailable
 from agentd.sessions import gids
+from agentd.sessions.session import SessionManager
+from agentd.sessions.store import Store
+from tests.support.services import config_under
 
 
 def test_a_group_no_session_holds() -> None:
@@ -37,3 +41,23 @@ def test_a_range_overlapping_a_subordinate_one_is_refused(
     with pytest.raises(ConfigError, match="someone's subordinate groups"):
         gids.check_range([1879113728, 65536])
     gids.check_range([1879113728, 36272])  # ends just below it
+
+
+def test_a_sessions_group_is_kept_across_a_restart(tmp_path: Path) -> None:
+    if not gids.enabled(Config().sandbox_gid_range):
+        pytest.skip("sessions get groups of their own only from a root daemon")
+    config = config_under(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = Store(str(tmp_path / "a.db"))
+    try:
+        made = [SessionManager(store, config).create([str(ws)]) for _ in range(3)]
+    finally:
+        store.close()
+    assert all(s.sandbox_gid for s in made) and len({s.sandbox_gid for s in made}) == 3
+    store = Store(str(tmp_path / "a.db"))
+    try:
+        again = SessionManager(store, config)
+        assert [again.get(s.id).sandbox_gid for s in made] == [s.sandbox_gid for s in made]
+    finally:
+        store.close()
