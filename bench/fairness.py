@@ -128,11 +128,17 @@ def main() -> None:
     import tempfile
     from pathlib import Path
 
+    wrapper = None
+    if args.tree is not None:
+        # The tree's own agentd and agentd_client (which lives in its client/ directory).
+        names = Path(tempfile.mkdtemp(prefix="agentd-bench-tree-"))
+        (names / "agentd_client").symlink_to(Path(args.tree).resolve() / "client")
+        wrapper = ["env", "-C", args.tree, f"PYTHONPATH={Path(args.tree).resolve()}:{names}"]
     port = free_port()
     d = start_daemon(
         Path(tempfile.mkdtemp(prefix="agentd-bench-")),
         extra_args=["--metrics-listen", f"127.0.0.1:{port}"],
-        wrapper=None if args.tree is None else ["env", "-C", args.tree, f"PYTHONPATH={args.tree}"],
+        wrapper=wrapper,
     )
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -146,6 +152,8 @@ def main() -> None:
         for w in writers:
             w.start()
         while count.value < args.writers:  # every writer has written once: all are going
+            if not all(w.is_alive() for w in writers):
+                raise SystemExit("a writer failed (its error is above)")
             time.sleep(0.1)
         loaded = _read_phase(ctx, d.socket, small, args.seconds)
         stop.set()
