@@ -90,13 +90,16 @@ def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
 
 def _field(number: int, body: bytes) -> bytes:
     """A length-delimited field (a message) as protobuf writes it: tag, length, body."""
+    return b"".join((_varint((number << 3) | 2), _varint(len(body)), body))
+
+
+def _varint(n: int) -> bytes:
     out = bytearray()
-    for n in ((number << 3) | 2, len(body)):
-        while n > 0x7F:
-            out.append(n & 0x7F | 0x80)
-            n >>= 7
-        out.append(n)
-    return bytes(out) + body
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 _DATA = pb.ToolResult.DESCRIPTOR.fields_by_name["data"].number
@@ -113,7 +116,7 @@ def result_bytes(payload: dict[str, Any]) -> bytes:
     if type(data) is not structs.EncodedDict or data.levels > structs.MAX_DEPTH:
         return result_to_pb(payload).SerializeToString()
     head = result_to_pb({**payload, "data": None}).SerializeToString()
-    return head + _field(_DATA, data.wire)
+    return b"".join((head, _varint((_DATA << 3) | 2), _varint(len(data.wire)), data.wire))
 
 
 def _with_struct(p: dict[str, Any], key: str, default: Any = None) -> dict[str, Any]:
