@@ -222,7 +222,6 @@ class Daemon:
         }
         shim_client.FORKSERVER.start()  # warm before the first Bash call
         self.loop_watch.start()
-        self.changes.announce()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
         self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
@@ -238,6 +237,7 @@ class Daemon:
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()
         self.groups.say()
+        self.changes.announce()  # once serving: a start that fails says only why
         if problem := reserve.warning(self.config.state_dir):
             log.warning("%s", problem)
         self.notifier.ready(self.status_line())
