@@ -1,7 +1,10 @@
 """Fairness between sessions: another session's Read latency while 16 clients write
 5,000-line files, beside the same Read with the writers idle, in one run.
 
-    .venv/bin/python bench/fairness.py [--seconds S] [--writers N]
+    .venv/bin/python bench/fairness.py [--seconds S] [--writers N] [--tree DIR]
+
+`--tree DIR` runs another checkout's daemon (e.g. `git archive integrate` unpacked in
+DIR) with this venv, for a baseline measured beside this tree's on the same machine.
 
 Each writer is a process of its own with its own session and channel, writing a
 5,000-line file again and again (each Write replaces every line, so each one's patch
@@ -102,8 +105,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--writers", type=int, default=16)
+    ap.add_argument("--tree", help="run this checkout's daemon instead of this tree's")
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
+    load_before = os.getloadavg()[0]
     root = workspace()
     for n in range(args.writers):
         ws = os.path.join(root, f"w{n}")
@@ -123,10 +128,17 @@ def main() -> None:
     import tempfile
     from pathlib import Path
 
+    wrapper = None
+    if args.tree is not None:
+        # The tree's own agentd and agentd_client (which lives in its client/ directory).
+        names = Path(tempfile.mkdtemp(prefix="agentd-bench-tree-"))
+        (names / "agentd_client").symlink_to(Path(args.tree).resolve() / "client")
+        wrapper = ["env", "-C", args.tree, f"PYTHONPATH={Path(args.tree).resolve()}:{names}"]
     port = free_port()
     d = start_daemon(
         Path(tempfile.mkdtemp(prefix="agentd-bench-")),
         extra_args=["--metrics-listen", f"127.0.0.1:{port}"],
+        wrapper=wrapper,
     )
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -140,6 +152,8 @@ def main() -> None:
         for w in writers:
             w.start()
         while count.value < args.writers:  # every writer has written once: all are going
+            if not all(w.is_alive() for w in writers):
+                raise SystemExit("a writer failed (its error is above)")
             time.sleep(0.1)
         loaded = _read_phase(ctx, d.socket, small, args.seconds)
         stop.set()
@@ -160,6 +174,8 @@ def main() -> None:
         f"{writes} Writes of {LINES} lines; longest loop delay {loaded_delay * 1000:.0f} ms"
     )
     ratio = p99_load / p99_idle
+    load = f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    print(f"daemon from {args.tree or 'this tree'}; load average {load}")
     print(f"p99 under writers / idle p99: {ratio:.2f}x (goal <= 2x: {verdict(ratio <= 2)})")
 
 

@@ -47,20 +47,35 @@ def _key(key: Any) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
-class EncodedList(list[Any]):
-    """A list that carries its wire form as a google.protobuf.Value, made elsewhere (a
-    worker process, say): converting it is one parse in C, not a Value per item. The
-    wire form must be that of the list's own items; json.dumps sees a plain list."""
+class EncodedDict(dict[str, Any]):
+    """A dict that carries its encodings, made elsewhere (a worker process, say): `wire`,
+    its google.protobuf.Value; `json`, its json.dumps text; `levels`, how deep its objects
+    and arrays nest (itself 1). Converting it is one parse in C, not a Value per item, and
+    the daemon's journal copies its text (agentd.sessions.events). Both encodings must be
+    of the dict's own items: it must not change once made."""
 
-    __slots__ = ("wire",)
+    __slots__ = ("wire", "json", "levels")
 
-    def __init__(self, items: list[Any], wire: bytes) -> None:
+    def __init__(self, items: dict[str, Any], wire: bytes, json_text: str, levels: int) -> None:
         super().__init__(items)
         self.wire = wire
+        self.json = json_text
+        self.levels = levels
+
+
+def levels(value: Any) -> int:
+    """How deep the objects and arrays in `value` nest (a scalar 0, `[]` 1, `[{}]` 2)."""
+    if isinstance(value, Mapping):
+        return 1 + max(map(levels, value.values()), default=0)
+    if isinstance(value, list | tuple):
+        return 1 + max(map(levels, value), default=0)
+    return 0
 
 
 def _set(target: Value, value: Any, depth: int) -> None:
-    if type(value) is EncodedList and depth + 3 <= MAX_DEPTH:
+    if type(value) is EncodedDict and depth + value.levels - 1 <= MAX_DEPTH:
+        # Encoded at depth 1, it is the same Value at this depth: nothing in it nests
+        # past MAX_DEPTH from here either.
         target.ParseFromString(value.wire)
     elif depth > MAX_DEPTH and isinstance(value, Mapping | list | tuple):
         target.string_value = json.dumps(value, ensure_ascii=False, default=_unserializable)

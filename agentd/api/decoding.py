@@ -127,7 +127,8 @@ class DecodeGuard(grpc.aio.ServerInterceptor):
 
 def _encoded_or(encode: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
     """A response already encoded (bytes) goes as it is: ReadOutput encodes a chunk once
-    for all its followers instead of once each."""
+    for all its followers instead of once each, and a tool's result is sent with data
+    encoded in a worker process (wire.result_bytes)."""
 
     def encoded_or(response: Any) -> bytes:
         return response if type(response) is bytes else encode(response)

@@ -30,7 +30,10 @@ FAN_REPORT_NAME = 0x800
 FAN_REPORT_TARGET_FID = 0x1000
 # fanotify_mark flags
 FAN_MARK_ADD = 0x01
+FAN_MARK_IGNORED_MASK = 0x20
+FAN_MARK_IGNORED_SURV_MODIFY = 0x40
 FAN_MARK_FILESYSTEM = 0x100
+AT_FDCWD = -100
 # events
 FAN_MODIFY = 0x02
 FAN_ATTRIB = 0x04
@@ -99,6 +102,17 @@ def mark_filesystem(group: int, dir_fd: int) -> None:
     """Report changes on the whole filesystem holding the directory `dir_fd`."""
     flags = FAN_MARK_ADD | FAN_MARK_FILESYSTEM
     if _libc.fanotify_mark(group, flags, MASK, dir_fd, b".") != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"fanotify_mark: {os.strerror(err)}")
+
+
+def ignore_file(group: int, path: str) -> None:
+    """Report nothing of what happens to the file at `path` itself (its writes, mode, closes),
+    whatever else is marked: the daemon's journal, written by the megabyte, costs the kernel
+    an event per page written, on the writing (event loop) thread."""
+    flags = FAN_MARK_ADD | FAN_MARK_IGNORED_MASK | FAN_MARK_IGNORED_SURV_MODIFY
+    mask = FAN_MODIFY | FAN_CLOSE_WRITE | FAN_ATTRIB
+    if _libc.fanotify_mark(group, flags, mask, AT_FDCWD, os.fsencode(path)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"fanotify_mark: {os.strerror(err)}")
 

@@ -27,7 +27,10 @@ SYNC_SECONDS = 10.0
 
 
 class HostWatch:
-    def __init__(self) -> None:
+    def __init__(self, unwatched: tuple[str, ...] = ()) -> None:
+        """`unwatched`: files whose own writes are never reported (the daemon's journal:
+        each page it writes would cost an event, on the event loop's thread)."""
+        self._unwatched = unwatched
         self._group = -1
         self._read = -1
         self._sync = -1
@@ -60,6 +63,9 @@ class HostWatch:
     def _start(self) -> None:
         self.stop()
         self._group = fanotify.open_group()
+        for path in self._unwatched:
+            with contextlib.suppress(OSError):  # not made yet (a WAL): its writes are seen
+                fanotify.ignore_file(self._group, path)
         read, write = os.pipe2(os.O_CLOEXEC)
         sync_read, sync_write = os.pipe2(os.O_CLOEXEC)
         with contextlib.suppress(OSError):

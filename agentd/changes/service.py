@@ -95,8 +95,10 @@ class ChangeTracker:
         self._followers: set[asyncio.Future[Any]] = set()
         why_not = events_work() if config.changes_tracking != SCAN else "configured"
         self.mode = EVENTS if not why_not else SCAN
+        journal = config.db_path
+        unwatched = (journal, journal + "-wal", journal + "-shm")
         # Listed names anyone makes between two looks (events mode; a scan walks anyway).
-        self._host = HostWatch() if self.mode == EVENTS else None
+        self._host = HostWatch(unwatched) if self.mode == EVENTS else None
         self._pending: dict[_Key, set[str]] = {}
         self._stale: set[_Key] = set()
         self._why_not = why_not if config.changes_tracking != SCAN else ""

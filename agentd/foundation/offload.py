@@ -9,6 +9,11 @@ Fairness: each key (a session) has its own queue, and the workers take the queue
 turn, so a session that sends many heavy calls waits behind its own, while another
 session's one heavy call waits for at most one job of each other session.
 
+Workers run at a lower CPU priority than the daemon (nice WORKER_NICE, SCHED_BATCH): on
+a machine with fewer free cores than runnable processes, the event loop's short turns
+(every session's calls) win a core over a long patch, which only its own session waits
+for. The patch's CPU deadline counts CPU time, so its result is the same either way.
+
 Workers start with the first job (most daemons never need one; it costs the first
 heavy call ~0.2 s, off the loop) and end with the daemon, however it ends.
 """
@@ -16,6 +21,7 @@ heavy call ~0.2 s, off the loop) and end with the daemon, however it ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 import multiprocessing
@@ -35,19 +41,24 @@ _PR_SET_PDEATHSIG = 1
 
 # Processes at most: the machine's cores less the one the event loop runs on.
 WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
+# How much lower than the daemon's a worker's priority is (a CPU share ~1/10 of it).
+WORKER_NICE = 10
 
 
 def _ready() -> bool:
     return True
 
 
-def _die_with(parent: int) -> None:
+def _start_worker(parent: int) -> None:
     """In a worker, first: end when the daemon ends, however it ends (a kill -9 left
-    workers and their resource tracker behind for good)."""
+    workers and their resource tracker behind for good); then yield the CPU to the loop."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # it died before the line above
         os._exit(0)
+    os.nice(WORKER_NICE)
+    with contextlib.suppress(OSError):  # a kernel without it: nice alone
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
 
 class Offload:
@@ -67,7 +78,7 @@ class Offload:
             self._pool = ProcessPoolExecutor(
                 self._workers,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_die_with,
+                initializer=_start_worker,
                 initargs=(os.getpid(),),
             )
         return self._pool

@@ -30,6 +30,7 @@ from typing import Any
 
 from agentd.foundation.errors import StorageFull
 from agentd.sessions.store import Store
+from agentd_client.structs import EncodedDict
 
 # Kinds that are not journaled: progress, and an agent's streamed text (its whole
 # message is journaled when it ends; agent_events.LIVE_KIND).
@@ -71,6 +72,24 @@ class _Lane:
 
 
 _lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.WeakKeyDictionary()
+
+
+def _has_encoded(value: dict[Any, Any]) -> bool:
+    return any(
+        type(v) is EncodedDict or (type(v) is dict and _has_encoded(v)) for v in value.values()
+    )
+
+
+def json_text(value: Any) -> str:
+    """json.dumps(value), the same text, with the text of parts encoded beforehand (an
+    EncodedDict, made in a worker process: a large Write's data) copied, not encoded again
+    on the event loop. Only dicts are looked into for them, as a result nests its data."""
+    if type(value) is EncodedDict:
+        return value.json
+    if type(value) is dict and all(type(k) is str for k in value) and _has_encoded(value):
+        items = ", ".join(f"{json.dumps(k)}: {json_text(v)}" for k, v in value.items())
+        return "{" + items + "}"
+    return json.dumps(value)
 
 
 def _replay_lane() -> _Lane:
@@ -122,7 +141,7 @@ class EventLog:
 
     def emit(self, kind: str, **payload: Any) -> Event:
         self._seq += 1
-        text = json.dumps(payload)
+        text = json_text(payload)
         event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload, len(text))
         self.last_time_ms = event.time_ms
         if kind not in LIVE_ONLY:

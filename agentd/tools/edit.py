@@ -204,13 +204,11 @@ class EditTool(Tool):
             "oldString": applied.old,
             "newString": new,
             "originalFile": target.content,
-            "structuredPatch": await textdiff.patch_for(
-                session.id, target.content, applied.content
-            ),
+            textdiff.PATCH_KEY: [],
             "userModified": False,
             "replaceAll": replace_all,
         }
-        return edit_result(text, data, target)
+        return await edit_result(session.id, text, data, target, applied.content)
 
 
 def new_string(file_path: str, old: str, new: str, target: Target) -> str:
@@ -227,13 +225,17 @@ def new_string(file_path: str, old: str, new: str, target: Target) -> str:
     return new
 
 
-def edit_result(text: str, data: dict[str, Any], target: Target) -> ToolResult:
-    """The result of a successful edit, saying so when it applied to a file changed on disk."""
+async def edit_result(
+    key: str, text: str, data: dict[str, Any], target: Target, content: str
+) -> ToolResult:
+    """The result of a successful edit that left the file holding `content`, its patch
+    made last (textdiff.with_patch: the data is final then), saying so when it applied to
+    a file changed on disk; `key`: the session."""
     if target.stale:
         text += "\n\n" + STALE_NOTE
         data["staleRecovered"] = True
         data["contentNotInModelContext"] = True
-    return ToolResult.text(text, data)
+    return ToolResult.text(text, await textdiff.with_patch(key, data, target.content, content))
 
 
 TOOL = EditTool

@@ -126,10 +126,10 @@ class MultiEditTool(Tool):
                 for e in edits
             ],
             "originalFileContents": target.content,
-            "structuredPatch": await textdiff.patch_for(session.id, target.content, content),
+            textdiff.PATCH_KEY: [],
             "userModified": False,
         }
-        return edit_result(text, data, target)
+        return await edit_result(session.id, text, data, target, content)
 
 
 TOOL = MultiEditTool

@@ -63,24 +63,18 @@ class WriteTool(Tool):
         data = codec.encode(content)
         await asyncio.to_thread(filestate.write, loc, data)
         filestate.remember_written(session, loc, data)
-        file_path = args["file_path"]
+        fields: dict[str, Any] = {
+            "type": "create" if original is None else "update",
+            "filePath": args["file_path"],
+            "content": content,
+            textdiff.PATCH_KEY: [],
+            "originalFile": original,
+            "userModified": False,
+        }
         if original is None:
-            text = f"Created the file {loc.path} {CURRENT_NOTE}."
-            patch: list[dict[str, Any]] = []
-        else:
-            text = f"Updated the file {loc.path} {CURRENT_NOTE}."
-            patch = await textdiff.patch_for(session.id, original, content)
-        return ToolResult.text(
-            text,
-            {
-                "type": "create" if original is None else "update",
-                "filePath": file_path,
-                "content": content,
-                "structuredPatch": patch,
-                "originalFile": original,
-                "userModified": False,
-            },
-        )
+            return ToolResult.text(f"Created the file {loc.path} {CURRENT_NOTE}.", fields)
+        fields = await textdiff.with_patch(session.id, fields, original, content)
+        return ToolResult.text(f"Updated the file {loc.path} {CURRENT_NOTE}.", fields)
 
 
 TOOL = WriteTool

@@ -45,3 +45,31 @@ def test_listed_names_are_told_after_a_sync_and_nothing_else() -> None:
     assert f"{root}/pkg/.npmrc" in told
     assert f"{root}/vendor/.git" in told and f"{root}/vendor/.git/config" in told
     assert f"{root}/pkg/index.js" not in told
+
+
+def test_an_unwatched_files_writes_are_not_reported() -> None:
+    """The daemon's journal (its db and WAL) is marked ignored in the host watch's group:
+    each page written to it was a fanotify event made on the event loop's thread."""
+    from agentd.changes import fanotify
+
+    root = Path(tempfile.mkdtemp(prefix="agentd-host-"))
+    journal, other = root / "agentd.db-wal", root / "other.txt"
+    journal.touch()
+    other.touch()
+    group = fanotify.open_group()
+    fd = os.open(root, os.O_PATH | os.O_DIRECTORY)
+    try:
+        fanotify.mark_filesystem(group, fd)
+        fanotify.ignore_file(group, str(journal))
+        for path in (journal, other, journal):  # a write after the first is ignored too
+            with open(path, "a") as f:
+                f.write("x" * 10_000)
+        # fanotify queues an event as the write happens: all are there now.
+        events, _ = fanotify.parse(fanotify.read_available(group))
+    finally:
+        os.close(fd)
+        os.close(group)
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+    names = {e.name for e in events}
+    assert "other.txt" in names
+    assert "agentd.db-wal" not in names

@@ -272,6 +272,33 @@ def test_line_end_rule_matches_the_reference() -> None:
         assert not trailing.keeps_trailing_space(path)
 
 
+def test_line_end_rule_holds_for_any_mix_of_breaks_and_spaces() -> None:
+    """The fast per-line strip equals the rule written as regexes (split at CRLF/LF/CR,
+    JavaScript's `\\s+` at each line's end removed), on random text of breaks, JavaScript
+    spaces and look-alikes Python or JavaScript alone counts as whitespace."""
+    import random
+    import re
+
+    from agentd.tools.files import trailing
+
+    js_space = re.compile(
+        r"[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+\Z"
+    )
+
+    def by_rule(text: str) -> str:
+        parts = re.split(r"(\r\n|\n|\r)", text)
+        parts[0::2] = [js_space.sub("", line) for line in parts[0::2]]
+        return "".join(parts)
+
+    alphabet = ["a", " ", "\t", "\r", "\n", "\r\n", "\x0b", "\f", "\u00a0", "\u1680",
+                "\u2005", "\u200a", "\u200b", "\u2028", "\u3000", "\ufeff", "\x1c", "\x85",
+                "\u180e"]  # fmt: skip
+    rng = random.Random(18)
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        assert trailing.strip_line_ends(text) == by_rule(text), repr(text)
+
+
 async def test_edit_creating_a_file_keeps_line_ends(call, ws: Path) -> None:
     """The reference trims only once it has read the file: an Edit creating one keeps them."""
     f = ws / "new.py"

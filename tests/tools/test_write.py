@@ -159,3 +159,101 @@ async def test_write_dangling_symlink_refused(call, ws: Path) -> None:
     (ws / "dangling").symlink_to("nowhere.txt")
     r = await call("Write", {"file_path": f"{ws}/dangling", "content": "y"})
     assert r.is_error and "does not exist" in r.text
+
+
+def _numbered(lines: int, tag: str) -> str:
+    """Lines a third of which do not change between tags (so the patch has many hunks)."""
+    return "".join(f"line {i} {tag}\n" if i % 3 else f"line {i}\n" for i in range(lines))
+
+
+def test_a_large_patch_is_the_same_on_every_path(
+    daemon, client, workspace: Path, session_id: str
+) -> None:
+    """A patch past textdiff.INLINE_PAIRS is made in a worker process with the result's
+    JSON text (the journal's) and protobuf form (the reply's): the daemon sends and
+    journals those as they are. Each path must carry the very data the tool made: the
+    unary reply, the streamed one, a batch's, a live attached client's, the journal's
+    text (json.dumps' own, byte for byte) and its replay; and an Edit's data the same."""
+    import json
+    import sqlite3
+    import threading
+
+    from agentd.tools.files import textdiff
+    from agentd_client import structs
+
+    f = workspace / "big.py"
+    texts = [_numbered(400, t) for t in ("a", "b", "c", "d", "e")]
+    assert not textdiff.inline_ok(texts[0], texts[1])
+    f.write_text(texts[0])
+    if os.geteuid() == 0:
+        os.chown(f, 65534, 65534)  # the session's sandbox identity writes it
+    assert not client.run_tool(session_id, "Read", {"file_path": str(f)}).is_error
+
+    def expected(old: str, new: str) -> dict:
+        return {
+            "type": "update",
+            "filePath": str(f),
+            "content": new,
+            "structuredPatch": textdiff.structured_patch(old, new, autojunk=True),
+            "originalFile": old,
+            "userModified": False,
+        }
+
+    live: list = []
+    attached = client.attach(session_id)
+    assert attached.wait_attached()
+
+    def follow() -> None:
+        for event in attached:
+            if event.WhichOneof("kind") == "call_finished" and event.call_finished.name != "Read":
+                live.append(structs.from_value(event.call_finished.result.data))
+                if len(live) == 4:
+                    return
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    datas = [client.run_tool(session_id, "Write", {"file_path": str(f), "content": texts[1]}).data]
+    updates = list(
+        client.stream_tool(session_id, "Write", {"file_path": str(f), "content": texts[2]})
+    )
+    datas.append(structs.from_value(updates[-1].result.data))
+    batch = client.run_tools(session_id, [("Write", {"file_path": str(f), "content": texts[3]})])
+    datas.append(batch[0].data)
+    edit = {"file_path": str(f), "old_string": "line 1 d\n", "new_string": "line 1 e\n"}
+    edit["replace_all"] = False
+    edited = texts[3].replace("line 1 d\n", "line 1 e\n", 1)
+    datas.append(client.run_tool(session_id, "Edit", edit).data)
+    follower.join(timeout=60)
+    attached.cancel()
+    assert f.read_text() == edited
+    want = [expected(texts[i], texts[i + 1]) for i in range(3)]
+    want.append(
+        {
+            "filePath": str(f),
+            "oldString": "line 1 d\n",
+            "newString": "line 1 e\n",
+            "originalFile": texts[3],
+            "structuredPatch": textdiff.structured_patch(texts[3], edited, autojunk=True),
+            "userModified": False,
+            "replaceAll": False,
+        }
+    )
+    assert datas == want
+    assert live == want
+
+    db = sqlite3.connect(f"file:{daemon.state_dir}/agentd.db?mode=ro", uri=True)
+    rows = db.execute(
+        "SELECT payload FROM events WHERE session_id = ? AND kind = 'call_finished' ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+    db.close()
+    journaled = [json.loads(text) for (text,) in rows][-4:]
+    assert [j["result"]["data"] for j in journaled] == want
+    for (text,) in rows[-4:]:
+        assert text == json.dumps(json.loads(text))  # json.dumps' text: order, spaces, escapes
+    replayed = [
+        structs.from_value(e.call_finished.result.data)
+        for e in client.attach(session_id, follow=False)
+        if e.WhichOneof("kind") == "call_finished"
+    ]
+    assert replayed[-4:] == want

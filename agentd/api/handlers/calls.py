@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from agentd.api.handlers.rpc import require, stream, unary
-from agentd.api.wire import result_to_pb, update_to_pb
+from agentd.api.wire import result_bytes, update_to_pb
 from agentd.calls.executor import (
     Executor,
     ToolUse,
@@ -40,7 +40,7 @@ def _tool_use(call: pb.ToolUse, where: str = "call") -> ToolUse:
 
 async def _stream_calls(
     run: Callable[[UpdateSink], Awaitable[Any]],
-) -> AsyncIterator[pb.ToolCallUpdate]:
+) -> AsyncIterator[pb.ToolCallUpdate | bytes]:
     """`run`'s progress and results as updates, in order; a slow caller loses progress,
     never a result."""
     queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
@@ -70,7 +70,7 @@ class CallHandlers:
     @stream
     async def RunTool(
         self, request: pb.RunToolRequest, context: Any
-    ) -> AsyncIterator[pb.ToolCallUpdate]:
+    ) -> AsyncIterator[pb.ToolCallUpdate | bytes]:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         call = _tool_use(request.call)
 
@@ -82,16 +82,17 @@ class CallHandlers:
             yield update
 
     @unary
-    async def CallTool(self, request: pb.RunToolRequest, context: Any) -> pb.ToolResult:
+    async def CallTool(self, request: pb.RunToolRequest, context: Any) -> bytes:
+        """The result as a serialized ToolResult (wire.result_bytes), sent as it is."""
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         call = _tool_use(request.call)
         result = await self.executor.run_one(session, call, _ignore_updates)
-        return result_to_pb(result_payload(call.tool_use_id, result))
+        return result_bytes(result_payload(call.tool_use_id, result))
 
     @stream
     async def RunTools(
         self, request: pb.RunToolsRequest, context: Any
-    ) -> AsyncIterator[pb.ToolCallUpdate]:
+    ) -> AsyncIterator[pb.ToolCallUpdate | bytes]:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         if not request.calls:
             raise InvalidRequest("calls is empty: send at least one tool_use")

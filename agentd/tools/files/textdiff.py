@@ -7,14 +7,17 @@ leaves a few lines), a small middle is diffed exactly where the call runs, and a
 one in a worker process (agentd.foundation.offload) with difflib's heuristic for long
 inputs, under a CPU deadline: past it, the middle becomes one hunk that replaces it
 whole, still a correct patch, only coarser.
-A large patch also comes back with its protobuf wire form made in the worker
-(structs.EncodedList), so no tens of thousands of Values are built on the event loop.
+A large patch comes back inside the call's whole result data, with that data's JSON
+text (for the journal) and protobuf wire form (for the reply) made in the worker too
+(structs.EncodedDict): the event loop copies bytes instead of encoding a patch of tens of
+thousands of lines twice (~8 ms each for a 5,000-line Write; bench/fairness.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import json
 import signal
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +31,8 @@ NO_NEWLINE = "\\ No newline at end of file"
 INLINE_PAIRS = 100 * 100
 # CPU seconds a worker spends on one patch before it settles for the coarse one.
 PATCH_SECONDS = 2.0
+# Where a tool's result data holds the patch, as the reference names it.
+PATCH_KEY = "structuredPatch"
 
 
 def _lines(text: str) -> list[str]:
@@ -156,25 +161,36 @@ def structured_patch(
     return _hunks(a, b, _opcode_groups(a, b, context, exact, autojunk))
 
 
-def bounded_patch(
-    old: str, new: str, seconds: float = PATCH_SECONDS
-) -> tuple[list[dict[str, Any]], bytes]:
-    """The patch and its wire form as a google.protobuf.Value; runs in a worker process
-    (the deadline is a signal). A large middle is diffed with difflib's own heuristic
-    for long inputs (autojunk, its default: lines frequent in `new` are no anchors),
-    which keeps it near linear; past `seconds` of CPU, the coarse patch."""
+def bounded_patch(old: str, new: str, seconds: float = PATCH_SECONDS) -> list[dict[str, Any]]:
+    """The patch, made in a worker process (the deadline is a signal). A large middle is
+    diffed with difflib's own heuristic for long inputs (autojunk, its default: lines
+    frequent in `new` are no anchors), which keeps it near linear; past `seconds` of CPU,
+    the coarse patch."""
     try:
         with _cpu_deadline(seconds):
-            hunks = structured_patch(old, new, autojunk=True)
+            return structured_patch(old, new, autojunk=True)
     except _Deadline:
-        hunks = structured_patch(old, new, exact=False)
-    return hunks, structs.to_value(hunks).SerializeToString()
+        return structured_patch(old, new, exact=False)
 
 
-async def patch_for(key: str, old: str, new: str) -> list[dict[str, Any]]:
-    """structured_patch, bounded and off the event loop when it could take long; `key`
-    (the session) decides whose turn it is in the worker queue (offload.py)."""
+def encoded_with_patch(
+    data: dict[str, Any], old: str, new: str
+) -> tuple[list[dict[str, Any]], str, bytes, int]:
+    """In a worker: the patch, then `data` holding it as PATCH_KEY encoded as JSON text
+    and as a google.protobuf.Value (structs.EncodedDict's parts)."""
+    hunks = bounded_patch(old, new)
+    data = {**data, PATCH_KEY: hunks}  # the key keeps its place, so the text its order
+    return hunks, json.dumps(data), structs.to_value(data).SerializeToString(), structs.levels(data)
+
+
+async def with_patch(key: str, data: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """`data` (a tool's result data, final but for it) with PATCH_KEY set to the patch of
+    `old` into `new`, in the place `data` already gives that key. Bounded and off the event
+    loop when it could take long, and then with its encodings made there too; `key` (the
+    session) decides whose turn it is in the worker queue (offload.py)."""
     if inline_ok(old, new):
-        return structured_patch(old, new)
-    hunks, wire = await offload.shared().run(key, bounded_patch, old, new)
-    return structs.EncodedList(hunks, wire)
+        data[PATCH_KEY] = structured_patch(old, new)
+        return data
+    hunks, text, wire, depth = await offload.shared().run(key, encoded_with_patch, data, old, new)
+    data[PATCH_KEY] = hunks
+    return structs.EncodedDict(data, wire, text, depth)
