@@ -9,6 +9,7 @@ content (settings.py splits them so). Deny wins (agentd/network/service.py).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from agentd.foundation.config import Config
@@ -53,7 +54,7 @@ def _domain_rules(rules: list[SourcedRule]) -> list[Sourced]:
             pattern = parse_pattern(rule.specifier.removeprefix("domain:"))
         except ValueError:
             continue
-        out.append(Sourced(pattern, f"{rule.text} from {sourced.source}"))
+        out.append(Sourced(dataclasses.replace(pattern, text=rule.text), sourced.source))
     return out
 
 
