@@ -71,9 +71,11 @@ class Terminal:
                                 self.sid, req.request_id, decision, scope
                             )
                         )
-                elif kind == "permission_resolved":
-                    if event.permission_resolved.request_id in network_ids:
-                        self.resolved.append(event.permission_resolved)
+                elif (
+                    kind == "permission_resolved"
+                    and event.permission_resolved.request_id in network_ids
+                ):
+                    self.resolved.append(event.permission_resolved)
         except Exception:
             return
 
@@ -195,6 +197,10 @@ def test_off_and_on_stay_available(net_client: Client, net_workspace: Path, orig
         on.id, "Bash", {"command": f"curl -sS --noproxy '*' http://127.0.0.1:{origin.port}/"}
     ).text
     assert "ORIGIN-REACHED" in out, out
-    proxied = net_client.create_session(str(net_workspace))
-    out = net_client.run_tool(proxied.id, "Bash", {"command": "echo $HTTPS_PROXY"}).text
-    assert "http://127.0.0.1:3128" in out, out
+    proxied = new_session(net_client, net_workspace)
+    assert net_client.get_session(proxied).allow_network is False
+    out = curl(net_client, proxied, f"-w %{{http_connect}} http://{ALLOWED}:{origin.port}/")
+    assert "ORIGIN-REACHED" in out, out
+    # A command the classifier finds read-only runs with no network at all.
+    out = net_client.run_tool(proxied, "Bash", {"command": "echo proxy=$HTTPS_PROXY"}).text
+    assert "proxy=\n" in out + "\n" and "3128" not in out, out
