@@ -26,6 +26,8 @@ METADATA_LISTED = "meta.test"  # allowed by name, resolves to 169.254.169.254: r
 UNLISTED = "unlisted.test"  # resolves to 127.0.0.1, allowed by nothing
 ASKED = "asked.test"  # allowed by nothing, private-listed: reachable once a person says so
 OTHER_ONLY = "other-only.test"  # allowed by one session's own rule only
+# Real clients' servers (a package index, a registry, git over http and ssh): allowed.
+PYPI, NPM, GIT = "pypi.test", "npm.test", "git.test"
 
 
 class _Origin(http.server.BaseHTTPRequestHandler):
@@ -64,11 +66,15 @@ def origin() -> Iterator[Origin]:
 
 
 def proxied_config(path: Path, extra: str = "") -> None:
-    names = [ALLOWED, LOOPBACK_LISTED, UNLISTED, ASKED, OTHER_ONLY]
+    names = [ALLOWED, LOOPBACK_LISTED, UNLISTED, ASKED, OTHER_ONLY, PYPI, NPM, GIT]
     resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names)
+    allowed = ", ".join(
+        f'"{n}"' for n in (ALLOWED, LOOPBACK_LISTED, METADATA_LISTED, PYPI, NPM, GIT)
+    )
+    private = ", ".join(f'"{n}"' for n in (ALLOWED, ASKED, OTHER_ONLY, PYPI, NPM, GIT))
     path.write_text(
-        f'network_allowed_domains = ["{ALLOWED}", "{LOOPBACK_LISTED}", "{METADATA_LISTED}"]\n'
-        f'network_allow_private_hosts = ["{ALLOWED}", "{ASKED}", "{OTHER_ONLY}"]\n'
+        f"network_allowed_domains = [{allowed}]\n"
+        f"network_allow_private_hosts = [{private}]\n"
         f'network_resolve = {{ {resolve}, "{METADATA_LISTED}" = ["169.254.169.254"] }}\n' + extra
     )
 
