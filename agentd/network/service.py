@@ -30,6 +30,7 @@ from agentd.foundation.config import Config
 from agentd.network import env as proxy_env
 from agentd.network import netns
 from agentd.network.address import AllowList, internal_reason, literal_address
+from agentd.network.loop import ProxyLoop
 from agentd.network.proxy import Decider, Request, Verdict, serve_http, serve_socks
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
 from agentd.sessions.session import Session, SessionManager
@@ -102,12 +103,18 @@ class Access:
 
 
 class _SessionDecider(Decider):
+    """Runs on the proxy's loop; each decision is made on the daemon's (rules, asks and
+    the journal live there) and awaited here."""
+
     def __init__(self, service: NetworkService, net: SessionNet) -> None:
         self.service = service
         self.net = net
 
     async def decide(self, request: Request) -> Verdict:
-        return await self.service.decide(self.net, request)
+        done = asyncio.run_coroutine_threadsafe(
+            self.service.decide(self.net, request), self.service.loop
+        )
+        return await asyncio.wrap_future(done)
 
     def carried(self, sent: int, received: int) -> None:
         self.net.bytes_out += sent
@@ -146,6 +153,7 @@ class NetworkService:
         self.private = AllowList(config.network_allow_private_hosts)
         names = {normal_host(k): list(v) for k, v in config.network_resolve.items()}
         self._resolve_map = names
+        self.proxy_loop = ProxyLoop()
 
     @staticmethod
     def available() -> bool:
@@ -190,11 +198,9 @@ class NetworkService:
                     )
                 )
 
-        if _on_loop(self.loop):
-            task = self.loop.create_task(serve())
-            task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        else:
-            asyncio.run_coroutine_threadsafe(serve(), self.loop).result(10)
+        # Served on the proxy's loop; connections made before it gets to them wait in
+        # the listen backlog.
+        self.proxy_loop.submit(serve())
         log.info("session %s: proxy listening in its network namespace", session.id)
         return net
 
@@ -213,6 +219,8 @@ class NetworkService:
             net.open += 1
             try:
                 await handler(reader, writer, decider)
+            except asyncio.CancelledError:
+                writer.close()  # the proxy's loop is stopping: the connection just ends
             finally:
                 net.open -= 1
 
@@ -224,7 +232,7 @@ class NetworkService:
         path = os.path.join(self.dir, session.id)
         if net is not None:
             for server in net.servers:
-                server.close()
+                self.proxy_loop.call(server.close)
             for fut in net.asking.values():
                 fut.cancel()
         if os.path.exists(path):
@@ -233,9 +241,7 @@ class NetworkService:
     def stop(self, keep: Callable[[str], bool]) -> None:
         """The daemon stops: listeners close; namespaces no task lives in are removed
         (a task that outlives the daemon keeps its session's, which the next joins)."""
-        for net in self._nets.values():
-            for server in net.servers:
-                server.close()
+        self.proxy_loop.stop()
         with contextlib.suppress(FileNotFoundError):
             for name in os.listdir(self.dir):
                 if not keep(name):
@@ -375,10 +381,9 @@ class NetworkService:
         if len(net.journaled) > 4 * _HOSTS_KEPT:
             net.journaled.clear()
         net.journaled.add(key)
-        call = net.calls[0] if net.calls else None
         self.sessions.log(session.id).emit(
             "permission_decided",
-            tool_use_id=call.tool_use_id if call else "",
+            tool_use_id=net.calls[0].tool_use_id if net.calls else "",
             tool_name="Network",
             behavior="allow" if verdict.allowed else "deny",
             decided_by=verdict.reason,
@@ -408,13 +413,6 @@ class NetworkService:
                 for where, h in net.hosts.items()
             },
         }
-
-
-def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
-    try:
-        return asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
 
 
 _current: NetworkService | None = None
