@@ -14,6 +14,7 @@ import pytest
 
 from agentd_client import Client
 from tests.network.support import ALLOWED, ASKED, Origin
+from tests.support import ctl
 from tests.support.daemon import DaemonProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -204,3 +205,50 @@ def test_off_and_on_stay_available(net_client: Client, net_workspace: Path, orig
     # A command the classifier finds read-only runs with no network at all.
     out = net_client.run_tool(proxied, "Bash", {"command": "echo proxy=$HTTPS_PROXY"}).text
     assert "proxy=\n" in out + "\n" and "3128" not in out, out
+
+
+def test_agentctl_network_allows_and_denies_live_and_shows_what_was_decided(
+    proxied_daemon: DaemonProcess, net_client: Client, net_workspace: Path, origin: Origin
+):
+    sock = ["--socket", proxied_daemon.socket]
+    made = ctl.run(
+        "session",
+        "new",
+        "--workspace",
+        str(net_workspace),
+        "--mode",
+        "bypassPermissions",
+        "--network",
+        "proxied",
+        "--json",
+        *sock,
+    )
+    assert made.returncode == 0, made.stderr
+    sid = json.loads(made.stdout)["id"]
+    assert "refused" in curl(net_client, sid, f"http://{ASKED}:{origin.port}/")
+    allowed = ctl.run("network", "--session", sid, "--allow", ASKED, "--json", *sock)
+    assert allowed.returncode == 0, allowed.stderr
+    assert f"WebFetch(domain:{ASKED})" in json.loads(allowed.stdout)["domain_rules"]
+    assert "ORIGIN-REACHED" in curl(net_client, sid, f"http://{ASKED}:{origin.port}/")
+    shown = json.loads(ctl.run("network", "--session", sid, "--json", *sock).stdout)
+    assert shown["network"] == "proxied"
+    host = shown["hosts"][f"{ASKED}:{origin.port}"]
+    assert host["decision"] == "allowed" and host["connections"] >= 1, shown
+    denied = ctl.run("network", "--session", sid, "--deny", ASKED, *sock)
+    assert denied.returncode == 0 and f"deny  WebFetch(domain:{ASKED})" in denied.stdout
+    assert "denied by" in curl(net_client, sid, f"http://{ASKED}:{origin.port}/")
+    off = ctl.run(
+        "session",
+        "new",
+        "--workspace",
+        str(net_workspace),
+        "--network",
+        "off",
+        "--mode",
+        "bypassPermissions",
+        "--json",
+        *sock,
+    )
+    off_id = json.loads(off.stdout)["id"]
+    out = curl(net_client, off_id, f"http://{ALLOWED}:{origin.port}/")
+    assert "ORIGIN-REACHED" not in out and "Could not resolve proxy" not in out, out
