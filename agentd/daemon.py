@@ -240,6 +240,8 @@ class Daemon:
             asyncio.get_running_loop(),
         )
         network_service.install(self.network)
+        if swept := self.network.sweep(self._session_open):
+            log.info("removed the network namespaces of %d sessions no longer open", swept)
         self.loop_watch.start()
         self.changes.announce()
         started = time.monotonic()

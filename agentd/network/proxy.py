@@ -21,6 +21,7 @@ import socket
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import cast
 from urllib.parse import urlsplit
 
 from agentd.foundation import metrics
@@ -158,8 +159,8 @@ class _Half(asyncio.Protocol):
 def _take_over(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, half: _Half) -> bytes:
     """Move a stream's transport to `half`; the bytes its reader had buffered beyond
     what the handshake read (a request body, an eager TLS hello) are returned."""
-    transport = writer.transport
-    assert isinstance(transport, asyncio.Transport)
+    # asyncio's or uvloop's (whose transports do not derive from asyncio.Transport).
+    transport = cast(asyncio.Transport, writer.transport)
     # StreamReader keeps them in its (private) buffer; nothing else can hand them over.
     buffer: bytearray = vars(reader)["_buffer"]
     leftover = bytes(buffer)

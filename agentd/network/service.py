@@ -238,6 +238,17 @@ class NetworkService:
         if os.path.exists(path):
             await asyncio.get_running_loop().run_in_executor(None, netns.remove, path)
 
+    def sweep(self, is_open: Callable[[str], bool]) -> int:
+        """At start: the namespaces of sessions no longer open (closed while the daemon
+        was down) are removed; an open session's is joined again on its next call."""
+        removed = 0
+        with contextlib.suppress(FileNotFoundError):
+            for name in os.listdir(self.dir):
+                if not is_open(name):
+                    netns.remove(os.path.join(self.dir, name))
+                    removed += 1
+        return removed
+
     def stop(self, keep: Callable[[str], bool]) -> None:
         """The daemon stops: listeners close; namespaces no task lives in are removed
         (a task that outlives the daemon keeps its session's, which the next joins)."""
