@@ -1,3 +1,14 @@
-"""Every rule agentd adds to a session's sandbox: the policy (identity, writable roots,
-hidden paths, HOME), read-only runs, protected paths, inert git config, and the
-SandboxMode a permission decision builds it by."""
+"""Every rule agentd adds to a session's sandbox, and the SandboxMode a permission
+decision builds it by. agentd_sandbox (sandbox/) turns a policy into bwrap, seccomp and
+limits; what goes into that policy for a session is decided here:
+
+| rule | file |
+|---|---|
+| who commands run as (the session's sandbox identity), writable roots, hidden paths, HOME, the temp dir | policy.py |
+| what a run only the classifier allowed (read-only) may see and write | readonly.py |
+| paths in a workspace that configure code which runs later: kept read-only | protected.py |
+| the list of code-bearing files (git, editors, agents, package managers, shells) | codebearing.py, codebearing.toml |
+| a repository's git config cut to inert keys for read-only runs | gitconfig.py |
+| what all of a session's processes may use together (a control group) | groups.py |
+| how a Bash call's sandbox is built, by why it was allowed | mode.py |
+"""

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from agentd_sandbox import cgroups, spawn
+from tests.support.waiting import wait_until
 
-from .conftest import policy, run_capture, wait_until
+from .conftest import policy, run_capture
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or cgroups.detect() is None, reason="needs a writable cgroup hierarchy"

@@ -22,8 +22,9 @@ from agentd.sandboxing.groups import tree_name
 from agentd_client import Client
 from agentd_sandbox import cgroups
 from tests.sandbox._sandbox_attack import bash, guarded_py, guarded_sh
-from tests.sandbox.conftest import sandbox_dir, wait_until
+from tests.sandbox.conftest import sandbox_dir
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.waiting import wait_until
 
 MiB = 1024 * 1024
 SESSION_MEMORY = 256 * MiB

@@ -18,8 +18,8 @@ from agentd.sandboxing.groups import tree_name
 from agentd_client import Client
 from agentd_sandbox import cgroups
 from tests.e2e.test_tasks_outlive import Node, _background, _session
-from tests.sandbox.conftest import wait_until
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="groups are made by a root daemon")
 
