@@ -22,7 +22,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentd.foundation import metrics
@@ -30,9 +30,12 @@ from agentd.foundation.config import Config
 from agentd.network import env as proxy_env
 from agentd.network import netns
 from agentd.network.address import AllowList, internal_reason, literal_address
+from agentd.network.connection import Decider, Request, Verdict
+from agentd.network.http_proxy import serve_http
 from agentd.network.loop import ProxyLoop
-from agentd.network.proxy import Decider, Request, Verdict, serve_http, serve_socks
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
+from agentd.network.socks import serve_socks
+from agentd.network.state import AskAnswer, CallNet, HostSeen, SessionNet
 from agentd.sessions.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
@@ -45,52 +48,10 @@ NOT_ASKING_MODES = frozenset({"dontAsk", "bypassPermissions"})
 _HOSTS_KEPT = 256
 
 
-@dataclass(frozen=True, slots=True)
-class AskAnswer:
-    allowed: bool
-    decided_by: str
-    # The rule an "always" answer added to the session ("" for once, or a refusal).
-    rule: str = ""
-
-
 # (session, tool_use_id, command, host, port, suggested entry) -> the person's answer
 AskFn = Callable[[Session, str, str, str, int, str], Awaitable[AskAnswer]]
 RulesFn = Callable[[Session], Awaitable[NetworkRules]]
 Resolver = Callable[[str, int], Awaitable[list[str]]]
-
-
-@dataclass
-class CallNet:
-    """A running Bash call of the session: what was refused while it ran."""
-
-    tool_use_id: str
-    command: str
-    refused: dict[str, str] = field(default_factory=dict)  # "host:port" -> why
-
-
-@dataclass
-class HostSeen:
-    decision: str  # "allowed" / "refused"
-    reason: str
-    connections: int = 0
-    last_ms: int = 0
-
-
-@dataclass
-class SessionNet:
-    session_id: str
-    path: str
-    servers: list[asyncio.Server] = field(default_factory=list)
-    # Its sockets are bound (served once the loop gets to it: connections wait meanwhile).
-    listening: bool = False
-    calls: list[CallNet] = field(default_factory=list)
-    open: int = 0
-    counts: dict[str, int] = field(default_factory=dict)
-    bytes_out: int = 0
-    bytes_in: int = 0
-    hosts: dict[str, HostSeen] = field(default_factory=dict)
-    asking: dict[tuple[str, int], asyncio.Future[AskAnswer]] = field(default_factory=dict)
-    journaled: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
