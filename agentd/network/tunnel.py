@@ -7,10 +7,14 @@ once, with back-pressure: no await per chunk, so a download runs at the loop's s
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import socket
 from typing import cast
 
 from agentd.foundation import metrics
 from agentd.network.connection import Decider, Streams
+from agentd.network.splice import splice_both
 
 # Bytes queued for one side before the other side stops being read.
 HIGH_WATER = 4 * 1024 * 1024
@@ -77,7 +81,49 @@ def _take_over(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, half:
     return leftover
 
 
+def _detach(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> tuple[int, bytes, bool]:
+    """The stream's socket as a descriptor of our own (non-blocking), the bytes its
+    reader had buffered, and whether it had ended; the transport is dropped (closing
+    its descriptor, not the connection: ours still holds it)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6, socket.AF_UNIX):
+        raise OSError(errno.ENOTSOCK, "not a socket transport")
+    fd = os.dup(sock.fileno())
+    os.set_blocking(fd, False)
+    buffer: bytearray = vars(reader)["_buffer"]  # see _take_over
+    early = bytes(buffer)
+    buffer.clear()
+    eof = reader.at_eof()
+    writer.transport.abort()
+    return fd, early, eof
+
+
 async def relay(client: Streams, upstream: Streams, decider: Decider) -> None:
+    """Bytes both ways until both sides are done: by splice(2) where it can (the kernel
+    moves them), else by protocols on the loop."""
+    if hasattr(os, "splice") and not client[1].transport.is_closing():
+        metrics.NETWORK_OPEN.inc()
+        fds: list[int] = []
+        try:
+            a, early_a, eof_a = _detach(*client)
+            fds.append(a)
+            b, early_b, eof_b = _detach(*upstream)
+            fds.append(b)
+            sent, received = await splice_both(a, b, early_a, early_b, eof_a, eof_b)
+            decider.carried(sent, received)
+            return
+        except OSError:
+            if len(fds) < 2:
+                raise  # nothing was moved yet, but a transport is already gone: give up
+            return
+        finally:
+            metrics.NETWORK_OPEN.dec()
+            for fd in fds:
+                os.close(fd)
+    await _relay_protocols(client, upstream, decider)
+
+
+async def _relay_protocols(client: Streams, upstream: Streams, decider: Decider) -> None:
     """Bytes both ways, zero-await (each side's data written to the other as it comes,
     with back-pressure), until both sides are closed."""
     done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
