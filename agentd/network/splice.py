@@ -92,8 +92,8 @@ class _Direction:
             self.loop.remove_writer(self.dst)
             self.writing = False
         if self.eof:
-            with contextlib.suppress(OSError):
-                socket.socket(fileno=os.dup(self.dst)).shutdown(socket.SHUT_WR)
+            with contextlib.suppress(OSError), socket.socket(fileno=os.dup(self.dst)) as dst:
+                dst.shutdown(socket.SHUT_WR)
             self._stop_reading()
             if not self.finished.done():
                 self.finished.set_result(None)
