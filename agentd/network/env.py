@@ -38,7 +38,8 @@ def proxy_environment(http_port: int = HTTP_PORT, socks_port: int = SOCKS_PORT) 
             "PIP_PROXY": http,
             "CARGO_HTTP_PROXY": http,
             "AGENTD_HTTP_PROXY_PORT": str(http_port),
-            "GIT_SSH_COMMAND": f"ssh -o ProxyCommand='{SSH_PROXY_MOUNT} %h %p'",
+            # Through bash: an installed package's data file may have lost its exec bit.
+            "GIT_SSH_COMMAND": f"ssh -o ProxyCommand='/bin/bash {SSH_PROXY_MOUNT} %h %p'",
         }
     )
     add_git_config(env, [("http.proxy", http), ("https.proxy", http)])

@@ -75,6 +75,18 @@ def _join(path: str) -> None:
         os.close(fd)
 
 
+def unsupported() -> str | None:
+    """Why this daemon cannot keep namespaces (not root, or no CAP_SYS_ADMIN, as under
+    the shipped systemd unit), or None if it can: a thread tries to make one."""
+    if os.geteuid() != 0:
+        return "the daemon is not root"
+    try:
+        _in_thread(lambda: _check(_libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)"))
+    except OSError as exc:
+        return f"it cannot make a network namespace ({exc.strerror or exc}; CAP_SYS_ADMIN?)"
+    return None
+
+
 def usable(path: str) -> bool:
     """Whether `path` is a kept namespace (a thread can join it)."""
     try:

@@ -115,11 +115,18 @@ class NetworkService:
         names = {normal_host(k): list(v) for k, v in config.network_resolve.items()}
         self._resolve_map = names
         self.proxy_loop = ProxyLoop()
+        self.unavailable = netns.unsupported()
+        if self.unavailable:
+            log.warning(
+                "proxied sessions have no network: %s. Sessions created with network "
+                '"on" still have the host\'s',
+                self.unavailable,
+            )
 
-    @staticmethod
-    def available() -> bool:
-        """A namespace per session needs root (CAP_SYS_ADMIN for setns and the mount)."""
-        return os.geteuid() == 0
+    def available(self) -> bool:
+        """A namespace per session needs root with CAP_SYS_ADMIN (setns, the mount);
+        without, proxied sessions have no network at all (`unavailable` says why)."""
+        return self.unavailable is None
 
     # --- the namespace and the listeners ------------------------------------------------
 
