@@ -243,7 +243,6 @@ class Daemon:
         if swept := self.network.sweep(self._session_open):
             log.info("removed the network namespaces of %d sessions no longer open", swept)
         self.loop_watch.start()
-        self.changes.announce()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
         self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
@@ -259,6 +258,7 @@ class Daemon:
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()
         self.groups.say()
+        self.changes.announce()  # once serving: a start that fails says only why
         if problem := reserve.warning(self.config.state_dir):
             log.warning("%s", problem)
         self.notifier.ready(self.status_line())

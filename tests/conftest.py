@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +11,17 @@ import pytest
 
 from agentd_client import Client
 from tests.support.daemon import OWNERS_DIRS, DaemonProcess, remove_recorded_dirs, start_daemon
+from tests.support.workspaces import reachable_workspace
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
 SANDBOX_UID = 65534
+
+# A shell starts a background job (`make test &`) with SIGINT ignored, and every process
+# the tests start would inherit that: agentctl, as any program should, then keeps it
+# ignored, and the tests of Ctrl-C would wait for nothing. The tests' children get the
+# default, however the run was started.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -49,10 +56,7 @@ def workspace() -> Iterator[Path]:
     pytest's own tmp_path sits in a 0700 directory of root's, which the unprivileged
     uid a root daemon runs commands as could not enter.
     """
-    root = Path(tempfile.mkdtemp(prefix="agentd-ws-", dir="/tmp"))
-    root.chmod(0o755)
-    if os.geteuid() == 0:
-        os.chown(root, SANDBOX_UID, SANDBOX_UID)
+    root = reachable_workspace()
     yield root
     shutil.rmtree(root, ignore_errors=True)
 

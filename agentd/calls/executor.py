@@ -25,7 +25,7 @@ from agentd.foundation.config import Config
 from agentd.foundation.errors import InputError, StorageFull, ToolError
 from agentd.permissions.decision import Decision
 from agentd.sessions.session import Session, SessionManager
-from agentd.sessions.store import is_full
+from agentd.sessions.store_faults import is_full
 from agentd.tools import Registry
 from agentd.tools.base import (
     DocumentBlock,

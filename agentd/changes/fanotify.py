@@ -193,7 +193,20 @@ def fsid_of(path_fd: int) -> bytes:
     return struct.pack("<II", value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF)
 
 
-def read_available(group: int, size: int = 1 << 16) -> bytes:
+READ_SIZE = 1 << 16
+# An event with its file handle and name is far smaller than this: a read that left this
+# much of the buffer empty emptied the queue.
+_EVENT_ROOM = 4096
+
+
+def drained(chunk: bytes) -> bool:
+    """Whether the read that returned `chunk` emptied the queue: everything queued before
+    it has been read. A drain stops there, so events made meanwhile (strace -o writing a
+    line for each of our reads) cannot keep it reading forever."""
+    return len(chunk) < READ_SIZE - _EVENT_ROOM
+
+
+def read_available(group: int, size: int = READ_SIZE) -> bytes:
     """What the group holds now (b"" when nothing: the fd is non-blocking)."""
     try:
         return os.read(group, size)

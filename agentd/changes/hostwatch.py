@@ -111,8 +111,8 @@ def run(group: int, out: int, sync: int) -> None:
         while chunk := fanotify.read_available(group):
             records += keep(chunk, triggers)
             read_last = True
-            if not asked:
-                break  # a sync drains the queue; otherwise one read per wake
+            if not asked or fanotify.drained(chunk):
+                break  # a sync drains what was queued; otherwise one read per wake
         if owed_lost:
             records.insert(0, fanotify.marker(fanotify.MARK_LOST))
         owed_lost = False

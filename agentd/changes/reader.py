@@ -128,6 +128,8 @@ def run(group: int, log: int, stop: int) -> None:
         if stop in ready:
             while chunk := fanotify.read_available(group):
                 state.take(chunk)
+                if fanotify.drained(chunk):
+                    break
             state.write(fanotify.marker(fanotify.MARK_END))
             return
 

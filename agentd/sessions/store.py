@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -37,6 +36,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentd.foundation.errors import StateDamaged, StorageFull
+from agentd.sessions import schema, store_faults
 
 log = logging.getLogger(__name__)
 
@@ -44,129 +44,10 @@ log = logging.getLogger(__name__)
 _FULL_LOG_EVERY = 60.0
 
 
-def is_full(exc: BaseException) -> bool:
-    """Whether `exc` says the disk (or the user's quota) is full."""
-    if isinstance(exc, sqlite3.OperationalError):
-        return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
 # Bytes of write-ahead log after which a checkpoint is asked for (SQLite's default
 # auto-checkpoint is 1,000 pages, about this).
 CHECKPOINT_BYTES = 4 * 1024 * 1024
 
-
-def _wal_bytes(path: str) -> int:
-    try:
-        return os.stat(path + "-wal").st_size
-    except FileNotFoundError:
-        return 0
-
-
-def _file_identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _damaged(path: str, why: str) -> str:
-    why = " ".join(why.replace("*", "").split())[:240]  # one line, whatever SQLite said
-    return (
-        f"agentd's state database {path} is damaged ({why}); stop agentd, move it aside "
-        f"(mv {path} {path}.damaged) and start again with an empty state, or try "
-        f"`sqlite3 {path} .recover` to save what it holds"
-    )
-
-
-def _unusable(path: str, exc: sqlite3.DatabaseError) -> str:
-    text = str(exc)
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return _damaged(path, text)
-    return (
-        f"agentd cannot use its state database {path} ({text}); make it and its directory "
-        f"{os.path.dirname(path)} writable by the user agentd runs as (uid {os.getuid()}), "
-        "or point --state-dir elsewhere"
-    )
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    created_ms INTEGER NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    time_ms INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-);
-CREATE TABLE IF NOT EXISTS read_state (
-    session_id TEXT NOT NULL,
-    path TEXT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (session_id, path)
-);
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS call_outputs (
-    session_id TEXT NOT NULL,
-    tool_use_id TEXT NOT NULL,
-    output_id TEXT NOT NULL,
-    PRIMARY KEY (session_id, tool_use_id)
-);
-CREATE TABLE IF NOT EXISTS trusted_settings (
-    path TEXT NOT NULL,
-    sha256 TEXT NOT NULL,
-    approved_by TEXT NOT NULL,
-    approved_ms INTEGER NOT NULL,
-    PRIMARY KEY (path, sha256)
-);
-CREATE TABLE IF NOT EXISTS open_calls (
-    session_id TEXT NOT NULL,
-    tool_use_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    started_ms INTEGER NOT NULL,
-    PRIMARY KEY (session_id, tool_use_id)
-);
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-"""
-
-# Calls journaled as started and not as finished, in a journal written before the
-# open_calls table existed (found once, when the table is made).
-_OPEN_CALLS_OF_OLD_JOURNAL = """
-INSERT OR IGNORE INTO open_calls (session_id, tool_use_id, name, started_ms)
-SELECT s.session_id, json_extract(s.payload, '$.tool_use_id'),
-       coalesce(json_extract(s.payload, '$.name'), ''), s.time_ms
-FROM events s
-WHERE s.kind = 'call_started' AND json_extract(s.payload, '$.tool_use_id') IS NOT NULL
-  AND NOT EXISTS (
-    SELECT 1 FROM events f
-    WHERE f.session_id = s.session_id AND f.kind = 'call_finished' AND f.seq > s.seq
-      AND json_extract(f.payload, '$.result.tool_use_id')
-          = json_extract(s.payload, '$.tool_use_id'))
-"""
-
-
-# The tables holding a session's rows, and the column naming it.
-_SESSION_ROWS = (
-    ("events", "session_id"),
-    ("read_state", "session_id"),
-    ("tasks", "session_id"),
-    ("call_outputs", "session_id"),
-    ("open_calls", "session_id"),
-    ("sessions", "id"),
-)
 
 # The longest a journaled event waits for its commit (see the module docstring).
 FLUSH_DELAY = 0.05
@@ -180,7 +61,7 @@ class Store:
         # its own (WAL: they never block the writer, nor it them).
         self._readers = threading.local()
         self._db = self._open(path)
-        self._identity = _file_identity(path)
+        self._identity = store_faults.file_identity(path)
         # What is wrong with the database found while running (deleted, replaced,
         # damaged), one line; "" while it is fine.
         self.problem = ""
@@ -227,18 +108,18 @@ class Store:
             # later by an Attach that reads the damaged page.
             verdict = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
             if verdict != ["ok"]:
-                raise StateDamaged(_damaged(path, "; ".join(map(str, verdict))[:300]))
-            db.executescript(_SCHEMA)
+                raise StateDamaged(store_faults.damaged(path, "; ".join(map(str, verdict))[:300]))
+            db.executescript(schema.SCHEMA)
             if not had_open_calls:
-                db.execute(_OPEN_CALLS_OF_OLD_JOURNAL)
+                db.execute(schema.OPEN_CALLS_OF_OLD_JOURNAL)
         except sqlite3.DatabaseError as exc:
-            raise StateDamaged(_unusable(path, exc)) from None
+            raise StateDamaged(store_faults.unusable(path, exc)) from None
         return db
 
     def check(self) -> str:
         """Whether the database file is still the one opened: "" if so, else what
         happened (one line, logged once). Called periodically (retention's pass)."""
-        now = _file_identity(self.path)
+        now = store_faults.file_identity(self.path)
         if now == self._identity or self.problem:
             return self.problem
         if now is None:
@@ -306,7 +187,7 @@ class Store:
     def _raise_if_full(self, exc: BaseException) -> None:
         """StorageFull (noted) for a failure for want of space; else nothing (the caller
         re-raises what it caught)."""
-        if is_full(exc):
+        if store_faults.is_full(exc):
             self._note_full(exc)
             raise self._full_error(exc) from None
 
@@ -361,7 +242,7 @@ class Store:
         if (
             wrote
             and now - self._checkpoint_asked > 1.0
-            and _wal_bytes(self.path) > CHECKPOINT_BYTES
+            and store_faults.wal_bytes(self.path) > CHECKPOINT_BYTES
         ):
             self._checkpoint_asked = now
             self._checkpoint_wanted.set()
@@ -430,7 +311,7 @@ class Store:
     def delete_session(self, session_id: str) -> None:
         """Every row of a session: it, its journal, what it read, its tasks. Committed at
         once (deleting frees pages, it needs no new ones beyond the WAL's)."""
-        for table, key in _SESSION_ROWS:
+        for table, key in schema.SESSION_ROWS:
             self._write(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
         self._session_bodies.pop(session_id, None)
         self.flush()
@@ -553,7 +434,7 @@ class Store:
             rows.close()
         except (sqlite3.DatabaseError, ValueError) as exc:
             # Damaged since start (quick_check passed then): one line, no traceback.
-            raise StateDamaged(_damaged(self.path, str(exc)[:200])) from None
+            raise StateDamaged(store_faults.damaged(self.path, str(exc)[:200])) from None
         return page
 
     def last_event_ms(self, session_id: str) -> int:

@@ -13,6 +13,9 @@ def test_every_source_package_is_listed_for_install() -> None:
     on_disk = {
         ".".join(init.parent.relative_to(ROOT).parts)
         for init in (ROOT / "agentd").rglob("__init__.py")
+    } | {
+        ".".join(("agentd_sandbox", *init.parent.relative_to(ROOT / "sandbox").parts))
+        for init in (ROOT / "sandbox").rglob("__init__.py")
     }
     assert on_disk - listed == set(), "add these to [tool.setuptools] packages"
     assert "agentd_sandbox" in listed and config["package-dir"]["agentd_sandbox"] == "sandbox"

@@ -17,6 +17,7 @@ import pytest
 from agentd_client import Client
 from tests.e2e.test_attach_terminals import attached
 from tests.support.daemon import DaemonProcess
+from tests.support.screen import plain_lines
 
 # (command, which offered rule the person picks: "a" the broadest, "last" the narrowest)
 CLASS = [
@@ -63,25 +64,24 @@ def test_a_chosen_rule_lets_its_command_run_again_unasked(
     sid = client.create_session(str(workspace), permission_mode="default").id
     with attached(daemon, sid) as (term, _):
         client.run_tool(sid, "Glob", {"pattern": "ready-marker"})
-        term.read_until(b"ready-marker")
+        term.wait_for("ready-marker")
         out: dict[str, Any] = {}
         t = threading.Thread(
             target=lambda: out.update(r=client.run_tool(sid, "Bash", {"command": command}))
         )
         t.start()
-        start = len(term.seen)
-        term.read_until(b"Allow? ")
-        prompt = term.seen[start:].decode(errors="replace")
-        offered = _offered(prompt)
+        prompt = term.wait_for(lambda t: t.last_line().startswith("╰ Allow?"), what="the prompt")
+        offered = _offered(prompt + "\n")
         assert offered, prompt
         index = {"a": 0, "last": len(offered) - 1}.get(pick, int(pick) if pick.isdigit() else 0)
         key = "a" if index == 0 else str(index)
-        os.write(term.master, f"{key}\n".encode())
+        term.send(f"{key}\n")
         t.join(60)
         assert not out["r"].is_error or "Exit code" in out["r"].text, out["r"].text
         chosen = offered[index]
         # The terminal says which rule was added.
-        term.read_until(f"added the allow rule {chosen}".encode())
+        said = f"added the allow rule {chosen}"
+        term.wait_for(lambda t: said in "".join(plain_lines(t.raw)), what=said)
         assert list(client.get_session(sid).allow_rules) == [chosen]
         # The identical command again: it runs by that rule, nobody is asked.
         again = client.run_tool(sid, "Bash", {"command": command}, tool_use_id="toolu_again")

@@ -5,6 +5,7 @@ refused after resolution, and a redirect to one of them is not a way in. A test 
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 
 from agentd_client import Client
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.workspaces import reachable_workspace
 
 
 class Site:
@@ -89,10 +91,12 @@ def opted_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess
 
 def fetch(daemon: DaemonProcess, url: str):
     with Client(daemon.socket, timeout=60) as c:
-        ws = Path(daemon.state_dir).parent / "ws"
-        ws.mkdir(exist_ok=True)
-        sid = c.create_session(str(ws), permission_mode="bypassPermissions").id
-        return c.run_tool(sid, "WebFetch", {"url": url, "prompt": "What is inside?"})
+        ws = reachable_workspace()
+        try:
+            sid = c.create_session(str(ws), permission_mode="bypassPermissions").id
+            return c.run_tool(sid, "WebFetch", {"url": url, "prompt": "What is inside?"})
+        finally:
+            shutil.rmtree(ws, ignore_errors=True)
 
 
 SPELLINGS = [

@@ -1,0 +1,80 @@
+"""The state database's tables, and what an older journal needs when a table is new."""
+
+from __future__ import annotations
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    time_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS read_state (
+    session_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, path)
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS call_outputs (
+    session_id TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    output_id TEXT NOT NULL,
+    PRIMARY KEY (session_id, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS trusted_settings (
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    approved_by TEXT NOT NULL,
+    approved_ms INTEGER NOT NULL,
+    PRIMARY KEY (path, sha256)
+);
+CREATE TABLE IF NOT EXISTS open_calls (
+    session_id TEXT NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    started_ms INTEGER NOT NULL,
+    PRIMARY KEY (session_id, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+# Calls journaled as started and not as finished, in a journal written before the
+# open_calls table existed (found once, when the table is made).
+OPEN_CALLS_OF_OLD_JOURNAL = """
+INSERT OR IGNORE INTO open_calls (session_id, tool_use_id, name, started_ms)
+SELECT s.session_id, json_extract(s.payload, '$.tool_use_id'),
+       coalesce(json_extract(s.payload, '$.name'), ''), s.time_ms
+FROM events s
+WHERE s.kind = 'call_started' AND json_extract(s.payload, '$.tool_use_id') IS NOT NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM events f
+    WHERE f.session_id = s.session_id AND f.kind = 'call_finished' AND f.seq > s.seq
+      AND json_extract(f.payload, '$.result.tool_use_id')
+          = json_extract(s.payload, '$.tool_use_id'))
+"""
+
+
+# The tables holding a session's rows, and the column naming it.
+SESSION_ROWS = (
+    ("events", "session_id"),
+    ("read_state", "session_id"),
+    ("tasks", "session_id"),
+    ("call_outputs", "session_id"),
+    ("open_calls", "session_id"),
+    ("sessions", "id"),
+)
