@@ -68,6 +68,8 @@ system-deps:
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	command -v ssh >/dev/null || missing="$$missing openssh-client"; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
+	/usr/bin/python3 -c 'import pip' 2>/dev/null || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing system packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

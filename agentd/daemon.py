@@ -34,7 +34,9 @@ from agentd.fs import access as fsaccess
 from agentd.fs import reserve, tmpfs, workspace_access
 from agentd.fs.identity import FsIdentity
 from agentd.fs.temp_ledger import TempLedger
+from agentd.network import service as network_service
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
+from agentd.permissions.network_rules import NetworkRulesSource, network_asker
 from agentd.runs.output.registry import Outputs
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
@@ -114,6 +116,9 @@ class Daemon:
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
         settings = SettingsLoader(config, TrustStore(config, self.store))
         self.permissions = PermissionEngine(config, self.sessions, asker, settings=settings)
+        # Proxied sessions' rules by name; a bad entry in the config stops start-up.
+        self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
+        self.network: network_service.NetworkService | None = None  # made in start()
         self.executor = Executor(
             default_registry(), self.sessions, config, self.permissions, services=self.services
         )
@@ -123,6 +128,7 @@ class Daemon:
         # (what is left in it killed).
         self.sessions.on_close.append(self.reaper.on_close)
         self.sessions.on_close.append(self._release_group)
+        self.sessions.on_close.append(self._close_network)
         self.sessions.on_create.append(self.reaper.on_create)
         approvals = self.permissions.approvals
         # A workspace the session's sandbox identity cannot use is refused at once.
@@ -165,6 +171,10 @@ class Daemon:
 
     async def _release_group(self, session: Session) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.groups.release, session.id)
+
+    async def _close_network(self, session: Session) -> None:
+        if self.network is not None:
+            await self.network.close_session(session)
 
     def _index_changes(self, session: Session) -> None:
         """A new session's workspaces are indexed for held changes before its first call."""
@@ -223,6 +233,17 @@ class Daemon:
             "state_reserve_bytes": reserve.room(self.config.state_dir),
         }
         shim_client.FORKSERVER.start()  # warm before the first Bash call
+        self.network = network_service.NetworkService(
+            self.config,
+            self.sessions,
+            self.network_rules,
+            network_asker(self.asker, self.sessions),
+            self.asker.has_listeners,
+            asyncio.get_running_loop(),
+        )
+        network_service.install(self.network)
+        if swept := self.network.sweep(self._session_open):
+            log.info("removed the network namespaces of %d sessions no longer open", swept)
         self.loop_watch.start()
         started = time.monotonic()
         adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
@@ -315,10 +336,16 @@ class Daemon:
         if self.server is not None:
             stopping.append(self.server.stop())
         await asyncio.gather(*stopping)
+        # A task that runs on keeps its session's network namespace for the next daemon.
+        living = {t.session_id for t in self.tasks.tasks() if self.tasks.is_running(t.id)}
         if self.config.stop_tasks_on_exit:
+            living = set()
             await self.tasks.stop_all()
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
+        if self.network is not None:
+            self.network.stop(keep=living.__contains__)
+            network_service.install(None)
         shim_client.FORKSERVER.close()
         offload.shared().close()
         self.loop_watch.stop()

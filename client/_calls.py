@@ -238,6 +238,7 @@ def create_session(
     labels: Mapping[str, str] | None,
     permission_mode: str,
     allow_network: bool,
+    network: str = "",
 ) -> Call:
     roots = [workspace] if isinstance(workspace, str) else list(workspace)
     request = pb.CreateSessionRequest(
@@ -248,6 +249,7 @@ def create_session(
         labels=dict(labels or {}),
         permission_mode=permission_mode,
         allow_network=allow_network,
+        network=network,
     )
     return Call("CreateSession", request)
 

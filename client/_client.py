@@ -135,9 +135,12 @@ class Client(_Base):
         labels: Mapping[str, str] | None = None,
         permission_mode: str = "",
         allow_network: bool = False,
+        network: str = "",
         timeout: float | None = None,
     ) -> Session:
-        call = rpc.create_session(workspace, cwd, env, name, labels, permission_mode, allow_network)
+        call = rpc.create_session(
+            workspace, cwd, env, name, labels, permission_mode, allow_network, network
+        )
         return self._unary(call, timeout)
 
     def get_session(self, session_id: str, *, timeout: float | None = None) -> Session:

@@ -121,7 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--label", action="append", default=[], help="KEY=VALUE")
     n.add_argument("--env", action="append", default=[], help="KEY=VALUE for every command")
     n.add_argument("--mode", help="permission mode")
-    n.add_argument("--net", action="store_true", help="let Bash reach the network")
+    n.add_argument(
+        "--net", action="store_true", help="let Bash reach the network unfiltered (--network on)"
+    )
+    n.add_argument(
+        "--network",
+        choices=("proxied", "off", "on"),
+        help="proxied (the default: out only through agentd's proxy, hosts allowed by name), "
+        "off, or on",
+    )
     ls = sess.leaf("ls", "list sessions", commands.cmd_session_ls)
     ls.add_argument("--all", action="store_true", help="closed ones too")
     for name, help, func in (
@@ -219,6 +227,18 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--allow", action="append", default=[])
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
+
+    net = top.leaf(
+        "network",
+        "a session's network: its mode, the hosts it reached or was refused; allow or deny "
+        "hosts live",
+        commands.cmd_network,
+    )
+    _session_option(net)
+    net.add_argument(
+        "--allow", action="append", default=[], help="HOST or *.DOMAIN (a WebFetch(domain:) rule)"
+    )
+    net.add_argument("--deny", action="append", default=[], help="HOST or *.DOMAIN; deny wins")
 
     _agent_cli.add_commands(top)
 

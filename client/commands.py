@@ -17,7 +17,7 @@ import uuid
 
 import grpc
 
-from agentd_client import hangup, names, terminal
+from agentd_client import hangup, names, structs, terminal
 from agentd_client._calls import ImageBlock
 from agentd_client._client import Client, ToolResult
 from agentd_client.display import as_dict, print_json, print_json_line, request_code
@@ -103,6 +103,7 @@ def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
         labels=_pairs(args.label, "--label"),
         permission_mode=args.mode or "",
         allow_network=args.net,
+        network=args.network or "",
     )
     if args.json:
         print_json(as_dict(s))
@@ -446,6 +447,41 @@ def cmd_perms(c: Client, args: argparse.Namespace) -> int:
             "ask": list(s.ask_rules),
         }
     )
+    return OK
+
+
+def cmd_network(c: Client, args: argparse.Namespace) -> int:
+    """The session's network; --allow/--deny add WebFetch(domain:) rules, which the
+    session's proxy reads for every new connection (they apply at once)."""
+    sid = _session(c, args)
+    for host in (*args.allow, *args.deny):
+        if not host or any(ch in host for ch in "()/ \t"):
+            raise Usage(f"{host!r} is not a host name (example.com, *.example.com)")
+    if args.allow or args.deny:
+        c.update_permissions(
+            sid,
+            allow=[f"WebFetch(domain:{h})" for h in args.allow],
+            deny=[f"WebFetch(domain:{h})" for h in args.deny],
+        )
+    s = c.get_session(sid)
+    summary = structs.optional_struct(s, "network_summary") or {}
+    rules = [r for r in (*s.allow_rules, *s.deny_rules) if r.startswith("WebFetch(domain:")]
+    if args.json:
+        print_json({"network": s.network, "domain_rules": rules, **summary})
+        return OK
+    print(f"network: {one(s.network)}")
+    for rule in s.allow_rules:
+        if rule.startswith("WebFetch(domain:"):
+            print(f"  allow {one(rule)}")
+    for rule in s.deny_rules:
+        if rule.startswith("WebFetch(domain:"):
+            print(f"  deny  {one(rule)}")
+    hosts = summary.get("hosts") or {}
+    for where, seen in sorted(hosts.items()):
+        print(
+            f"  {one(where)}: {one(str(seen.get('decision')))} "
+            f"({int(seen.get('connections', 0))}x) {one(str(seen.get('reason', '')))}"
+        )
     return OK
 
 

@@ -312,7 +312,8 @@ def build_argv(
         )
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--hostname", HOSTNAME]
-    if not policy.network:
+    if not policy.network and not policy.netns:
+        # (With `netns` the chain joined the session's namespace before bwrap: runner.)
         argv.append("--unshare-net")
     if supports_disable_userns(bwrap):
         argv.append("--disable-userns")

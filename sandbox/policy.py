@@ -42,6 +42,10 @@ class SandboxPolicy:
     ensure_dirs: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
     network: bool = False
+    # A network namespace kept at this path (a bind-mounted nsfs file) that the sandbox
+    # joins instead of one of its own: its session's, where the daemon's proxy listens.
+    # Only when `network` is False; None: a fresh, empty namespace per sandbox.
+    netns: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     uid: int | None = None

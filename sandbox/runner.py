@@ -82,6 +82,7 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
     probe_failure = _probe(bwrap_path, ident)
     if probe_failure:
         raise SandboxUnavailable(probe_failure)
+    netns = _netns_prefix(policy)
     try:
         fd = seccomp.bpf_fd()
     except (seccomp.FilterError, OSError) as exc:
@@ -124,9 +125,24 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         kwargs["preexec_fn"] = lambda: limits.apply_in_child(lim)
     # First, while the spawner's privileges still hold: the group before anything runs.
     join = cgroups.join_prefix(policy.cgroup_procs)
-    argv = [*join, *drop, *pidns, *prefix, *argv]
+    argv = [*join, *netns, *drop, *pidns, *prefix, *argv]
     ours = io.FileIO(lifeline, "rb", closefd=True)
     return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd, mount_fds)
+
+
+def _netns_prefix(policy: SandboxPolicy) -> list[str]:
+    """nsenter into the session's kept network namespace (policy.netns), while the
+    spawner's privileges still hold (joining one takes CAP_SYS_ADMIN); bwrap then keeps
+    it instead of unsharing the network."""
+    if policy.network or not policy.netns:
+        return []
+    path = binaries.find("nsenter")
+    if path is None:
+        raise SandboxUnavailable(
+            "nsenter (util-linux) is needed to join the session's network namespace: "
+            "install util-linux"
+        )
+    return [path, f"--net={policy.netns}", "--"]
 
 
 def _close(*fds: int) -> None:

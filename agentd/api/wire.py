@@ -14,7 +14,7 @@ from typing import Any
 
 from agentd.sessions import agent_events
 from agentd.sessions.events import Event, EventLog
-from agentd.sessions.session import Session
+from agentd.sessions.session import Session, network_mode
 from agentd_client import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -39,6 +39,7 @@ def session_to_pb(s: Session, log_: EventLog | None = None) -> pb.Session:
         ask_rules=s.ask_rules,
         allow_network=s.allow_network,
         allow_unsandboxed=s.allow_unsandboxed,
+        network=network_mode(s),
         last_seq=log_.last_seq if log_ else 0,
         last_activity_ms=max(log_.last_time_ms, s.created_ms) if log_ else s.created_ms,
     )

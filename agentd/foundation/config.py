@@ -166,6 +166,25 @@ class Config:
     # Hosts WebFetch may reach although they resolve to loopback, private, link-local or
     # other internal addresses: names ("wiki.corp"), addresses or networks ("10.1.0.0/16").
     webfetch_allow_private_hosts: list[HostPattern] = field(default_factory=list)
+    # A new session's network unless its client asks for one (allow_network: "on"):
+    # "proxied" (its own namespace, out only through the daemon's proxy, hosts allowed
+    # by name), "off" (no network at all) or "on" (the host's network, unfiltered).
+    network_default: Literal["proxied", "off", "on"] = "proxied"
+    # Hosts every proxied session may reach, in Claude Code's sandbox.network vocabulary
+    # ("example.com", "*.example.com", either with ":port"); denied ones win.
+    network_allowed_domains: list[str] = field(default_factory=list)
+    network_denied_domains: list[str] = field(default_factory=list)
+    # Named sets of allowed hosts (agentd/network/presets.toml): "package-registries",
+    # "github".
+    network_presets: list[str] = field(default_factory=list)
+    # Hosts the proxy may connect to although they resolve to loopback, private,
+    # link-local or other internal addresses: names, addresses or networks.
+    network_allow_private_hosts: list[HostPattern] = field(default_factory=list)
+    # Names the proxy resolves without DNS: {"pypi.test" = ["127.0.0.1"]} (tests).
+    network_resolve: dict[str, list[str]] = field(default_factory=dict)
+    # The proxy's ports on the loopback of each session's namespace.
+    network_http_port: Annotated[int, at.Ge(1), at.Le(65535)] = 3128
+    network_socks_port: Annotated[int, at.Ge(1), at.Le(65535)] = 1080
     # The uid a root daemon's sandboxed commands run as when the session owner is root.
     sandbox_uid: Id = 65534
     sandbox_gid: Id = 65534

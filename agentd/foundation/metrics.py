@@ -124,6 +124,21 @@ STATE_DATABASE_PROBLEM = Gauge(
     "1 once the state database was found deleted, replaced or damaged while running.",
     registry=REGISTRY,
 )
+NETWORK_CONNECTIONS = Counter(
+    "agentd_network_connections",
+    "Connections through the sessions' proxies, by decision (allowed, refused, asked).",
+    ["decision"],
+    registry=REGISTRY,
+)
+NETWORK_BYTES = Counter(
+    "agentd_network_bytes",
+    "Bytes carried by the sessions' proxies, by direction (out: from the sandbox).",
+    ["direction"],
+    registry=REGISTRY,
+)
+NETWORK_OPEN = Gauge(
+    "agentd_network_open_connections", "Proxied connections open now.", registry=REGISTRY
+)
 RUNNING_CALLS = Gauge("agentd_running_calls", "Tool calls running now.", registry=REGISTRY)
 RUNNING_TASKS = Gauge("agentd_running_tasks", "Background tasks running now.", registry=REGISTRY)
 OPEN_SESSIONS = Gauge("agentd_open_sessions", "Sessions open now.", registry=REGISTRY)
@@ -184,6 +199,15 @@ def ask_answered(decision: str, decided_by: str) -> None:
     # own endings are "timeout" and "cancelled". Labels stay few whatever clients send.
     by = decided_by if decided_by in ("timeout", "cancelled") else "person"
     ASKS_ANSWERED.labels(decision if decision in ("allow", "deny") else "other", by).inc()
+
+
+def network_connection(decision: str) -> None:
+    """A proxied connection decided: "allowed", "refused" or "asked"."""
+    NETWORK_CONNECTIONS.labels(decision).inc()
+
+
+def network_bytes(direction: str, count: int) -> None:
+    NETWORK_BYTES.labels(direction).inc(count)
 
 
 def task_started() -> None:

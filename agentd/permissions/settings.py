@@ -138,11 +138,15 @@ class FileSettings:
     deny: tuple[SourcedRule, ...] = ()
     ask: tuple[SourcedRule, ...] = ()
     restricting_mode: str = ""
+    # sandbox.network.deniedDomains: hosts its sandbox's proxy refuses
+    denied_domains: tuple[str, ...] = ()
     # applied only while (path, sha256) is trusted
     allow: tuple[SourcedRule, ...] = ()
     widening_mode: str = ""
     additional_dirs: tuple[str, ...] = ()
     hooks: dict[str, tuple[HookGroup, ...]] = field(default_factory=dict)
+    # sandbox.network.allowedDomains: hosts its sandbox's proxy lets through
+    allowed_domains: tuple[str, ...] = ()
     # The file's widening parts as written (restricting and neutral keys removed): what
     # a person approves, shown as is. Empty: the file widens nothing.
     widens: dict[str, Any] = field(default_factory=dict)
@@ -167,6 +171,10 @@ class MergedSettings:
     # The workspace's defaultMode ("" if none); settings.local.json wins over settings.json.
     default_mode: str = ""
     additional_dirs: list[str] = field(default_factory=list)
+    # sandbox.network entries as (entry, the file it came from): denied from every file,
+    # allowed from trusted content only.
+    allowed_domains: list[tuple[str, str]] = field(default_factory=list)
+    denied_domains: list[tuple[str, str]] = field(default_factory=list)
     # Hooks of trusted settings content only.
     hooks: dict[str, list[HookGroup]] = field(default_factory=dict)
     # Files whose widening parts were left out, and files that could not be read.
@@ -193,7 +201,24 @@ def widening_parts(body: dict[str, Any]) -> dict[str, Any]:
             perms.pop(key, None)
         if perms.get("defaultMode") in RESTRICTING_MODES:
             perms.pop("defaultMode")
+    sandbox = widens.get("sandbox")
+    network = sandbox.get("network") if isinstance(sandbox, dict) else None
+    if isinstance(network, dict):
+        network.pop("deniedDomains", None)  # it only narrows
     return _pruned(widens) or {}
+
+
+def _domains(body: dict[str, Any], key: str, path: str) -> tuple[str, ...]:
+    """sandbox.network.<key>: the strings of the list (anything else logged, skipped)."""
+    sandbox = body.get("sandbox")
+    network = sandbox.get("network") if isinstance(sandbox, dict) else None
+    values = network.get(key) if isinstance(network, dict) else None
+    if values is None:
+        return ()
+    if not isinstance(values, list):
+        log.warning("%s: sandbox.network.%s is not a list (ignored)", path, key)
+        return ()
+    return tuple(v for v in values if isinstance(v, str) and v and "\0" not in v)
 
 
 def parse_settings(data: bytes, path: str, root: str, sha256: str = "") -> FileSettings:
@@ -223,6 +248,8 @@ def parse_settings(data: bytes, path: str, root: str, sha256: str = "") -> FileS
         deny=_parse_rules(perms.get("deny"), path, root),
         ask=_parse_rules(perms.get("ask"), path, root),
         restricting_mode=mode if mode in RESTRICTING_MODES else "",
+        denied_domains=_domains(body, "deniedDomains", path),
+        allowed_domains=_domains(body, "allowedDomains", path),
         allow=_parse_rules(perms.get("allow"), path, root),
         widening_mode=mode if mode and mode not in RESTRICTING_MODES else "",
         additional_dirs=tuple(dirs),
@@ -319,6 +346,7 @@ class SettingsLoader:
             parsed = self.parsed(read)
             merged.deny.extend(parsed.deny)
             merged.ask.extend(parsed.ask)
+            merged.denied_domains.extend((d, parsed.path) for d in parsed.denied_domains)
             if parsed.restricting_mode:
                 merged.default_mode = parsed.restricting_mode
             if not parsed.widens:
@@ -327,6 +355,7 @@ class SettingsLoader:
                 merged.untrusted.append(UntrustedFile(parsed.path, parsed.sha256, parsed.widens))
                 continue
             merged.allow.extend(parsed.allow)
+            merged.allowed_domains.extend((d, parsed.path) for d in parsed.allowed_domains)
             merged.additional_dirs.extend(parsed.additional_dirs)
             if parsed.widening_mode:
                 merged.default_mode = parsed.widening_mode

@@ -94,7 +94,14 @@ def search_policy(session: Session, config: Config, readable: list[str]) -> Sand
     tmp_dir = sandbox_policy.session_tmp_dir(session, config)
     base = sandbox_policy.policy_for(session, config, tmp_dir)
     return dataclasses.replace(
-        base, writable=[], read_only=readable, ro_binds=[], network=False, env={}, home=None
+        base,
+        writable=[],
+        read_only=readable,
+        ro_binds=[],
+        network=False,
+        netns=None,
+        env={},
+        home=None,
     )
 
 

@@ -11,4 +11,5 @@ limits; what goes into that policy for a session is decided here:
 | a repository's git config cut to inert keys for read-only runs | gitconfig.py |
 | what all of a session's processes may use together (a control group) | groups.py |
 | how a Bash call's sandbox is built, by why it was allowed | mode.py |
+| the session's network: proxied, off or on | policy.py, agentd/network/ |
 """

@@ -9,10 +9,11 @@ from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ToolError
 from agentd.fs import tmpfs
 from agentd.fs.identity import FsIdentity
+from agentd.network import service as network_service
 from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing.protected import sandbox_protection
 from agentd.sessions import dirs as session_dirs
-from agentd.sessions.session import Session
+from agentd.sessions.session import Session, network_mode
 from agentd_sandbox import Limits, SandboxPolicy
 
 
@@ -128,6 +129,7 @@ def policy_for(
         pinned += protection.pinned
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
+    network, netns, ro_binds = _network(session, env, read_only)
     if read_only:
         writable = [tmp_dir]
         shown = [r for r in roots if not _contains(r, tmp_dir)]
@@ -142,7 +144,9 @@ def policy_for(
         hidden=daemon_secrets(config),
         home_allow=list(config.sandbox_home_allow),
         sockets=list(config.sandbox_sockets),
-        network=session.allow_network and not read_only,
+        network=network,
+        netns=netns,
+        ro_binds=ro_binds,
         env=env,
         cwd=session.cwd,
         uid=ident[0] if ident else None,
@@ -152,6 +156,29 @@ def policy_for(
         home=sandbox_home(tmp_dir, ident),
         cgroup_procs=procs,
     )
+
+
+def _network(
+    session: Session, env: dict[str, str], read_only: bool
+) -> tuple[bool, str | None, list[tuple[str, str]]]:
+    """(the host's network, the kept namespace to join, read-only binds) by the session's
+    mode; proxied: `env` gets the proxy's variables. A read-only run has none at all."""
+    mode = network_mode(session)
+    if read_only or mode == "off":
+        return False, None, []
+    if mode == "on":
+        return True, None, []
+    service = network_service.current()
+    if service is None or not service.available():
+        return False, None, []  # no namespace of its own to keep here: no network
+    try:
+        access = service.access(session)
+    except OSError as exc:
+        raise ToolError(
+            f"Cannot prepare the sandbox: the session's network namespace cannot be made ({exc})"
+        ) from None
+    env.update(access.env)
+    return False, access.netns, list(access.ro_binds)
 
 
 def _session_group(session: Session) -> tuple[list[str], frozenset[str]]:

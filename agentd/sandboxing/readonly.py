@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentd.fs.identity import FsIdentity, acting_as
+from agentd.network.env import add_git_config
 from agentd.sandboxing import gitconfig
 from agentd.sandboxing import policy as sandbox_policy
 from agentd_sandbox import hides
@@ -86,7 +87,7 @@ async def enforce(
     `command`: the environment and the sanitised git configs. With `read_only` False,
     only neutralise git (a read-only command an allow rule lets run). Clean up the
     returned Staged once the command has ended."""
-    policy.env = {**environment(), **policy.env}
+    policy.env = environment(policy.env)
     # The home later runs with write access obey is read-only; caches go to the temp dir.
     if policy.home and read_only:
         policy.read_only = [*policy.read_only, policy.home]
@@ -123,13 +124,12 @@ def static_dirs(command: str, cwd: str) -> list[str]:
     return [d for d in dirs if os.path.isdir(d)]
 
 
-def environment() -> dict[str, str]:
-    env = dict(ENV)
-    env["GIT_CONFIG_COUNT"] = str(len(GIT_OVERRIDES))
-    for i, (key, value) in enumerate(GIT_OVERRIDES):
-        env[f"GIT_CONFIG_KEY_{i}"] = key
-        env[f"GIT_CONFIG_VALUE_{i}"] = value
-    return env
+def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (the policy's, which wins for ENV's keys) with the git overrides appended
+    after any git settings it already has (the proxy's): appended last, they win."""
+    out = {**ENV, **(env or {})}
+    add_git_config(out, list(GIT_OVERRIDES))
+    return out
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ class Session:
     deny_rules: list[str] = field(default_factory=list)
     ask_rules: list[str] = field(default_factory=list)
     allow_network: bool = False
+    # "proxied", "off" or "on" (network_mode); "" in sessions stored before it existed.
+    network: str = ""
     allow_unsandboxed: bool = False
     # Directories outside the workspace roots that tools may use (additionalDirectories).
     additional_dirs: list[str] = field(default_factory=list)
@@ -111,6 +113,17 @@ def _session_from_dict(body: dict[str, Any], read_state: dict[str, Any]) -> Sess
     session = Session(**{k: v for k, v in body.items() if k in known})
     session.read_state = ReadState({p: FileState(**s) for p, s in read_state.items()})
     return session
+
+
+NETWORK_MODES = ("proxied", "off", "on")
+
+
+def network_mode(session: Session) -> str:
+    """The session's network: a session stored before modes existed keeps what its
+    allow_network meant then ("on" or "off")."""
+    if session.network in NETWORK_MODES:
+        return session.network
+    return "on" if session.allow_network else "off"
 
 
 _ID = re.compile(r"[0-9a-f]{32}")
@@ -159,6 +172,7 @@ class SessionManager:
         allow_network: bool = False,
         allow_unsandboxed: bool = False,
         owner_uid: int | None = None,
+        network: str = "",
     ) -> Session:
         if not workspace_roots:
             raise InvalidRequest("a session needs at least one workspace root (--workspace DIR)")
@@ -178,6 +192,10 @@ class SessionManager:
                 raise InvalidRequest(f"cwd {cwd} is not inside a workspace root")
             if not os.path.isdir(cwd):
                 raise InvalidRequest(f"cwd {cwd} is not an existing directory")
+        if network and network not in NETWORK_MODES:
+            raise InvalidRequest(
+                f"unknown network mode {network!r}; use one of {', '.join(NETWORK_MODES)}"
+            )
         mode = permission_mode or self._config.default_permission_mode
         if mode not in PERMISSION_MODES:
             raise InvalidRequest(
@@ -202,6 +220,7 @@ class SessionManager:
             labels=dict(labels or {}),
             permission_mode=mode,
             allow_network=allow_network,
+            network=network or ("on" if allow_network else self._config.network_default),
             allow_unsandboxed=allow_unsandboxed,
         )
         self._assign_gid(session)

@@ -66,7 +66,7 @@ class StateUsage(_message.Message):
     def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ..., database_problem: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings")
+    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings", "network", "network_summary")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,8 @@ class Session(_message.Message):
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_ACTIVITY_MS_FIELD_NUMBER: _ClassVar[int]
     IGNORED_SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_SUMMARY_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -117,7 +119,9 @@ class Session(_message.Message):
     last_seq: int
     last_activity_ms: int
     ignored_settings: _containers.RepeatedCompositeFieldContainer[IgnoredSettings]
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ...) -> None: ...
+    network: str
+    network_summary: _struct_pb2.Struct
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ..., network: _Optional[str] = ..., network_summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class IgnoredSettings(_message.Message):
     __slots__ = ("path", "sha256", "widens", "reason")
@@ -132,7 +136,7 @@ class IgnoredSettings(_message.Message):
     def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed")
+    __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed", "network")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -155,6 +159,7 @@ class CreateSessionRequest(_message.Message):
     PERMISSION_MODE_FIELD_NUMBER: _ClassVar[int]
     ALLOW_NETWORK_FIELD_NUMBER: _ClassVar[int]
     ALLOW_UNSANDBOXED_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
     workspace_roots: _containers.RepeatedScalarFieldContainer[str]
     cwd: str
     env: _containers.ScalarMap[str, str]
@@ -163,7 +168,8 @@ class CreateSessionRequest(_message.Message):
     permission_mode: str
     allow_network: bool
     allow_unsandboxed: bool
-    def __init__(self, workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., permission_mode: _Optional[str] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ...) -> None: ...
+    network: str
+    def __init__(self, workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., permission_mode: _Optional[str] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., network: _Optional[str] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -84,9 +84,11 @@ def test_host_unix_sockets_are_refused_unless_named(
 
 
 def test_run_is_empty_and_read_only(sec_client: Client, sec_session: str) -> None:
-    # Nothing of the host's: only the session's own output files (read-only, agentd-tasks).
-    script = "echo RUN=$(ls -A /run/ | grep -vx agentd-tasks | wc -l) "
-    script += "VARRUN=$(ls -A /var/run/ | grep -vx agentd-tasks | wc -l); "
+    # Nothing of the host's: only agentd's own, read-only: the session's output files
+    # (agentd-tasks) and the ssh ProxyCommand of a proxied session (agentd-net).
+    mine = "grep -vxE 'agentd-tasks|agentd-net'"
+    script = f"echo RUN=$(ls -A /run/ | {mine} | wc -l) "
+    script += f"VARRUN=$(ls -A /var/run/ | {mine} | wc -l); "
     script += "touch /run/x && echo WROTE"
     r = bash(sec_client, sec_session, guarded_sh(script))
     assert "RUN=0 VARRUN=0" in r.text, r.text

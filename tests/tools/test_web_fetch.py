@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from agentd.foundation.config import Config
+from agentd.network.address import AllowList
 from agentd.sessions.session import Session
 from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext, ToolError
-from agentd.tools.web_fetch.address import AllowList, CheckedBackend
+from agentd.tools.web_fetch.address import CheckedBackend
 from agentd.tools.web_fetch.http import MAX_BODY_BYTES
 from agentd.tools.web_fetch.pages import Page, PageCache
 from agentd.tools.web_fetch.tool import PAGE_CHARS, WebFetch

@@ -6,9 +6,11 @@ from typing import Any
 
 from agentd.api.handlers.rpc import require, unary
 from agentd.api.wire import session_to_pb, struct_or_none
+from agentd.network import service as network_service
 from agentd.permissions.approvals import Approvals
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import SessionManager
+from agentd_client import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
 
@@ -29,6 +31,7 @@ class SessionHandlers:
             permission_mode=request.permission_mode,
             allow_network=request.allow_network,
             allow_unsandboxed=request.allow_unsandboxed,
+            network=request.network,
         )
         return session_to_pb(session)
 
@@ -37,6 +40,9 @@ class SessionHandlers:
         session = self.sessions.get(require(request.session_id, "session_id"))
         out = session_to_pb(session, self.sessions.log(session.id))
         if not session.closed:
+            network = network_service.current()
+            if network is not None and (summary := network.summary(session.id)):
+                structs.fill(out.network_summary, summary)
             for path, sha, widens, reason in await self.approvals.ignored(session):
                 out.ignored_settings.add(
                     path=path, sha256=sha, widens=struct_or_none(widens or None), reason=reason

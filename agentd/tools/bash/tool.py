@@ -13,6 +13,7 @@ from agentd.changes.prompt import made_by
 from agentd.changes.tracked import Tracked
 from agentd.foundation.errors import InputError
 from agentd.fs import identity as fsidentity
+from agentd.network import service as network_service
 from agentd.runs import launch
 from agentd.runs.channels import Channels, contained_cwd
 from agentd.runs.output.file import PROGRESS_INTERVAL, head_and_tail
@@ -93,10 +94,14 @@ class BashTool(Tool):
         # Before the command can run: what it changes is named afterwards.
         before = _read_files_state(ctx.session)
         tracked = await _track(ctx)
+        network = network_service.current()
+        net_call = network.begin_call(ctx.session.id, ctx.tool_use_id, command) if network else None
         try:
             started = await _start(command, ctx, tracked)
         except BaseException:
             _untrack(ctx, tracked)
+            if network is not None and net_call is not None:
+                network.end_call(ctx.session.id, net_call)
             raise
         if tracked is not None:
             if started.watched:
@@ -111,10 +116,17 @@ class BashTool(Tool):
             tool_use_id=ctx.tool_use_id,
         )
         if args.get("run_in_background"):
+            if network is not None and net_call is not None:
+                network.end_call(ctx.session.id, net_call)
             _to_background(ctx, task, started, tracked)
             return _background_result(task)
         timeout_ms = effective_timeout_ms(args.get("timeout"))
-        outcome = await _follow(started.run, ctx, timeout_ms / 1000)
+        try:
+            outcome = await _follow(started.run, ctx, timeout_ms / 1000)
+        finally:
+            refused = network.end_call(ctx.session.id, net_call) if network and net_call else []
+        if refused:
+            notices.append(_refused_notice(refused))
         if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
             _to_background(ctx, task, started, tracked)
             return _moved_to_background(task, started.run.output, timeout_ms)
@@ -140,6 +152,17 @@ class BashTool(Tool):
         return bash_result.finished(
             command, code, outcome, run.output, notices, seen_at, timeout_ms, read_only
         )
+
+
+def _refused_notice(refused: list[str]) -> str:
+    """The hosts the sandbox's proxy refused, and why: the model can ask for the right
+    thing (a host allowed) rather than retry without the sandbox."""
+    return (
+        "The sandbox's network proxy refused connections while this command ran: "
+        + "; ".join(refused)
+        + ". Only allowed hosts can be reached. If the command needs one, ask the user to "
+        "allow it (a sandbox.network.allowedDomains entry or a WebFetch(domain:HOST) rule)."
+    )
 
 
 async def _start(command: str, ctx: ToolContext, tracked: Tracked | None) -> launch.Started:

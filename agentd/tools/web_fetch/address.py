@@ -13,7 +13,6 @@ what is checked is the address the resolver returns, not the text of the URL.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -22,15 +21,10 @@ import httpcore
 import httpx
 
 from agentd.foundation.errors import ToolError
+from agentd.network.address import AllowList, internal_reason
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Resolves (host, port) to the addresses to try, in order.
 Resolver = Callable[[str, int], Awaitable[list[str]]]
-
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-_UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
-_METADATA = ipaddress.ip_address("169.254.169.254")
 
 
 class InternalAddressRefused(ToolError):
@@ -42,69 +36,6 @@ class InternalAddressRefused(ToolError):
             f"allow an internal host by listing it in the daemon's webfetch_allow_private_hosts "
             f"setting."
         )
-
-
-def internal_reason(address: str) -> str | None:
-    """Why `address` is not a public internet address, or None if it is one."""
-    ip: IPAddress = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            inner = internal_reason(str(ip.ipv4_mapped))
-            return inner and f"IPv4-mapped {inner}"
-        if ip.teredo is not None:
-            return "Teredo tunnel"
-        embedded = ip.sixtofour or (
-            ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None
-        )
-        if embedded is not None:
-            inner = internal_reason(str(embedded))
-            return inner and f"IPv4-embedding {inner}"
-    if ip == _METADATA:
-        return "link-local (cloud metadata)"
-    for reason, hit in (
-        ("unspecified", ip.is_unspecified),
-        ("loopback", ip.is_loopback),
-        ("link-local", ip.is_link_local),
-        ("multicast", ip.is_multicast),
-        ("shared (CGNAT)", ip in _CGNAT),
-        ("unique-local", ip in _UNIQUE_LOCAL),
-        ("reserved", ip.is_reserved),
-        ("private", ip.is_private),
-        ("non-global", not ip.is_global),
-    ):
-        if hit:
-            return reason
-    return None
-
-
-class AllowList:
-    """Hosts the operator allows although internal: by name, or by address or network."""
-
-    def __init__(self, entries: Iterable[str]) -> None:
-        self.names: set[str] = set()
-        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        for entry in entries:
-            entry = entry.strip().lower().rstrip(".").removeprefix("[").removesuffix("]")
-            try:
-                self.networks.append(ipaddress.ip_network(entry, strict=False))
-            except ValueError:
-                self.names.add(entry)
-
-    def names_host(self, host: str) -> bool:
-        """Whether the URL's host itself is listed: by name, or as an address in a network."""
-        host = host.lower().rstrip(".").removeprefix("[").removesuffix("]")
-        if host in self.names:
-            return True
-        try:
-            return self.allows(host, host)
-        except ValueError:
-            return False
-
-    def allows(self, host: str, address: str) -> bool:
-        if host.lower().rstrip(".") in self.names:
-            return True
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        return any(ip.version == net.version and ip in net for net in self.networks)
 
 
 async def system_resolve(host: str, port: int) -> list[str]:

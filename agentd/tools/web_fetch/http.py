@@ -14,8 +14,9 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from agentd import __version__ as AGENTD_VERSION
+from agentd.network.address import AllowList
 from agentd.tools.base import ToolError
-from agentd.tools.web_fetch.address import AllowList, CheckedTransport, Resolver
+from agentd.tools.web_fetch.address import CheckedTransport, Resolver
 from agentd.tools.web_fetch.pages import Page, Redirect
 from agentd.tools.web_fetch.text import describe_size, to_text
 from agentd.tools.web_fetch.url import is_same_host

@@ -22,8 +22,9 @@ import contextlib
 import time
 from typing import Any, ClassVar
 
+from agentd.network.address import AllowList
 from agentd.tools.base import Hints, InputError, Tool, ToolContext, ToolError, ToolResult
-from agentd.tools.web_fetch.address import AllowList, Resolver, system_resolve
+from agentd.tools.web_fetch.address import Resolver, system_resolve
 from agentd.tools.web_fetch.http import MAX_BODY_BYTES, fetch_page
 from agentd.tools.web_fetch.pages import Page, PageCache, Redirect
 from agentd.tools.web_fetch.text import describe_size

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
+from agentd.network.address import AllowList
 from agentd.tools.base import InputError
-from agentd.tools.web_fetch.address import AllowList
 
 MAX_URL_LENGTH = 2000
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -1,0 +1,74 @@
+"""A proxied connection as the protocols and the service see it: what was asked for
+(`Request`), what was decided (`Verdict`), who decides (`Decider`), and how the upstream
+end is opened (`Connector`: plain TCP by default; issue 21's routes that add a token or
+headers plug in here), and what a refused program is shown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+CHUNK = 256 * 1024
+CONNECT_SECONDS = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A connection asked for: where to, and how (for messages and routes)."""
+
+    host: str
+    port: int
+    via: str  # "CONNECT", "HTTP" (a forward request) or "SOCKS5"
+
+
+@dataclass(slots=True)
+class Verdict:
+    """A decision: allowed to one of `addresses` (checked), or refused and why."""
+
+    allowed: bool
+    addresses: list[str] = field(default_factory=list)
+    reason: str = ""  # why refused, or the rule/person that allowed it
+    # The allowedDomains entry that would allow it (shown in a refusal), if any could.
+    hint: str = ""
+
+
+class Decider:
+    """Decides a connection; the service's (agentd/network/service.py)."""
+
+    async def decide(self, request: Request) -> Verdict:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def carried(self, sent: int, received: int) -> None:
+        """Bytes a connection carried, once it ended."""
+
+
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+Connector = Callable[[Verdict, Request], Awaitable[Streams]]
+
+
+async def tcp_connect(
+    verdict: Verdict, request: Request
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The upstream end: the first checked address that answers."""
+    failure: OSError | None = None
+    for address in verdict.addresses:
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(address, request.port, limit=CHUNK), CONNECT_SECONDS
+            )
+        except (OSError, TimeoutError) as exc:
+            failure = exc if isinstance(exc, OSError) else OSError(str(exc) or "timed out")
+    raise failure or OSError("no address to connect to")
+
+
+def refusal_body(request: Request, verdict: Verdict) -> str:
+    """What a refused program shows: the host, why, and what would allow it."""
+    lines = [f"agentd refused the connection to {request.host}:{request.port}: {verdict.reason}."]
+    if verdict.hint:
+        lines.append(
+            f"To allow it, add {verdict.hint!r} to sandbox.network.allowedDomains "
+            f"(or WebFetch(domain:{verdict.hint.split(':')[0]}) to the allow rules), "
+            "or answer yes when agentd asks."
+        )
+    return "\n".join(lines) + "\n"
