@@ -43,7 +43,7 @@ from typing import Any
 from agentd.permissions.decision import Behavior
 from agentd.permissions.settings import HookCommand, HookGroup
 from agentd.runs import launch
-from agentd_sandbox import SandboxPolicy, SandboxUnavailable, spawn
+from agentd_sandbox import PathGone, SandboxPolicy, SandboxUnavailable, spawn
 
 # The sandbox a hook runs in: the session's policy, built when the hook runs.
 PolicyFactory = Callable[[], SandboxPolicy]
@@ -140,6 +140,11 @@ async def _run_once(
     )
     try:
         proc = await spawn(policy, ["/bin/bash", "-c", script], pass_fds=(stdin_r, started_w))
+    except PathGone as exc:
+        # A path the policy named went before the start: planned again, as a Bash call is.
+        os.close(stdin_w)
+        os.close(started_r)
+        return HookRun(hook, None, "", "", f"could not start in the sandbox: {exc}"), False
     except (SandboxUnavailable, OSError) as exc:
         os.close(stdin_w)
         os.close(started_r)

@@ -75,6 +75,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("tasks", "stop"): ["-s", sid, task],
         ("classify",): ["ls -la"],
         ("perms",): ["-s", sid, "--allow", "Bash(ls:*)"],
+        ("network",): ["-s", sid, "--allow", "example.com"],
         ("context", "add"): [
             "x", "--address", "h:1", "--ca", str(ca), "--token-file", str(token)
         ],
