@@ -20,6 +20,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -111,6 +112,9 @@ class NetworkService:
         self.loop = loop
         self.dir = os.path.join(config.state_dir, "netns")
         self._nets: dict[str, SessionNet] = {}
+        # Calls of one session prepare their sandboxes at once, from several threads (a
+        # batch's Glob and Grep): one of them makes the namespace and its listeners.
+        self._opening = threading.Lock()
         self.private = AllowList(config.network_allow_private_hosts)
         names = {normal_host(k): list(v) for k, v in config.network_resolve.items()}
         self._resolve_map = names
@@ -132,9 +136,12 @@ class NetworkService:
 
     def access(self, session: Session) -> Access:
         """The session's namespace and proxy, made on first use (from any thread)."""
-        net = self._nets.get(session.id)
-        if net is None or not net.servers:
-            net = self._open(session)
+        with self._opening:
+            net = self._nets.get(session.id)
+            # `listening`, not `servers`: those are added on the proxy's loop a moment
+            # later, and a second bind in between found the port taken (EADDRINUSE).
+            if net is None or not net.listening:
+                net = self._open(session)
         env = proxy_env.proxy_environment(
             self.config.network_http_port, self.config.network_socks_port
         )
