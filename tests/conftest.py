@@ -11,6 +11,7 @@ import pytest
 
 from agentd_client import Client
 from tests.support.daemon import OWNERS_DIRS, DaemonProcess, remove_recorded_dirs, start_daemon
+from tests.support.mounts import detach_under
 from tests.support.workspaces import reachable_workspace
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
@@ -25,13 +26,18 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _sessions_dirs_removed_at_the_end() -> Iterator[None]:
+def _sessions_dirs_removed_at_the_end(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The run's daemons each record their sessions' /tmp directories in an owners dir
     of their own (tests/support/daemon.py), which no other daemon sweeps: the run
-    removes those directories itself once every daemon has stopped."""
+    removes those directories itself once every daemon has stopped, and takes down
+    what killed daemons left mounted in its temp dirs (tests/support/mounts.py)."""
     yield
     for owners in sorted(OWNERS_DIRS):
         remove_recorded_dirs(owners)
+    base = tmp_path_factory.getbasetemp()
+    # This run's, and those of earlier runs pytest could not remove for them (garbage-*).
+    for root in [base, *base.parent.glob("garbage-*")]:
+        detach_under(str(root))
 
 
 @pytest.fixture(scope="session")
