@@ -30,14 +30,14 @@ def test_a_walk_finds_them_at_any_depth_and_follows_no_link(root: Path) -> None:
     git("init", "-q", str(root))
     git("-C", str(root), "config", "core.hooksPath", "tools/hooks")
     git("-C", str(root), "config", "core.fsmonitor", "./tools/fsmon.sh --fast")
-    git("-C", str(root), "config", "include.path", "../shared.gitconfig")
+    git("-C", str(root), "config", "include.path", "../included.gitconfig")
     git("init", "-q", str(root / "vendor" / "lib"))
     git("init", "-q", "--bare", str(root / "mirror.git"))
     (root / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
     (root / "tools" / "hooks").mkdir(parents=True)
     (root / "tools" / "hooks" / "pre-push").write_text("#!/bin/sh\n")
     (root / "tools" / "fsmon.sh").write_text("#!/bin/sh\n")
-    (root / "shared.gitconfig").write_text("[core]\n")
+    (root / "included.gitconfig").write_text("[core]\n")
     (root / "app" / ".vscode").mkdir(parents=True)
     (root / "app" / ".vscode" / "launch.json").write_text("{}")
     (root / "pkg").mkdir()
@@ -59,7 +59,7 @@ def test_a_walk_finds_them_at_any_depth_and_follows_no_link(root: Path) -> None:
         "mirror.git/config",
         "tools/hooks/pre-push",
         "tools/fsmon.sh",
-        "shared.gitconfig",
+        "included.gitconfig",
         "app/.vscode/launch.json",
         "pkg/.npmrc",
         "sub/.git",
