@@ -62,6 +62,10 @@ def install(server: dict[str, Any], path: Path | None = None) -> list[str]:
         **server,
         "required": True,
         "default_tools_approval_mode": "approve",
+        # Codex waits 10 s for a server by default: agentctl's start (Python, grpc) can
+        # take longer than that on a loaded machine, and a required server that times out
+        # stops the session.
+        "startup_timeout_sec": 60,
     }
     _save(path, data)
     return [str(path)]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 from agentd_client import Client
 from tests.support.daemon import OWNERS_DIRS, DaemonProcess, remove_recorded_dirs, start_daemon
-from tests.support.mounts import detach_under
+from tests.support.mounts import detach_under, private_namespace
 from tests.support.workspaces import reachable_workspace
 
 # The uid a root daemon runs sandboxed commands as when the workspace belongs to it.
@@ -23,6 +25,10 @@ SANDBOX_UID = 65534
 # default, however the run was started.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# A parallel run's workers each mount in a namespace of their own (see private_namespace).
+if os.environ.get("PYTEST_XDIST_WORKER") and threading.current_thread() is threading.main_thread():
+    private_namespace()
 
 
 @pytest.fixture(scope="session", autouse=True)

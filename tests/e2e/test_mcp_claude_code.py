@@ -63,6 +63,9 @@ def test_claude_code_runs_a_sandboxed_bash_through_agentd(
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "IS_SANDBOX": "1",
+            # Claude Code gives an MCP server 30 s to start by default; agentctl's import
+            # of grpc alone can take most of that on a loaded machine.
+            "MCP_TIMEOUT": "120000",
         }
         run = subprocess.run(
             [CLAUDE, "-p", "go", "--output-format", "stream-json", "--verbose", "--tools", ""],
@@ -80,6 +83,7 @@ def test_claude_code_runs_a_sandboxed_bash_through_agentd(
     assert run.returncode == 0, run.stderr
     print(f"from agentctl mcp install to the Bash result at the fake API: {took:.1f}s")
     init = next(json.loads(x) for x in run.stdout.splitlines() if '"subtype":"init"' in x)
+    assert init["tools"], "agentd's MCP server did not connect"
     assert all(t.startswith("mcp__agentd__") for t in init["tools"]), init["tools"]
     results = [json.loads(x) for x in record.read_text().splitlines()]
     assert results[0]["tool_use_id"] == "toolu_oracle_0001" and not results[0]["is_error"]

@@ -45,10 +45,13 @@ def test_lost_events_are_counted(workspace: Path) -> None:
             missing = last_seq - len([s for s in journaled if s <= last_seq])
             assert missing > 0  # the reads' events did not all fit
             assert full.disk_full
-            # Every event missing from the journal is counted, none more.
-            assert full.events_unjournaled == missing, (full.events_unjournaled, missing)
+            # While full, what is counted is never more than what is missing: the events
+            # of a group not yet committed are counted once its commit fails, which may be
+            # after this status was read.
+            assert full.events_unjournaled <= missing, (full.events_unjournaled, missing)
             assert not after.disk_full
-            assert after.events_unjournaled == missing
+            # Every event missing from the journal is counted, none more.
+            assert after.events_unjournaled == missing, (after.events_unjournaled, missing)
         finally:
             assert daemon.stop() == 0, daemon.log
     log = daemon.log

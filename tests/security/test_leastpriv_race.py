@@ -20,9 +20,9 @@ from tests.security._leastpriv import Secret, root_only_secret, swapping
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root-only files need a root daemon")
 
-CALLS = 300
+CALLS = 150
 # The race is bounded in time as well as in calls, so a slow machine ends it too.
-SECONDS = 90
+SECONDS = 60
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_grep_never_reads_a_root_only_file_swapped_in(
         ("Grep", {"pattern": "SECRET", "output_mode": "files_with_matches"}),
     ]
     with swapping(client, session_id, workspace, "file", "f.txt", secret.file):
-        assert _hammer(client, session_id, calls, secret.token) >= 100
+        assert _hammer(client, session_id, calls, secret.token) >= 60
 
 
 def test_glob_never_lists_a_root_only_directory_swapped_in(
@@ -63,7 +63,7 @@ def test_glob_never_lists_a_root_only_directory_swapped_in(
     (workspace / "sub" / "ok.txt").write_text("x\n")
     calls = [("Glob", {"pattern": "**/*"}), ("Glob", {"pattern": "*", "path": "sub"})]
     with swapping(client, session_id, workspace, "dir", "sub", secret.directory):
-        assert _hammer(client, session_id, calls, secret.token) >= 100
+        assert _hammer(client, session_id, calls, secret.token) >= 60
 
 
 def test_grep_never_walks_into_a_root_only_directory_swapped_in(
@@ -73,7 +73,7 @@ def test_grep_never_walks_into_a_root_only_directory_swapped_in(
     (workspace / "sub" / "ok.txt").write_text("x\n")
     calls = [("Grep", {"pattern": "x", "output_mode": "files_with_matches"})]
     with swapping(client, session_id, workspace, "dir", "sub", secret.directory):
-        assert _hammer(client, session_id, calls, secret.token) >= 100
+        assert _hammer(client, session_id, calls, secret.token) >= 60
 
 
 def test_ls_never_lists_a_root_only_directory_swapped_in(
@@ -83,4 +83,4 @@ def test_ls_never_lists_a_root_only_directory_swapped_in(
     (workspace / "sub" / "ok.txt").write_text("x\n")
     calls = [("LS", {}), ("LS", {"path": "sub"})]
     with swapping(client, session_id, workspace, "dir", "sub", secret.directory):
-        assert _hammer(client, session_id, calls, secret.token) >= 100
+        assert _hammer(client, session_id, calls, secret.token) >= 60

@@ -32,3 +32,29 @@ def detach_under(root: str) -> int:
         if _libc.umount2(point.encode(), _MNT_DETACH) == 0:
             done += 1
     return done
+
+
+_CLONE_NEWNS = 0x00020000
+_MS_REC = 0x4000
+_MS_PRIVATE = 1 << 18
+
+
+def private_namespace() -> bool:
+    """Move this process (its main thread, and every child it starts from now on) into a
+    mount namespace of its own, private to it: whether it did.
+
+    For a parallel run's workers. bwrap copies every host mount into each sandbox and
+    then remounts them one by one; a directory removed on the host that is a mount point
+    in that copy is unmounted from it too (since Linux 3.18), and when that happens in
+    the middle of the walk, bwrap fails to start ("Unable to apply mount flags"). A
+    session closing does exactly that to its temp dir, so one worker's daemons closing
+    sessions failed another worker's Bash calls at random. With a namespace each, what
+    one worker's daemons mount is not in any other worker's copies at all. (One daemon's
+    own sessions still share that window: the README's "left alone".)"""
+    if os.geteuid() != 0:
+        return False
+    if _libc.unshare(_CLONE_NEWNS) != 0:
+        return False
+    # On a systemd host / is shared: keep this namespace's mounts from propagating back.
+    _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None)
+    return True
