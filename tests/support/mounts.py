@@ -48,9 +48,10 @@ def private_namespace() -> bool:
     in that copy is unmounted from it too (since Linux 3.18), and when that happens in
     the middle of the walk, bwrap fails to start ("Unable to apply mount flags"). A
     session closing does exactly that to its temp dir, so one worker's daemons closing
-    sessions failed another worker's Bash calls at random. With a namespace each, what
-    one worker's daemons mount is not in any other worker's copies at all. (One daemon's
-    own sessions still share that window: the README's "left alone".)"""
+    sessions failed another worker's sandboxes at random. With a namespace each, what one
+    worker's daemons mount is not in any other worker's copies at all. (A daemon's own
+    starts survive that window: agentd/runs/launch.py starts again a sandbox that ended
+    before its command ran. Tests that run bwrap themselves have no such retry.)"""
     if os.geteuid() != 0:
         return False
     if _libc.unshare(_CLONE_NEWNS) != 0:
