@@ -17,7 +17,7 @@ from functools import lru_cache
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
-from agentd.bashsec import plain, shellvars
+from agentd.bashsec import plain, shellvars, words
 from agentd.bashsec.argv import run
 from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Walk, Word, node_text
 from agentd.bashsec.model import (
@@ -203,7 +203,7 @@ def _redirected(node: Node, ctx: Ctx) -> None:
         else:
             _walk(body, ctx)
             for word in extra:
-                _word(word, ctx)
+                words.word_value(word, ctx)
 
 
 def _redirect(node: Node, ctx: Ctx) -> list[Node]:
@@ -226,7 +226,7 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
             extra.append(child)
     if dest is None:
         return extra
-    target = _word(dest, ctx)
+    target = words.word_value(dest, ctx)
     shown = target if isinstance(target, str) else target.text
     if shown.startswith(("/dev/tcp/", "/dev/udp/")):
         # bash itself opens a socket for these paths, in either direction.
@@ -243,12 +243,12 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
 
 
 def _assignment(node: Node, ctx: Ctx) -> None:
-    if _not_an_assignment(node):
-        run(ctx, [_assignment_word(node, ctx)], [node.start_byte], node.end_byte, ())
+    if words.not_an_assignment(node):
+        run(ctx, [words.assignment_word(node, ctx)], [node.start_byte], node.end_byte, ())
         return
     name_node = node.child_by_field_name("name")
     value_node = node.child_by_field_name("value")
-    value = _value(value_node, ctx)
+    value = words.assigned_value(value_node, ctx)
     if name_node is not None:
         shellvars.assignment_node(ctx, name_node, value)
 
@@ -260,58 +260,13 @@ def _assignments(node: Node, ctx: Ctx) -> None:
     for child in node.named_children:
         if child.type != "variable_assignment":
             _walk(child, ctx)
-        elif argv or _not_an_assignment(child):
-            argv.append(_assignment_word(child, ctx))
+        elif argv or words.not_an_assignment(child):
+            argv.append(words.assignment_word(child, ctx))
             starts.append(child.start_byte)
         else:
             _assignment(child, ctx)
     if argv:
         run(ctx, argv, starts, node.end_byte, ())
-
-
-_ASSIGNABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[.*\])?\+?", re.S)
-
-
-def _not_an_assignment(node: Node) -> bool:
-    """tree-sitter-bash takes `--x=1` for an assignment; bash takes it for a word."""
-    name_node = node.child_by_field_name("name")
-    if name_node is None:
-        return True
-    return _ASSIGNABLE.fullmatch(node_text(name_node)) is None
-
-
-def _assignment_word(node: Node, ctx: Ctx) -> Word:
-    """A NAME=VALUE that bash reads as an ordinary word."""
-    name_node = node.child_by_field_name("name")
-    value = _value(node.child_by_field_name("value"), ctx)
-    name = node_text(name_node) if name_node is not None else ""
-    op = "+=" if any(c.type == "+=" for c in node.children) else "="
-    if isinstance(value, str) and "\\" not in name and "'" not in name and '"' not in name:
-        return f"{name}{op}{value}"
-    return Dyn(node_text(node))
-
-
-def _value(node: Node | None, ctx: Ctx) -> Word:
-    if node is None:
-        return ""
-    return _array(node, ctx) if node.type == "array" else _word(node, ctx)
-
-
-def _array(node: Node, ctx: Ctx) -> Word:
-    """(a b c): a number array only if every element is a number; [i]=v indices are arithmetic."""
-    numbers = True
-    for child in node.named_children:
-        value = _word(child, ctx)
-        text = node_text(child)
-        if text.startswith("["):
-            index, sep, rest = text[1:].partition("]=")
-            if isinstance(value, Dyn) and ("$" in index or "`" in index):
-                ctx.opaque(f"the array index in {text} is evaluated as arithmetic")
-            elif sep:
-                shellvars.arith_text(ctx, index, f"the array index in {text}")
-                value = rest
-        numbers = numbers and shellvars.is_number(value)
-    return "0" if numbers else Dyn(node_text(node))
 
 
 def _for(node: Node, ctx: Ctx) -> None:
@@ -325,7 +280,7 @@ def _for(node: Node, ctx: Ctx) -> None:
         ):
             continue
         has_in = True
-        values.append(_word(child, ctx))
+        values.append(words.word_value(child, ctx))
     if node.children and node.children[0].type == "select" or not has_in:
         values.append(Dyn("<input>"))
     if name_node is not None:
@@ -353,7 +308,7 @@ def _declaration(node: Node, ctx: Ctx) -> None:
         if child.type == "variable_assignment":
             name_node = child.child_by_field_name("name")
             value_node = child.child_by_field_name("value")
-            value = _value(value_node, ctx)
+            value = words.assigned_value(value_node, ctx)
             if name_node is None:
                 argv.append(Dyn(node_text(child)))
                 continue
@@ -371,7 +326,7 @@ def _declaration(node: Node, ctx: Ctx) -> None:
         elif child.type == "variable_name":
             argv.append(node_text(child))
         else:
-            argv.append(_word(child, ctx))
+            argv.append(words.word_value(child, ctx))
     if argv:
         run(ctx, argv, starts, node.end_byte, ())
 
@@ -383,8 +338,8 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
     for child in node.named_children:
         t = child.type
         if t == "variable_assignment":
-            if argv or _not_an_assignment(child):
-                argv.append(_assignment_word(child, ctx))
+            if argv or words.not_an_assignment(child):
+                argv.append(words.assignment_word(child, ctx))
                 starts.append(child.start_byte)
             else:
                 _assignment(child, ctx)
@@ -392,14 +347,14 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
             extra.extend(_redirect(child, ctx))
         elif t == "command_name":
             name_node = child.named_children[0] if child.named_child_count else child
-            argv.append(_word(name_node, ctx))
+            argv.append(words.word_value(name_node, ctx))
             starts.append(child.start_byte)
         else:
-            argv.append(_word(child, ctx))
+            argv.append(words.word_value(child, ctx))
             starts.append(child.start_byte)
     end = node.end_byte
     for word in extra:
-        argv.append(_word(word, ctx))
+        argv.append(words.word_value(word, ctx))
         starts.append(word.start_byte)
         end = max(end, word.end_byte)
     if not argv:
@@ -409,144 +364,6 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
         if isinstance(name, str) and name not in ("[", "[[") and _GLOB_IN_NAME.search(name):
             argv[0] = Dyn(name)
     run(ctx, argv, starts, end, ())
-
-
-# ------------------------------------------------------------------ words
-
-
-def _word(node: Node, ctx: Ctx) -> Word:
-    """The static value of a word, or Dyn; walks any substitution inside it."""
-    t = node.type
-    if t == "word":
-        text = node_text(node)
-        if "\\" in text:
-            text = _unescape(text)
-        if "{" in text and ("," in text or ".." in text):
-            return Dyn(text)
-        return text
-    if t == "raw_string":
-        return node_text(node)[1:-1]
-    if t == "number":
-        return node_text(node)
-    if t == "string":
-        return _string(node, ctx)
-    if t == "ansi_c_string":
-        decoded = _ansi_c(node_text(node)[2:-1])
-        return decoded if decoded is not None else Dyn(node_text(node))
-    if t == "concatenation":
-        return _concatenation(node, ctx)
-    if t in ("simple_expansion", "expansion"):
-        _walk(node, ctx)
-        return Dyn(node_text(node), not _is_path_var(node))
-    _walk(node, ctx)
-    return Dyn(node_text(node))
-
-
-def _is_path_var(node: Node) -> bool:
-    for child in node.named_children:
-        if child.type == "variable_name":
-            return node_text(child) in SETTINGS.path_vars and node.named_child_count == 1
-    return False
-
-
-def _string(node: Node, ctx: Ctx) -> Word:
-    parts: list[str] = []
-    dyn = False
-    optlike = True
-    for child in node.named_children:
-        if child.type == "string_content":
-            if not dyn:
-                text = node_text(child)
-                parts.append(_unescape_dq(text) if "\\" in text else text)
-        else:
-            _walk(child, ctx)
-            if not dyn:
-                dyn = True
-                prefix = "".join(parts)
-                optlike = (
-                    prefix.startswith("-")
-                    if prefix
-                    else not (
-                        child.type in ("simple_expansion", "expansion") and _is_path_var(child)
-                    )
-                )
-    text = "".join(parts)
-    if dyn:
-        return Dyn(node_text(node), optlike)
-    return text
-
-
-def _concatenation(node: Node, ctx: Ctx) -> Word:
-    parts: list[str] = []
-    first_dyn: Dyn | None = None
-    brace = False
-    for child in node.named_children:
-        value = _word(child, ctx)
-        if isinstance(value, Dyn):
-            if first_dyn is None:
-                first_dyn = value
-                prefix = "".join(parts)
-                if prefix:
-                    value.optlike = prefix.startswith("-")
-        elif first_dyn is None:
-            if child.type == "word" and ("{" in value or "}" in value):
-                brace = True
-            parts.append(value)
-    raw = node_text(node)
-    if first_dyn is not None:
-        return Dyn(raw, first_dyn.optlike)
-    joined = "".join(parts)
-    if brace and ("," in raw or ".." in raw):
-        return Dyn(raw)
-    return joined
-
-
-_ESCAPE = re.compile(r"\\(.)", re.S)
-_DQ_ESCAPE = re.compile(r"\\([\\$`\"\n])")
-
-
-def _unescape(text: str) -> str:
-    return _ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
-
-
-def _unescape_dq(text: str) -> str:
-    return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
-
-
-_ANSI = re.compile(
-    r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)", re.S
-)
-_ANSI_SIMPLE = {
-    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
-    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
-}  # fmt: skip
-
-
-def _ansi_c(body: str) -> str | None:
-    """Decode the inside of $'...'; None if it holds an escape we do not decode."""
-    failed = False
-
-    def one(m: re.Match[str]) -> str:
-        nonlocal failed
-        esc = m.group(1)
-        head = esc[0]
-        if head in "xuU":
-            code = int(esc[1:] or "-1", 16)
-            if not 0 <= code <= 0x10FFFF:
-                failed = True
-                return ""
-            return chr(code)
-        if head in "01234567":
-            return chr(int(esc, 8) & 0xFF)
-        if head == "c":
-            return chr(ord(esc[1]) & 0x1F)
-        if head in _ANSI_SIMPLE:
-            return _ANSI_SIMPLE[head]
-        failed = True
-        return ""
-
-    decoded = _ANSI.sub(one, body) if "\\" in body else body
-    return None if failed or "\x00" in decoded else decoded
 
 
 _HANDLERS = {
@@ -569,7 +386,7 @@ _HANDLERS = {
 }
 
 # What argv.py, checks.py and shellvars.py call back into (through the Ctx).
-WALK = Walk(node=_walk, word=_word, script=run_shell_literal, argv=run)
+WALK = Walk(node=_walk, word=words.word_value, script=run_shell_literal, argv=run)
 
 
 def new_ctx() -> Ctx:
