@@ -1,0 +1,445 @@
+"""The ssh-agent each sandbox of a session sees at $SSH_AUTH_SOCK: served by the daemon,
+signing with keys the sandbox never holds (key files the daemon reads, or the owner's
+own agent), only for the hosts the config names.
+
+A signature, in order (agentd/credentials/ssh_agent_wire.py for the bytes):
+1. The connection was bound first with OpenSSH's `session-bind@openssh.com` (ssh 8.9+
+   sends it before user authentication): the host key's signature over the session id
+   checks out, the host key is one the known_hosts file lists for a host in
+   `ssh_agent_hosts`, and the bind is not for agent forwarding. One bind per connection.
+2. What is to be signed is a user-authentication request for that bound session (so no
+   commit, no other host's challenge), naming the key asked for.
+3. The session's network rules do not deny the host, and a person allowed this key for
+   this host: asked on first use on every attached terminal, as a network ask; "always"
+   is remembered for the session.
+Adding, removing, locking, unlocking keys and every other request are refused. Each
+signature and each refusal is a `permission_decided` event (tool "SshAgent").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentd.credentials import ssh_agent_wire as wire
+from agentd.credentials.ssh_agent_keys import FileKey, KeySourceError, Upstream, host_keys
+from agentd.foundation.config import Config
+from agentd.foundation.errors import ConfigError
+from agentd.network.rules import NetworkRules
+from agentd.network.service import NOT_ASKING_MODES
+from agentd.network.state import AskAnswer
+from agentd.sessions.session import Session, SessionManager
+
+log = logging.getLogger(__name__)
+
+# Where the agent's socket is shown inside every sandbox of a session.
+SOCKET_MOUNT = "/run/agentd-ssh/agent.sock"
+# Connections one session may hold open to its agent at once; past it, refused.
+MAX_CONNECTIONS = 64
+# Refusal reasons journaled per session (one event each), and sessions remembered.
+_JOURNALED = 256
+_SESSIONS_KEPT = 256
+
+# (session, host, key fingerprint, user) -> the person's answer; "always" -> rule set
+AskFn = Callable[[Session, str, str, str], Awaitable[tuple[AskAnswer, bool]]]
+RulesFn = Callable[[Session], Awaitable[NetworkRules]]
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A host the agent may sign for, as `ssh_agent_hosts` names it."""
+
+    name: str
+    port: int
+
+    @property
+    def shown(self) -> str:
+        return self.name if self.port == 22 else f"{self.name}:{self.port}"
+
+
+def parse_hosts(entries: list[str]) -> list[Host]:
+    hosts = []
+    for entry in entries:
+        name, sep, port = entry.strip().lower().rpartition(":")
+        if not sep:
+            name, port = port, "22"
+        if not name or not port.isdigit() or not 0 < int(port) < 65536 or "/" in name:
+            raise ConfigError(
+                f'ssh_agent_hosts: {entry!r} is not a host or host:port ("git.example.com")'
+            )
+        hosts.append(Host(name, int(port)))
+    return hosts
+
+
+@dataclass
+class _Bound:
+    host: Host
+    host_key: bytes
+    session_id: bytes
+
+
+@dataclass
+class _Conn:
+    session_id: str
+    upstream: Upstream | None
+    bound: _Bound | None = None
+
+
+@dataclass
+class _Use:
+    """One key's use for one host in one session: for `agentctl credentials`."""
+
+    signatures: int = 0
+    refused: int = 0
+    allowed_by: str = ""
+
+
+@dataclass
+class _SessionAgent:
+    path: str
+    server: asyncio.Server | None = None
+    open: int = 0
+    remembered: dict[tuple[str, str], str] = field(default_factory=dict)  # (host, fp) -> who
+    asking: dict[tuple[str, str], asyncio.Future[tuple[AskAnswer, bool]]] = field(
+        default_factory=dict
+    )
+    journaled: set[str] = field(default_factory=set)
+
+
+class Refused(Exception):
+    """A request the agent answers with failure; the message is journaled."""
+
+
+class SshAgentService:
+    """The agents of all sessions; made by the daemon when `ssh_agent_hosts` is set."""
+
+    def __init__(
+        self,
+        config: Config,
+        sessions: SessionManager,
+        rules_for: RulesFn,
+        ask: AskFn,
+        has_listeners: Callable[[str], bool],
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.config = config
+        self.sessions = sessions
+        self.rules_for = rules_for
+        self.ask = ask
+        self.has_listeners = has_listeners
+        self.loop = loop
+        self.hosts = parse_hosts(config.ssh_agent_hosts)
+        try:
+            self.files = [FileKey(p) for p in config.ssh_agent_key_files]
+        except KeySourceError as exc:
+            raise ConfigError(str(exc)) from None
+        self.upstream_path = config.ssh_agent_upstream
+        self.known_hosts = config.ssh_agent_known_hosts or os.path.expanduser("~/.ssh/known_hosts")
+        self.dir = os.path.join(config.state_dir, "ssh-agent")
+        self._agents: dict[str, _SessionAgent] = {}
+        self._opening = threading.Lock()
+        self.usage: dict[str, dict[tuple[str, str], _Use]] = {}
+
+    # --- the socket each sandbox sees ---------------------------------------------------
+
+    def access(self, session: Session) -> tuple[dict[str, str], list[tuple[str, str]]]:
+        """The sandbox's SSH_AUTH_SOCK and the bind that shows the session's socket
+        there; made on first use (from any thread)."""
+        with self._opening:
+            agent = self._agents.get(session.id)
+            if agent is None:
+                agent = self._open(session.id)
+        return {"SSH_AUTH_SOCK": SOCKET_MOUNT}, [(agent.path, SOCKET_MOUNT)]
+
+    def _open(self, session_id: str) -> _SessionAgent:
+        # The directory is root's alone (0700): the socket inside may be 0666, reached
+        # only where it is bound, into this session's sandboxes.
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        name = hashlib.sha256(session_id.encode()).hexdigest()[:24]
+        path = os.path.join(self.dir, name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            os.chmod(path, 0o666)  # the sandbox's uid connects
+            sock.listen(64)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        agent = _SessionAgent(path)
+        self._agents[session_id] = agent
+
+        async def serve() -> None:
+            agent.server = await asyncio.start_unix_server(
+                lambda r, w: self._serve(session_id, agent, r, w), sock=sock
+            )
+
+        # Connections made before the loop gets to it wait in the listen backlog.
+        asyncio.run_coroutine_threadsafe(serve(), self.loop)
+        log.info("session %s: ssh-agent listening", session_id)
+        return agent
+
+    async def close_session(self, session: Session) -> None:
+        agent = self._agents.pop(session.id, None)
+        if agent is None:
+            return
+        if agent.server is not None:
+            agent.server.close()
+        for pending in agent.asking.values():
+            pending.cancel()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(agent.path)
+
+    def stop(self) -> None:
+        for agent in self._agents.values():
+            if agent.server is not None:
+                agent.server.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(agent.path)
+        self._agents.clear()
+
+    # --- one connection -----------------------------------------------------------------
+
+    async def _serve(
+        self,
+        session_id: str,
+        agent: _SessionAgent,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        if agent.open >= MAX_CONNECTIONS:
+            writer.close()
+            return
+        agent.open += 1
+        upstream = Upstream(self.upstream_path) if self.upstream_path else None
+        conn = _Conn(session_id, upstream)
+        try:
+            while True:
+                message = await wire.read_message(reader)
+                if message is None:
+                    break
+                writer.write(wire.frame(await self._answer(conn, message)))
+                await writer.drain()
+        except wire.WireError as exc:
+            # Framing is lost past a bad length: the connection ends, the agent goes on.
+            self._refused(session_id, f"a malformed message ({exc}); connection closed")
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            agent.open -= 1
+            if upstream is not None:
+                upstream.close()
+            writer.close()
+
+    async def _answer(self, conn: _Conn, message: bytes) -> bytes:
+        kind = message[0]
+        r = wire.Reader(message[1:])
+        try:
+            if kind == wire.REQUEST_IDENTITIES:
+                r.end()
+                return await self._identities(conn)
+            if kind == wire.SIGN_REQUEST:
+                return await self._sign(conn, r)
+            if kind == wire.EXTENSION:
+                name = r.string()
+                if name != wire.SESSION_BIND:
+                    raise Refused(f"the extension {name[:60]!r} is not served")
+                await self._bind(conn, r, message)
+                return wire.status(True)
+            raise Refused(f"request {kind} is refused (keys cannot be added, removed or locked)")
+        except Refused as exc:
+            self._refused(conn.session_id, str(exc))
+        except wire.WireError as exc:
+            self._refused(conn.session_id, f"a malformed request ({exc})")
+        except KeySourceError as exc:
+            log.warning("session %s: ssh-agent: %s", conn.session_id, exc)
+        if kind == wire.EXTENSION:
+            return bytes([wire.EXTENSION_FAILURE])
+        return wire.status(False)
+
+    async def _identities(self, conn: _Conn) -> bytes:
+        blobs = [k.blob for k in self.files]
+        if conn.upstream is not None:
+            blobs += await conn.upstream.identities()
+        blobs = list(dict.fromkeys(blobs))
+        body = b"".join(
+            wire.string(b) + wire.string(f"agentd {wire.fingerprint(b)}".encode()) for b in blobs
+        )
+        return bytes([wire.IDENTITIES_ANSWER]) + len(blobs).to_bytes(4, "big") + body
+
+    async def _bind(self, conn: _Conn, r: wire.Reader, message: bytes) -> None:
+        host_key, session_id, signature = r.string(), r.string(), r.string()
+        forwarding = r.boolean()
+        r.end()
+        if conn.bound is not None:
+            raise Refused("a second session bind on one connection")
+        if forwarding:
+            raise Refused("a bind for agent forwarding (the agent is not forwarded)")
+        if not session_id or len(session_id) > wire.MAX_SESSION_ID:
+            raise Refused("a session bind with a session id of a wrong size")
+        if not wire.verify(host_key, signature, session_id):
+            raise Refused("a session bind whose host key signature does not verify")
+        host = self._host_of(host_key)
+        if host is None:
+            raise Refused(
+                f"a session bind to a host key ({wire.fingerprint(host_key)}) that no host in "
+                f"ssh_agent_hosts has in {self.known_hosts}"
+            )
+        conn.bound = _Bound(host, host_key, session_id)
+        if conn.upstream is not None:
+            with contextlib.suppress(KeySourceError):
+                await conn.upstream.bind(message)  # an older agent refuses it: fine
+
+    def _host_of(self, host_key: bytes) -> Host | None:
+        for host in self.hosts:
+            if host_key in host_keys(self.known_hosts, host.name, host.port):
+                return host
+        return None
+
+    async def _sign(self, conn: _Conn, r: wire.Reader) -> bytes:
+        key_blob, data, flags = r.string(), r.string(), r.u32()
+        r.end()
+        fp = wire.fingerprint(key_blob)
+        bound = conn.bound
+        if bound is None:
+            raise Refused(f"a signature ({fp}) asked without a session bind")
+        try:
+            auth = wire.parse_userauth(data, key_blob)
+        except wire.WireError as exc:
+            raise Refused(
+                f"a signature ({fp}) for something other than ssh login ({exc})"
+            ) from None
+        if auth.session_id != bound.session_id:
+            raise Refused(f"a signature ({fp}) for another ssh session than the bound one")
+        if auth.host_key is not None and auth.host_key != bound.host_key:
+            raise Refused(f"a signature ({fp}) naming another host key than the bound one")
+        file_key = next((k for k in self.files if k.blob == key_blob), None)
+        if file_key is None and (
+            conn.upstream is None or key_blob not in await conn.upstream.identities()
+        ):
+            raise Refused(f"a signature with a key ({fp}) the agent does not hold")
+        try:
+            session = self.sessions.get(conn.session_id)
+        except Exception:
+            raise Refused("the session is closed") from None
+        host = bound.host
+        who = await self._allowed(session, host, fp, auth.user)
+        if file_key is not None:
+            signature = file_key.sign(data, flags)
+        else:
+            assert conn.upstream is not None
+            signed = await conn.upstream.sign(key_blob, data, flags)
+            if signed is None:
+                raise Refused(f"the owner's ssh-agent refused to sign with {fp}")
+            signature = signed
+        self._use(conn.session_id, host, fp).signatures += 1
+        self._journal(
+            conn.session_id, "allow", who, f"signed for {auth.user}@{host.shown} with {fp}"
+        )
+        return bytes([wire.SIGN_RESPONSE]) + wire.string(signature)
+
+    async def _allowed(self, session: Session, host: Host, fp: str, user: str) -> str:
+        """Who allowed this key for this host in this session; Refused otherwise."""
+        rules = await self.rules_for(session)
+        denied = rules.denying(host.name, host.port)
+        if denied is not None:
+            self._use(session.id, host, fp).refused += 1
+            raise Refused(f"{host.shown} is denied by {denied.shown}")
+        agent = self._agents.get(session.id)
+        if agent is None:
+            raise Refused("the session's agent is closed")
+        key = (host.shown, fp)
+        if key in agent.remembered:
+            return agent.remembered[key]
+        if session.permission_mode in NOT_ASKING_MODES:
+            why = f"its first use, and the session's mode ({session.permission_mode}) asks nobody"
+            raise Refused(f"{fp} for {host.shown}: {why}")
+        if not self.has_listeners(session.id):
+            raise Refused(f"{fp} for {host.shown}: its first use, and no person is attached")
+        pending = agent.asking.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self.ask(session, host.shown, fp, user))
+            agent.asking[key] = pending
+            pending.add_done_callback(lambda _: agent.asking.pop(key, None))
+        answer, always = await asyncio.shield(pending)
+        if not answer.allowed:
+            self._use(session.id, host, fp).refused += 1
+            raise Refused(f"{fp} for {host.shown}: {answer.decided_by}")
+        if always:
+            agent.remembered[key] = answer.decided_by
+        self._use(session.id, host, fp).allowed_by = answer.decided_by
+        return answer.decided_by
+
+    # --- what is recorded ---------------------------------------------------------------
+
+    def _use(self, session_id: str, host: Host, fp: str) -> _Use:
+        uses = self.usage.setdefault(session_id, {})
+        while len(self.usage) > _SESSIONS_KEPT:
+            self.usage.pop(next(iter(self.usage)))
+        return uses.setdefault((host.shown, fp), _Use())
+
+    def _refused(self, session_id: str, reason: str) -> None:
+        agent = self._agents.get(session_id)
+        if agent is not None:
+            if reason in agent.journaled or len(agent.journaled) >= _JOURNALED:
+                log.info("session %s: ssh-agent refused: %s", session_id, reason)
+                return
+            agent.journaled.add(reason)
+        self._journal(session_id, "deny", "ssh-agent", reason)
+
+    def _journal(self, session_id: str, behavior: str, decided_by: str, reason: str) -> None:
+        log.info("session %s: ssh-agent %s: %s (%s)", session_id, behavior, reason, decided_by)
+        with contextlib.suppress(Exception):  # a closed session has no journal to write
+            self.sessions.log(session_id).emit(
+                "permission_decided",
+                tool_use_id="",
+                tool_name="SshAgent",
+                behavior=behavior,
+                decided_by=decided_by,
+                reason=reason,
+            )
+
+    def listing(self) -> dict[str, Any]:
+        """The configured hosts and keys and which sessions used them, for
+        `agentctl credentials` (creds-https's ListCredentials adds it)."""
+        return {
+            "hosts": [h.shown for h in self.hosts],
+            "known_hosts": self.known_hosts,
+            "keys": [{"fingerprint": k.fingerprint, "source": k.path} for k in self.files],
+            "upstream": self.upstream_path,
+            "sessions": {
+                sid: [
+                    {
+                        "host": host,
+                        "key": fp,
+                        "signatures": use.signatures,
+                        "refused": use.refused,
+                        "allowed_by": use.allowed_by,
+                    }
+                    for (host, fp), use in uses.items()
+                ]
+                for sid, uses in self.usage.items()
+            },
+        }
+
+
+_current: SshAgentService | None = None
+
+
+def install(service: SshAgentService | None) -> None:
+    global _current
+    _current = service
+
+
+def current() -> SshAgentService | None:
+    return _current
