@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import fnmatch
 import hashlib
 import hmac
+import re
 
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
@@ -149,7 +149,11 @@ def _matches(pattern: str, name: str) -> bool:
             return hmac.compare_digest(mac, base64.b64decode(digest))
         except (ValueError, binascii.Error):
             return False
-    return fnmatch.fnmatchcase(name, pattern)
+    # OpenSSH's patterns: `*` and `?` only (a `[` is the bracket of "[host]:port").
+    regex = "".join(
+        ".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern.lower()
+    )
+    return re.fullmatch(regex, name.lower()) is not None
 
 
 def host_keys(path: str, host: str, port: int) -> set[bytes]:

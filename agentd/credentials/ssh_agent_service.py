@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import socket
@@ -143,38 +142,42 @@ class SshAgentService:
             raise ConfigError(str(exc)) from None
         self.upstream_path = config.ssh_agent_upstream
         self.known_hosts = config.ssh_agent_known_hosts or os.path.expanduser("~/.ssh/known_hosts")
-        self.dir = os.path.join(config.state_dir, "ssh-agent")
         self._agents: dict[str, _SessionAgent] = {}
         self._opening = threading.Lock()
         self.usage: dict[str, dict[tuple[str, str], _Use]] = {}
 
     # --- the socket each sandbox sees ---------------------------------------------------
 
-    def access(self, session: Session) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    def access(
+        self, session: Session, session_dir: str
+    ) -> tuple[dict[str, str], list[tuple[str, str]]]:
         """The sandbox's SSH_AUTH_SOCK and the bind that shows the session's socket
-        there; made on first use (from any thread)."""
+        there; made on first use (from any thread) in `session_dir`, the session's own
+        directory that its sandbox identity may walk through (bwrap, running as that
+        identity, resolves a bind's source by name: agentd/sessions/dirs.py)."""
         with self._opening:
             agent = self._agents.get(session.id)
             if agent is None:
-                agent = self._open(session.id)
+                agent = self._open(session.id, session_dir)
         return {"SSH_AUTH_SOCK": SOCKET_MOUNT}, [(agent.path, SOCKET_MOUNT)]
 
-    def _open(self, session_id: str) -> _SessionAgent:
-        # The directory is root's alone (0700): the socket inside may be 0666, reached
-        # only where it is bound, into this session's sandboxes.
-        os.makedirs(self.dir, mode=0o700, exist_ok=True)
-        name = hashlib.sha256(session_id.encode()).hexdigest()[:24]
-        path = os.path.join(self.dir, name)
+    def _open(self, session_id: str, session_dir: str) -> _SessionAgent:
+        # The socket takes the directory's group (root and the session's own group when
+        # the daemon is root): that session's sandboxes connect, no other's.
+        path = os.path.join(session_dir, "ssh-agent.sock")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(path)
-            os.chmod(path, 0o666)  # the sandbox's uid connects
+            os.chown(path, os.geteuid(), os.stat(session_dir).st_gid)
+            os.chmod(path, 0o660)
             sock.listen(64)
             sock.setblocking(False)
         except OSError:
             sock.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
             raise
         agent = _SessionAgent(path)
         self._agents[session_id] = agent

@@ -133,7 +133,7 @@ def policy_for(
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
     network, netns, ro_binds = _network(session, env, read_only)
-    ro_binds += _ssh_agent(session, env, network or netns is not None)
+    ro_binds += _ssh_agent(session, env, network or netns is not None, tmp_dir)
     if read_only:
         writable = [tmp_dir]
         shown = [r for r in roots if not _contains(r, tmp_dir)]
@@ -185,14 +185,17 @@ def _network(
     return False, access.netns, list(access.ro_binds)
 
 
-def _ssh_agent(session: Session, env: dict[str, str], networked: bool) -> list[tuple[str, str]]:
+def _ssh_agent(
+    session: Session, env: dict[str, str], networked: bool, tmp_dir: str
+) -> list[tuple[str, str]]:
     """creds-ssh: a networked sandbox's ssh-agent socket (agentd/credentials/); `env`
     gets SSH_AUTH_SOCK."""
     agent = ssh_agent_service.current()
     if agent is None or not networked:
         return []
     try:
-        agent_env, binds = agent.access(session)
+        # Beside the temp dir, in the session's own directory (agentd/sessions/dirs.py).
+        agent_env, binds = agent.access(session, os.path.dirname(tmp_dir))
     except OSError as exc:
         raise ToolError(
             f"Cannot prepare the sandbox: the session's ssh-agent socket cannot be made ({exc})"
