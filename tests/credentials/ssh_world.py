@@ -36,7 +36,8 @@ class SshWorld:
     git_port: int
     stranger_port: int
     owner_pub: str  # the public half of the key the owner's agent holds
-    file_pub: str  # the public half of the daemon's key file
+    file_pub: str  # the public half of the daemon's key file (ECDSA)
+    rsa_pub: str  # the public half of the daemon's second key file (RSA)
     key_file: str  # the daemon's private key file (hidden from the sandbox)
     owner_agent: str  # the owner's agent socket (hidden from the sandbox)
     known_hosts_line: str  # what a client in the sandbox may trust for git.test
@@ -71,6 +72,8 @@ def ssh_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshWorld]:
         owner_pub = _keygen(base / "owner_key")
         key_file = os.path.join(exposed, "daemon_key")
         file_pub = _keygen(Path(key_file), "ecdsa")
+        rsa_file = os.path.join(exposed, "daemon_rsa")
+        rsa_pub = _keygen(Path(rsa_file), "rsa")
         os.chmod(key_file, 0o644)
         repo = servers.bare_repo(base, "demo", "MARKER-SSH-AGENT")
         with contextlib.ExitStack() as stack:
@@ -81,20 +84,24 @@ def ssh_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshWorld]:
                 env={**os.environ, "SSH_AUTH_SOCK": agent},
                 stderr=subprocess.DEVNULL,
             )
-            authorized = f"{owner_pub}\n{file_pub}\n"
+            authorized = f"{owner_pub}\n{file_pub}\n{rsa_pub}\n"
             git_port = stack.enter_context(servers.sshd(base / "sshd", authorized))
             stranger_port = stack.enter_context(servers.sshd(base / "stranger", authorized))
             host_pub = (base / "sshd" / "host_ed25519.pub").read_text().split()
             line = f"[{GIT}]:{git_port} {host_pub[0]} {host_pub[1]}"
             # The stranger is configured under one name, with a key it does not hold.
             other = _keygen(base / "not_the_stranger").split()
+            # git.test's entry hashed (as HashKnownHosts writes it), the other plain.
             known = base / "known_hosts"
-            known.write_text(f"{line}\n[{ALLOWED}]:{stranger_port} {other[0]} {other[1]}\n")
+            known.write_text(f"{line}\n")
+            subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(known)], check=True)
+            with known.open("a") as f:
+                f.write(f"[{ALLOWED}]:{stranger_port} {other[0]} {other[1]}\n")
             config = base / "config.toml"
             proxied_config(
                 config,
                 f'ssh_agent_hosts = ["{GIT}:{git_port}", "{ALLOWED}:{stranger_port}"]\n'
-                f'ssh_agent_key_files = ["{key_file}"]\n'
+                f'ssh_agent_key_files = ["{key_file}", "{rsa_file}"]\n'
                 f'ssh_agent_upstream = "{agent}"\n'
                 f'ssh_agent_known_hosts = "{known}"\n',
             )
@@ -107,6 +114,7 @@ def ssh_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshWorld]:
                     stranger_port,
                     owner_pub,
                     file_pub,
+                    rsa_pub,
                     key_file,
                     agent,
                     line,

@@ -267,7 +267,7 @@ def test_keys_cannot_be_added_removed_or_locked(attack, ssh_world: SshWorld):
     refused = {k: v for k, v in out.items() if k.startswith("req_")}
     assert refused and all(v in (FAILURE, EXT_FAILURE) for v in refused.values()), refused
     assert out["ssh_add_D"] != 0 and out["ssh_add_key"] != 0, out
-    assert out["keys_after"] == 2, out  # the owner's key and the daemon's file key
+    assert out["keys_after"] == 3, out  # the owner's key and the daemon's two key files
     assert all(c.startswith("agentd SHA256:") for c in out["comments"]), out
     # The owner's agent still holds its key.
     held = subprocess.run(

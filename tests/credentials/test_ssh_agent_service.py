@@ -40,6 +40,7 @@ def prepare(world: SshWorld, workspace: Path) -> None:
     (workspace / "known_hosts").write_text(world.known_hosts_line + "\n")
     (workspace / "owner.pub").write_text(world.owner_pub + "\n")
     (workspace / "daemon_key.pub").write_text(world.file_pub + "\n")
+    (workspace / "daemon_rsa.pub").write_text(world.rsa_pub + "\n")
 
 
 def test_git_clone_and_push_over_ssh_with_no_key_in_the_sandbox(
@@ -141,3 +142,24 @@ def test_a_person_who_refuses_keeps_the_key_unused(ssh_world: SshWorld, net_work
             ),
         ).permission_decided
         assert "refused by" in refused.reason, refused
+
+
+def test_an_rsa_key_file_signs_with_sha2(ssh_world: SshWorld, net_workspace: Path):
+    """ssh asks RSA signatures with rsa-sha2-512/256 (the sign request's flags); sshd
+    accepts no other by default."""
+    prepare(ssh_world, net_workspace)
+    url = f"ssh://root@{GIT}:{ssh_world.git_port}{ssh_world.repo}"
+    ssh = ssh_command(net_workspace, "daemon_rsa.pub")
+    with Client(ssh_world.daemon.socket, timeout=240) as client:
+        sid = client.create_session(str(net_workspace)).id
+        client.update_permissions(sid, allow=["Bash"])
+        term = Terminal(client, sid, ("allow", "once"))
+        try:
+            out = bash(
+                client, sid, f"GIT_SSH_COMMAND={ssh} git clone -q {url} rsa && cat rsa/MARKER"
+            )
+        finally:
+            term.close()
+        assert "MARKER-SSH-AGENT" in out, "\n".join([*agent_log(ssh_world), out])
+        (asked,) = term.asked
+        assert asked.input["key"] == fingerprint(ssh_world.rsa_pub)
