@@ -266,6 +266,10 @@ class SshAgentService:
             self._refused(conn.session_id, f"a malformed request ({exc})")
         except KeySourceError as exc:
             log.warning("session %s: ssh-agent: %s", conn.session_id, exc)
+        except Exception:  # a check that fails refuses, never signs
+            log.exception(
+                "session %s: ssh-agent: answering request %d failed", conn.session_id, kind
+            )
         if kind == wire.EXTENSION:
             return bytes([wire.EXTENSION_FAILURE])
         return wire.status(False)
@@ -273,7 +277,10 @@ class SshAgentService:
     async def _identities(self, conn: _Conn) -> bytes:
         blobs = [k.blob for k in self.files]
         if conn.upstream is not None:
-            blobs += await conn.upstream.identities()
+            try:
+                blobs += await conn.upstream.identities()
+            except KeySourceError as exc:  # the owner's agent is gone: the files still sign
+                log.warning("session %s: ssh-agent: %s", conn.session_id, exc)
         blobs = list(dict.fromkeys(blobs))
         body = b"".join(
             wire.string(b) + wire.string(f"agentd {wire.fingerprint(b)}".encode()) for b in blobs

@@ -178,6 +178,25 @@ except OSError as e:
 c = conn()
 c.sendall(b"\x00\x00\x00\x00")
 out["zero_length"] = code(c, b"\x0b")
+# Fuzz: bytes of every kind after each request type, and bad keys in a bind.
+import random
+rng = random.Random(21)
+c = conn()
+answers = set()
+bad_keys = [b"", b"\x00" * 8, s(b"ssh-ed25519") + s(b"x"), s(b"ecdsa-sha2-nistp256")
+            + s(b"nistp256") + s(b"\x04" + b"\x01" * 64), s(b"ssh-rsa") + s(b"\x01") + s(b"")]
+for bad in bad_keys:
+    bind_bad = b"\x1b" + s(b"session-bind@openssh.com") + s(bad) + s(b"sid") + s(b"sig") + b"\x00"
+    answers.add(code(c, bind_bad))
+    answers.add(code(c, b"\x0d" + s(bad) + s(data) + flags))
+for _ in range(300):
+    kind = rng.choice([11, 13, 27, 17, 18, 25])
+    tail = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300)))
+    if rng.random() < 0.5:
+        tail = s(b"session-bind@openssh.com") + tail if kind == 27 else s(key_blob) + tail
+    answers.add(code(c, bytes([kind]) + tail))
+out["fuzz_answers"] = sorted(str(a) for a in answers)
+out["after_fuzz"] = code(c, b"\x0b")
 many = []
 for _ in range(100):
     many.append(conn())
@@ -286,6 +305,9 @@ def test_malformed_and_huge_messages_are_bounded(attack, ssh_world: SshWorld):
         assert str(out[name]).startswith("closed"), out
     assert 0 < out["served_of_100"] < 100, out  # past the bound, connections are cut
     assert out["after_all"] == IDENTITIES, out
+    # Every fuzzed request answered with a refusal (a bare list request may be answered).
+    assert set(out["fuzz_answers"]) <= {"5", "28", "12"}, out
+    assert out["after_fuzz"] == IDENTITIES, out
     assert client.run_tool(sid, "Bash", {"command": "echo alive"}).text.strip() == "alive"
 
 
