@@ -343,7 +343,11 @@ class SshAgentService:
         except Exception:
             raise Refused("the session is closed") from None
         host = bound.host
-        who = await self._allowed(session, host, fp, auth.user)
+        # The user name is the sandbox's words: shown to a person only as plain text.
+        user = (
+            auth.user if auth.user.isprintable() and len(auth.user) <= 64 else ascii(auth.user[:64])
+        )
+        who = await self._allowed(session, host, fp, user)
         if file_key is not None:
             signature = file_key.sign(data, flags)
         else:
@@ -353,9 +357,7 @@ class SshAgentService:
                 raise Refused(f"the owner's ssh-agent refused to sign with {fp}")
             signature = signed
         self._use(conn.session_id, host, fp).signatures += 1
-        self._journal(
-            conn.session_id, "allow", who, f"signed for {auth.user}@{host.shown} with {fp}"
-        )
+        self._journal(conn.session_id, "allow", who, f"signed for {user}@{host.shown} with {fp}")
         return bytes([wire.SIGN_RESPONSE]) + wire.string(signature)
 
     async def _allowed(self, session: Session, host: Host, fp: str, user: str) -> str:
