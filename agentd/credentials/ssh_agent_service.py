@@ -19,6 +19,7 @@ signature and each refusal is a `permission_decided` event (tool "SshAgent").
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import os
@@ -29,7 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.credentials import ssh_agent_wire as wire
-from agentd.credentials.ssh_agent_keys import FileKey, KeySourceError, Upstream, host_keys
+from agentd.credentials.ssh_agent_keys import (
+    FileKey,
+    KeySourceError,
+    Upstream,
+    host_keys,
+    known_host_name,
+)
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
 from agentd.network.rules import NetworkRules
@@ -41,6 +48,9 @@ log = logging.getLogger(__name__)
 
 # Where the agent's socket is shown inside every sandbox of a session.
 SOCKET_MOUNT = "/run/agentd-ssh/agent.sock"
+# The configured hosts' keys, for the sandbox's ssh to check the host itself (git's ssh
+# reads it as its global known_hosts).
+KNOWN_HOSTS_MOUNT = "/run/agentd-ssh/known_hosts"
 # Connections one session may hold open to its agent at once; past it, refused.
 MAX_CONNECTIONS = 64
 # Refusal reasons journaled per session (one event each), and sessions remembered.
@@ -104,6 +114,7 @@ class _Use:
 @dataclass
 class _SessionAgent:
     path: str
+    known_hosts: str = ""
     server: asyncio.Server | None = None
     open: int = 0
     remembered: dict[tuple[str, str], str] = field(default_factory=dict)  # (host, fp) -> who
@@ -149,17 +160,33 @@ class SshAgentService:
     # --- the socket each sandbox sees ---------------------------------------------------
 
     def access(
-        self, session: Session, session_dir: str
-    ) -> tuple[dict[str, str], list[tuple[str, str]]]:
-        """The sandbox's SSH_AUTH_SOCK and the bind that shows the session's socket
-        there; made on first use (from any thread) in `session_dir`, the session's own
-        directory that its sandbox identity may walk through (bwrap, running as that
-        identity, resolves a bind's source by name: agentd/sessions/dirs.py)."""
+        self, session: Session, session_dir: str, env: dict[str, str]
+    ) -> list[tuple[str, str]]:
+        """The binds that show the session's agent (and its hosts' keys) in a sandbox;
+        `env` gets SSH_AUTH_SOCK and git's ssh the known_hosts. Made on first use (from
+        any thread) in `session_dir`, the session's own directory that its sandbox
+        identity may walk through (bwrap, running as that identity, resolves a bind's
+        source by name: agentd/sessions/dirs.py)."""
         with self._opening:
             agent = self._agents.get(session.id)
             if agent is None:
                 agent = self._open(session.id, session_dir)
-        return {"SSH_AUTH_SOCK": SOCKET_MOUNT}, [(agent.path, SOCKET_MOUNT)]
+        env["SSH_AUTH_SOCK"] = SOCKET_MOUNT
+        binds = [(agent.path, SOCKET_MOUNT)]
+        if agent.known_hosts:
+            ssh = env.get("GIT_SSH_COMMAND", "ssh")
+            env["GIT_SSH_COMMAND"] = f"{ssh} -o GlobalKnownHostsFile={KNOWN_HOSTS_MOUNT}"
+            binds.append((agent.known_hosts, KNOWN_HOSTS_MOUNT))
+        return binds
+
+    def _known_hosts_lines(self) -> str:
+        lines = []
+        for host in self.hosts:
+            name = known_host_name(host.name, host.port)
+            for blob in sorted(host_keys(self.known_hosts, host.name, host.port)):
+                kind = wire.key_type(blob).decode()
+                lines.append(f"{name} {kind} {base64.b64encode(blob).decode()}\n")
+        return "".join(lines)
 
     def _open(self, session_id: str, session_dir: str) -> _SessionAgent:
         # The socket takes the directory's group (root and the session's own group when
@@ -180,6 +207,20 @@ class SshAgentService:
                 os.unlink(path)
             raise
         agent = _SessionAgent(path)
+        try:
+            text = self._known_hosts_lines()
+        except KeySourceError as exc:
+            log.warning("session %s: ssh-agent: %s", session_id, exc)
+            text = ""
+        if text:
+            agent.known_hosts = os.path.join(session_dir, "ssh_known_hosts")
+            fd = os.open(
+                agent.known_hosts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o640
+            )
+            with os.fdopen(fd, "w") as f:
+                os.fchown(f.fileno(), os.geteuid(), os.stat(session_dir).st_gid)
+                os.fchmod(f.fileno(), 0o640)
+                f.write(text)
         self._agents[session_id] = agent
 
         async def serve() -> None:
@@ -200,15 +241,17 @@ class SshAgentService:
             agent.server.close()
         for pending in agent.asking.values():
             pending.cancel()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(agent.path)
+        for path in filter(None, (agent.path, agent.known_hosts)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def stop(self) -> None:
         for agent in self._agents.values():
             if agent.server is not None:
                 agent.server.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(agent.path)
+            for path in filter(None, (agent.path, agent.known_hosts)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
         self._agents.clear()
 
     # --- one connection -----------------------------------------------------------------

@@ -195,13 +195,11 @@ def _ssh_agent(
         return []
     try:
         # Beside the temp dir, in the session's own directory (agentd/sessions/dirs.py).
-        agent_env, binds = agent.access(session, os.path.dirname(tmp_dir))
+        return agent.access(session, os.path.dirname(tmp_dir), env)
     except OSError as exc:
         raise ToolError(
             f"Cannot prepare the sandbox: the session's ssh-agent socket cannot be made ({exc})"
         ) from None
-    env.update(agent_env)
-    return binds
 
 
 def _session_group(session: Session) -> tuple[list[str], frozenset[str]]:

@@ -130,14 +130,16 @@ def ssh_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshWorld]:
 UNLISTED_HOST = PYPI  # a name the network allows that no ssh_agent_hosts entry names
 
 
-def ssh_command(workspace: Path, pub_file: str = "") -> str:
-    """ssh for git inside the sandbox: through the proxy (the session's GIT_SSH_COMMAND),
-    trusting only the known_hosts in the workspace, never prompting; with `pub_file`,
+def ssh_command(workspace: Path | None, pub_file: str = "") -> str:
+    """ssh for git inside the sandbox: the session's GIT_SSH_COMMAND (through the proxy,
+    checking the host against the configured hosts' keys the agent shows), never
+    prompting; `workspace`: its known_hosts instead; with `pub_file` (in `workspace`),
     only the agent's key whose public half it holds."""
-    only = f" -o IdentitiesOnly=yes -i {workspace / pub_file}" if pub_file else ""
+    own = f"-o UserKnownHostsFile={workspace}/known_hosts " if workspace else ""
+    only = f" -o IdentitiesOnly=yes -i {workspace / pub_file}" if workspace and pub_file else ""
     return (
-        f'"$GIT_SSH_COMMAND -o UserKnownHostsFile={workspace}/known_hosts '
-        f'-o StrictHostKeyChecking=yes -o BatchMode=yes -o LogLevel=ERROR{only}"'
+        f'"$GIT_SSH_COMMAND {own}-o StrictHostKeyChecking=yes -o BatchMode=yes '
+        f'-o LogLevel=ERROR{only}"'
     )
 
 

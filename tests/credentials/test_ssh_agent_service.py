@@ -46,9 +46,15 @@ def prepare(world: SshWorld, workspace: Path) -> None:
 def test_git_clone_and_push_over_ssh_with_no_key_in_the_sandbox(
     ssh_world: SshWorld, net_workspace: Path
 ):
+    """git's own ssh command as the sandbox has it: the proxy, and the configured hosts'
+    keys as its global known_hosts; the agent's first key (the owner's agent comes
+    after the daemon's key files, so the owner's key is picked by its public half)."""
     prepare(ssh_world, net_workspace)
     url = f"ssh://root@{GIT}:{ssh_world.git_port}{ssh_world.repo}"
-    ssh = ssh_command(net_workspace, "owner.pub")
+    ssh = (
+        '"$GIT_SSH_COMMAND -o BatchMode=yes -o StrictHostKeyChecking=yes '
+        f'-o IdentitiesOnly=yes -i {net_workspace}/owner.pub"'
+    )
     with Client(ssh_world.daemon.socket, timeout=240) as client:
         sid = client.create_session(str(net_workspace)).id
         term = Terminal(client, sid, ("allow", "always"))
