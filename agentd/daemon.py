@@ -252,7 +252,7 @@ class Daemon:
                 self.config,
                 self.sessions,
                 self.network_rules,
-                ssh_agent_asker(self.asker),
+                ssh_agent_asker(self.asker, self.sessions),
                 self.asker.has_listeners,
                 asyncio.get_running_loop(),
             )

@@ -57,8 +57,8 @@ MAX_CONNECTIONS = 64
 _JOURNALED = 256
 _SESSIONS_KEPT = 256
 
-# (session, host, key fingerprint, user) -> the person's answer; "always" -> rule set
-AskFn = Callable[[Session, str, str, str], Awaitable[tuple[AskAnswer, bool]]]
+# (session, host, key fingerprint, user, the rule "always" adds) -> the person's answer
+AskFn = Callable[[Session, str, str, str, str], Awaitable[AskAnswer]]
 RulesFn = Callable[[Session], Awaitable[NetworkRules]]
 
 
@@ -86,6 +86,23 @@ def parse_hosts(entries: list[str]) -> list[Host]:
             )
         hosts.append(Host(name, int(port)))
     return hosts
+
+
+def rule_for(host: Host, fp: str) -> str:
+    """The rule an "always" answer adds to the session: this key, this host."""
+    return f"SshAgent({host.shown} {fp})"
+
+
+def ssh_rule_spec(text: str) -> str | None:
+    """What an `SshAgent(...)` rule names ("host[:port]" or "host[:port] SHA256:..."),
+    the host lower-cased; None for any other rule."""
+    if not (text.startswith("SshAgent(") and text.endswith(")")):
+        return None
+    where, _, key = text[len("SshAgent(") : -1].strip().partition(" ")
+    where = where.lower()
+    if where.endswith(":22"):
+        where = where[:-3]
+    return f"{where} {key.strip()}" if key.strip() else where
 
 
 @dataclass
@@ -117,10 +134,7 @@ class _SessionAgent:
     known_hosts: str = ""
     server: asyncio.Server | None = None
     open: int = 0
-    remembered: dict[tuple[str, str], str] = field(default_factory=dict)  # (host, fp) -> who
-    asking: dict[tuple[str, str], asyncio.Future[tuple[AskAnswer, bool]]] = field(
-        default_factory=dict
-    )
+    asking: dict[tuple[str, str], asyncio.Future[AskAnswer]] = field(default_factory=dict)
     journaled: set[str] = field(default_factory=set)
 
 
@@ -406,34 +420,50 @@ class SshAgentService:
     async def _allowed(self, session: Session, host: Host, fp: str, user: str) -> str:
         """Who allowed this key for this host in this session; Refused otherwise."""
         rules = await self.rules_for(session)
-        denied = rules.denying(host.name, host.port)
+        by_network = rules.denying(host.name, host.port)
+        denied = by_network.shown if by_network else self._ruled(session, "deny", host, fp)
         if denied is not None:
             self._use(session.id, host, fp).refused += 1
-            raise Refused(f"{host.shown} is denied by {denied.shown}")
+            raise Refused(f"{fp} for {host.shown}: denied by {denied}")
+        allowed = self._ruled(session, "allow", host, fp)
+        if allowed is not None:
+            return f"allowed by {allowed}"
         agent = self._agents.get(session.id)
         if agent is None:
             raise Refused("the session's agent is closed")
-        key = (host.shown, fp)
-        if key in agent.remembered:
-            return agent.remembered[key]
         if session.permission_mode in NOT_ASKING_MODES:
             why = f"its first use, and the session's mode ({session.permission_mode}) asks nobody"
             raise Refused(f"{fp} for {host.shown}: {why}")
         if not self.has_listeners(session.id):
             raise Refused(f"{fp} for {host.shown}: its first use, and no person is attached")
+        key = (host.shown, fp)
         pending = agent.asking.get(key)
         if pending is None:
-            pending = asyncio.ensure_future(self.ask(session, host.shown, fp, user))
+            pending = asyncio.ensure_future(
+                self.ask(session, host.shown, fp, user, rule_for(host, fp))
+            )
             agent.asking[key] = pending
             pending.add_done_callback(lambda _: agent.asking.pop(key, None))
-        answer, always = await asyncio.shield(pending)
+        answer = await asyncio.shield(pending)
         if not answer.allowed:
             self._use(session.id, host, fp).refused += 1
             raise Refused(f"{fp} for {host.shown}: {answer.decided_by}")
-        if always:
-            agent.remembered[key] = answer.decided_by
         self._use(session.id, host, fp).allowed_by = answer.decided_by
         return answer.decided_by
+
+    def _ruled(self, session: Session, kind: str, host: Host, fp: str) -> str | None:
+        """The `SshAgent(HOST)` or `SshAgent(HOST KEY)` rule of the daemon's config or
+        the session's own that allows or denies (`kind`) this key for this host. Never
+        a workspace's: its settings may deny the host (network rules), never grant."""
+        wanted = {host.shown, f"{host.shown} {fp}"}
+        for source, texts in (
+            ("daemon config", getattr(self.config, f"{kind}_rules")),
+            ("session", getattr(session, f"{kind}_rules")),
+        ):
+            for text in texts:
+                if ssh_rule_spec(text) in wanted:
+                    return f"{text} ({source})"
+        return None
 
     # --- what is recorded ---------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agentd.credentials.ssh_agent_service import ssh_rule_spec
 from agentd_client import Client
 from tests.credentials.ssh_world import SshWorld, Terminal, ssh_command
 from tests.network.support import GIT
@@ -99,6 +100,9 @@ def test_git_clone_and_push_over_ssh_with_no_key_in_the_sandbox(
         ).permission_decided
         assert f"root@{GIT}:{ssh_world.git_port}" in signed.reason and owner_fp in signed.reason
         assert "(always)" in signed.decided_by, signed
+        # "always" is a rule of the session's, kept with it.
+        rule = f"SshAgent({GIT}:{ssh_world.git_port} {owner_fp})"
+        assert rule in client.get_session(sid).allow_rules
 
 
 def test_the_daemons_key_file_signs_once_per_answer_and_nobody_attached_refuses(
@@ -169,3 +173,41 @@ def test_an_rsa_key_file_signs_with_sha2(ssh_world: SshWorld, net_workspace: Pat
         assert "MARKER-SSH-AGENT" in out, "\n".join([*agent_log(ssh_world), out])
         (asked,) = term.asked
         assert asked.input["key"] == fingerprint(ssh_world.rsa_pub)
+
+
+def test_rules_of_the_session_allow_without_asking_and_deny_before_asking(
+    ssh_world: SshWorld, net_workspace: Path
+):
+    """A session's client (or the daemon's config) may allow a host for the agent up
+    front, so automation in bypassPermissions logs in; a deny rule wins over a yes."""
+    prepare(ssh_world, net_workspace)
+    host = f"{GIT}:{ssh_world.git_port}"
+    url = f"ssh://root@{host}{ssh_world.repo}"
+    clone = f"GIT_SSH_COMMAND={ssh_command(None)} git clone -q {url}"
+    with Client(ssh_world.daemon.socket, timeout=240) as client:
+        sid = client.create_session(str(net_workspace), permission_mode="bypassPermissions").id
+        client.update_permissions(sid, allow=[f"SshAgent({host})"])
+        out = bash(client, sid, f"{clone} allowed && cat allowed/MARKER")
+        assert "MARKER-SSH-AGENT" in out, "\n".join([*agent_log(ssh_world), out])
+        denied = client.create_session(str(net_workspace)).id
+        client.update_permissions(denied, allow=["Bash"], deny=[f"SshAgent({host.upper()})"])
+        term = Terminal(client, denied, ("allow", "always"))
+        try:
+            out = bash(client, denied, f"{clone} denied")
+        finally:
+            term.close()
+        assert "Permission denied (publickey)" in out and not term.asked, out
+
+
+@pytest.mark.parametrize(
+    ("rule", "spec"),
+    [
+        ("SshAgent(Git.Example.com)", "git.example.com"),
+        ("SshAgent(git.example.com:22)", "git.example.com"),
+        ("SshAgent(git.example.com:2222  SHA256:AbC)", "git.example.com:2222 SHA256:AbC"),
+        ("WebFetch(domain:git.example.com)", None),
+        ("SshAgent", None),
+    ],
+)
+def test_ssh_agent_rules_name_a_host_and_maybe_a_key(rule: str, spec: str | None):
+    assert ssh_rule_spec(rule) == spec
