@@ -9,9 +9,10 @@ A signature, in order (agentd/credentials/ssh_agent_wire.py for the bytes):
    `ssh_agent_hosts`, and the bind is not for agent forwarding. One bind per connection.
 2. What is to be signed is a user-authentication request for that bound session (so no
    commit, no other host's challenge), naming the key asked for.
-3. The session's network rules do not deny the host, and a person allowed this key for
-   this host: asked on first use on every attached terminal, as a network ask; "always"
-   is remembered for the session.
+3. Neither the session's network rules nor an `SshAgent(...)` deny rule deny the host,
+   and an `SshAgent(...)` allow rule of the config or the session, or a person, allows
+   this key for it: asked on first use on every attached terminal, as a network ask;
+   "always" adds the rule to the session (agentd/credentials/ssh_agent_rules.py).
 Adding, removing, locking, unlocking keys and every other request are refused. Each
 signature and each refusal is a `permission_decided` event (tool "SshAgent").
 """
@@ -19,7 +20,6 @@ signature and each refusal is a `permission_decided` event (tool "SshAgent").
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 import os
@@ -30,12 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.credentials import ssh_agent_wire as wire
-from agentd.credentials.ssh_agent_keys import (
-    FileKey,
-    KeySourceError,
-    Upstream,
-    host_keys,
-    known_host_name,
+from agentd.credentials.ssh_agent_keys import FileKey, KeySourceError, Upstream
+from agentd.credentials.ssh_agent_rules import (
+    Host,
+    host_of,
+    known_hosts_text,
+    parse_hosts,
+    rule_for,
+    ruled,
 )
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
@@ -60,49 +62,6 @@ _SESSIONS_KEPT = 256
 # (session, host, key fingerprint, user, the rule "always" adds) -> the person's answer
 AskFn = Callable[[Session, str, str, str, str], Awaitable[AskAnswer]]
 RulesFn = Callable[[Session], Awaitable[NetworkRules]]
-
-
-@dataclass(frozen=True, slots=True)
-class Host:
-    """A host the agent may sign for, as `ssh_agent_hosts` names it."""
-
-    name: str
-    port: int
-
-    @property
-    def shown(self) -> str:
-        return self.name if self.port == 22 else f"{self.name}:{self.port}"
-
-
-def parse_hosts(entries: list[str]) -> list[Host]:
-    hosts = []
-    for entry in entries:
-        name, sep, port = entry.strip().lower().rpartition(":")
-        if not sep:
-            name, port = port, "22"
-        if not name or not port.isdigit() or not 0 < int(port) < 65536 or "/" in name:
-            raise ConfigError(
-                f'ssh_agent_hosts: {entry!r} is not a host or host:port ("git.example.com")'
-            )
-        hosts.append(Host(name, int(port)))
-    return hosts
-
-
-def rule_for(host: Host, fp: str) -> str:
-    """The rule an "always" answer adds to the session: this key, this host."""
-    return f"SshAgent({host.shown} {fp})"
-
-
-def ssh_rule_spec(text: str) -> str | None:
-    """What an `SshAgent(...)` rule names ("host[:port]" or "host[:port] SHA256:..."),
-    the host lower-cased; None for any other rule."""
-    if not (text.startswith("SshAgent(") and text.endswith(")")):
-        return None
-    where, _, key = text[len("SshAgent(") : -1].strip().partition(" ")
-    where = where.lower()
-    if where.endswith(":22"):
-        where = where[:-3]
-    return f"{where} {key.strip()}" if key.strip() else where
 
 
 @dataclass
@@ -193,15 +152,6 @@ class SshAgentService:
             binds.append((agent.known_hosts, KNOWN_HOSTS_MOUNT))
         return binds
 
-    def _known_hosts_lines(self) -> str:
-        lines = []
-        for host in self.hosts:
-            name = known_host_name(host.name, host.port)
-            for blob in sorted(host_keys(self.known_hosts, host.name, host.port)):
-                kind = wire.key_type(blob).decode()
-                lines.append(f"{name} {kind} {base64.b64encode(blob).decode()}\n")
-        return "".join(lines)
-
     def _open(self, session_id: str, session_dir: str) -> _SessionAgent:
         # The socket takes the directory's group (root and the session's own group when
         # the daemon is root): that session's sandboxes connect, no other's.
@@ -222,7 +172,7 @@ class SshAgentService:
             raise
         agent = _SessionAgent(path)
         try:
-            text = self._known_hosts_lines()
+            text = known_hosts_text(self.hosts, self.known_hosts)
         except KeySourceError as exc:
             log.warning("session %s: ssh-agent: %s", session_id, exc)
             text = ""
@@ -356,7 +306,7 @@ class SshAgentService:
             raise Refused("a session bind with a session id of a wrong size")
         if not wire.verify(host_key, signature, session_id):
             raise Refused("a session bind whose host key signature does not verify")
-        host = self._host_of(host_key)
+        host = host_of(self.hosts, self.known_hosts, host_key)
         if host is None:
             raise Refused(
                 f"a session bind to a host key ({wire.fingerprint(host_key)}) that no host in "
@@ -366,12 +316,6 @@ class SshAgentService:
         if conn.upstream is not None:
             with contextlib.suppress(KeySourceError):
                 await conn.upstream.bind(message)  # an older agent refuses it: fine
-
-    def _host_of(self, host_key: bytes) -> Host | None:
-        for host in self.hosts:
-            if host_key in host_keys(self.known_hosts, host.name, host.port):
-                return host
-        return None
 
     async def _sign(self, conn: _Conn, r: wire.Reader) -> bytes:
         key_blob, data, flags = r.string(), r.string(), r.u32()
@@ -421,11 +365,11 @@ class SshAgentService:
         """Who allowed this key for this host in this session; Refused otherwise."""
         rules = await self.rules_for(session)
         by_network = rules.denying(host.name, host.port)
-        denied = by_network.shown if by_network else self._ruled(session, "deny", host, fp)
+        denied = by_network.shown if by_network else ruled(self.config, session, "deny", host, fp)
         if denied is not None:
             self._use(session.id, host, fp).refused += 1
             raise Refused(f"{fp} for {host.shown}: denied by {denied}")
-        allowed = self._ruled(session, "allow", host, fp)
+        allowed = ruled(self.config, session, "allow", host, fp)
         if allowed is not None:
             return f"allowed by {allowed}"
         agent = self._agents.get(session.id)
@@ -450,20 +394,6 @@ class SshAgentService:
             raise Refused(f"{fp} for {host.shown}: {answer.decided_by}")
         self._use(session.id, host, fp).allowed_by = answer.decided_by
         return answer.decided_by
-
-    def _ruled(self, session: Session, kind: str, host: Host, fp: str) -> str | None:
-        """The `SshAgent(HOST)` or `SshAgent(HOST KEY)` rule of the daemon's config or
-        the session's own that allows or denies (`kind`) this key for this host. Never
-        a workspace's: its settings may deny the host (network rules), never grant."""
-        wanted = {host.shown, f"{host.shown} {fp}"}
-        for source, texts in (
-            ("daemon config", getattr(self.config, f"{kind}_rules")),
-            ("session", getattr(session, f"{kind}_rules")),
-        ):
-            for text in texts:
-                if ssh_rule_spec(text) in wanted:
-                    return f"{text} ({source})"
-        return None
 
     # --- what is recorded ---------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.credentials.ssh_agent_service import ssh_rule_spec
+from agentd.credentials.ssh_agent_rules import ssh_rule_spec
 from agentd_client import Client
 from tests.credentials.ssh_world import SshWorld, Terminal, ssh_command
 from tests.network.support import GIT
