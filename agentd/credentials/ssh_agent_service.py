@@ -31,6 +31,7 @@ from typing import Any
 
 from agentd.credentials import ssh_agent_wire as wire
 from agentd.credentials.ssh_agent_keys import FileKey, KeySourceError, Upstream
+from agentd.credentials.ssh_agent_record import Record
 from agentd.credentials.ssh_agent_rules import (
     Host,
     host_of,
@@ -55,9 +56,6 @@ SOCKET_MOUNT = "/run/agentd-ssh/agent.sock"
 KNOWN_HOSTS_MOUNT = "/run/agentd-ssh/known_hosts"
 # Connections one session may hold open to its agent at once; past it, refused.
 MAX_CONNECTIONS = 64
-# Refusal reasons journaled per session (one event each), and sessions remembered.
-_JOURNALED = 256
-_SESSIONS_KEPT = 256
 
 # (session, host, key fingerprint, user, the rule "always" adds) -> the person's answer
 AskFn = Callable[[Session, str, str, str, str], Awaitable[AskAnswer]]
@@ -79,22 +77,12 @@ class _Conn:
 
 
 @dataclass
-class _Use:
-    """One key's use for one host in one session: for `agentctl credentials`."""
-
-    signatures: int = 0
-    refused: int = 0
-    allowed_by: str = ""
-
-
-@dataclass
 class _SessionAgent:
     path: str
     known_hosts: str = ""
     server: asyncio.Server | None = None
     open: int = 0
     asking: dict[tuple[str, str], asyncio.Future[AskAnswer]] = field(default_factory=dict)
-    journaled: set[str] = field(default_factory=set)
 
 
 class Refused(Exception):
@@ -128,7 +116,7 @@ class SshAgentService:
         self.known_hosts = config.ssh_agent_known_hosts or os.path.expanduser("~/.ssh/known_hosts")
         self._agents: dict[str, _SessionAgent] = {}
         self._opening = threading.Lock()
-        self.usage: dict[str, dict[tuple[str, str], _Use]] = {}
+        self.record = Record(sessions)
 
     # --- the socket each sandbox sees ---------------------------------------------------
 
@@ -199,6 +187,7 @@ class SshAgentService:
 
     async def close_session(self, session: Session) -> None:
         agent = self._agents.pop(session.id, None)
+        self.record.closed(session.id)
         if agent is None:
             return
         if agent.server is not None:
@@ -242,7 +231,7 @@ class SshAgentService:
                 await writer.drain()
         except wire.WireError as exc:
             # Framing is lost past a bad length: the connection ends, the agent goes on.
-            self._refused(session_id, f"a malformed message ({exc}); connection closed")
+            self.record.refused(session_id, f"a malformed message ({exc}); connection closed")
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
@@ -268,9 +257,9 @@ class SshAgentService:
                 return wire.status(True)
             raise Refused(f"request {kind} is refused (keys cannot be added, removed or locked)")
         except Refused as exc:
-            self._refused(conn.session_id, str(exc))
+            self.record.refused(conn.session_id, str(exc))
         except wire.WireError as exc:
-            self._refused(conn.session_id, f"a malformed request ({exc})")
+            self.record.refused(conn.session_id, f"a malformed request ({exc})")
         except KeySourceError as exc:
             log.warning("session %s: ssh-agent: %s", conn.session_id, exc)
         except Exception:  # a check that fails refuses, never signs
@@ -357,8 +346,10 @@ class SshAgentService:
             if signed is None:
                 raise Refused(f"the owner's ssh-agent refused to sign with {fp}")
             signature = signed
-        self._use(conn.session_id, host, fp).signatures += 1
-        self._journal(conn.session_id, "allow", who, f"signed for {user}@{host.shown} with {fp}")
+        self.record.use(conn.session_id, host, fp).signatures += 1
+        self.record.journal(
+            conn.session_id, "allow", who, f"signed for {user}@{host.shown} with {fp}"
+        )
         return bytes([wire.SIGN_RESPONSE]) + wire.string(signature)
 
     async def _allowed(self, session: Session, host: Host, fp: str, user: str) -> str:
@@ -367,7 +358,7 @@ class SshAgentService:
         by_network = rules.denying(host.name, host.port)
         denied = by_network.shown if by_network else ruled(self.config, session, "deny", host, fp)
         if denied is not None:
-            self._use(session.id, host, fp).refused += 1
+            self.record.use(session.id, host, fp).refused += 1
             raise Refused(f"{fp} for {host.shown}: denied by {denied}")
         allowed = ruled(self.config, session, "allow", host, fp)
         if allowed is not None:
@@ -390,39 +381,10 @@ class SshAgentService:
             pending.add_done_callback(lambda _: agent.asking.pop(key, None))
         answer = await asyncio.shield(pending)
         if not answer.allowed:
-            self._use(session.id, host, fp).refused += 1
+            self.record.use(session.id, host, fp).refused += 1
             raise Refused(f"{fp} for {host.shown}: {answer.decided_by}")
-        self._use(session.id, host, fp).allowed_by = answer.decided_by
+        self.record.use(session.id, host, fp).allowed_by = answer.decided_by
         return answer.decided_by
-
-    # --- what is recorded ---------------------------------------------------------------
-
-    def _use(self, session_id: str, host: Host, fp: str) -> _Use:
-        uses = self.usage.setdefault(session_id, {})
-        while len(self.usage) > _SESSIONS_KEPT:
-            self.usage.pop(next(iter(self.usage)))
-        return uses.setdefault((host.shown, fp), _Use())
-
-    def _refused(self, session_id: str, reason: str) -> None:
-        agent = self._agents.get(session_id)
-        if agent is not None:
-            if reason in agent.journaled or len(agent.journaled) >= _JOURNALED:
-                log.info("session %s: ssh-agent refused: %s", session_id, reason)
-                return
-            agent.journaled.add(reason)
-        self._journal(session_id, "deny", "ssh-agent", reason)
-
-    def _journal(self, session_id: str, behavior: str, decided_by: str, reason: str) -> None:
-        log.info("session %s: ssh-agent %s: %s (%s)", session_id, behavior, reason, decided_by)
-        with contextlib.suppress(Exception):  # a closed session has no journal to write
-            self.sessions.log(session_id).emit(
-                "permission_decided",
-                tool_use_id="",
-                tool_name="SshAgent",
-                behavior=behavior,
-                decided_by=decided_by,
-                reason=reason,
-            )
 
     def listing(self) -> dict[str, Any]:
         """The configured hosts and keys and which sessions used them, for
@@ -432,19 +394,7 @@ class SshAgentService:
             "known_hosts": self.known_hosts,
             "keys": [{"fingerprint": k.fingerprint, "source": k.path} for k in self.files],
             "upstream": self.upstream_path,
-            "sessions": {
-                sid: [
-                    {
-                        "host": host,
-                        "key": fp,
-                        "signatures": use.signatures,
-                        "refused": use.refused,
-                        "allowed_by": use.allowed_by,
-                    }
-                    for (host, fp), use in uses.items()
-                ]
-                for sid, uses in self.usage.items()
-            },
+            "sessions": self.record.sessions_used(),
         }
 
 
