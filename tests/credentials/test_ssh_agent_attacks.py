@@ -122,6 +122,7 @@ out["sign_without_bind"] = code(conn(), sign)
 c = conn()
 out["forwarding_bind"] = code(c, bind[:-1] + b"\x01")
 out["sign_after_forwarding_bind"] = code(c, sign)
+out["list_after_forwarding_bind"] = code(c, b"\x0b")
 c = conn()
 out["genuine_bind"] = code(c, bind)
 out["second_bind"] = code(c, bind)
@@ -271,6 +272,7 @@ def test_signatures_need_a_genuine_bind_to_a_configured_host(attack):
     assert out["sign_without_bind"] == FAILURE
     assert out["forwarding_bind"] == EXT_FAILURE
     assert out["sign_after_forwarding_bind"] == FAILURE
+    assert out["list_after_forwarding_bind"] == FAILURE  # a remote host sees no key at all
     # The genuine bind is accepted: the refusals below are of what is asked, not of it.
     assert out["genuine_bind"] == SUCCESS
     assert out["second_bind"] == EXT_FAILURE

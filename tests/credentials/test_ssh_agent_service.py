@@ -211,3 +211,22 @@ def test_rules_of_the_session_allow_without_asking_and_deny_before_asking(
 )
 def test_ssh_agent_rules_name_a_host_and_maybe_a_key(rule: str, spec: str | None):
     assert ssh_rule_spec(rule) == spec
+
+
+def test_agent_forwarding_gives_the_remote_host_nothing(ssh_world: SshWorld, net_workspace: Path):
+    """`ssh -A`: ssh binds the forwarded agent's connection with is_forwarding set; the
+    agent refuses it, and the remote host lists no key (ssh-add -l there fails)."""
+    prepare(ssh_world, net_workspace)
+    host = f"{GIT}:{ssh_world.git_port}"
+    with Client(ssh_world.daemon.socket, timeout=240) as client:
+        sid = client.create_session(str(net_workspace), permission_mode="bypassPermissions").id
+        client.update_permissions(sid, allow=[f"SshAgent({host})"])
+        out = bash(
+            client,
+            sid,
+            f'eval "$GIT_SSH_COMMAND -A -o BatchMode=yes -p {ssh_world.git_port} root@{GIT} '
+            "'echo LOGGED-IN; ssh-add -l; echo remote-rc=\\$?'\"",
+        )
+    assert "LOGGED-IN" in out, "\n".join([*agent_log(ssh_world), out])
+    assert "remote-rc=0" not in out and "SHA256:" not in out, out
+    assert any("agent forwarding" in line for line in agent_log(ssh_world)), out
