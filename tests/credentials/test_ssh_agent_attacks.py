@@ -321,3 +321,28 @@ def test_the_key_file_and_the_owners_agent_are_not_reachable(attack):
         "PermissionError",
         "ConnectionRefusedError",
     ), out
+
+
+def test_another_sessions_agent_is_not_reachable(ssh_world: SshWorld):
+    """Each session's agent lives in that session's own directory: from one session's
+    sandbox, the other's socket path (known: beside its temp dir) leads nowhere."""
+    workspace = sandbox_dir("agentd-ssh-other-")
+    try:
+        with Client(ssh_world.daemon.socket, timeout=120) as client:
+            a = client.create_session(workspace, permission_mode="bypassPermissions").id
+            b = client.create_session(workspace, permission_mode="bypassPermissions").id
+            tmp_b = client.run_tool(b, "Bash", {"command": "echo $TMPDIR"}).text.strip()
+            other = os.path.join(os.path.dirname(tmp_b), "ssh-agent.sock")
+            assert os.path.exists(other)  # on the host: B's agent is there
+            probe = (
+                "import socket, sys\n"
+                "try:\n"
+                "    socket.socket(socket.AF_UNIX).connect(sys.argv[1])\n"
+                "    print('REACHED')\n"
+                "except OSError as e:\n"
+                "    print('REFUSED', type(e).__name__)\n"
+            )
+            r = client.run_tool(a, "Bash", {"command": guarded_py(probe, other)})
+            assert "REFUSED" in r.text and "REACHED" not in r.text, r.text
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
