@@ -74,6 +74,9 @@ class _Conn:
     session_id: str
     upstream: Upstream | None
     bound: _Bound | None = None
+    # Bound for forwarding: the connection serves a remote host; nothing more is answered
+    # (not even the list of keys).
+    forwarded: bool = False
 
 
 @dataclass
@@ -244,6 +247,8 @@ class SshAgentService:
         kind = message[0]
         r = wire.Reader(message[1:])
         try:
+            if conn.forwarded:
+                raise Refused("a request on a connection bound for agent forwarding")
             if kind == wire.REQUEST_IDENTITIES:
                 r.end()
                 return await self._identities(conn)
@@ -290,6 +295,7 @@ class SshAgentService:
         if conn.bound is not None:
             raise Refused("a second session bind on one connection")
         if forwarding:
+            conn.forwarded = True
             raise Refused("a bind for agent forwarding (the agent is not forwarded)")
         if not session_id or len(session_id) > wire.MAX_SESSION_ID:
             raise Refused("a session bind with a session id of a wrong size")
