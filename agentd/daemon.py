@@ -24,6 +24,7 @@ from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
 from agentd.changes.prompt import made_by
 from agentd.changes.service import ChangeTracker
+from agentd.credentials import ssh_agent_service
 from agentd.foundation import logs, metrics, offload
 from agentd.foundation.config import Config
 from agentd.foundation.errors import SessionNotFound, Unavailable
@@ -37,6 +38,7 @@ from agentd.fs.temp_ledger import TempLedger
 from agentd.network import service as network_service
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.permissions.network_rules import NetworkRulesSource, network_asker
+from agentd.permissions.ssh_agent_ask import ssh_agent_asker
 from agentd.runs.output.registry import Outputs
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim.adopt import readopt
@@ -119,6 +121,7 @@ class Daemon:
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.
         self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
         self.network: network_service.NetworkService | None = None  # made in start()
+        self.ssh_agent: ssh_agent_service.SshAgentService | None = None  # creds-ssh
         self.executor = Executor(
             default_registry(), self.sessions, config, self.permissions, services=self.services
         )
@@ -175,6 +178,8 @@ class Daemon:
     async def _close_network(self, session: Session) -> None:
         if self.network is not None:
             await self.network.close_session(session)
+        if self.ssh_agent is not None:
+            await self.ssh_agent.close_session(session)
 
     def _index_changes(self, session: Session) -> None:
         """A new session's workspaces are indexed for held changes before its first call."""
@@ -242,6 +247,16 @@ class Daemon:
             asyncio.get_running_loop(),
         )
         network_service.install(self.network)
+        if self.config.ssh_agent_hosts:  # creds-ssh: the sandbox's ssh-agent
+            self.ssh_agent = ssh_agent_service.SshAgentService(
+                self.config,
+                self.sessions,
+                self.network_rules,
+                ssh_agent_asker(self.asker, self.sessions),
+                self.asker.has_listeners,
+                asyncio.get_running_loop(),
+            )
+            ssh_agent_service.install(self.ssh_agent)
         if swept := self.network.sweep(self._session_open):
             log.info("removed the network namespaces of %d sessions no longer open", swept)
         self.loop_watch.start()
@@ -346,6 +361,9 @@ class Daemon:
         if self.network is not None:
             self.network.stop(keep=living.__contains__)
             network_service.install(None)
+        if self.ssh_agent is not None:
+            self.ssh_agent.stop()
+            ssh_agent_service.install(None)
         shim_client.FORKSERVER.close()
         offload.shared().close()
         self.loop_watch.stop()

@@ -185,6 +185,16 @@ class Config:
     # The proxy's ports on the loopback of each session's namespace.
     network_http_port: Annotated[int, at.Ge(1), at.Le(65535)] = 3128
     network_socks_port: Annotated[int, at.Ge(1), at.Le(65535)] = 1080
+    # creds-ssh: the ssh-agent every networked sandbox sees at $SSH_AUTH_SOCK, signing with
+    # keys the sandbox never holds (agentd/credentials/ssh_agent_service.py).
+    # Hosts it may sign for ("git.example.com", "host:2222"); none: no agent at all.
+    ssh_agent_hosts: list[str] = field(default_factory=list)
+    # Private key files (OpenSSH format, no passphrase) the daemon reads and signs with.
+    ssh_agent_key_files: list[str] = field(default_factory=list)
+    # The owner's ssh-agent socket (their $SSH_AUTH_SOCK), whose keys sign too.
+    ssh_agent_upstream: str = ""
+    # The known_hosts listing those hosts' keys; "": ~/.ssh/known_hosts of the daemon's user.
+    ssh_agent_known_hosts: str = ""
     # The uid a root daemon's sandboxed commands run as when the session owner is root.
     sandbox_uid: Id = 65534
     sandbox_gid: Id = 65534

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
+from agentd.credentials import ssh_agent_service
 from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ToolError
 from agentd.fs import tmpfs
@@ -108,6 +109,8 @@ def daemon_secrets(config: Config) -> list[str]:
         for p in (config.config_file, default_config_file(), config.token_file, config.tls_key)
         if p
     ]
+    # creds-ssh: the keys the sandbox's ssh-agent signs with, and the owner's agent.
+    paths += [*config.ssh_agent_key_files, *filter(None, [config.ssh_agent_upstream])]
     return paths
 
 
@@ -130,6 +133,7 @@ def policy_for(
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
     network, netns, ro_binds = _network(session, env, read_only)
+    ro_binds += _ssh_agent(session, env, network or netns is not None, tmp_dir)
     if read_only:
         writable = [tmp_dir]
         shown = [r for r in roots if not _contains(r, tmp_dir)]
@@ -179,6 +183,23 @@ def _network(
         ) from None
     env.update(access.env)
     return False, access.netns, list(access.ro_binds)
+
+
+def _ssh_agent(
+    session: Session, env: dict[str, str], networked: bool, tmp_dir: str
+) -> list[tuple[str, str]]:
+    """creds-ssh: a networked sandbox's ssh-agent socket (agentd/credentials/); `env`
+    gets SSH_AUTH_SOCK."""
+    agent = ssh_agent_service.current()
+    if agent is None or not networked:
+        return []
+    try:
+        # Beside the temp dir, in the session's own directory (agentd/sessions/dirs.py).
+        return agent.access(session, os.path.dirname(tmp_dir), env)
+    except OSError as exc:
+        raise ToolError(
+            f"Cannot prepare the sandbox: the session's ssh-agent socket cannot be made ({exc})"
+        ) from None
 
 
 def _session_group(session: Session) -> tuple[list[str], frozenset[str]]:
