@@ -95,9 +95,8 @@ def capture(host, port):
     cmd = (f"{SSH} -o IdentityAgent={path} -o UserKnownHostsFile=/dev/null "
            "-o StrictHostKeyChecking=no -o BatchMode=yes -o LogLevel=ERROR "
            f"-p {port} root@{host} true")
-    # Not captured: the proxy helper's stray `cat` may hold a pipe after ssh has exited.
-    subprocess.run(["sh", "-c", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=120)
+    # Captured: nothing of the proxy helper may hold ssh's pipes once ssh has exited.
+    subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=60)
     srv.close()
     return got
 
