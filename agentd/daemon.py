@@ -48,7 +48,7 @@ from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import gids, recovery
 from agentd.sessions.retention import Reaper
-from agentd.sessions.session import Session, SessionManager
+from agentd.sessions.session import Session, SessionManager, network_mode
 from agentd.sessions.store import Store
 from agentd.tools import default_registry
 from agentd.tools.services import Services
@@ -206,6 +206,20 @@ class Daemon:
             notify=self.tasks.add_notice,
         )
 
+    def _serve_kept(self, session_ids: set[str]) -> None:
+        """The tasks taken over reach their proxy and their ssh-agent (creds-ssh) through
+        this daemon at once, not only after their session's next call."""
+        assert self.network is not None
+        for session_id in session_ids:
+            try:
+                session = self.sessions.get(session_id)
+                if network_mode(session) == "proxied" and self.network.available():
+                    self.network.access(session)
+            except (SessionNotFound, OSError) as exc:
+                log.warning("session %s: its proxy cannot listen again: %s", session_id, exc)
+        if self.ssh_agent is not None and (served := self.ssh_agent.serve_kept(session_ids)):
+            log.info("serving the ssh-agent of %d session(s) with tasks taken over", served)
+
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
 
@@ -265,6 +279,7 @@ class Daemon:
         self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
+        self._serve_kept({t.session_id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
         # The groups of sessions closed or gone meanwhile (the tasks taken over are of
         # open sessions and keep theirs).
         if swept := self.groups.sweep(self._session_open):
@@ -362,7 +377,7 @@ class Daemon:
             self.network.stop(keep=living.__contains__)
             network_service.install(None)
         if self.ssh_agent is not None:
-            self.ssh_agent.stop()
+            self.ssh_agent.stop(keep=living.__contains__)
             ssh_agent_service.install(None)
         shim_client.FORKSERVER.close()
         offload.shared().close()

@@ -23,12 +23,12 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentd.credentials import ssh_agent_dir as agent_dir
 from agentd.credentials import ssh_agent_wire as wire
 from agentd.credentials.ssh_agent_keys import FileKey, KeySourceError, Upstream
 from agentd.credentials.ssh_agent_record import Record
@@ -45,15 +45,11 @@ from agentd.foundation.errors import ConfigError
 from agentd.network.rules import NetworkRules
 from agentd.network.service import NOT_ASKING_MODES
 from agentd.network.state import AskAnswer
+from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
 
-# Where the agent's socket is shown inside every sandbox of a session.
-SOCKET_MOUNT = "/run/agentd-ssh/agent.sock"
-# The configured hosts' keys, for the sandbox's ssh to check the host itself (git's ssh
-# reads it as its global known_hosts).
-KNOWN_HOSTS_MOUNT = "/run/agentd-ssh/known_hosts"
 # Connections one session may hold open to its agent at once; past it, refused.
 MAX_CONNECTIONS = 64
 
@@ -81,8 +77,8 @@ class _Conn:
 
 @dataclass
 class _SessionAgent:
-    path: str
-    known_hosts: str = ""
+    path: str  # its directory (agentd/credentials/ssh_agent_dir.py)
+    known_hosts: bool = False
     server: asyncio.Server | None = None
     open: int = 0
     asking: dict[tuple[str, str], asyncio.Future[AskAnswer]] = field(default_factory=dict)
@@ -126,56 +122,61 @@ class SshAgentService:
     def access(
         self, session: Session, session_dir: str, env: dict[str, str]
     ) -> list[tuple[str, str]]:
-        """The binds that show the session's agent (and its hosts' keys) in a sandbox;
-        `env` gets SSH_AUTH_SOCK and git's ssh the known_hosts. Made on first use (from
-        any thread) in `session_dir`, the session's own directory that its sandbox
-        identity may walk through (bwrap, running as that identity, resolves a bind's
-        source by name: agentd/sessions/dirs.py)."""
+        """The bind that shows the session's agent directory (its socket, its hosts' keys)
+        in a sandbox; `env` gets SSH_AUTH_SOCK and git's ssh the known_hosts. Made on
+        first use (from any thread) in `session_dir`, the session's own directory that its
+        sandbox identity may walk through (bwrap, running as that identity, resolves a
+        bind's source by name: agentd/sessions/dirs.py)."""
         with self._opening:
             agent = self._agents.get(session.id)
             if agent is None:
                 agent = self._open(session.id, session_dir)
-        env["SSH_AUTH_SOCK"] = SOCKET_MOUNT
-        binds = [(agent.path, SOCKET_MOUNT)]
+        env["SSH_AUTH_SOCK"] = agent_dir.SOCKET_MOUNT
         if agent.known_hosts:
             ssh = env.get("GIT_SSH_COMMAND", "ssh")
-            env["GIT_SSH_COMMAND"] = f"{ssh} -o GlobalKnownHostsFile={KNOWN_HOSTS_MOUNT}"
-            binds.append((agent.known_hosts, KNOWN_HOSTS_MOUNT))
-        return binds
+            env["GIT_SSH_COMMAND"] = f"{ssh} -o GlobalKnownHostsFile={agent_dir.KNOWN_HOSTS_MOUNT}"
+        return [(agent.path, agent_dir.MOUNT)]
+
+    def serve_kept(self, session_ids: Iterable[str]) -> int:
+        """At start: serve again, at once, the agent of each session whose tasks were taken
+        over and whose sandboxes were shown one (its directory is there), so a task that
+        outlived the last daemon logs in through this one before the session's next call.
+        How many were served."""
+        served = 0
+        for session_id in sorted(set(session_ids)):
+            session_dir = self._session_dir(session_id)
+            if not os.path.isdir(agent_dir.path_in(session_dir)):
+                continue
+            try:
+                with self._opening:
+                    if session_id not in self._agents:
+                        self._open(session_id, session_dir)
+                        served += 1
+            except OSError as exc:
+                log.warning("session %s: ssh-agent cannot be served again: %s", session_id, exc)
+        return served
+
+    def _session_dir(self, session_id: str) -> str:
+        return session_dirs.of(self.config.state_dir).session_path(session_id)
 
     def _open(self, session_id: str, session_dir: str) -> _SessionAgent:
-        # The socket takes the directory's group (root and the session's own group when
-        # the daemon is root): that session's sandboxes connect, no other's.
-        path = os.path.join(session_dir, "ssh-agent.sock")
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(path)
-            os.chown(path, os.geteuid(), os.stat(session_dir).st_gid)
-            os.chmod(path, 0o660)
-            sock.listen(64)
-            sock.setblocking(False)
-        except OSError:
-            sock.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-            raise
+        path = agent_dir.make(session_dir)
+        sock = agent_dir.listen(path)
         agent = _SessionAgent(path)
         try:
             text = known_hosts_text(self.hosts, self.known_hosts)
         except KeySourceError as exc:
             log.warning("session %s: ssh-agent: %s", session_id, exc)
             text = ""
-        if text:
-            agent.known_hosts = os.path.join(session_dir, "ssh_known_hosts")
-            fd = os.open(
-                agent.known_hosts, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o640
-            )
-            with os.fdopen(fd, "w") as f:
-                os.fchown(f.fileno(), os.geteuid(), os.stat(session_dir).st_gid)
-                os.fchmod(f.fileno(), 0o640)
-                f.write(text)
+        try:
+            if text:
+                agent_dir.write_known_hosts(path, text)
+            else:
+                agent_dir.remove_known_hosts(path)
+        except OSError:
+            sock.close()
+            raise
+        agent.known_hosts = bool(text)
         self._agents[session_id] = agent
 
         async def serve() -> None:
@@ -189,25 +190,25 @@ class SshAgentService:
         return agent
 
     async def close_session(self, session: Session) -> None:
+        """The session's agent stops and its directory goes, whichever daemon made it."""
         agent = self._agents.pop(session.id, None)
         self.record.closed(session.id)
-        if agent is None:
-            return
-        if agent.server is not None:
-            agent.server.close()
-        for pending in agent.asking.values():
-            pending.cancel()
-        for path in filter(None, (agent.path, agent.known_hosts)):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-
-    def stop(self) -> None:
-        for agent in self._agents.values():
+        if agent is not None:
             if agent.server is not None:
                 agent.server.close()
-            for path in filter(None, (agent.path, agent.known_hosts)):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
+            for pending in agent.asking.values():
+                pending.cancel()
+        agent_dir.remove(self._session_dir(session.id))
+
+    def stop(self, keep: Callable[[str], bool] = lambda _: False) -> None:
+        """Stop serving. The directory of a session in `keep` (a task of it runs on, for
+        the next daemon to take over) stays as it is: its sandboxes see it bound, and the
+        next daemon puts its own socket there; the others' go."""
+        for session_id, agent in self._agents.items():
+            if agent.server is not None:
+                agent.server.close()
+            if not keep(session_id):
+                agent_dir.remove(os.path.dirname(agent.path))
         self._agents.clear()
 
     # --- one connection -----------------------------------------------------------------

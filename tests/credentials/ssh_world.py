@@ -41,6 +41,7 @@ class SshWorld:
     key_file: str  # the daemon's private key file (hidden from the sandbox)
     owner_agent: str  # the owner's agent socket (hidden from the sandbox)
     known_hosts_line: str  # what a client in the sandbox may trust for git.test
+    config: Path  # the daemon's config (a test may start a daemon of its own with it)
 
 
 def _keygen(path: Path, kind: str = "ed25519") -> str:
@@ -118,6 +119,7 @@ def ssh_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshWorld]:
                     key_file,
                     agent,
                     line,
+                    config,
                 )
             finally:
                 code = daemon.stop()

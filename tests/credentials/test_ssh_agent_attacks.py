@@ -331,7 +331,7 @@ def test_another_sessions_agent_is_not_reachable(ssh_world: SshWorld):
             a = client.create_session(workspace, permission_mode="bypassPermissions").id
             b = client.create_session(workspace, permission_mode="bypassPermissions").id
             tmp_b = client.run_tool(b, "Bash", {"command": "echo $TMPDIR"}).text.strip()
-            other = os.path.join(os.path.dirname(tmp_b), "ssh-agent.sock")
+            other = os.path.join(os.path.dirname(tmp_b), "ssh-agent", "agent.sock")
             assert os.path.exists(other)  # on the host: B's agent is there
             probe = (
                 "import socket, sys\n"
