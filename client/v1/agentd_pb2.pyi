@@ -800,3 +800,63 @@ class OutputChunk(_message.Message):
     output_id: str
     done: bool
     def __init__(self, offset: _Optional[int] = ..., data: _Optional[bytes] = ..., output_id: _Optional[str] = ..., done: _Optional[bool] = ...) -> None: ...
+
+class ListCredentialsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CredentialSource(_message.Message):
+    __slots__ = ("name", "kind", "where")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    where: str
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., where: _Optional[str] = ...) -> None: ...
+
+class CredentialUse(_message.Message):
+    __slots__ = ("session_id", "requests", "refused", "pushes", "last_ms")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    PUSHES_FIELD_NUMBER: _ClassVar[int]
+    LAST_MS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    requests: int
+    refused: int
+    pushes: int
+    last_ms: int
+    def __init__(self, session_id: _Optional[str] = ..., requests: _Optional[int] = ..., refused: _Optional[int] = ..., pushes: _Optional[int] = ..., last_ms: _Optional[int] = ...) -> None: ...
+
+class CredentialRoute(_message.Message):
+    __slots__ = ("name", "kind", "upstream", "source", "header", "url", "env", "sessions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    upstream: str
+    source: str
+    header: str
+    url: str
+    env: _containers.RepeatedScalarFieldContainer[str]
+    sessions: _containers.RepeatedCompositeFieldContainer[CredentialUse]
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., upstream: _Optional[str] = ..., source: _Optional[str] = ..., header: _Optional[str] = ..., url: _Optional[str] = ..., env: _Optional[_Iterable[str]] = ..., sessions: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ...) -> None: ...
+
+class ListCredentialsResponse(_message.Message):
+    __slots__ = ("sources", "routes", "protected_refs", "available")
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_FIELD_NUMBER: _ClassVar[int]
+    PROTECTED_REFS_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedCompositeFieldContainer[CredentialSource]
+    routes: _containers.RepeatedCompositeFieldContainer[CredentialRoute]
+    protected_refs: _containers.RepeatedScalarFieldContainer[str]
+    available: bool
+    def __init__(self, sources: _Optional[_Iterable[_Union[CredentialSource, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[CredentialRoute, _Mapping]]] = ..., protected_refs: _Optional[_Iterable[str]] = ..., available: _Optional[bool] = ...) -> None: ...

@@ -1,0 +1,426 @@
+"""One sandbox connection to the credential routes: HTTP/1.1 requests (h11 on both
+sides), each checked against its route (paths.py), decided for the session, forwarded
+over TLS to the route's upstream with the secret added, and answered with the secret
+masked out of every byte that comes back.
+
+The sandbox never holds the secret: it is added to the request here, never to a
+redirect (a Location leaving the route is refused, one inside it is mapped back onto
+the route), and any echo of it in a response's headers or body is replaced with `*`s of
+the same length (Content-Length stays true; upstream compression is turned off so the
+bytes are the plain ones). A git push is held until its ref updates are read (push.py)
+and a person has answered when they must.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import zlib
+from dataclasses import dataclass, field
+from typing import NoReturn, Protocol
+
+import h11
+
+from agentd.credentials import paths, push
+from agentd.credentials.config import Route
+from agentd.credentials.sources import Secret, SourceError
+from agentd.network.connection import CHUNK, CONNECT_SECONDS, Decider, Request, refusal_body
+
+IDLE_SECONDS = 120.0
+# A push's body read before it is forwarded, to prove fast-forwards; a bigger push still
+# has its commands read, and its non-creating updates ask.
+PUSH_HELD_BYTES = 64 * 1024 * 1024
+# Other request bodies are streamed once this much is buffered.
+BODY_HELD_BYTES = 1024 * 1024
+_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"proxy-authorization",
+        b"proxy-authenticate",
+        b"te",
+        b"trailer",
+        b"upgrade",
+        b"host",
+        b"expect",
+        b"accept-encoding",
+    }
+)
+
+
+class Routes(Protocol):
+    """What the relay needs from the service (service.py)."""
+
+    route_port: int
+
+    def route(self, name: str) -> Route | None: ...
+
+    async def secret(self, route: Route) -> Secret: ...
+
+    def tls(self, route: Route) -> ssl.SSLContext: ...
+
+    async def push_allowed(
+        self, session_id: str, route: Route, path: str, commands: push.Commands, proven: set[str]
+    ) -> tuple[bool, str]: ...
+
+    def used(self, session_id: str, route: Route, status: int) -> None: ...
+
+
+class Masker:
+    """Replaces each secret in a stream with `*`s of its length, across chunk borders."""
+
+    def __init__(self, secrets: list[bytes]) -> None:
+        self.secrets = secrets
+        self.keep = max((len(s) for s in secrets), default=1) - 1
+        self.held = b""
+
+    def mask(self, data: bytes) -> bytes:
+        for s in self.secrets:
+            data = data.replace(s, b"*" * len(s))
+        return data
+
+    def feed(self, data: bytes) -> bytes:
+        data = self.mask(self.held + data)
+        if self.keep <= 0:
+            self.held = b""
+            return data
+        self.held = data[-self.keep :] if len(data) > self.keep else data
+        return data[: -self.keep] if len(data) > self.keep else b""
+
+    def flush(self) -> bytes:
+        data, self.held = self.held, b""
+        return data
+
+
+@dataclass
+class _Upstream:
+    route: str
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    conn: h11.Connection = field(default_factory=lambda: h11.Connection(h11.CLIENT))
+
+
+async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event | type:
+    while True:
+        event = conn.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        data = await asyncio.wait_for(reader.read(CHUNK), IDLE_SECONDS)
+        conn.receive_data(data)
+
+
+class _Answered(Exception):
+    """The request was answered here (refused or failed); go on with the next."""
+
+
+class RouteConnection:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        decider: Decider,
+        routes: Routes,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.decider = decider
+        self.routes = routes
+        self.server = h11.Connection(h11.SERVER)
+        self.upstream: _Upstream | None = None
+
+    async def run(self) -> None:
+        try:
+            while True:
+                try:
+                    event = await _next(self.server, self.reader)
+                except h11.RemoteProtocolError:
+                    await self._answer(400, "agentd's route: malformed HTTP request\n")
+                    return
+                if not isinstance(event, h11.Request):
+                    return  # closed
+                with contextlib.suppress(_Answered):
+                    await self._request(event)
+                if self.server.our_state is not h11.DONE or (
+                    self.server.their_state is not h11.DONE
+                ):
+                    return
+                self.server.start_next_cycle()
+        except (OSError, TimeoutError, h11.LocalProtocolError, h11.RemoteProtocolError):
+            pass
+        finally:
+            self._drop_upstream()
+            with contextlib.suppress(OSError, ConnectionError):
+                await self.writer.drain()
+            self.writer.close()
+
+    # --- the sandbox's side ------------------------------------------------------------
+
+    async def _send(self, event: h11.Event) -> None:
+        data = self.server.send(event)
+        if data:
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def _answer(self, status: int, body: str) -> None:
+        """An answer of the route's own: plain text, never the secret."""
+        data = body.encode()
+        headers = [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(data))),
+            ("X-Agentd-Route", "refused" if status in (403, 404) else "error"),
+        ]
+        if self.server.our_state is h11.SEND_RESPONSE:
+            await self._send(h11.Response(status_code=status, headers=headers))
+            await self._send(h11.Data(data=data))
+            await self._send(h11.EndOfMessage())
+
+    async def _refuse(self, status: int, body: str) -> NoReturn:
+        # The request's body is not wanted: the connection closes after the answer.
+        await self._answer(status, body)
+        raise _Answered
+
+    async def _body(self, limit: int) -> tuple[bytes, bool]:
+        """The request body, up to `limit` bytes (more may follow: False)."""
+        if self.server.they_are_waiting_for_100_continue:
+            await self._send(h11.InformationalResponse(status_code=100, headers=[]))
+        parts: list[bytes] = []
+        size = 0
+        while size <= limit:
+            event = await _next(self.server, self.reader)
+            if isinstance(event, h11.Data):
+                parts.append(bytes(event.data))
+                size += len(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return b"".join(parts), True
+            else:
+                raise OSError("the request ended early")
+        return b"".join(parts), False
+
+    async def _request(self, request: h11.Request) -> None:
+        target = request.target.decode("latin-1")
+        hosts = [v.decode("latin-1") for k, v in request.headers if k == b"host"]
+        if len(hosts) != 1 or not paths.host_allowed(hosts[0], self.routes.route_port):
+            await self._refuse(
+                403, f"agentd's route: ask it as 127.0.0.1:{self.routes.route_port}\n"
+            )
+        name = paths.route_name(target)
+        route = self.routes.route(name) if name else None
+        if route is None:
+            await self._refuse(404, f"agentd has no credential route named {name!r}\n")
+        try:
+            upstream_path = paths.upstream_target(route, target)
+        except paths.Refused as exc:
+            await self._refuse(403, f"agentd's route {route.name}: {exc}; refused\n")
+        wanted = Request(route.host, route.port, f"route {route.name}")
+        verdict = await self.decider.decide(wanted)
+        if not verdict.allowed:
+            await self._refuse(403, refusal_body(wanted, verdict))
+        try:
+            secret = await self.routes.secret(route)
+        except SourceError as exc:
+            await self._refuse(502, f"agentd's route {route.name}: its credential: {exc}\n")
+        method = request.method.decode("ascii", "replace")
+        is_push = (
+            route.kind == "git" and method == "POST" and upstream_path.endswith("/git-receive-pack")
+        )
+        body, complete = await self._body(PUSH_HELD_BYTES if is_push else BODY_HELD_BYTES)
+        if is_push:
+            refused = await self._push_check(route, request, upstream_path, body, complete)
+            if refused is not None:
+                while not complete:
+                    more, complete = await self._body(BODY_HELD_BYTES)
+                await self._push_answer(refused)
+                self.routes.used(self.decider.session_id, route, 200)
+                return
+        headers = self._headers(route, request, secret)
+        masker = Masker(secret.masks(route))
+        try:
+            upstream = await self._connect(route, verdict.addresses)
+        except OSError as exc:
+            await self._answer(
+                502,
+                f"agentd's route {route.name} could not reach "
+                f"{route.netloc}: {masker.mask(str(exc).encode()).decode()}\n",
+            )
+            return  # a body not read yet closes the connection (run)
+        out = h11.Request(method=request.method, target=upstream_path.encode(), headers=headers)
+        await self._up(upstream, out)
+        if body:
+            await self._up(upstream, h11.Data(data=body))
+        while not complete:
+            more, complete = await self._body(BODY_HELD_BYTES)
+            if more:
+                await self._up(upstream, h11.Data(data=more))
+        await self._up(upstream, h11.EndOfMessage())
+        status = await self._response(route, upstream, masker)
+        self.routes.used(self.decider.session_id, route, status)
+
+    def _headers(
+        self, route: Route, request: h11.Request, secret: Secret
+    ) -> list[tuple[bytes, bytes]]:
+        mine = route.header.lower().encode()
+        kept = [
+            (k, v) for k, v in request.headers if k not in _HOP and k != mine and k != b"cookie"
+        ]
+        return [
+            (b"Host", route.netloc.encode()),
+            *kept,
+            (b"Accept-Encoding", b"identity"),
+            (route.header.encode(), secret.header_value(route).encode()),
+        ]
+
+    # --- pushes --------------------------------------------------------------------------
+
+    async def _push_check(
+        self, route: Route, request: h11.Request, path: str, body: bytes, complete: bool
+    ) -> tuple[push.Commands | None, str] | None:
+        """None when the push may go on; else what to answer."""
+        encoding = b"".join(v for k, v in request.headers if k == b"content-encoding").lower()
+        plain = body
+        if encoding == b"gzip":
+            try:
+                d = zlib.decompressobj(wbits=31)
+                plain = d.decompress(body)
+                complete = complete and d.eof
+            except zlib.error:
+                return None, "agentd could not read the push (a malformed gzip body)"
+        elif encoding not in (b"", b"identity"):
+            return None, "agentd cannot read a push with this Content-Encoding"
+        try:
+            commands = push.parse_commands(plain)
+        except push.PushError as exc:
+            return None, f"agentd could not read the push ({exc})"
+        parents = push.commit_parents(plain[commands.pack_offset :]) if complete else None
+        proven = {u.ref for u in commands.updates if push.fast_forward(u, parents)}
+        allowed, why = await self.routes.push_allowed(
+            self.decider.session_id, route, path, commands, proven
+        )
+        return None if allowed else (commands, why)
+
+    async def _push_answer(self, refused: tuple[push.Commands | None, str]) -> None:
+        commands, why = refused
+        if commands is None:
+            await self._answer(403, f"{why}\n")
+            return
+        data = push.refusal(commands, why)
+        await self._send(
+            h11.Response(
+                status_code=200,
+                headers=[
+                    ("Content-Type", "application/x-git-receive-pack-result"),
+                    ("Content-Length", str(len(data))),
+                    ("Cache-Control", "no-cache"),
+                ],
+            )
+        )
+        await self._send(h11.Data(data=data))
+        await self._send(h11.EndOfMessage())
+
+    # --- the upstream's side -------------------------------------------------------------
+
+    async def _connect(self, route: Route, addresses: list[str]) -> _Upstream:
+        kept = self.upstream
+        if kept is not None and kept.route == route.name and kept.conn.our_state is h11.IDLE:
+            return kept
+        self._drop_upstream()
+        failure: OSError = OSError("no address to connect to")
+        for address in addresses:
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(
+                        address,
+                        route.port,
+                        ssl=self.routes.tls(route),
+                        server_hostname=route.host,
+                        limit=CHUNK,
+                    ),
+                    CONNECT_SECONDS,
+                )
+            except TimeoutError:
+                failure = OSError("timed out")
+                continue
+            except (OSError, ssl.SSLError) as exc:
+                failure = OSError(getattr(exc, "reason", None) or exc.strerror or str(exc))
+                continue
+            self.upstream = _Upstream(route.name, reader, writer)
+            return self.upstream
+        raise failure
+
+    def _drop_upstream(self) -> None:
+        if self.upstream is not None:
+            self.upstream.writer.close()
+            self.upstream = None
+
+    async def _up(self, upstream: _Upstream, event: h11.Event) -> None:
+        data = upstream.conn.send(event)
+        if data:
+            upstream.writer.write(data)
+            await upstream.writer.drain()
+
+    async def _response(self, route: Route, upstream: _Upstream, masker: Masker) -> int:
+        status = 502
+        while True:
+            try:
+                event = await _next(upstream.conn, upstream.reader)
+            except (h11.RemoteProtocolError, OSError, TimeoutError):
+                self._drop_upstream()
+                if self.server.our_state is h11.SEND_RESPONSE:
+                    await self._answer(
+                        502, f"agentd's route {route.name}: the upstream broke off its answer\n"
+                    )
+                    return 502
+                raise OSError("the upstream broke off") from None
+            if isinstance(event, h11.InformationalResponse):
+                continue
+            if isinstance(event, h11.Response):
+                status = event.status_code
+                headers = self._response_headers(route, event, masker)
+                if headers is None:
+                    self._drop_upstream()
+                    await self._answer(
+                        502,
+                        f"agentd's route {route.name}: the upstream "
+                        "redirected outside the route; not followed\n",
+                    )
+                    raise _Answered
+                await self._send(
+                    h11.Response(
+                        status_code=status, headers=headers, reason=masker.mask(bytes(event.reason))
+                    )
+                )
+            elif isinstance(event, h11.Data):
+                out = masker.feed(bytes(event.data))
+                if out:
+                    await self._send(h11.Data(data=out))
+            elif isinstance(event, h11.EndOfMessage):
+                rest = masker.flush()
+                if rest:
+                    await self._send(h11.Data(data=rest))
+                await self._send(h11.EndOfMessage())
+                if upstream.conn.our_state is h11.DONE and upstream.conn.their_state is h11.DONE:
+                    upstream.conn.start_next_cycle()
+                else:
+                    self._drop_upstream()
+                return status
+            else:  # the upstream closed
+                self._drop_upstream()
+                raise OSError("the upstream closed")
+
+    def _response_headers(
+        self, route: Route, response: h11.Response, masker: Masker
+    ) -> list[tuple[bytes, bytes]] | None:
+        out: list[tuple[bytes, bytes]] = []
+        for key, value in response.headers:
+            if key in _HOP and key != b"host":
+                continue
+            if key in (b"location", b"content-location"):
+                mapped = paths.mapped_location(
+                    route, value.decode("latin-1"), self.routes.route_port
+                )
+                if mapped is None:
+                    return None
+                value = mapped.encode("latin-1")
+            out.append((key, masker.mask(bytes(value))))
+        return out
