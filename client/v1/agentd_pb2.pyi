@@ -540,7 +540,7 @@ class Gap(_message.Message):
     def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent")
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent", "git_push")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -558,6 +558,7 @@ class Event(_message.Message):
     PERMISSION_DECIDED_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_IGNORED_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
+    GIT_PUSH_FIELD_NUMBER: _ClassVar[int]
     seq: int
     session_id: str
     time_ms: int
@@ -575,7 +576,8 @@ class Event(_message.Message):
     permission_decided: PermissionDecided
     settings_ignored: SettingsIgnored
     agent: AgentEvent
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ...) -> None: ...
+    git_push: GitPush
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ..., git_push: _Optional[_Union[GitPush, _Mapping]] = ...) -> None: ...
 
 class AgentContentBlock(_message.Message):
     __slots__ = ("type", "text", "id", "name", "input")
@@ -860,3 +862,33 @@ class ListCredentialsResponse(_message.Message):
     protected_refs: _containers.RepeatedScalarFieldContainer[str]
     available: bool
     def __init__(self, sources: _Optional[_Iterable[_Union[CredentialSource, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[CredentialRoute, _Mapping]]] = ..., protected_refs: _Optional[_Iterable[str]] = ..., available: _Optional[bool] = ...) -> None: ...
+
+class GitPushRef(_message.Message):
+    __slots__ = ("ref", "old", "new", "kind", "protected")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    OLD_FIELD_NUMBER: _ClassVar[int]
+    NEW_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PROTECTED_FIELD_NUMBER: _ClassVar[int]
+    ref: str
+    old: str
+    new: str
+    kind: str
+    protected: bool
+    def __init__(self, ref: _Optional[str] = ..., old: _Optional[str] = ..., new: _Optional[str] = ..., kind: _Optional[str] = ..., protected: _Optional[bool] = ...) -> None: ...
+
+class GitPush(_message.Message):
+    __slots__ = ("tool_use_id", "route", "repository", "updates", "allowed", "decided_by")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    route: str
+    repository: str
+    updates: _containers.RepeatedCompositeFieldContainer[GitPushRef]
+    allowed: bool
+    decided_by: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., route: _Optional[str] = ..., repository: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[GitPushRef, _Mapping]]] = ..., allowed: _Optional[bool] = ..., decided_by: _Optional[str] = ...) -> None: ...
