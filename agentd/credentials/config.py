@@ -29,9 +29,11 @@ class Source:
     kind: str  # "file" | "env" | "git-credential"
     file: str = ""
     env: str = ""
-    # git credential fill: the URL asked for, and the user whose helpers answer.
+    # git credential fill: the URL asked for, the user whose helpers answer, and the
+    # HOME its git reads (default: that user's home; never one a sandbox can write).
     url: str = ""
     user: str = ""
+    home: str = ""
 
     @property
     def where(self) -> str:
@@ -96,7 +98,7 @@ def _source(entry: Any, index: int) -> Source:
     what = f"credential_sources[{index}]"
     if not isinstance(entry, dict):
         raise _fail(what, "must be a table ({name, file | env | git_credential})")
-    unknown = set(entry) - {"name", "file", "env", "git_credential", "user"}
+    unknown = set(entry) - {"name", "file", "env", "git_credential", "user", "home"}
     if unknown:
         raise _fail(what, f"unknown keys {sorted(unknown)}")
     name = _text(entry, "name", what)
@@ -120,7 +122,11 @@ def _source(entry: Any, index: int) -> Source:
     parts = urlsplit(url)
     if parts.scheme != "https" or not parts.hostname or parts.username or parts.password:
         raise _fail(what, "git_credential must be an https://host[:port] URL")
-    return Source(name, "git-credential", url=url, user=_text(entry, "user", what))
+    home = _text(entry, "home", what)
+    if home and not os.path.isabs(home):
+        raise _fail(what, "home must be an absolute path")
+    user = _text(entry, "user", what)
+    return Source(name, "git-credential", url=url, user=user, home=home)
 
 
 def _route(entry: Any, index: int, sources: dict[str, Source]) -> Route:

@@ -94,6 +94,9 @@ class CredentialService(Listener):
         add_git_config(env, pairs)
         for name in ("NO_PROXY", "no_proxy", "npm_config_noproxy"):
             env[name] = "127.0.0.1,localhost"
+        # pip sends everything to an explicit --proxy, NO_PROXY or not; without it, it
+        # takes HTTPS_PROXY and NO_PROXY from the environment like the rest.
+        env["PIP_PROXY"] = ""
         env["AGENTD_CREDENTIAL_ROUTES"] = " ".join(
             f"{r.name}={paths.route_url(r, self.config.port)}" for r in self.config.routes.values()
         )

@@ -115,7 +115,7 @@ def _git_fill(source: Source, workdir: str) -> tuple[str, str]:
             input=request + "\n",
             capture_output=True,
             text=True,
-            env=fill_environment(user.pw_dir, workdir),
+            env=fill_environment(source.home or user.pw_dir, workdir),
             cwd=workdir,
             timeout=FILL_SECONDS,
             user=user.pw_uid if change_user else None,

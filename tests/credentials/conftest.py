@@ -96,7 +96,9 @@ def routes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
     repos.mkdir()
     bare = servers.bare_repo(repos, "demo", "MARKER-HTTPS")
     # http-backend takes pushes from an authenticated user only, or when told to.
-    subprocess.run(["git", "--git-dir", str(bare), "config", "http.receivepack", "true"], check=True)
+    subprocess.run(
+        ["git", "--git-dir", str(bare), "config", "http.receivepack", "true"], check=True
+    )
     index = base / "index"
     servers.wheel(index, "agentdcredsdemo", "1.0.0")
     basic = base64.b64encode(f"agentd-bot:{git_token}".encode()).decode()
