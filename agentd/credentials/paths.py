@@ -40,7 +40,8 @@ def upstream_target(route: Route, target: str) -> str:
     if _CONTROL.search(path) or _ENCODED.search(path) or "#" in target:
         raise Refused("the path holds an encoded separator, a dot or a control character")
     segments = unquote(rest).split("/")
-    if any(s in (".", "..") for s in segments) or "//" in rest:
+    # An empty segment ("//host/x") is a network-path reference to some servers.
+    if any(s in (".", "..") for s in segments) or "" in segments[:-1]:
         raise Refused("the path holds '.' or '..' segments or an empty segment")
     return route.prefix + rest + (sep + query if sep else "")
 

@@ -41,6 +41,8 @@ class Routes:
 
 
 def _config(base: Path, tls: upstreams.Tls, token_file: Path, git: int, pypi: int) -> str:
+    """Routes to the two upstreams; `gitfill` takes its token from `git credential fill`
+    run by the daemon with a HOME whose helper answers (and logs what it was asked)."""
     names = (GIT_HOST, PYPI_HOST, NOWHERE_HOST)
     resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names)
     private = ", ".join(f'"{n}"' for n in names)
@@ -57,6 +59,18 @@ file = "{token_file}"
 [[credential_sources]]
 name = "pypi-token"
 env = "AGENTD_TEST_PYPI_TOKEN"
+
+[[credential_sources]]
+name = "git-fill"
+git_credential = "https://{GIT_HOST}:{git}"
+home = "{base / "fill-home"}"
+
+[[credential_routes]]
+name = "gitfill"
+kind = "git"
+upstream = "https://{GIT_HOST}:{git}/fill/"
+source = "git-fill"
+ca_file = "{tls.ca}"
 
 [[credential_routes]]
 name = "git"
@@ -99,6 +113,20 @@ def routes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
     subprocess.run(
         ["git", "--git-dir", str(bare), "config", "http.receivepack", "true"], check=True
     )
+    (repos / "fill").mkdir()
+    filled = servers.bare_repo(repos / "fill", "demo", "MARKER-FILL")
+    subprocess.run(
+        ["git", "--git-dir", str(filled), "config", "http.receivepack", "true"], check=True
+    )
+    home = base / "fill-home"
+    home.mkdir()
+    helper = home / "helper.sh"
+    helper.write_text(
+        '#!/bin/sh\ncat >> "$HOME/asked"\n'
+        f'[ "$1" = get ] && printf "username=agentd-bot\\npassword={git_token}\\n"\n'
+    )
+    helper.chmod(0o755)
+    (home / ".gitconfig").write_text(f"[credential]\n\thelper = {helper}\n")
     index = base / "index"
     servers.wheel(index, "agentdcredsdemo", "1.0.0")
     basic = base64.b64encode(f"agentd-bot:{git_token}".encode()).decode()
