@@ -55,8 +55,9 @@ def test_a_protected_push_is_asked_on_an_attached_terminal(
             # Cloned outside the workspace: a clone in it writes a .git/config the daemon
             # holds for a person's approval, which an attached person would be asked too.
             command = (
-                f"git clone -q {url} /tmp/w && cd /tmp/w && git pull -q && echo {answer} >> MARKER && "
-                f"git {IDENT} commit -qam {answer} && git push origin main 2>&1; echo RC=$?"
+                f"git clone -q {url} /tmp/w && cd /tmp/w && git pull -q && "
+                f"echo {answer} >> MARKER && git {IDENT} commit -qam {answer} && "
+                "git push origin main 2>&1; echo RC=$?"
             )
             caller = threading.Thread(
                 target=lambda: out.update(

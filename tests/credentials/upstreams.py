@@ -32,7 +32,7 @@ class Tls:
 
 def make_tls(base: Path, names: list[str]) -> Tls:
     """A CA and a server certificate for `names`, as PEM files under `base`."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "agentd test CA")])
     ca = (
