@@ -111,6 +111,10 @@ async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event
         conn.receive_data(data)
 
 
+class _Stale(Exception):
+    """A kept upstream connection answered nothing: it was closed while idle."""
+
+
 class _Answered(Exception):
     """The request was answered here (refused or failed); go on with the next."""
 
@@ -205,6 +209,10 @@ class RouteConnection:
             await self._refuse(
                 403, f"agentd's route: ask it as 127.0.0.1:{self.routes.route_port}\n"
             )
+        if not target.startswith("/"):
+            await self._refuse(
+                403, "agentd's route takes paths only (/<route>/...), not absolute URLs\n"
+            )
         name = paths.route_name(target)
         route = self.routes.route(name) if name else None
         if route is None:
@@ -236,26 +244,49 @@ class RouteConnection:
                 return
         headers = self._headers(route, request, secret)
         masker = Masker(secret.masks(route))
-        try:
-            upstream = await self._connect(route, verdict.addresses)
-        except OSError as exc:
-            await self._answer(
-                502,
-                f"agentd's route {route.name} could not reach "
-                f"{route.netloc}: {masker.mask(str(exc).encode()).decode()}\n",
-            )
-            return  # a body not read yet closes the connection (run)
         out = h11.Request(method=request.method, target=upstream_path.encode(), headers=headers)
-        await self._up(upstream, out)
-        if body:
-            await self._up(upstream, h11.Data(data=body))
-        while not complete:
-            more, complete = await self._body(BODY_HELD_BYTES)
-            if more:
-                await self._up(upstream, h11.Data(data=more))
-        await self._up(upstream, h11.EndOfMessage())
-        status = await self._response(route, upstream, masker)
-        self.routes.used(self.decider.session_id, route, status)
+        for attempt in (1, 2):
+            reused = self._reusable(route)
+            try:
+                upstream = await self._connect(route, verdict.addresses)
+            except OSError as exc:
+                shown = masker.mask(str(exc).encode()).decode()
+                await self._answer(
+                    502, f"agentd's route {route.name} could not reach {route.netloc}: {shown}\n"
+                )
+                return  # a body not read yet closes the connection (run)
+            try:
+                await self._up(upstream, out)
+                if body:
+                    await self._up(upstream, h11.Data(data=body))
+                while not complete:
+                    more, complete = await self._body(BODY_HELD_BYTES)
+                    if more:
+                        await self._up(upstream, h11.Data(data=more))
+                await self._up(upstream, h11.EndOfMessage())
+                status = await self._response(route, upstream, masker, stale_ok=reused)
+            except (_Stale, OSError) as exc:
+                # A kept connection the upstream had closed meanwhile: once more, anew
+                # (the whole body is still here: only a complete one is ever resent).
+                self._drop_upstream()
+                fresh = isinstance(exc, _Stale) or reused
+                if attempt == 1 and complete and fresh and self._unanswered():
+                    continue
+                if not self._unanswered():
+                    raise
+                await self._answer(
+                    502, f"agentd's route {route.name}: the upstream closed the connection\n"
+                )
+                return
+            self.routes.used(self.decider.session_id, route, status)
+            return
+
+    def _unanswered(self) -> bool:
+        return self.server.our_state is h11.SEND_RESPONSE
+
+    def _reusable(self, route: Route) -> bool:
+        kept = self.upstream
+        return kept is not None and kept.route == route.name and kept.conn.our_state is h11.IDLE
 
     def _headers(
         self, route: Route, request: h11.Request, secret: Secret
@@ -321,9 +352,8 @@ class RouteConnection:
     # --- the upstream's side -------------------------------------------------------------
 
     async def _connect(self, route: Route, addresses: list[str]) -> _Upstream:
-        kept = self.upstream
-        if kept is not None and kept.route == route.name and kept.conn.our_state is h11.IDLE:
-            return kept
+        if self._reusable(route) and self.upstream is not None:
+            return self.upstream
         self._drop_upstream()
         failure: OSError = OSError("no address to connect to")
         for address in addresses:
@@ -359,12 +389,16 @@ class RouteConnection:
             upstream.writer.write(data)
             await upstream.writer.drain()
 
-    async def _response(self, route: Route, upstream: _Upstream, masker: Masker) -> int:
+    async def _response(
+        self, route: Route, upstream: _Upstream, masker: Masker, stale_ok: bool = False
+    ) -> int:
         status = 502
         while True:
             try:
                 event = await _next(upstream.conn, upstream.reader)
-            except (h11.RemoteProtocolError, OSError, TimeoutError):
+            except (h11.RemoteProtocolError, OSError, TimeoutError) as exc:
+                if stale_ok and not isinstance(exc, TimeoutError) and self._unanswered():
+                    raise _Stale from None
                 self._drop_upstream()
                 if self.server.our_state is h11.SEND_RESPONSE:
                     await self._answer(
@@ -374,6 +408,8 @@ class RouteConnection:
                 raise OSError("the upstream broke off") from None
             if isinstance(event, h11.InformationalResponse):
                 continue
+            if isinstance(event, h11.ConnectionClosed) and stale_ok:
+                raise _Stale
             if isinstance(event, h11.Response):
                 status = event.status_code
                 headers = self._response_headers(route, event, masker)

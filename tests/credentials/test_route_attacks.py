@@ -45,8 +45,10 @@ def sid(routes: Routes, net_workspace: Path):
         )
 
 
-def raw(client, sid: str, line: str, host: str = f"127.0.0.1:{ROUTE_PORT}") -> str:
+def raw(client, sid: str, line: str, host: str = f"127.0.0.1:{ROUTE_PORT}", first: str = "") -> str:
     head = f"{line} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode("latin-1")
+    if first:  # an earlier request on the same connection
+        head = f"{first} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode("latin-1") + head
     return bash(client, sid, guarded_py(RAW, base64.b64encode(head).decode(), str(ROUTE_PORT))).text
 
 
@@ -172,3 +174,16 @@ def test_a_workspace_credential_helper_never_runs_in_the_daemon(
     ), asked
     assert routes.git_token not in out
     os.unlink(git_dir / "config")
+
+
+def test_an_upstream_connection_closed_while_kept_is_opened_anew(routes: Routes, sid) -> None:
+    """Not an attack: the route keeps its upstream connection between requests; one the
+    upstream dropped meanwhile is replaced, and the second request is still answered."""
+    client, s = sid
+    out = raw(
+        client,
+        s,
+        "GET /git/demo.git/info/refs?service=git-upload-pack",
+        first="GET /git/close-next",
+    )
+    assert out.count("HTTP/1.1 200") == 2 and "bye" in out and "git-upload-pack" in out, out

@@ -93,6 +93,9 @@ class Seen:
 class _Guarded:
     """Mixed into a handler: the token is required, and the test's leak paths answer."""
 
+    # Keep-alive, as real upstreams: the route's kept upstream connections are used.
+    protocol_version = "HTTP/1.1"
+    close_connection: bool
     expected = ""  # the whole Authorization value the route must add
     seen: Seen
     evil = ""  # a URL the sandbox controls, for the redirect attack
@@ -109,6 +112,10 @@ class _Guarded:
             return False
         if leak == "redirect-out":
             self._plain(302, "moved\n", [("Location", f"{self.evil}/?{auth}")])
+            return False
+        if leak == "close-next":  # keeps the connection, then drops it while idle
+            self._plain(200, "bye\n", [])
+            self.close_connection = True
             return False
         if leak == "redirect-in":
             host = self.headers.get("Host", "")  # type: ignore[attr-defined]
