@@ -30,7 +30,10 @@ from tests.network import servers
 from tests.support.daemon import start_daemon
 
 HOST = "git.test"
-TIMED = 'a=$(date +%s%N); {cmd} >/dev/null 2>&1 || echo FAILED; b=$(date +%s%N); echo "T=$(( (b-a)/1000000 ))"'
+TIMED = (
+    "a=$(date +%s%N); {cmd} >/dev/null 2>&1 || echo FAILED; "
+    'b=$(date +%s%N); echo "T=$(( (b-a)/1000000 ))"'
+)
 
 
 def timed(client: Client, sid: str, command: str) -> int:
