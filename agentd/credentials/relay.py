@@ -67,6 +67,8 @@ class Routes(Protocol):
 
     def used(self, session_id: str, route: Route, status: int) -> None: ...
 
+    def holding(self, session_id: str) -> asyncio.Lock: ...
+
 
 class Masker:
     """Replaces each secret in a stream with `*`s of its length, across chunk borders."""
@@ -233,15 +235,20 @@ class RouteConnection:
         is_push = (
             route.kind == "git" and method == "POST" and upstream_path.endswith("/git-receive-pack")
         )
-        body, complete = await self._body(PUSH_HELD_BYTES if is_push else BODY_HELD_BYTES)
         if is_push:
-            refused = await self._push_check(route, request, upstream_path, body, complete)
+            # One held push per session at a time: its memory is bounded by the session,
+            # not by how many connections it opens.
+            async with self.routes.holding(self.decider.session_id):
+                body, complete = await self._body(PUSH_HELD_BYTES)
+                refused = await self._push_check(route, request, upstream_path, body, complete)
             if refused is not None:
                 while not complete:
                     more, complete = await self._body(BODY_HELD_BYTES)
                 await self._push_answer(refused)
                 self.routes.used(self.decider.session_id, route, 200)
                 return
+        else:
+            body, complete = await self._body(BODY_HELD_BYTES)
         headers = self._headers(route, request, secret)
         masker = Masker(secret.masks(route))
         out = h11.Request(method=request.method, target=upstream_path.encode(), headers=headers)

@@ -70,6 +70,7 @@ class CredentialService(Listener):
         self.sources = Sources(config.sources, state_dir)
         self.state = {name: RouteState(r) for name, r in config.routes.items()}
         self._tls: dict[str, ssl.SSLContext] = {}
+        self._held: dict[str, asyncio.Lock] = {}
         self._lock = threading.Lock()
 
     # --- the network service's Listener ---------------------------------------------------
@@ -131,7 +132,13 @@ class CredentialService(Listener):
                 self._tls[route.name] = ctx
             return ctx
 
+    def holding(self, session_id: str) -> asyncio.Lock:
+        with self._lock:
+            return self._held.setdefault(session_id, asyncio.Lock())
+
     def used(self, session_id: str, route: Route, status: int) -> None:
+        if status == 401:  # the secret may have changed: read it again next time
+            self.sources.forget(route.source)
         with self._lock:
             use = self.state[route.name].sessions.setdefault(session_id, Use())
             use.requests += 1

@@ -144,6 +144,10 @@ class Sources:
         self._cache: dict[str, tuple[float, Secret]] = {}
         self._lock = threading.Lock()
 
+    def forget(self, name: str) -> None:
+        with self._lock:
+            self._cache.pop(name, None)
+
     def get(self, name: str) -> Secret:
         """Blocking (a file read, or a `git credential fill`): call from a thread."""
         with self._lock:
