@@ -113,6 +113,41 @@ async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event
         conn.receive_data(data)
 
 
+# Textual bodies up to this size have the upstream's absolute URLs rewritten onto the
+# route (held whole to do it); bigger ones pass as they come.
+REWRITE_HELD_BYTES = 32 * 1024 * 1024
+_TEXTUAL = (b"application/json", b"text/", b"application/vnd.pypi.simple", b"application/xml")
+_TEXTUAL_SUFFIX = (b"+json", b"+xml")
+
+
+def _rewritable(headers: list[tuple[bytes, bytes]]) -> bool:
+    kind = b"".join(v for k, v in headers if k == b"content-type").split(b";")[0].strip().lower()
+    length = b"".join(v for k, v in headers if k == b"content-length")
+    if length.isdigit() and int(length) > REWRITE_HELD_BYTES:
+        return False
+    if any(k == b"content-encoding" and v.lower() not in (b"identity", b"") for k, v in headers):
+        return False
+    return kind.startswith(_TEXTUAL) or kind.endswith(_TEXTUAL_SUFFIX)
+
+
+class _Held:
+    """A response held whole until its end (to rewrite it), up to REWRITE_HELD_BYTES."""
+
+    def __init__(self, head: h11.Response) -> None:
+        self.head = head
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def add(self, data: bytes) -> bool:
+        """Held; False once it would be too big (the caller passes it on)."""
+        self.parts.append(data)
+        self.size += len(data)
+        return self.size <= REWRITE_HELD_BYTES
+
+    def data(self) -> bytes:
+        return b"".join(self.parts)
+
+
 class _Stale(Exception):
     """A kept upstream connection answered nothing: it was closed while idle."""
 
@@ -252,6 +287,7 @@ class RouteConnection:
         headers = self._headers(route, request, secret)
         masker = Masker(secret.masks(route))
         out = h11.Request(method=request.method, target=upstream_path.encode(), headers=headers)
+        rewrite = route.kind == "http" and method != "HEAD"
         for attempt in (1, 2):
             reused = self._reusable(route)
             try:
@@ -271,7 +307,9 @@ class RouteConnection:
                     if more:
                         await self._up(upstream, h11.Data(data=more))
                 await self._up(upstream, h11.EndOfMessage())
-                status = await self._response(route, upstream, masker, stale_ok=reused)
+                status = await self._response(
+                    route, upstream, masker, stale_ok=reused, rewrite=rewrite
+                )
             except (_Stale, OSError) as exc:
                 # A kept connection the upstream had closed meanwhile: once more, anew
                 # (the whole body is still here: only a complete one is ever resent).
@@ -397,9 +435,19 @@ class RouteConnection:
             await upstream.writer.drain()
 
     async def _response(
-        self, route: Route, upstream: _Upstream, masker: Masker, stale_ok: bool = False
+        self,
+        route: Route,
+        upstream: _Upstream,
+        masker: Masker,
+        stale_ok: bool = False,
+        rewrite: bool = False,
     ) -> int:
+        """The upstream's answer passed on, the secret masked; with `rewrite`, a textual
+        body (an index page, a registry's JSON) has the upstream's absolute URLs under
+        the prefix turned into the route's, so a client follows them through the route."""
         status = 502
+        held: _Held | None = None
+        upstream_url = f"https://{route.netloc}{route.prefix}".encode()
         while True:
             try:
                 event = await _next(upstream.conn, upstream.reader)
@@ -428,19 +476,44 @@ class RouteConnection:
                         "redirected outside the route; not followed\n",
                     )
                     raise _Answered
-                await self._send(
-                    h11.Response(
-                        status_code=status, headers=headers, reason=masker.mask(bytes(event.reason))
-                    )
-                )
+                reason = masker.mask(bytes(event.reason))
+                head = h11.Response(status_code=status, headers=headers, reason=reason)
+                if rewrite and _rewritable(headers):
+                    held = _Held(head)
+                else:
+                    await self._send(head)
             elif isinstance(event, h11.Data):
-                out = masker.feed(bytes(event.data))
+                if held is not None and held.add(bytes(event.data)):
+                    continue
+                if held is not None:  # too big to rewrite: passed on as it came
+                    await self._send(held.head)
+                    data, held = held.data(), None
+                    out = masker.feed(data)
+                else:
+                    out = masker.feed(bytes(event.data))
                 if out:
                     await self._send(h11.Data(data=out))
             elif isinstance(event, h11.EndOfMessage):
-                rest = masker.flush()
-                if rest:
-                    await self._send(h11.Data(data=rest))
+                if held is not None:
+                    body = held.data().replace(
+                        upstream_url, paths.route_url(route, self.routes.route_port).encode()
+                    )
+                    body = masker.mask(body)
+                    kept = [
+                        (k, v)
+                        for k, v in held.head.headers
+                        if k not in (b"content-length", b"transfer-encoding")
+                    ]
+                    kept.append((b"content-length", str(len(body)).encode()))
+                    await self._send(
+                        h11.Response(status_code=status, headers=kept, reason=held.head.reason)
+                    )
+                    if body:
+                        await self._send(h11.Data(data=body))
+                else:
+                    rest = masker.flush()
+                    if rest:
+                        await self._send(h11.Data(data=rest))
                 await self._send(h11.EndOfMessage())
                 if upstream.conn.our_state is h11.DONE and upstream.conn.their_state is h11.DONE:
                     upstream.conn.start_next_cycle()

