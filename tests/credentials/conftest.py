@@ -99,6 +99,17 @@ source = "pypi-token"
 ca_file = "{tls.ca}"
 env = {{ npm_config_registry = "{{url}}" }}
 
+[[credential_sources]]
+name = "missing"
+file = "{base / "no-such-token"}"
+
+[[credential_routes]]
+name = "broken"
+kind = "http"
+upstream = "https://{PYPI_HOST}:{pypi}/simple/"
+source = "missing"
+ca_file = "{tls.ca}"
+
 [[credential_routes]]
 name = "nowhere"
 kind = "http"

@@ -35,6 +35,11 @@ def test_credentials_lists_sources_routes_and_their_sessions(routes: Routes, net
     shown = json.loads(agentctl(routes, "credentials", "--json"))
     pypi = next(r for r in shown["routes"] if r["name"] == "pypi")
     assert [u["session_id"] for u in pypi["sessions"]] == [sid]
-    assert {s["name"] for s in shown["sources"]} == {"git-token", "pypi-token", "git-fill"}
+    assert {s["name"] for s in shown["sources"]} == {
+        "git-token",
+        "pypi-token",
+        "git-fill",
+        "missing",
+    }
     for secret in (routes.git_token, routes.pypi_token):
         assert secret not in text and secret not in json.dumps(shown)

@@ -187,3 +187,13 @@ def test_an_upstream_connection_closed_while_kept_is_opened_anew(routes: Routes,
         first="GET /git/close-next",
     )
     assert out.count("HTTP/1.1 200") == 2 and "bye" in out and "git-upload-pack" in out, out
+
+
+def test_a_source_that_fails_is_one_line_naming_it(routes: Routes, sid) -> None:
+    client, s = sid
+    before = len(routes.pypi_seen.requests)
+    out = raw(client, s, "GET /broken/agentdcredsdemo/")
+    assert " 502 " in out.split("\r\n")[0], out
+    body = out.split("\r\n\r\n", 1)[1].strip()
+    assert body.count("\n") == 0 and "its credential" in body and "no-such-token" in body, body
+    assert len(routes.pypi_seen.requests) == before
