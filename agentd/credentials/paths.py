@@ -75,3 +75,20 @@ def mapped_location(route: Route, location: str, port: int) -> str | None:
     rest = path[len(route.prefix) :]
     query = f"?{parts.query}" if parts.query else ""
     return route_url(route, port) + rest + query
+
+
+def git_service(method: str, upstream_path: str) -> str | None:
+    """What a git route's request is, judged on the path as the upstream will decode
+    it: "refs" (the advertisement), "upload-pack" (a fetch), "receive-pack" (a push),
+    or None for anything else (dumb-http pushes by PUT/MKCOL, other APIs): refused, so
+    no push reaches the upstream without its ref updates being read."""
+    path = unquote(upstream_path.partition("?")[0]).lower().rstrip("/")
+    if method in ("GET", "HEAD") and path.endswith("/info/refs"):
+        return "refs"
+    if method == "POST" and path.endswith("/git-upload-pack"):
+        return "upload-pack"
+    if method == "POST" and path.endswith("/git-receive-pack"):
+        return "receive-pack"
+    if method in ("GET", "HEAD") and "receive-pack" not in path:
+        return "files"  # dumb-http reads (objects/, HEAD): no change upstream
+    return None

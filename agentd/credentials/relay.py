@@ -267,9 +267,16 @@ class RouteConnection:
         except SourceError as exc:
             await self._refuse(502, f"agentd's route {route.name}: its credential: {exc}\n")
         method = request.method.decode("ascii", "replace")
-        is_push = (
-            route.kind == "git" and method == "POST" and upstream_path.endswith("/git-receive-pack")
-        )
+        is_push = False
+        if route.kind == "git":
+            service = paths.git_service(method, upstream_path)
+            if service is None:
+                await self._refuse(
+                    403,
+                    f"agentd's git route {route.name} carries git's smart http only "
+                    "(GET info/refs, POST git-upload-pack or git-receive-pack)\n",
+                )
+            is_push = service == "receive-pack"
         if is_push:
             # One held push per session at a time: its memory is bounded by the session,
             # not by how many connections it opens.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,55 @@ def test_a_source_that_fails_is_one_line_naming_it(routes: Routes, sid) -> None:
     body = out.split("\r\n\r\n", 1)[1].strip()
     assert body.count("\n") == 0 and "its credential" in body and "no-such-token" in body, body
     assert len(routes.pypi_seen.requests) == before
+
+
+# Inside the sandbox: a receive-pack request for refs/heads/main (old == new, so a push
+# that got through would answer "ok refs/heads/main"), posted at the path given.
+PUSH = r"""
+import hashlib, socket, sys
+path, port, old = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+line = f"{old} {old} refs/heads/main\0report-status\n".encode()
+pack = b"PACK" + (2).to_bytes(4, "big") + (0).to_bytes(4, "big")
+body = b"%04x" % (len(line) + 4) + line + b"0000" + pack + hashlib.sha1(pack).digest()
+head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n"
+        "Content-Type: application/x-git-receive-pack-request\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n").encode()
+s = socket.create_connection(("127.0.0.1", port), timeout=60)
+s.sendall(head + body)
+data = b""
+while chunk := s.recv(65536):
+    data += chunk
+print(data.decode("latin-1"))
+"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/git/demo.git/git-receive-pack",
+        "/git/demo.git/git-receive-pack?x=1",
+        "/git/demo.git/git%2Dreceive-pack",
+        "/git/demo.git/GIT-RECEIVE-PACK",
+        "/git/demo.git/git-receive-pack/",
+    ],
+)
+def test_a_push_to_a_protected_ref_is_read_whatever_its_path(routes: Routes, sid, path: str):
+    """However the receive-pack path is spelled, its ref updates are read: main is
+    protected, nobody is attached, so it is refused by the route (or the path is)."""
+    client, s = sid
+    main = subprocess.run(
+        ["git", "--git-dir", str(routes.repos / "demo.git"), "rev-parse", "refs/heads/main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    out = bash(client, s, guarded_py(PUSH, path, str(ROUTE_PORT), main)).text
+    assert "ok refs/heads/main" not in out, out
+    assert "ng refs/heads/main agentd:" in out or " 403 " in out.split("\r\n")[0], out
+
+
+def test_dumb_http_pushes_are_refused(routes: Routes, sid) -> None:
+    client, s = sid
+    for line in ("PUT /git/demo.git/objects/ab/cd", "MKCOL /git/demo.git/x", "POST /git/x"):
+        out = raw(client, s, line)
+        assert " 403 " in out.split("\r\n")[0] and "smart http only" in out, out
