@@ -277,6 +277,9 @@ class RouteConnection:
                     "(GET info/refs, POST git-upload-pack or git-receive-pack)\n",
                 )
             is_push = service == "receive-pack"
+        elif paths.git_service(method, upstream_path) == "receive-pack":
+            # A push through a header-adding route would go unread: git routes only.
+            await self._refuse(403, f"agentd's route {route.name} is not a git route; no pushes\n")
         if is_push:
             # One held push per session at a time: its memory is bounded by the session,
             # not by how many connections it opens.

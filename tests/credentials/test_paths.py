@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agentd.credentials.config import Route
-from agentd.credentials.paths import Refused, mapped_location, upstream_target
+from agentd.credentials.paths import Refused, git_service, mapped_location, upstream_target
 
 ROUTE = Route("reg", "http", "https://reg.example/simple/", "tok")
 
@@ -59,3 +59,22 @@ def test_ways_out_of_the_prefix_are_refused(target: str) -> None:
 )
 def test_redirects_stay_on_the_route(location: str, mapped: str | None) -> None:
     assert mapped_location(ROUTE, location, 3130) == mapped
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "service"),
+    [
+        ("GET", "/r.git/info/refs?service=git-receive-pack", "refs"),
+        ("POST", "/r.git/git-upload-pack", "upload-pack"),
+        ("POST", "/r.git/git-receive-pack", "receive-pack"),
+        ("POST", "/r.git/git-receive-pack?x", "receive-pack"),
+        ("POST", "/r.git/git%2dreceive-pack", "receive-pack"),
+        ("POST", "/r.git/Git-Receive-Pack/", "receive-pack"),
+        ("GET", "/r.git/objects/ab/cd", "files"),
+        ("GET", "/r.git/git-receive-pack", None),
+        ("PUT", "/r.git/objects/ab/cd", None),
+        ("POST", "/r.git/info/lfs/objects/batch", None),
+    ],
+)
+def test_git_requests_are_known_by_their_decoded_path(method: str, path: str, service: str | None):
+    assert git_service(method, path) == service

@@ -250,3 +250,12 @@ def test_dumb_http_pushes_are_refused(routes: Routes, sid) -> None:
     for line in ("PUT /git/demo.git/objects/ab/cd", "MKCOL /git/demo.git/x", "POST /git/x"):
         out = raw(client, s, line)
         assert " 403 " in out.split("\r\n")[0] and "smart http only" in out, out
+
+
+def test_an_http_route_carries_no_push(routes: Routes, sid) -> None:
+    """A header-adding route to a git host would carry a push unread: refused."""
+    client, s = sid
+    out = bash(
+        client, s, guarded_py(PUSH, "/pypi/demo.git/git-receive-pack", str(ROUTE_PORT), "0" * 40)
+    ).text
+    assert " 403 " in out.split("\r\n")[0] and "not a git route" in out, out
