@@ -16,6 +16,7 @@ import logging
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +71,8 @@ class CredentialService(Listener):
         self.sources = Sources(config.sources, state_dir)
         self.state = {name: RouteState(r) for name, r in config.routes.items()}
         self._tls: dict[str, ssl.SSLContext] = {}
-        self._held: dict[str, asyncio.Lock] = {}
+        # Per session while a push of it is held; gone with the last holder.
+        self._held: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
 
     # --- the network service's Listener ---------------------------------------------------
@@ -134,7 +136,10 @@ class CredentialService(Listener):
 
     def holding(self, session_id: str) -> asyncio.Lock:
         with self._lock:
-            return self._held.setdefault(session_id, asyncio.Lock())
+            lock = self._held.get(session_id)
+            if lock is None:
+                lock = self._held[session_id] = asyncio.Lock()
+            return lock
 
     def used(self, session_id: str, route: Route, status: int) -> None:
         if status == 401:  # the secret may have changed: read it again next time

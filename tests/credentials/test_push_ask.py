@@ -75,6 +75,9 @@ def test_a_protected_push_is_asked_on_an_attached_terminal(
                 assert "RC=0" in text and after != before, text
             else:
                 assert "RC=1" in text and "[remote rejected]" in text and after == before, text
+            # The attached terminal shows the push, its ref and who decided.
+            shown = _read_until(master, b"refs/heads/main")
+            assert (b"pushed to" if pushed else b"push refused") in shown, shown
             last = git_pushes(client, sid)[-1]
             assert last.allowed is pushed and last.updates[0].protected, last
             assert ("allowed by" if pushed else "refused by") in last.decided_by, last
