@@ -196,6 +196,11 @@ def load(config: Config) -> CredentialConfig:
         if route.name in routes:
             raise _fail(f"credential_routes[{i}]", f"name {route.name!r} is used twice")
         routes[route.name] = route
+    if routes and config.credential_route_port in (
+        config.network_http_port,
+        config.network_socks_port,
+    ):
+        raise _fail("credential_route_port", "must differ from the proxy's own ports")
     for pattern in config.credential_protected_refs:
         if not pattern.startswith("refs/"):
             raise _fail("credential_protected_refs", f"{pattern!r} must be a full ref (refs/...)")

@@ -32,6 +32,8 @@ from agentd.sessions.session import SessionManager
 
 log = logging.getLogger(__name__)
 
+# Sessions remembered per route for `agentctl credentials`.
+SESSIONS_KEPT = 256
 # (session id, tool_use_id, tool input, reasons) -> (allowed, who decided)
 PushAsk = Callable[[str, str, dict[str, Any], list[str]], Awaitable[tuple[bool, str]]]
 
@@ -141,11 +143,22 @@ class CredentialService(Listener):
                 lock = self._held[session_id] = asyncio.Lock()
             return lock
 
+    def _use(self, route: Route, session_id: str) -> Use:
+        """The session's use of the route (the oldest sessions forgotten past a few
+        hundred); call with the lock held."""
+        sessions = self.state[route.name].sessions
+        use = sessions.get(session_id)
+        if use is None:
+            use = sessions[session_id] = Use()
+            while len(sessions) > SESSIONS_KEPT:
+                sessions.pop(next(iter(sessions)))
+        return use
+
     def used(self, session_id: str, route: Route, status: int) -> None:
         if status == 401:  # the secret may have changed: read it again next time
             self.sources.forget(route.source)
         with self._lock:
-            use = self.state[route.name].sessions.setdefault(session_id, Use())
+            use = self._use(route, session_id)
             use.requests += 1
             use.refused += status in (401, 403)
             use.last_ms = int(time.time() * 1000)
@@ -200,8 +213,7 @@ class CredentialService(Listener):
             tool_input = {"repository": repository, "route": route.name, "updates": updates}
             allowed, who = await self.ask_push(session_id, tool_use_id, tool_input, reasons)
         with self._lock:
-            use = self.state[route.name].sessions.setdefault(session_id, Use())
-            use.pushes += 1
+            self._use(route, session_id).pushes += 1
         try:
             self.sessions.log(session_id).emit(
                 "git_push",

@@ -55,3 +55,8 @@ def test_mistakes_are_refused_by_name(sources: list[Any], routes: list[Any], say
 def test_protected_refs_are_full_refs() -> None:
     with pytest.raises(ConfigError, match="full ref"):
         load([], [], credential_protected_refs=["main"])
+
+
+def test_the_route_port_is_not_the_proxy_s() -> None:
+    with pytest.raises(ConfigError, match="credential_route_port"):
+        load([SOURCE], [ROUTE], credential_route_port=3128)
