@@ -109,7 +109,9 @@ async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event
         event = conn.next_event()
         if event is not h11.NEED_DATA:
             return event
-        data = await asyncio.wait_for(reader.read(CHUNK), IDLE_SECONDS)
+        # asyncio.timeout, not wait_for: no task per read (a download makes thousands).
+        async with asyncio.timeout(IDLE_SECONDS):
+            data = await reader.read(CHUNK)
         conn.receive_data(data)
 
 
