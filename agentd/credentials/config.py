@@ -29,8 +29,9 @@ class Source:
     kind: str  # "file" | "env" | "git-credential"
     file: str = ""
     env: str = ""
-    # git credential fill: the URL asked for, the user whose helpers answer, and the
-    # HOME its git reads (default: that user's home; never one a sandbox can write).
+    # git credential fill: the URL asked for, the user whose helpers answer (default:
+    # the session's owner), and the HOME its git reads (default: that user's home;
+    # never one a sandbox can write).
     url: str = ""
     user: str = ""
     home: str = ""
@@ -42,7 +43,7 @@ class Source:
             return self.file
         if self.kind == "env":
             return f"${self.env}"
-        return f"git credential fill {self.url}" + (f" as {self.user}" if self.user else "")
+        return f"git credential fill {self.url} as " + (self.user or "the session's owner")
 
 
 @dataclass(frozen=True, slots=True)

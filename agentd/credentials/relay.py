@@ -57,7 +57,7 @@ class Routes(Protocol):
 
     def route(self, name: str) -> Route | None: ...
 
-    async def secret(self, route: Route) -> Secret: ...
+    async def secret(self, route: Route, session_id: str) -> Secret: ...
 
     def tls(self, route: Route) -> ssl.SSLContext: ...
 
@@ -265,7 +265,7 @@ class RouteConnection:
         if not verdict.allowed:
             await self._refuse(403, refusal_body(wanted, verdict))
         try:
-            secret = await self.routes.secret(route)
+            secret = await self.routes.secret(route, self.decider.session_id)
         except SourceError as exc:
             await self._refuse(502, f"agentd's route {route.name}: its credential: {exc}\n")
         method = request.method.decode("ascii", "replace")

@@ -117,10 +117,14 @@ class CredentialService(Listener):
     def route(self, name: str) -> Route | None:
         return self.config.routes.get(name)
 
-    async def secret(self, route: Route) -> Secret:
+    async def secret(self, route: Route, session_id: str) -> Secret:
+        try:
+            owner = self.sessions.get(session_id).owner_uid
+        except Exception:
+            raise SourceError("the session is closed") from None
         try:
             return await asyncio.get_running_loop().run_in_executor(
-                None, self.sources.get, route.source
+                None, self.sources.get, route.source, owner
             )
         except SourceError:
             raise

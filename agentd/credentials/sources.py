@@ -94,15 +94,14 @@ def fill_environment(home: str, workdir: str) -> dict[str, str]:
     }
 
 
-def _git_fill(source: Source, workdir: str) -> tuple[str, str]:
+def _git_fill(source: Source, workdir: str, owner_uid: int) -> tuple[str, str]:
+    """The configured user's helpers answer, else the session owner's."""
     parts = urlsplit(source.url)
-    if source.user:
-        try:
-            user = pwd.getpwnam(source.user)
-        except KeyError:
-            raise SourceError(f"no user {source.user!r} for {source.where}") from None
-    else:
-        user = pwd.getpwuid(os.getuid())
+    try:
+        user = pwd.getpwnam(source.user) if source.user else pwd.getpwuid(owner_uid)
+    except KeyError:
+        who = source.user or f"uid {owner_uid}"
+        raise SourceError(f"no user {who} for {source.where}") from None
     os.makedirs(workdir, mode=0o700, exist_ok=True)
     os.chown(workdir, user.pw_uid, user.pw_gid)
     request = f"protocol=https\nhost={parts.netloc}\n"
@@ -146,21 +145,24 @@ class Sources:
 
     def forget(self, name: str) -> None:
         with self._lock:
-            self._cache.pop(name, None)
+            for key in [k for k in self._cache if k.split("\0")[0] == name]:
+                del self._cache[key]
 
-    def get(self, name: str) -> Secret:
-        """Blocking (a file read, or a `git credential fill`): call from a thread."""
+    def get(self, name: str, owner_uid: int) -> Secret:
+        """Blocking (a file read, or a `git credential fill`): call from a thread. A
+        `git credential fill` without a configured user is the session owner's own."""
+        source = self.sources[name]
+        key = f"{name}\0{owner_uid}" if source.kind == "git-credential" else name
         with self._lock:
-            kept = self._cache.get(name)
+            kept = self._cache.get(key)
             if kept is not None and time.monotonic() - kept[0] < CACHE_SECONDS:
                 return kept[1]
-        source = self.sources[name]
         if source.kind == "file":
             secret = Secret("", _from_file(source.file))
         elif source.kind == "env":
             secret = Secret("", _check_secret(os.environ.get(source.env, ""), source.where))
         else:
-            secret = Secret(*_git_fill(source, self.workdir))
+            secret = Secret(*_git_fill(source, self.workdir, owner_uid))
         with self._lock:
-            self._cache[name] = (time.monotonic(), secret)
+            self._cache[key] = (time.monotonic(), secret)
         return secret

@@ -187,7 +187,8 @@ class Config:
     network_socks_port: Annotated[int, at.Ge(1), at.Le(65535)] = 1080
     # --- creds-https (issue 21): credentials the sandbox uses through routes, never holds.
     # Where secrets come from: [{name, file = PATH} | {name, env = VAR} |
-    # {name, git_credential = "https://host[:port]", user = "alice"}] (agentd/credentials/).
+    # {name, git_credential = "https://host[:port]", user = "alice" (default: the session's
+    # owner), home = DIR}] (agentd/credentials/).
     credential_sources: list[dict[str, Any]] = field(default_factory=list)
     # Routes the sandbox reaches as plain http on 127.0.0.1:credential_route_port/<name>/,
     # forwarded over TLS with the secret added: [{name, kind = "git" | "http", upstream =
