@@ -176,6 +176,28 @@ def fast_forward(update: RefUpdate, parents: dict[str, list[str]] | None) -> boo
     return False
 
 
+def read(encoding: bytes, body: bytes, complete: bool) -> tuple[Commands, set[str]] | str:
+    """A receive-pack body's commands and the refs its pack proves fast-forwards; or
+    why it cannot be read (the push is then refused)."""
+    encoding = encoding.lower()
+    plain = body
+    if encoding == b"gzip":
+        try:
+            d = zlib.decompressobj(wbits=31)
+            plain = d.decompress(body)
+            complete = complete and d.eof
+        except zlib.error:
+            return "agentd could not read the push (a malformed gzip body)"
+    elif encoding not in (b"", b"identity"):
+        return "agentd cannot read a push with this Content-Encoding"
+    try:
+        commands = parse_commands(plain)
+    except PushError as exc:
+        return f"agentd could not read the push ({exc})"
+    parents = commit_parents(plain[commands.pack_offset :]) if complete else None
+    return commands, {u.ref for u in commands.updates if fast_forward(u, parents)}
+
+
 def _pkt(data: bytes) -> bytes:
     return b"%04x" % (len(data) + 4) + data
 

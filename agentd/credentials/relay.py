@@ -16,38 +16,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-import zlib
-from dataclasses import dataclass, field
 from typing import NoReturn, Protocol
 
 import h11
 
 from agentd.credentials import paths, push
 from agentd.credentials.config import Route
+from agentd.credentials.http import (
+    HOP,
+    Held,
+    Masker,
+    Upstream,
+    next_event,
+    response_headers,
+    rewritable,
+)
 from agentd.credentials.sources import Secret, SourceError
 from agentd.network.connection import CHUNK, CONNECT_SECONDS, Decider, Request, refusal_body
 
-IDLE_SECONDS = 120.0
 # A push's body read before it is forwarded, to prove fast-forwards; a bigger push still
 # has its commands read, and its non-creating updates ask.
 PUSH_HELD_BYTES = 64 * 1024 * 1024
 # Other request bodies are streamed once this much is buffered.
 BODY_HELD_BYTES = 1024 * 1024
-_HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"proxy-authorization",
-        b"proxy-authenticate",
-        b"te",
-        b"trailer",
-        b"upgrade",
-        b"host",
-        b"expect",
-        b"accept-encoding",
-    }
-)
 
 
 class Routes(Protocol):
@@ -68,86 +59,6 @@ class Routes(Protocol):
     def used(self, session_id: str, route: Route, status: int) -> None: ...
 
     def holding(self, session_id: str) -> asyncio.Lock: ...
-
-
-class Masker:
-    """Replaces each secret in a stream with `*`s of its length, across chunk borders."""
-
-    def __init__(self, secrets: list[bytes]) -> None:
-        self.secrets = secrets
-        self.keep = max((len(s) for s in secrets), default=1) - 1
-        self.held = b""
-
-    def mask(self, data: bytes) -> bytes:
-        for s in self.secrets:
-            data = data.replace(s, b"*" * len(s))
-        return data
-
-    def feed(self, data: bytes) -> bytes:
-        data = self.mask(self.held + data)
-        if self.keep <= 0:
-            self.held = b""
-            return data
-        self.held = data[-self.keep :] if len(data) > self.keep else data
-        return data[: -self.keep] if len(data) > self.keep else b""
-
-    def flush(self) -> bytes:
-        data, self.held = self.held, b""
-        return data
-
-
-@dataclass
-class _Upstream:
-    route: str
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    conn: h11.Connection = field(default_factory=lambda: h11.Connection(h11.CLIENT))
-
-
-async def _next(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event | type:
-    while True:
-        event = conn.next_event()
-        if event is not h11.NEED_DATA:
-            return event
-        # asyncio.timeout, not wait_for: no task per read (a download makes thousands).
-        async with asyncio.timeout(IDLE_SECONDS):
-            data = await reader.read(CHUNK)
-        conn.receive_data(data)
-
-
-# Textual bodies up to this size have the upstream's absolute URLs rewritten onto the
-# route (held whole to do it); bigger ones pass as they come.
-REWRITE_HELD_BYTES = 32 * 1024 * 1024
-_TEXTUAL = (b"application/json", b"text/", b"application/vnd.pypi.simple", b"application/xml")
-_TEXTUAL_SUFFIX = (b"+json", b"+xml")
-
-
-def _rewritable(headers: list[tuple[bytes, bytes]]) -> bool:
-    kind = b"".join(v for k, v in headers if k == b"content-type").split(b";")[0].strip().lower()
-    length = b"".join(v for k, v in headers if k == b"content-length")
-    if length.isdigit() and int(length) > REWRITE_HELD_BYTES:
-        return False
-    if any(k == b"content-encoding" and v.lower() not in (b"identity", b"") for k, v in headers):
-        return False
-    return kind.startswith(_TEXTUAL) or kind.endswith(_TEXTUAL_SUFFIX)
-
-
-class _Held:
-    """A response held whole until its end (to rewrite it), up to REWRITE_HELD_BYTES."""
-
-    def __init__(self, head: h11.Response) -> None:
-        self.head = head
-        self.parts: list[bytes] = []
-        self.size = 0
-
-    def add(self, data: bytes) -> bool:
-        """Held; False once it would be too big (the caller passes it on)."""
-        self.parts.append(data)
-        self.size += len(data)
-        return self.size <= REWRITE_HELD_BYTES
-
-    def data(self) -> bytes:
-        return b"".join(self.parts)
 
 
 class _Stale(Exception):
@@ -171,13 +82,13 @@ class RouteConnection:
         self.decider = decider
         self.routes = routes
         self.server = h11.Connection(h11.SERVER)
-        self.upstream: _Upstream | None = None
+        self.upstream: Upstream | None = None
 
     async def run(self) -> None:
         try:
             while True:
                 try:
-                    event = await _next(self.server, self.reader)
+                    event = await next_event(self.server, self.reader)
                 except h11.RemoteProtocolError:
                     await self._answer(400, "agentd's route: malformed HTTP request\n")
                     return
@@ -231,7 +142,7 @@ class RouteConnection:
         parts: list[bytes] = []
         size = 0
         while size <= limit:
-            event = await _next(self.server, self.reader)
+            event = await next_event(self.server, self.reader)
             if isinstance(event, h11.Data):
                 parts.append(bytes(event.data))
                 size += len(event.data)
@@ -349,9 +260,7 @@ class RouteConnection:
         self, route: Route, request: h11.Request, secret: Secret
     ) -> list[tuple[bytes, bytes]]:
         mine = route.header.lower().encode()
-        kept = [
-            (k, v) for k, v in request.headers if k not in _HOP and k != mine and k != b"cookie"
-        ]
+        kept = [(k, v) for k, v in request.headers if k not in HOP and k != mine and k != b"cookie"]
         return [
             (b"Host", route.netloc.encode()),
             *kept,
@@ -365,23 +274,11 @@ class RouteConnection:
         self, route: Route, request: h11.Request, path: str, body: bytes, complete: bool
     ) -> tuple[push.Commands | None, str] | None:
         """None when the push may go on; else what to answer."""
-        encoding = b"".join(v for k, v in request.headers if k == b"content-encoding").lower()
-        plain = body
-        if encoding == b"gzip":
-            try:
-                d = zlib.decompressobj(wbits=31)
-                plain = d.decompress(body)
-                complete = complete and d.eof
-            except zlib.error:
-                return None, "agentd could not read the push (a malformed gzip body)"
-        elif encoding not in (b"", b"identity"):
-            return None, "agentd cannot read a push with this Content-Encoding"
-        try:
-            commands = push.parse_commands(plain)
-        except push.PushError as exc:
-            return None, f"agentd could not read the push ({exc})"
-        parents = push.commit_parents(plain[commands.pack_offset :]) if complete else None
-        proven = {u.ref for u in commands.updates if push.fast_forward(u, parents)}
+        encoding = b"".join(v for k, v in request.headers if k == b"content-encoding")
+        read = push.read(encoding, body, complete)
+        if isinstance(read, str):
+            return None, read
+        commands, proven = read
         allowed, why = await self.routes.push_allowed(
             self.decider.session_id, route, path, commands, proven
         )
@@ -408,7 +305,7 @@ class RouteConnection:
 
     # --- the upstream's side -------------------------------------------------------------
 
-    async def _connect(self, route: Route, addresses: list[str]) -> _Upstream:
+    async def _connect(self, route: Route, addresses: list[str]) -> Upstream:
         if self._reusable(route) and self.upstream is not None:
             return self.upstream
         self._drop_upstream()
@@ -431,7 +328,7 @@ class RouteConnection:
             except (OSError, ssl.SSLError) as exc:
                 failure = OSError(getattr(exc, "reason", None) or exc.strerror or str(exc))
                 continue
-            self.upstream = _Upstream(route.name, reader, writer)
+            self.upstream = Upstream(route.name, reader, writer)
             return self.upstream
         raise failure
 
@@ -440,7 +337,7 @@ class RouteConnection:
             self.upstream.writer.close()
             self.upstream = None
 
-    async def _up(self, upstream: _Upstream, event: h11.Event) -> None:
+    async def _up(self, upstream: Upstream, event: h11.Event) -> None:
         data = upstream.conn.send(event)
         if data:
             upstream.writer.write(data)
@@ -449,7 +346,7 @@ class RouteConnection:
     async def _response(
         self,
         route: Route,
-        upstream: _Upstream,
+        upstream: Upstream,
         masker: Masker,
         stale_ok: bool = False,
         rewrite: bool = False,
@@ -458,11 +355,11 @@ class RouteConnection:
         body (an index page, a registry's JSON) has the upstream's absolute URLs under
         the prefix turned into the route's, so a client follows them through the route."""
         status = 502
-        held: _Held | None = None
+        held: Held | None = None
         upstream_url = f"https://{route.netloc}{route.prefix}".encode()
         while True:
             try:
-                event = await _next(upstream.conn, upstream.reader)
+                event = await next_event(upstream.conn, upstream.reader)
             except (h11.RemoteProtocolError, OSError, TimeoutError) as exc:
                 if stale_ok and not isinstance(exc, TimeoutError) and self._unanswered():
                     raise _Stale from None
@@ -479,7 +376,7 @@ class RouteConnection:
                 raise _Stale
             if isinstance(event, h11.Response):
                 status = event.status_code
-                headers = self._response_headers(route, event, masker)
+                headers = response_headers(route, event, masker, self.routes.route_port)
                 if headers is None:
                     self._drop_upstream()
                     await self._answer(
@@ -490,8 +387,8 @@ class RouteConnection:
                     raise _Answered
                 reason = masker.mask(bytes(event.reason))
                 head = h11.Response(status_code=status, headers=headers, reason=reason)
-                if rewrite and _rewritable(headers):
-                    held = _Held(head)
+                if rewrite and rewritable(headers):
+                    held = Held(head)
                 else:
                     await self._send(head)
             elif isinstance(event, h11.Data):
@@ -535,20 +432,3 @@ class RouteConnection:
             else:  # the upstream closed
                 self._drop_upstream()
                 raise OSError("the upstream closed")
-
-    def _response_headers(
-        self, route: Route, response: h11.Response, masker: Masker
-    ) -> list[tuple[bytes, bytes]] | None:
-        out: list[tuple[bytes, bytes]] = []
-        for key, value in response.headers:
-            if key in _HOP and key != b"host":
-                continue
-            if key in (b"location", b"content-location"):
-                mapped = paths.mapped_location(
-                    route, value.decode("latin-1"), self.routes.route_port
-                )
-                if mapped is None:
-                    return None
-                value = mapped.encode("latin-1")
-            out.append((key, masker.mask(bytes(value))))
-        return out

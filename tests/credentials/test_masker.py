@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentd.credentials.relay import Masker
+from agentd.credentials.http import Masker
 
 SECRET = b"ghp_0123456789abcdef"
 
