@@ -13,6 +13,7 @@ import grpc
 
 from agentd_client import (
     _agent_cli,
+    _credentials_cli,
     _trust_cli,
     call_commands,
     commands,
@@ -300,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
 
     _trust_cli.add_commands(top)
+    _credentials_cli.add_commands(top)
     return p
 
 
