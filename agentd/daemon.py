@@ -13,6 +13,7 @@ import grpc
 
 import agentd_sandbox
 from agentd.api.handlers.calls import CallHandlers
+from agentd.api.handlers.credentials import CredentialHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
@@ -24,7 +25,9 @@ from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
 from agentd.changes.prompt import made_by
 from agentd.changes.service import ChangeTracker
+from agentd.credentials import config as credential_config
 from agentd.credentials import ssh_agent_service
+from agentd.credentials.service import CredentialService
 from agentd.foundation import logs, metrics, offload
 from agentd.foundation.config import Config
 from agentd.foundation.errors import SessionNotFound, Unavailable
@@ -38,6 +41,7 @@ from agentd.fs.temp_ledger import TempLedger
 from agentd.network import service as network_service
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.permissions.network_rules import NetworkRulesSource, network_asker
+from agentd.permissions.push_asks import push_asker
 from agentd.permissions.ssh_agent_ask import ssh_agent_asker
 from agentd.runs.output.registry import Outputs
 from agentd.runs.shim import client as shim_client
@@ -122,6 +126,9 @@ class Daemon:
         self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
         self.network: network_service.NetworkService | None = None  # made in start()
         self.ssh_agent: ssh_agent_service.SshAgentService | None = None  # creds-ssh
+        # Credential sources and routes (issue 21); a bad entry stops start-up.
+        self.credential_config = credential_config.load(config)
+        self.credentials: CredentialService | None = None  # made in start(), on the network
         self.executor = Executor(
             default_registry(), self.sessions, config, self.permissions, services=self.services
         )
@@ -147,6 +154,7 @@ class Daemon:
             calls=CallHandlers(self.sessions, self.executor),
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
+            credentials=CredentialHandlers(lambda: self.credentials),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
@@ -271,6 +279,16 @@ class Daemon:
                 asyncio.get_running_loop(),
             )
             ssh_agent_service.install(self.ssh_agent)
+        if self.network.available():
+            self.credentials = CredentialService(
+                self.credential_config,
+                self.config.state_dir,
+                self.network,
+                self.sessions,
+                push_asker(self.asker),
+                self.asker.has_listeners,
+            )
+            self.network.listeners.append(self.credentials)
         if swept := self.network.sweep(self._session_open):
             log.info("removed the network namespaces of %d sessions no longer open", swept)
         self.loop_watch.start()

@@ -256,6 +256,10 @@ class AsyncClient(_Base):
         """Trusted settings contents, and the settings files of open sessions (or `path`)."""
         return await self._unary(rpc.list_trust(path), timeout)
 
+    async def list_credentials(self, *, timeout: float | None = None) -> pb.ListCredentialsResponse:
+        """Credential sources and routes, and which sessions used them (never a secret)."""
+        return await self._unary(rpc.list_credentials(), timeout)
+
     async def approve_trust(
         self, path: str, sha256: str, *, timeout: float | None = None
     ) -> pb.TrustEntry:

@@ -377,3 +377,8 @@ def approve_trust(path: str, sha256: str) -> Call:
 def revoke_trust(path: str, sha256: str) -> Call:
     request = pb.RevokeTrustRequest(path=path, sha256=sha256)
     return Call("RevokeTrust", request, lambda r: list(r.revoked))
+
+
+def list_credentials() -> Call:
+    """Credential sources and routes, and which sessions used them (never a secret)."""
+    return Call("ListCredentials", pb.ListCredentialsRequest(), lambda r: r, safe=True)

@@ -291,6 +291,10 @@ class Client(_Base):
         """Trusted settings contents, and the settings files of open sessions (or `path`)."""
         return self._unary(rpc.list_trust(path), timeout)
 
+    def list_credentials(self, *, timeout: float | None = None) -> pb.ListCredentialsResponse:
+        """Credential sources and routes, and which sessions used them (never a secret)."""
+        return self._unary(rpc.list_credentials(), timeout)
+
     def approve_trust(
         self, path: str, sha256: str, *, timeout: float | None = None
     ) -> pb.TrustEntry:

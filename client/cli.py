@@ -13,11 +13,14 @@ import grpc
 
 from agentd_client import (
     _agent_cli,
+    _credentials_cli,
     _trust_cli,
+    call_commands,
     commands,
     contexts,
     hangup,
     sanitize,
+    session_commands,
     terminal,
 )
 from agentd_client.display import print_json
@@ -111,10 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(json=False)
     top = _Tree(p.add_subparsers(dest="command", required=True, parser_class=_Parser))
 
-    top.leaf("status", "is the daemon up, and what is it doing", commands.cmd_status)
+    top.leaf("status", "is the daemon up, and what is it doing", session_commands.cmd_status)
 
     sess = top.group("session", "create, list, show, close and gc sessions", "session_command")
-    n = sess.leaf("new", "create a session on a workspace", commands.cmd_session_new)
+    n = sess.leaf("new", "create a session on a workspace", session_commands.cmd_session_new)
     n.add_argument("--workspace", action="append", required=True, help="a workspace root")
     n.add_argument("--cwd")
     n.add_argument("--name", help="a name to use instead of the id (unique among open sessions)")
@@ -130,18 +133,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="proxied (the default: out only through agentd's proxy, hosts allowed by name), "
         "off, or on",
     )
-    ls = sess.leaf("ls", "list sessions", commands.cmd_session_ls)
+    ls = sess.leaf("ls", "list sessions", session_commands.cmd_session_ls)
     ls.add_argument("--all", action="store_true", help="closed ones too")
     for name, help, func in (
-        ("show", "one session as JSON", commands.cmd_session_show),
-        ("close", "close a session and stop its calls and tasks", commands.cmd_session_close),
+        ("show", "one session as JSON", session_commands.cmd_session_show),
+        (
+            "close",
+            "close a session and stop its calls and tasks",
+            session_commands.cmd_session_close,
+        ),
     ):
         leaf = sess.leaf(name, help, func)
         leaf.add_argument("session", nargs="?", help="name, id or id prefix")
     gc = sess.leaf(
         "gc",
         "close idle sessions and delete what closed ones left (journal, output, files)",
-        commands.cmd_session_gc,
+        session_commands.cmd_session_gc,
     )
     gc.add_argument(
         "--idle",
@@ -157,17 +164,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gc.add_argument("--dry-run", action="store_true", help="only say what would be done")
 
-    call = top.leaf("call", "run one tool call (Ctrl-C cancels it)", commands.cmd_call)
+    call = top.leaf("call", "run one tool call (Ctrl-C cancels it)", call_commands.cmd_call)
     _session_option(call)
     call.add_argument("--id", help="tool_use_id (default: generated)")
     call.add_argument("tool")
     call.add_argument("input", help="the input as JSON, or - to read it from stdin")
 
-    cancel = top.leaf("cancel", "cancel a running tool call", commands.cmd_cancel)
+    cancel = top.leaf("cancel", "cancel a running tool call", call_commands.cmd_cancel)
     _session_option(cancel)
     cancel.add_argument("call", help="the call's tool_use_id")
 
-    t = top.leaf("tools", "list the tools", commands.cmd_tools)
+    t = top.leaf("tools", "list the tools", call_commands.cmd_tools)
     t.add_argument("--format", choices=["table", "anthropic"], default="table")
 
     a = top.leaf("attach", "follow a session's events live", commands.cmd_attach)
@@ -294,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
 
     _trust_cli.add_commands(top)
+    _credentials_cli.add_commands(top)
     return p
 
 

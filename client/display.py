@@ -151,6 +151,14 @@ def describe_event(e: pb.Event) -> str:
             return f"{head} (fell behind: events {e.gap.from_seq}-{e.gap.to_seq} replayed)"
         case "agent":
             return describe_agent(head, e.agent)
+        case "git_push":
+            pushed = e.git_push
+            refs = ", ".join(
+                f"{one(u.ref)} {one(u.old[:9])}..{one(u.new[:9])} ({one(u.kind)})"
+                for u in pushed.updates
+            )
+            verb = "pushed" if pushed.allowed else "push refused"
+            return f"{head} {verb} to {one(pushed.repository)}: {refs} — {one(pushed.decided_by)}"
     return f"{head} {one(kind)}"
 
 

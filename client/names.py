@@ -8,6 +8,7 @@ which may share it); a unique id prefix. Durations for `session gc --idle` too.
 
 from __future__ import annotations
 
+import argparse
 import re
 import time
 
@@ -33,6 +34,11 @@ def _one(ref: str, matches: list[Session], how: str) -> Session:
         f"session {ref!r} is ambiguous: {len(matches)} sessions match by {how}; "
         f"use more of the id:\n  {listed}"
     )
+
+
+def of_args(client: Client, args: argparse.Namespace) -> str:
+    """The session a command names (or the default one), resolved to its id."""
+    return resolve(client, args.session or args.default_session)
 
 
 def resolve(client: Client, ref: str) -> str:

@@ -9,6 +9,7 @@ here fails the daemon's start, not a client's call.
 from __future__ import annotations
 
 from agentd.api.handlers.calls import CallHandlers
+from agentd.api.handlers.credentials import CredentialHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
@@ -27,6 +28,7 @@ class Servicer:
         calls: CallHandlers,
         events: EventHandlers,
         outputs: OutputHandlers,
+        credentials: CredentialHandlers,
     ) -> None:
         self.GetStatus = status.GetStatus
         self.ListTools = status.ListTools
@@ -55,3 +57,5 @@ class Servicer:
 
         self.ListTasks = outputs.ListTasks
         self.ReadOutput = outputs.ReadOutput
+
+        self.ListCredentials = credentials.ListCredentials

@@ -190,6 +190,9 @@ def event_to_pb(event: Event) -> pb.Event:
             out.session_closed.SetInParent()
         case "gap":
             out.gap.CopyFrom(pb.Gap(**p))
+        case "git_push":
+            refs = [pb.GitPushRef(**u) for u in p["updates"]]
+            out.git_push.CopyFrom(pb.GitPush(**{**p, "updates": refs}))
         case "agent" | "agent_live":
             out.agent.CopyFrom(agent_events.from_payload(p))
         case _:

@@ -195,6 +195,27 @@ class Config:
     ssh_agent_upstream: str = ""
     # The known_hosts listing those hosts' keys; "": ~/.ssh/known_hosts of the daemon's user.
     ssh_agent_known_hosts: str = ""
+    # --- creds-https (issue 21): credentials the sandbox uses through routes, never holds.
+    # Where secrets come from: [{name, file = PATH} | {name, env = VAR} |
+    # {name, git_credential = "https://host[:port]", user = "alice" (default: the session's
+    # owner), home = DIR}] (agentd/credentials/).
+    credential_sources: list[dict[str, Any]] = field(default_factory=list)
+    # Routes the sandbox reaches as plain http on 127.0.0.1:credential_route_port/<name>/,
+    # forwarded over TLS with the secret added: [{name, kind = "git" | "http", upstream =
+    # "https://host/prefix/", source, header = "Authorization", scheme = "Bearer" |
+    # "Basic" | "", username, ca_file, env = {VAR = "{url}..."}}].
+    credential_routes: list[dict[str, Any]] = field(default_factory=list)
+    # Refs a push through a git route may only update when a person says yes (fnmatch
+    # patterns on full ref names); deletions and non-fast-forward updates always ask.
+    credential_protected_refs: list[str] = field(
+        default_factory=lambda: [
+            "refs/heads/main",
+            "refs/heads/master",
+            "refs/heads/release/*",
+            "refs/tags/*",
+        ]
+    )
+    credential_route_port: Annotated[int, at.Ge(1), at.Le(65535)] = 3130
     # The uid a root daemon's sandboxed commands run as when the session owner is root.
     sandbox_uid: Id = 65534
     sandbox_gid: Id = 65534

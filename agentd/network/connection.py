@@ -36,6 +36,8 @@ class Verdict:
 class Decider:
     """Decides a connection; the service's (agentd/network/service.py)."""
 
+    session_id: str = ""
+
     async def decide(self, request: Request) -> Verdict:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -45,6 +47,25 @@ class Decider:
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connector = Callable[[Verdict, Request], Awaitable[Streams]]
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Decider], Awaitable[None]]
+
+
+class Listener:
+    """One more listener in every proxied session's namespace (issue 21's credential
+    routes, agentd/credentials/): its port, what the sandbox's environment gets, and
+    the handler of each connection (decided through the same `Decider`)."""
+
+    def port(self) -> int | None:  # pragma: no cover - interface
+        """The loopback port to listen on in each namespace; None: none."""
+        raise NotImplementedError
+
+    def environment(self, session_id: str) -> dict[str, str]:  # pragma: no cover
+        raise NotImplementedError
+
+    async def handle(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, decider: Decider
+    ) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
 
 
 async def tcp_connect(

@@ -58,3 +58,25 @@ def add_git_config(env: dict[str, str], pairs: list[tuple[str, str]]) -> None:
         env[f"GIT_CONFIG_VALUE_{count}"] = value
         count += 1
     env["GIT_CONFIG_COUNT"] = str(count)
+
+
+def merge(env: dict[str, str], extra: dict[str, str]) -> None:
+    """`extra` added to `env`: its GIT_CONFIG_KEY_n/VALUE_n appended after env's own,
+    NO_PROXY lists joined; any other variable set."""
+    try:
+        count = int(extra.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    add_git_config(
+        env,
+        [
+            (extra[f"GIT_CONFIG_KEY_{i}"], extra.get(f"GIT_CONFIG_VALUE_{i}", ""))
+            for i in range(count)
+        ],
+    )
+    for name, value in extra.items():
+        if name.startswith("GIT_CONFIG_"):
+            continue
+        if name in ("NO_PROXY", "no_proxy", "npm_config_noproxy") and env.get(name):
+            value = ",".join(dict.fromkeys([*env[name].split(","), *value.split(",")]))
+        env[name] = value

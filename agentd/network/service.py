@@ -31,7 +31,7 @@ from agentd.foundation.config import Config
 from agentd.network import env as proxy_env
 from agentd.network import netns
 from agentd.network.address import AllowList, internal_reason, literal_address
-from agentd.network.connection import Decider, Request, Verdict
+from agentd.network.connection import Decider, Handler, Listener, Request, Verdict
 from agentd.network.http_proxy import serve_http
 from agentd.network.loop import ProxyLoop
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
@@ -71,6 +71,7 @@ class _SessionDecider(Decider):
     def __init__(self, service: NetworkService, net: SessionNet) -> None:
         self.service = service
         self.net = net
+        self.session_id = net.session_id
 
     async def decide(self, request: Request) -> Verdict:
         done = asyncio.run_coroutine_threadsafe(
@@ -119,6 +120,8 @@ class NetworkService:
         names = {normal_host(k): list(v) for k, v in config.network_resolve.items()}
         self._resolve_map = names
         self.proxy_loop = ProxyLoop()
+        # More listeners in every namespace (credential routes); set before sessions run.
+        self.listeners: list[Listener] = []
         self.unavailable = netns.unsupported()
         if self.unavailable:
             log.warning(
@@ -145,6 +148,8 @@ class NetworkService:
         env = proxy_env.proxy_environment(
             self.config.network_http_port, self.config.network_socks_port
         )
+        for listener in self.listeners:
+            proxy_env.merge(env, listener.environment(session.id))
         binds = [(proxy_env.SSH_PROXY_SOURCE, proxy_env.SSH_PROXY_MOUNT)]
         return Access(net.path, env, binds)
 
@@ -152,13 +157,17 @@ class NetworkService:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
         path = os.path.join(self.dir, session.id)
         netns.ensure(path)
-        sockets = netns.listen(
-            path,
-            [
-                (proxy_env.PROXY_HOST, self.config.network_http_port),
-                (proxy_env.PROXY_HOST, self.config.network_socks_port),
-            ],
-        )
+        handlers: list[Handler] = [serve_http, serve_socks]
+        addresses = [
+            (proxy_env.PROXY_HOST, self.config.network_http_port),
+            (proxy_env.PROXY_HOST, self.config.network_socks_port),
+        ]
+        for listener in self.listeners:
+            port = listener.port()
+            if port is not None:
+                handlers.append(listener.handle)
+                addresses.append((proxy_env.PROXY_HOST, port))
+        sockets = netns.listen(path, addresses)
         net = self._nets.get(session.id) or SessionNet(session.id, path)
         self._nets[session.id] = net
         net.servers = []
@@ -166,7 +175,7 @@ class NetworkService:
 
         async def serve() -> None:
             decider = _SessionDecider(self, net)
-            for sock, handler in zip(sockets, (serve_http, serve_socks), strict=True):
+            for sock, handler in zip(sockets, handlers, strict=True):
                 net.servers.append(
                     await asyncio.start_server(
                         self._guarded(net, decider, handler), sock=sock, limit=256 * 1024
@@ -183,7 +192,7 @@ class NetworkService:
         self,
         net: SessionNet,
         decider: _SessionDecider,
-        handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter, Decider], Awaitable[None]],
+        handler: Handler,
     ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             if net.open >= MAX_OPEN_PER_SESSION:
@@ -242,6 +251,11 @@ class NetworkService:
         if net is not None:
             net.calls.append(call)
         return call
+
+    def running_call(self, session_id: str) -> CallNet | None:
+        """The session's first running call (what a connection is attributed to)."""
+        net = self._nets.get(session_id)
+        return net.calls[0] if net is not None and net.calls else None
 
     def end_call(self, session_id: str, call: CallNet) -> list[str]:
         """What was refused while the call ran, one line per host, for its result."""

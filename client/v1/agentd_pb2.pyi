@@ -540,7 +540,7 @@ class Gap(_message.Message):
     def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent")
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent", "git_push")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -558,6 +558,7 @@ class Event(_message.Message):
     PERMISSION_DECIDED_FIELD_NUMBER: _ClassVar[int]
     SETTINGS_IGNORED_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
+    GIT_PUSH_FIELD_NUMBER: _ClassVar[int]
     seq: int
     session_id: str
     time_ms: int
@@ -575,7 +576,8 @@ class Event(_message.Message):
     permission_decided: PermissionDecided
     settings_ignored: SettingsIgnored
     agent: AgentEvent
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ...) -> None: ...
+    git_push: GitPush
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ..., git_push: _Optional[_Union[GitPush, _Mapping]] = ...) -> None: ...
 
 class AgentContentBlock(_message.Message):
     __slots__ = ("type", "text", "id", "name", "input")
@@ -800,3 +802,135 @@ class OutputChunk(_message.Message):
     output_id: str
     done: bool
     def __init__(self, offset: _Optional[int] = ..., data: _Optional[bytes] = ..., output_id: _Optional[str] = ..., done: _Optional[bool] = ...) -> None: ...
+
+class ListCredentialsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CredentialSource(_message.Message):
+    __slots__ = ("name", "kind", "where")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    WHERE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    where: str
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., where: _Optional[str] = ...) -> None: ...
+
+class CredentialUse(_message.Message):
+    __slots__ = ("session_id", "requests", "refused", "pushes", "last_ms")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    PUSHES_FIELD_NUMBER: _ClassVar[int]
+    LAST_MS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    requests: int
+    refused: int
+    pushes: int
+    last_ms: int
+    def __init__(self, session_id: _Optional[str] = ..., requests: _Optional[int] = ..., refused: _Optional[int] = ..., pushes: _Optional[int] = ..., last_ms: _Optional[int] = ...) -> None: ...
+
+class CredentialRoute(_message.Message):
+    __slots__ = ("name", "kind", "upstream", "source", "header", "url", "env", "sessions")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    upstream: str
+    source: str
+    header: str
+    url: str
+    env: _containers.RepeatedScalarFieldContainer[str]
+    sessions: _containers.RepeatedCompositeFieldContainer[CredentialUse]
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., upstream: _Optional[str] = ..., source: _Optional[str] = ..., header: _Optional[str] = ..., url: _Optional[str] = ..., env: _Optional[_Iterable[str]] = ..., sessions: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ...) -> None: ...
+
+class ListCredentialsResponse(_message.Message):
+    __slots__ = ("sources", "routes", "protected_refs", "available", "ssh_agent")
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    ROUTES_FIELD_NUMBER: _ClassVar[int]
+    PROTECTED_REFS_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    SSH_AGENT_FIELD_NUMBER: _ClassVar[int]
+    sources: _containers.RepeatedCompositeFieldContainer[CredentialSource]
+    routes: _containers.RepeatedCompositeFieldContainer[CredentialRoute]
+    protected_refs: _containers.RepeatedScalarFieldContainer[str]
+    available: bool
+    ssh_agent: SshAgentShown
+    def __init__(self, sources: _Optional[_Iterable[_Union[CredentialSource, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[CredentialRoute, _Mapping]]] = ..., protected_refs: _Optional[_Iterable[str]] = ..., available: _Optional[bool] = ..., ssh_agent: _Optional[_Union[SshAgentShown, _Mapping]] = ...) -> None: ...
+
+class SshAgentKey(_message.Message):
+    __slots__ = ("fingerprint", "source")
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    fingerprint: str
+    source: str
+    def __init__(self, fingerprint: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
+
+class SshAgentUse(_message.Message):
+    __slots__ = ("session_id", "host", "key", "signatures", "refused", "allowed_by")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURES_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_BY_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    host: str
+    key: str
+    signatures: int
+    refused: int
+    allowed_by: str
+    def __init__(self, session_id: _Optional[str] = ..., host: _Optional[str] = ..., key: _Optional[str] = ..., signatures: _Optional[int] = ..., refused: _Optional[int] = ..., allowed_by: _Optional[str] = ...) -> None: ...
+
+class SshAgentShown(_message.Message):
+    __slots__ = ("enabled", "hosts", "known_hosts", "keys", "upstream", "uses")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    HOSTS_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_HOSTS_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    UPSTREAM_FIELD_NUMBER: _ClassVar[int]
+    USES_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    hosts: _containers.RepeatedScalarFieldContainer[str]
+    known_hosts: str
+    keys: _containers.RepeatedCompositeFieldContainer[SshAgentKey]
+    upstream: str
+    uses: _containers.RepeatedCompositeFieldContainer[SshAgentUse]
+    def __init__(self, enabled: _Optional[bool] = ..., hosts: _Optional[_Iterable[str]] = ..., known_hosts: _Optional[str] = ..., keys: _Optional[_Iterable[_Union[SshAgentKey, _Mapping]]] = ..., upstream: _Optional[str] = ..., uses: _Optional[_Iterable[_Union[SshAgentUse, _Mapping]]] = ...) -> None: ...
+
+class GitPushRef(_message.Message):
+    __slots__ = ("ref", "old", "new", "kind", "protected")
+    REF_FIELD_NUMBER: _ClassVar[int]
+    OLD_FIELD_NUMBER: _ClassVar[int]
+    NEW_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PROTECTED_FIELD_NUMBER: _ClassVar[int]
+    ref: str
+    old: str
+    new: str
+    kind: str
+    protected: bool
+    def __init__(self, ref: _Optional[str] = ..., old: _Optional[str] = ..., new: _Optional[str] = ..., kind: _Optional[str] = ..., protected: _Optional[bool] = ...) -> None: ...
+
+class GitPush(_message.Message):
+    __slots__ = ("tool_use_id", "route", "repository", "updates", "allowed", "decided_by")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_BY_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    route: str
+    repository: str
+    updates: _containers.RepeatedCompositeFieldContainer[GitPushRef]
+    allowed: bool
+    decided_by: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., route: _Optional[str] = ..., repository: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[GitPushRef, _Mapping]]] = ..., allowed: _Optional[bool] = ..., decided_by: _Optional[str] = ...) -> None: ...

@@ -139,6 +139,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.FromString,
                 _registered_method=True)
+        self.ListCredentials = channel.unary_unary(
+                '/agentd.v1.Agentd/ListCredentials',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.FromString,
+                _registered_method=True)
 
 
 class AgentdServicer:
@@ -292,6 +297,13 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListCredentials(self, request, context):
+        """creds-https: credential sources and routes, and which sessions used them
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentdServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -399,6 +411,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.RevokeTrust,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.SerializeToString,
+            ),
+            'ListCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCredentials,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -968,6 +985,33 @@ class Agentd:
             '/agentd.v1.Agentd/RevokeTrust',
             agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ListCredentials',
+            agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,

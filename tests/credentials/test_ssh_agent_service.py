@@ -5,7 +5,9 @@ openssh-server on loopback (tests/credentials/ssh_world.py)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,6 +105,26 @@ def test_git_clone_and_push_over_ssh_with_no_key_in_the_sandbox(
         # "always" is a rule of the session's, kept with it.
         rule = f"SshAgent({GIT}:{ssh_world.git_port} {owner_fp})"
         assert rule in client.get_session(sid).allow_rules
+    # `agentctl credentials` shows the agent: hosts, the daemon's key files by fingerprint
+    # and path, the owner's agent, and this session's use; never a private key.
+    shown = subprocess.run(
+        [sys.executable, "-m", "agentd_client.cli", "--socket", ssh_world.daemon.socket]
+        + ["credentials", "--json"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    agent = json.loads(shown)["ssh_agent"]
+    assert agent["enabled"] and f"{GIT}:{ssh_world.git_port}" in " ".join(agent["hosts"])
+    assert ssh_world.key_file in [k["source"] for k in agent["keys"]]
+    assert agent["upstream"] == ssh_world.owner_agent
+    [use] = [u for u in agent["uses"] if u["session_id"] == sid]
+    assert use["key"] == owner_fp and int(use["signatures"]) >= 2, use  # clone and push
+    assert "PRIVATE KEY" not in shown
+    text = subprocess.run(
+        [sys.executable, "-m", "agentd_client.cli", "--socket", ssh_world.daemon.socket]
+        + ["credentials"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    assert f"session {sid}: {GIT}:{ssh_world.git_port} with {owner_fp}" in text, text
 
 
 def test_the_daemons_key_file_signs_once_per_answer_and_nobody_attached_refuses(

@@ -87,6 +87,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("trust", "ls"): [],
         ("trust", "approve"): [str(settings), "--sha256", sha],
         ("trust", "revoke"): [str(settings)],
+        ("credentials",): [],
         ("mcp", "install"): ["claude-code", "--workspace", str(workspace)],
     }  # fmt: skip
 
