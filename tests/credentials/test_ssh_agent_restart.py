@@ -143,7 +143,12 @@ def test_a_task_logs_in_through_the_next_daemon(
         output = Path(_task(c, sid, task_id).output_path)
     agent_dir = Path(session_dir, "ssh-agent")
     wait_until(lambda: (ws / "ready").exists(), 120, "the task's first login")
-    assert "BEFORE-OK" in output.read_text(), output.read_text()
+    # Its shim copies what it printed into the output file a moment later.
+    wait_until(
+        lambda: "BEFORE-OK" in output.read_text(),
+        30,
+        lambda: f"the first login's output; it has: {output.read_text()!r}",
+    )
 
     node.stop(sig)
     # What the task's sandbox sees stays for it: the directory and its hosts' keys.
