@@ -188,8 +188,8 @@ def _network(
 def _ssh_agent(
     session: Session, env: dict[str, str], networked: bool, tmp_dir: str
 ) -> list[tuple[str, str]]:
-    """creds-ssh: a networked sandbox's ssh-agent socket (agentd/credentials/); `env`
-    gets SSH_AUTH_SOCK."""
+    """creds-ssh: a networked sandbox's ssh-agent, the session's agent directory bound
+    at /run/agentd-ssh (agentd/credentials/ssh_agent_dir.py); `env` gets SSH_AUTH_SOCK."""
     agent = ssh_agent_service.current()
     if agent is None or not networked:
         return []
