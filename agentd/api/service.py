@@ -14,6 +14,7 @@ from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
+from agentd.api.handlers.task_io import TaskIOHandlers
 from agentd.api.handlers.trust import TrustHandlers
 
 
@@ -27,6 +28,7 @@ class Servicer:
         calls: CallHandlers,
         events: EventHandlers,
         outputs: OutputHandlers,
+        task_io: TaskIOHandlers,
     ) -> None:
         self.GetStatus = status.GetStatus
         self.ListTools = status.ListTools
@@ -55,3 +57,11 @@ class Servicer:
 
         self.ListTasks = outputs.ListTasks
         self.ReadOutput = outputs.ReadOutput
+
+        # branch interactive
+        self.StartTask = task_io.StartTask
+        self.GetTaskTerminal = task_io.GetTaskTerminal
+        self.WriteInput = task_io.WriteInput
+        self.CloseInput = task_io.CloseInput
+        self.SignalTask = task_io.SignalTask
+        self.ResizeTask = task_io.ResizeTask
