@@ -182,7 +182,9 @@ class TaskIOHandlers:
         if first is None:
             raise InvalidRequest("the first message must name the task (session_id, task_id)")
         task, run = self._running(first.session_id, first.task_id)
-        if not run.stdin_open:
+        # A stream that only holds the task to its client (`agentctl exec` without -i) is
+        # allowed on a task that takes no input.
+        if not run.stdin_open and not first.hangup_on_drop:
             raise NoInput(
                 f"task {task.id} takes no input (started without a terminal or stdin, or closed)"
             )

@@ -1,0 +1,245 @@
+"""A terminal linked to a task in the sandbox: its output shown, the person's keys sent,
+the terminal's size followed; for `agentctl exec` and `agentctl attach-task`.
+
+Three threads, each blocking on one thing: the main one reads the person's keys (and a
+wake-up pipe: SIGWINCH, the output's end), one follows the task's output (ReadOutput),
+one carries the keys to the daemon (a WriteInput stream fed from a queue, so a slow
+daemon holds the keys back through gRPC's flow control, never this process's memory
+beyond the queue's bound). However it ends, the link says how (Outcome), the threads
+stop, and the terminal is given back (rawterm.raw_mode).
+
+Ends: the task ended (its exit code); the person detached (the task runs on); the
+connection was lost (a daemon restart: the task runs on under its shim, re-attach); the
+person pressed Ctrl-C without a raw terminal (sent on as SIGINT for `exec`, once; a
+second leaves); agentctl killed (the daemon sees the stream drop: a task `exec` started
+is hung up, one `attach-task` joined runs on).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import select
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from agentd_client import rawterm
+from agentd_client.errors import from_grpc
+from agentd_client.v1 import agentd_pb2 as pb
+
+READ_SIZE = 65536
+# Keys read and not yet taken by the daemon: past this the person's terminal waits.
+MAX_QUEUED = 64
+
+
+@dataclass
+class Outcome:
+    how: str  # "ended", "detached", "lost", "interrupted"
+    exit_code: int | None = None
+    status: str = ""
+    error: str = ""
+
+
+class TaskLink:
+    """One task's output on this terminal, and this terminal's keys to the task."""
+
+    def __init__(
+        self,
+        client: Any,
+        session_id: str,
+        task_id: str,
+        *,
+        raw: bool,
+        send_input: bool,
+        own: bool,
+        detach_keys: bytes,
+        offset: int = 0,
+        close_at_eof: bool = False,
+    ) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.task_id = task_id
+        self.raw = raw
+        self.send_input = send_input
+        self.own = own
+        self.close_at_eof = close_at_eof
+        self.offset = offset
+        self.matcher = rawterm.DetachMatcher(detach_keys)
+        self.keys: queue.Queue[bytes | None] = queue.Queue(MAX_QUEUED)
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._output_end: str | None = None
+        self._output_error = ""
+        self._detached = False
+        self._interrupts = 0
+
+    # the threads
+    def _follow(self) -> None:
+        out = sys.stdout.buffer
+        try:
+            for chunk in self.client.stub.ReadOutput(
+                pb.ReadOutputRequest(
+                    session_id=self.session_id, id=self.task_id, offset=self.offset, follow=True
+                )
+            ):
+                if chunk.data:
+                    if self.raw:
+                        _write_all(1, chunk.data)
+                    else:
+                        out.write(chunk.data)  # sanitized on a terminal (terminal.py)
+                        out.flush()
+                if chunk.done:
+                    self._output_end = "ended"
+                    break
+            else:
+                self._output_end = "ended"
+        except grpc.RpcError as exc:
+            self._output_end = "lost" if exc.code() != grpc.StatusCode.CANCELLED else "cancelled"
+            self._output_error = str(from_grpc(exc))
+        except OSError:
+            self._output_end = "lost"  # our own output went away (a hang-up)
+        finally:
+            self._wake(b"e")
+
+    def _requests(self) -> Any:
+        yield pb.TaskInput(
+            session_id=self.session_id, task_id=self.task_id, hangup_on_drop=self.own
+        )
+        while (data := self.keys.get()) is not None:
+            yield pb.TaskInput(data=data)
+        if self._detached:
+            yield pb.TaskInput(detach=True)
+
+    def _write(self) -> None:
+        with contextlib.suppress(grpc.RpcError):
+            self.client.stub.WriteInput(self._requests())
+
+    def _wake(self, why: bytes) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, why)
+
+    # the person's side
+    def _resize(self) -> None:
+        now = rawterm.size(0)
+        if now is None:
+            return
+        with contextlib.suppress(grpc.RpcError):
+            self.client.stub.ResizeTask(
+                pb.ResizeTaskRequest(
+                    session_id=self.session_id,
+                    task_id=self.task_id,
+                    size=pb.TerminalSize(rows=now[0], cols=now[1]),
+                )
+            )
+
+    def _typed(self, data: bytes) -> bool:
+        """Keys read from the person's terminal; True once they detached."""
+        if self.raw:
+            data, detached = self.matcher.feed(data)
+        else:
+            detached = False
+        if data and self.send_input:
+            self.keys.put(data)
+        return detached
+
+    def _stdin_ended(self) -> None:
+        if self.close_at_eof:
+            with contextlib.suppress(grpc.RpcError):
+                self.client.stub.CloseInput(
+                    pb.TaskRef(session_id=self.session_id, task_id=self.task_id)
+                )
+
+    def _loop(self) -> str:
+        reading = self.send_input or self.raw
+        while True:
+            fds = [self._wake_r, *([0] if reading else [])]
+            try:
+                ready, _, _ = select.select(fds, [], [])
+            except InterruptedError:
+                continue
+            if self._wake_r in ready:
+                woke = os.read(self._wake_r, 64)
+                if b"w" in woke:
+                    self._resize()
+                if self._output_end is not None:
+                    return self._output_end
+            if 0 in ready:
+                data = os.read(0, READ_SIZE)
+                if not data:
+                    reading = False
+                    self._stdin_ended()
+                elif self._typed(data):
+                    self._detached = True
+                    return "detached"
+
+    def _interrupted(self) -> bool:
+        """Ctrl-C on a terminal that is not raw: SIGINT to a task this client started
+        (once; a second Ctrl-C leaves); for one it joined, leave. True: leave."""
+        self._interrupts += 1
+        if not self.own or self._interrupts > 1:
+            return True
+        with contextlib.suppress(grpc.RpcError):
+            self.client.stub.SignalTask(
+                pb.SignalTaskRequest(session_id=self.session_id, task_id=self.task_id, signal="INT")
+            )
+        return False
+
+    def run(self) -> Outcome:
+        follower = threading.Thread(target=self._follow, name="task-output", daemon=True)
+        writer = threading.Thread(target=self._write, name="task-input", daemon=True)
+        old_winch = signal.signal(signal.SIGWINCH, lambda *_: self._wake(b"w"))
+        follower.start()
+        if self.send_input or self.own:  # an exec's stream holds the task to it
+            writer.start()
+        how = "interrupted"
+        try:
+            if self.raw:
+                self._resize()  # this terminal's size, if another had it before
+                with rawterm.raw_mode(0, 1):
+                    how = self._loop()
+            else:
+                while True:
+                    try:
+                        how = self._loop()
+                        break
+                    except KeyboardInterrupt:
+                        if self._interrupted():
+                            how = "interrupted"
+                            break
+        finally:
+            signal.signal(signal.SIGWINCH, old_winch)
+            with contextlib.suppress(queue.Full):
+                self.keys.put(None, timeout=1)
+            if how in ("detached", "ended"):
+                writer.join(timeout=5)  # the detach reaches the daemon before we go
+        return self._outcome(how)
+
+    def _outcome(self, how: str) -> Outcome:
+        if how != "ended":
+            return Outcome(how, error=self._output_error)
+        # The output's end can reach us a moment before the task's record of it.
+        for _ in range(100):
+            try:
+                term = self.client.stub.GetTaskTerminal(
+                    pb.TaskRef(session_id=self.session_id, task_id=self.task_id)
+                )
+            except grpc.RpcError as exc:
+                return Outcome("lost", error=str(from_grpc(exc)))
+            if term.status != "running":
+                code = term.exit_code if term.has_exit_code else None
+                return Outcome("ended", code, term.status)
+            time.sleep(0.02)
+        return Outcome("ended", None, "running")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
