@@ -225,3 +225,46 @@ def test_a_signal_reaches_every_process_of_the_task(
     assert _output_shows(client, session_id, started.task_id, f"outer-got-{signal_name}".encode())
     assert _output_shows(client, session_id, started.task_id, f"inner-got-{signal_name}".encode())
     wait_until(lambda: _status(client, session_id, started.task_id) == "failed")
+
+
+@pytest.mark.parametrize("how", ["kill -9", "hangup"])
+def test_an_exec_whose_client_is_gone_leaves_nothing(
+    daemon: DaemonProcess, client: Client, session_id: str, how: str
+) -> None:
+    """agentctl killed outright, or its terminal closed (SIGHUP): the daemon sees the
+    stream drop and hangs the task up; nothing of it stays."""
+    import signal
+
+    with _exec(daemon, session_id, *BASH) as term:
+        _shell_ready(term)
+        task_id = _started_task(client, session_id)
+        term.proc.send_signal(signal.SIGKILL if how == "kill -9" else signal.SIGHUP)
+        term.proc.wait(30)
+    wait_for_event(
+        client,
+        session_id,
+        lambda e: e.HasField("task_finished") and e.task_finished.task.id == task_id,
+    )
+    reasons = [
+        e.task_controlled.reason
+        for e in client.attach(session_id, follow=False)
+        if e.HasField("task_controlled") and e.task_controlled.action == "input"
+    ]
+    assert reasons and reasons[-1] in ("dropped", "closed")
+    wait_until(lambda: not _running_bash_of(task_id), what="the task's shim and sandbox gone")
+
+
+def _running_bash_of(task_id: str) -> bool:
+    """A process still running with the task's output file open (its shim, its sandbox)."""
+    import os
+
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}").endswith(f"{task_id}.output"):
+                    return True
+        except OSError:
+            continue
+    return False
