@@ -57,5 +57,7 @@ def test_kill_9_the_daemon_then_attach_again_and_type(node: Node, workspace: Pat
         term.send("exit()\r")
         assert term.wait_exit() == 0
     with node.client() as c:
-        wait_until(lambda: [t.status for t in c.list_tasks(sid) if t.id == task_id] == ["completed"])
+        wait_until(
+            lambda: [t.status for t in c.list_tasks(sid) if t.id == task_id] == ["completed"]
+        )
     wait_until(lambda: not _shims_of(node.daemon.state_dir), what="no shim left")

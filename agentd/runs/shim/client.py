@@ -237,7 +237,12 @@ class ShimRun:
                 return False
             part = view[: min(len(view), terminal.INPUT_WINDOW - self._unacked, 32768)]
             self._unacked += len(part)
-            self._op({"op": "input", "data": base64.b64encode(part).decode()})
+            body = json.dumps({"op": "input", "data": base64.b64encode(part).decode()})
+            try:
+                # Waits for room on the control socket: input is never dropped there.
+                await asyncio.get_running_loop().sock_sendall(self._sock, body.encode())
+            except OSError:
+                return False
             view = view[len(part) :]
         return True
 
