@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd.runs.output.file import LAST_LINE_BYTES, _resolve
+from agentd.runs.output.registry import COALESCE
 from agentd.runs.shim import supervisor as shim_proc
 from agentd.runs.shim import terminal
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable
@@ -55,6 +56,9 @@ class ShimOutput:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next: asyncio.Future[None] | None = None
         self.on_finish: Callable[[], None] | None = None
+        # Seconds its followers let output gather after a wake-up (registry.COALESCE
+        # unless it is a terminal's).
+        self.coalesce = COALESCE
         if state:
             self.update(state)
 
@@ -217,6 +221,7 @@ class ShimRun:
         size = msg.get("pty")
         if isinstance(size, list) and len(size) == 2 and terminal.valid_size(*size):
             self.pty = (size[0], size[1])
+            self.output.coalesce = terminal.OUTPUT_COALESCE
         if isinstance(msg.get("stdin_open"), bool):
             self.stdin_open = msg["stdin_open"]
 
@@ -224,6 +229,8 @@ class ShimRun:
         """What it was started with (the shim's state says it again after a restart)."""
         self.pty = pty
         self.stdin_open = pty is not None or stdin
+        if pty is not None:
+            self.output.coalesce = terminal.OUTPUT_COALESCE
 
     async def write(self, data: bytes) -> bool:
         """Send `data` to its stdin, waiting while a window's worth is unacknowledged

@@ -125,6 +125,7 @@ class Shim:
         size = req.get("pty")
         pty_size = (size[0], size[1]) if isinstance(size, list) and len(size) == 2 else None
         self.input = terminal.Input(pty_size, bool(req.get("stdin")))
+        self.interval = terminal.UPDATE_INTERVAL if self.input.pty else UPDATE_INTERVAL
         self._add_controller(socket.socket(fileno=ctrl))
         if len(watch_fds) == 2:
             self._watch(*watch_fds)
@@ -358,7 +359,7 @@ class Shim:
             timeout = None
             now = time.monotonic()
             if self.dirty:
-                timeout = max(0.0, self.sent_at + UPDATE_INTERVAL - now)
+                timeout = max(0.0, self.sent_at + self.interval - now)
             if self.deadline is not None:
                 left = max(0.0, self.deadline - now)
                 timeout = left if timeout is None else min(timeout, left)
@@ -378,7 +379,7 @@ class Shim:
             if self.deadline is not None and now >= self.deadline and self.code is None:
                 self.deadline = None
                 self.kill()
-            if self.dirty and now - self.sent_at >= UPDATE_INTERVAL:
+            if self.dirty and now - self.sent_at >= self.interval:
                 self.dirty, self.sent_at = False, now
                 self._send_all({"ev": "out", **self._state()})
         return self._finish()

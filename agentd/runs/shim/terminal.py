@@ -30,6 +30,11 @@ from typing import Any
 INPUT_WINDOW = 1 << 18
 MAX_PENDING = 2 * INPUT_WINDOW
 MAX_SIDE = 1000
+# A terminal's output is a person's echo: its shim tells the daemon of it within this many
+# seconds (a plain run's coalesces 10 ms), and its followers send it on at once (a plain
+# run's gather 50 ms per wake-up: agentd/runs/output/registry.py COALESCE).
+UPDATE_INTERVAL = 0.001
+OUTPUT_COALESCE = 0.0
 SIGNALS = {
     "INT": signal.SIGINT,
     "TERM": signal.SIGTERM,
