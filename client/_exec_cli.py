@@ -144,14 +144,16 @@ def cmd_task_input(c: Client, args: argparse.Namespace) -> int:
         yield pb.TaskInput(session_id=session_id, task_id=task_id)
         if args.data is not None:
             yield pb.TaskInput(data=args.data.encode())
-            return
-        while chunk := os.read(0, 65536):
-            yield pb.TaskInput(data=chunk)
+        else:
+            while chunk := os.read(0, 65536):
+                yield pb.TaskInput(data=chunk)
+        if args.close:  # in order, after the data
+            yield pb.TaskInput(close_stdin=True)
 
     sent = 0
     if args.data is not None or not args.close:
         sent = _call(c.stub.WriteInput, requests()).bytes
-    if args.close:
+    else:
         _call(c.stub.CloseInput, pb.TaskRef(session_id=session_id, task_id=task_id))
     if args.json:
         print_json({"task_id": task_id, "bytes": sent, "closed": args.close})

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import select
 import signal
 import sys
@@ -30,13 +31,15 @@ from typing import Any
 
 import grpc
 
-from agentd_client import rawterm
+from agentd_client import rawterm, terminal
 from agentd_client.errors import from_grpc
 from agentd_client.v1 import agentd_pb2 as pb
 
 READ_SIZE = 65536
 # Keys read and not yet taken by the daemon: past this the person's terminal waits.
 MAX_QUEUED = 64
+# In the key queue (where keys are never empty): close the task's stdin here.
+CLOSE = b""
 
 
 @dataclass
@@ -78,21 +81,25 @@ class TaskLink:
         self._output_error = ""
         self._detached = False
         self._interrupts = 0
+        self._end_line = EndLine()
 
     # the threads
     def _follow(self) -> None:
-        out = sys.stdout.buffer
+        # On a terminal the bytes go through the sanitiser unless it is raw (a person
+        # asked for the task's terminal); to a pipe or file, as printed (docker exec's way).
+        out = sys.stdout.buffer if terminal.is_tty() else terminal.raw_stdout()
         try:
             for chunk in self.client.stub.ReadOutput(
                 pb.ReadOutputRequest(
                     session_id=self.session_id, id=self.task_id, offset=self.offset, follow=True
                 )
             ):
-                if chunk.data:
+                shown = self._end_line.feed(chunk.data, chunk.done)
+                if shown:
                     if self.raw:
-                        _write_all(1, chunk.data)
+                        _write_all(1, shown)
                     else:
-                        out.write(chunk.data)  # sanitized on a terminal (terminal.py)
+                        out.write(shown)  # sanitized on a terminal (terminal.py)
                         out.flush()
                 if chunk.done:
                     self._output_end = "ended"
@@ -112,7 +119,10 @@ class TaskLink:
             session_id=self.session_id, task_id=self.task_id, hangup_on_drop=self.own
         )
         while (data := self.keys.get()) is not None:
-            yield pb.TaskInput(data=data)
+            if not data:  # CLOSE
+                yield pb.TaskInput(close_stdin=True)
+            else:
+                yield pb.TaskInput(data=data)
         if self._detached:
             yield pb.TaskInput(detach=True)
 
@@ -150,10 +160,7 @@ class TaskLink:
 
     def _stdin_ended(self) -> None:
         if self.close_at_eof:
-            with contextlib.suppress(grpc.RpcError):
-                self.client.stub.CloseInput(
-                    pb.TaskRef(session_id=self.session_id, task_id=self.task_id)
-                )
+            self.keys.put(CLOSE)  # after the keys before it, on the same stream
 
     def _loop(self) -> str:
         reading = self.send_input or self.raw
@@ -236,6 +243,43 @@ class TaskLink:
                 return Outcome("ended", code, term.status)
             time.sleep(0.02)
         return Outcome("ended", None, "running")
+
+
+class EndLine:
+    """Keeps the daemon's end line ("\n[exited with code N]\n", which a task's output
+    file ends with) off the person's screen and out of a pipe: bytes that may be its start
+    are held until the next ones (or the end) show whether they are."""
+
+    MARK = b"\n[exited with code "
+
+    def __init__(self) -> None:
+        self._held = b""
+
+    def feed(self, data: bytes, done: bool) -> bytes:
+        buf = self._held + data
+        self._held = b""
+        if done:
+            return buf[: -len(m.group(0))] if (m := _END.search(buf)) else buf
+        # The end line is short: only a newline near the end can start it.
+        start = buf.find(b"\n", max(0, len(buf) - len(self.MARK) - 24))
+        while start >= 0:
+            if _could_end(buf[start:]):
+                self._held = buf[start:]
+                return buf[:start]
+            start = buf.find(b"\n", start + 1)
+        return buf
+
+
+_END = re.compile(rb"\n\[exited with code -?\d+\]\n\Z")
+
+
+def _could_end(tail: bytes) -> bool:
+    """`tail` is the end line, or the start of one."""
+    mark = EndLine.MARK
+    if len(tail) <= len(mark):
+        return mark.startswith(tail)
+    rest = tail[len(mark) :]
+    return tail.startswith(mark) and re.fullmatch(rb"-?\d*(\]\n?)?", rest) is not None
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -854,18 +854,20 @@ class TaskTerminal(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., status: _Optional[str] = ..., pty: _Optional[bool] = ..., size: _Optional[_Union[TerminalSize, _Mapping]] = ..., stdin_open: _Optional[bool] = ..., exit_code: _Optional[int] = ..., has_exit_code: _Optional[bool] = ..., output_id: _Optional[str] = ...) -> None: ...
 
 class TaskInput(_message.Message):
-    __slots__ = ("session_id", "task_id", "data", "hangup_on_drop", "detach")
+    __slots__ = ("session_id", "task_id", "data", "hangup_on_drop", "detach", "close_stdin")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     HANGUP_ON_DROP_FIELD_NUMBER: _ClassVar[int]
     DETACH_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_STDIN_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     task_id: str
     data: bytes
     hangup_on_drop: bool
     detach: bool
-    def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ..., data: _Optional[bytes] = ..., hangup_on_drop: _Optional[bool] = ..., detach: _Optional[bool] = ...) -> None: ...
+    close_stdin: bool
+    def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ..., data: _Optional[bytes] = ..., hangup_on_drop: _Optional[bool] = ..., detach: _Optional[bool] = ..., close_stdin: _Optional[bool] = ...) -> None: ...
 
 class WriteInputResponse(_message.Message):
     __slots__ = ("bytes", "reason")

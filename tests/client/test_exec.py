@@ -213,7 +213,8 @@ def test_a_signal_reaches_every_process_of_the_task(
     started = client.stub.StartTask(
         pb.StartTaskRequest(
             session_id=session_id,
-            command=f"trap 'echo outer-got-{signal_name}; exit 3' {signal_name}; "
+            # The outer shell waits for the inner one: its end would end the sandbox.
+            command=f"trap 'echo outer-got-{signal_name}; wait; exit 3' {signal_name}; "
             f"(trap 'echo inner-got-{signal_name}; exit 0' {signal_name}; echo ready; "
             "while :; do read -t 1 x; done) & wait",
         )
@@ -268,3 +269,44 @@ def _running_bash_of(task_id: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def test_exec_without_a_terminal_pipes_stdin_and_exits_with_the_code(
+    daemon: DaemonProcess, session_id: str
+) -> None:
+    import os
+    import subprocess
+
+    from tests.support.ctl import AGENTCTL
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTD_")}
+    piped = subprocess.run(
+        [AGENTCTL, "exec", "-i", "--socket", daemon.socket, session_id, "--", "tr a-z A-Z; exit 4"],
+        input=b"typed \x1b[31m bytes\n",
+        capture_output=True,
+        timeout=120,
+        env=env,
+    )
+    assert piped.returncode == 4, piped.stderr
+    # To a pipe, the bytes as printed (a program reads them), without the daemon's end line.
+    assert piped.stdout == b"TYPED \x1b[31M BYTES\n", piped.stdout
+    quoted = subprocess.run(
+        [
+            AGENTCTL,
+            "exec",
+            "--socket",
+            daemon.socket,
+            session_id,
+            "--",
+            "printf",
+            "%s|",
+            "a b",
+            "c",
+        ],
+        capture_output=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert quoted.returncode == 0, quoted.stderr
+    assert quoted.stdout == b"a b|c|", quoted.stdout

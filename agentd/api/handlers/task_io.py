@@ -81,6 +81,8 @@ async def _pump(
                 if not await run.write(message.data):
                     return "ended"
                 written[0] += len(message.data)
+            if message.close_stdin:
+                run.close_input()
             nxt: asyncio.Future[Any] = asyncio.ensure_future(anext(aiter(requests), None))
             done, _ = await asyncio.wait({nxt, ended}, return_when=asyncio.FIRST_COMPLETED)
             if nxt not in done:
