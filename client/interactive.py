@@ -31,7 +31,7 @@ from typing import Any
 
 import grpc
 
-from agentd_client import rawterm, terminal
+from agentd_client import hangup, rawterm, terminal
 from agentd_client.errors import from_grpc
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -215,6 +215,8 @@ class TaskLink:
                     try:
                         how = self._loop()
                         break
+                    except hangup.Hangup:
+                        raise  # SIGTERM, SIGHUP: agentctl's caller is gone; so are we
                     except KeyboardInterrupt:
                         if self._interrupted():
                             how = "interrupted"
