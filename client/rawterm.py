@@ -68,15 +68,19 @@ class DetachMatcher:
         """(bytes to send, whether the person detached)."""
         out = bytearray()
         for byte in data:
-            candidate = self._held + bytes([byte])
-            if self.sequence.startswith(candidate):
-                if candidate == self.sequence:
-                    self._held = b""
-                    return bytes(out), True
+            key = bytes([byte])
+            candidate = self._held + key
+            if not self.sequence.startswith(candidate):
+                out += self._held  # not the sequence after all; this key may start it
+                candidate = key
+            if not self.sequence.startswith(candidate):
+                out += candidate
+                self._held = b""
+            elif candidate == self.sequence:
+                self._held = b""
+                return bytes(out), True
+            else:
                 self._held = candidate
-                continue
-            out += candidate
-            self._held = b""
         return bytes(out), False
 
 
