@@ -23,6 +23,7 @@ import queue
 import re
 import select
 import signal
+import socket
 import sys
 import threading
 import time
@@ -76,7 +77,8 @@ class TaskLink:
         self.offset = offset
         self.matcher = rawterm.DetachMatcher(detach_keys)
         self.keys: queue.Queue[bytes | None] = queue.Queue(MAX_QUEUED)
-        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_w.setblocking(False)
         self._output_end: str | None = None
         self._output_error = ""
         self._detached = False
@@ -87,7 +89,8 @@ class TaskLink:
     def _follow(self) -> None:
         # On a terminal the bytes go through the sanitiser unless it is raw (a person
         # asked for the task's terminal); to a pipe or file, as printed (docker exec's way).
-        out = sys.stdout.buffer if terminal.is_tty() else terminal.raw_stdout()
+        raw = self.raw or not terminal.is_tty()
+        out = terminal.raw_stdout() if raw else sys.stdout.buffer
         try:
             for chunk in self.client.stub.ReadOutput(
                 pb.ReadOutputRequest(
@@ -96,11 +99,8 @@ class TaskLink:
             ):
                 shown = self._end_line.feed(chunk.data, chunk.done)
                 if shown:
-                    if self.raw:
-                        _write_all(1, shown)
-                    else:
-                        out.write(shown)  # sanitized on a terminal (terminal.py)
-                        out.flush()
+                    out.write(shown)  # sanitized unless raw (terminal.py)
+                    out.flush()
                 if chunk.done:
                     self._output_end = "ended"
                     break
@@ -132,7 +132,7 @@ class TaskLink:
 
     def _wake(self, why: bytes) -> None:
         with contextlib.suppress(OSError):
-            os.write(self._wake_w, why)
+            self._wake_w.send(why)
 
     # the person's side
     def _resize(self) -> None:
@@ -165,13 +165,13 @@ class TaskLink:
     def _loop(self) -> str:
         reading = self.send_input or self.raw
         while True:
-            fds = [self._wake_r, *([0] if reading else [])]
+            fds: list[Any] = [self._wake_r, *([0] if reading else [])]
             try:
                 ready, _, _ = select.select(fds, [], [])
             except InterruptedError:
                 continue
             if self._wake_r in ready:
-                woke = os.read(self._wake_r, 64)
+                woke = self._wake_r.recv(64)
                 if b"w" in woke:
                     self._resize()
                 if self._output_end is not None:
@@ -208,7 +208,7 @@ class TaskLink:
         try:
             if self.raw:
                 self._resize()  # this terminal's size, if another had it before
-                with rawterm.raw_mode(0, 1):
+                with rawterm.raw_mode(0):
                     how = self._loop()
             else:
                 while True:
@@ -282,10 +282,3 @@ def _could_end(tail: bytes) -> bool:
         return mark.startswith(tail)
     rest = tail[len(mark) :]
     return tail.startswith(mark) and re.fullmatch(rb"-?\d*(\]\n?)?", rest) is not None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]

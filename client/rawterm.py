@@ -20,6 +20,7 @@ import termios
 import tty
 from collections.abc import Iterator
 
+from agentd_client import terminal
 from agentd_client.errors import Usage
 
 DEFAULT_DETACH = "ctrl-p,ctrl-q"
@@ -85,8 +86,8 @@ class DetachMatcher:
 
 
 @contextlib.contextmanager
-def raw_mode(fd: int, out_fd: int) -> Iterator[None]:
-    """The terminal on `fd` raw while inside; restored, and RESET written to `out_fd`,
+def raw_mode(fd: int) -> Iterator[None]:
+    """The terminal on `fd` raw while inside; restored, and RESET written to stdout,
     whatever ends it (an exception, a signal turned into one, the task's end)."""
     saved = termios.tcgetattr(fd)
     try:
@@ -95,8 +96,10 @@ def raw_mode(fd: int, out_fd: int) -> Iterator[None]:
     finally:
         with contextlib.suppress(OSError):
             termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
-        with contextlib.suppress(OSError):
-            os.write(out_fd, RESET)
+        with contextlib.suppress(OSError, ValueError):
+            out = terminal.raw_stdout()  # our own sequences, not the task's
+            out.write(RESET)
+            out.flush()
 
 
 def size(fd: int) -> tuple[int, int] | None:

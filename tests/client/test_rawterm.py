@@ -18,7 +18,9 @@ def test_detach_keys_parse_as_docker_writes_them() -> None:
             parse_detach_keys(bad)
 
 
-@pytest.mark.parametrize("pieces", [[b"ab\x10\x11cd"], [b"ab\x10", b"\x11cd"], [b"a", b"b\x10\x11"]])
+@pytest.mark.parametrize(
+    "pieces", [[b"ab\x10\x11cd"], [b"ab\x10", b"\x11cd"], [b"a", b"b\x10\x11"]]
+)
 def test_the_detach_sequence_is_found_however_it_is_split(pieces: list[bytes]) -> None:
     matcher = DetachMatcher(b"\x10\x11")
     sent = b""
