@@ -310,3 +310,22 @@ def test_exec_without_a_terminal_pipes_stdin_and_exits_with_the_code(
     )
     assert quoted.returncode == 0, quoted.stderr
     assert quoted.stdout == b"a b|c|", quoted.stdout
+
+
+def test_ctrl_c_without_a_raw_terminal_is_sent_on_as_sigint(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    """`exec` without -t on a person's terminal: Ctrl-C is agentctl's SIGINT, which it
+    sends on to the task (once); the task's own exit code is agentctl's."""
+    command = "trap 'echo got-int; exit 5' INT; echo ready; while :; do sleep 0.1; done"
+    with Terminal("exec", "--socket", daemon.socket, session_id, "--", command) as term:
+        term.wait_for("ready")
+        term.send("\x03")
+        term.wait_for("got-int")
+        assert term.wait_exit() == 5
+    signalled = [
+        e.task_controlled.signal
+        for e in client.attach(session_id, follow=False)
+        if e.HasField("task_controlled") and e.task_controlled.action == "signalled"
+    ]
+    assert signalled == ["INT"]

@@ -119,8 +119,14 @@ class TaskIOHandlers:
     def _running(self, session_id: str, task_id: str) -> tuple[Task, ShimRun]:
         task = self._task(session_id, task_id)
         run = self.tasks.run_of(task)
-        if not isinstance(run, ShimRun):
+        if run is None:
             raise NoInput(f"task {task.id} is not running (it is {task.status})")
+        if not isinstance(run, ShimRun):
+            raise NoInput(
+                f"task {task.id} runs in the daemon's own process (outside the sandbox, or "
+                "on a machine without setpriv and prlimit): it takes no input or signals; "
+                "stop it with TaskStop"
+            )
         return task, run
 
     def _terminal(self, task: Task) -> pb.TaskTerminal:
