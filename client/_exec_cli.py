@@ -14,9 +14,11 @@ README, "Interactive processes").
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
+import uuid
 from typing import Any
 
 import grpc
@@ -26,6 +28,7 @@ from agentd_client._client import Client
 from agentd_client.display import print_json
 from agentd_client.errors import INTERRUPTED, OK, Refused, Usage, from_grpc
 from agentd_client.interactive import Outcome, TaskLink
+from agentd_client.own_ask import OwnAsk
 from agentd_client.sanitize import line as one
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -99,7 +102,10 @@ def cmd_exec(c: Client, args: argparse.Namespace) -> int:
         if size is None and not args.json:
             raise Usage("-t needs a terminal on stdin (drop -t to run without one)")
         request.pty.rows, request.pty.cols = size or (24, 80)
-    started = _call(c.stub.StartTask, request)
+    request.tool_use_id = f"toolu_exec_{uuid.uuid4().hex[:20]}"
+    asking = os.isatty(0) and not args.json  # a person there answers its own ask
+    with OwnAsk(c, session_id, request.tool_use_id) if asking else contextlib.nullcontext():
+        started = _call(c.stub.StartTask, request)
     if args.json:  # for programs: start it, say what it is, and leave it running
         print_json(_terminal_dict(started))
         return OK

@@ -812,18 +812,20 @@ class TerminalSize(_message.Message):
     def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
 
 class StartTaskRequest(_message.Message):
-    __slots__ = ("session_id", "command", "description", "pty", "stdin")
+    __slots__ = ("session_id", "command", "description", "pty", "stdin", "tool_use_id")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     PTY_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     command: str
     description: str
     pty: TerminalSize
     stdin: bool
-    def __init__(self, session_id: _Optional[str] = ..., command: _Optional[str] = ..., description: _Optional[str] = ..., pty: _Optional[_Union[TerminalSize, _Mapping]] = ..., stdin: _Optional[bool] = ...) -> None: ...
+    tool_use_id: str
+    def __init__(self, session_id: _Optional[str] = ..., command: _Optional[str] = ..., description: _Optional[str] = ..., pty: _Optional[_Union[TerminalSize, _Mapping]] = ..., stdin: _Optional[bool] = ..., tool_use_id: _Optional[str] = ...) -> None: ...
 
 class TaskRef(_message.Message):
     __slots__ = ("session_id", "task_id")

@@ -8,6 +8,7 @@ import fcntl
 import re
 import struct
 import termios
+from pathlib import Path
 
 import pytest
 
@@ -329,3 +330,25 @@ def test_ctrl_c_without_a_raw_terminal_is_sent_on_as_sigint(
         if e.HasField("task_controlled") and e.task_controlled.action == "signalled"
     ]
     assert signalled == ["INT"]
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_exec_asks_its_person_when_the_session_asks(
+    daemon: DaemonProcess, client: Client, workspace: Path, answer: str
+) -> None:
+    """A session in the default mode asks before `touch`: exec's person is asked on their
+    terminal, and their answer decides (and is recorded as theirs)."""
+    sid = client.create_session(str(workspace)).id
+    with Terminal("exec", "--socket", daemon.socket, sid, "--", "touch made-by-exec") as term:
+        term.wait_for("allow? [y]es")
+        assert "touch made-by-exec" in term.text()
+        term.send(f"{answer}\r")
+        code = term.wait_exit()
+    assert (workspace / "made-by-exec").exists() == (answer == "y")
+    assert code == (0 if answer == "y" else 3), term.text()
+    resolved = [
+        e.permission_resolved
+        for e in client.attach(sid, follow=False)
+        if e.HasField("permission_resolved")
+    ]
+    assert [r.decision for r in resolved] == ["allow" if answer == "y" else "deny"]

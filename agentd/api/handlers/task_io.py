@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ from agentd_client.v1 import agentd_pb2 as pb
 
 log = logging.getLogger(__name__)
 
+_TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 MAX_COMMAND = 100_000
 MAX_DESCRIPTION = 1_000
 # An `agentctl exec` whose client dropped: SIGHUP, then SIGKILL if it is still running.
@@ -160,8 +162,10 @@ class TaskIOHandlers:
                 "is too long"
             )
         pty = _size(request.pty, "pty") if request.HasField("pty") else None
+        if request.tool_use_id and not _TOOL_USE_ID.fullmatch(request.tool_use_id):
+            raise InvalidRequest("tool_use_id: 1 to 64 letters, digits, _ or -")
         call = ToolUse(
-            new_tool_use_id(),
+            request.tool_use_id or new_tool_use_id(),
             "Bash",
             {"command": command, "description": request.description, "run_in_background": True},
         )
