@@ -352,3 +352,23 @@ def test_exec_asks_its_person_when_the_session_asks(
         if e.HasField("permission_resolved")
     ]
     assert [r.decision for r in resolved] == ["allow" if answer == "y" else "deny"]
+
+
+def test_sigint_to_a_repl_on_a_pty_is_a_keyboard_interrupt_not_its_end(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    started = client.stub.StartTask(
+        pb.StartTaskRequest(
+            session_id=session_id, command="python3 -i -q", pty=pb.TerminalSize(rows=24, cols=80)
+        )
+    )
+    with Terminal("attach-task", "--socket", daemon.socket, started.task_id) as term:
+        term.wait_for(">>>")
+        client.stub.SignalTask(
+            pb.SignalTaskRequest(session_id=session_id, task_id=started.task_id, signal="INT")
+        )
+        term.wait_for("KeyboardInterrupt")
+        term.send("6 * 7\r")
+        term.wait_for("42")
+        term.send("exit()\r")
+        assert term.wait_exit() == 0

@@ -41,8 +41,9 @@ SIGNALS = {
     "HUP": signal.SIGHUP,
     "KILL": signal.SIGKILL,
 }
-# Run inside the sandbox, before the command: a new session whose controlling terminal
-# is the PTY on stdin, waiting for the command and exiting with its status.
+# Run inside the sandbox, before the command: the PTY on stdin made its controlling
+# terminal (setsid execs the command itself when, as under bwrap's --new-session, it
+# need not fork; --wait: its status, were it to fork).
 CTTY_ARGV = ["/usr/bin/setsid", "--wait", "--ctty"]
 
 
