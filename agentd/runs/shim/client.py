@@ -161,6 +161,8 @@ class ShimRun:
         self._unacked = 0
         self._room = asyncio.Event()
         self._room.set()
+        # Set once the shim said what it is (its "state", the answer to "hello").
+        self.stated = asyncio.Event()
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._serving = asyncio.ensure_future(self._serve())
 
@@ -185,6 +187,7 @@ class ShimRun:
                     self.pid = msg["pid"]
                 if kind == "state":
                     self._input_state(msg)
+                    self.stated.set()
             elif kind == "input":
                 self._input_state(msg)
             elif kind == "wrote" and isinstance(msg.get("n"), int):
@@ -206,6 +209,7 @@ class ShimRun:
         self.output.ended(end)
         self.stdin_open = False
         self._room.set()  # a writer waiting for room learns of the end
+        self.stated.set()
         if not self.done.done():
             self.done.set_result(self.exit_code)
 
@@ -250,6 +254,9 @@ class ShimRun:
                 await asyncio.get_running_loop().sock_sendall(self._sock, body.encode())
             except OSError:
                 return False
+            except BaseException:  # cancelled (its client went) before it was sent
+                self._unacked -= len(part)
+                raise
             view = view[len(part) :]
         return True
 
