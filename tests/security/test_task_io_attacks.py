@@ -227,7 +227,7 @@ def _vm_hwm_kib(pid: int) -> int:
 def test_a_flood_of_input_arrives_whole_in_bounded_memory(
     daemon: DaemonProcess, client: Client, session_id: str
 ) -> None:
-    total = 32 << 20
+    total = 64 << 20
     block = os.urandom(1 << 20)
     digest = hashlib.sha256(block * (total // len(block))).hexdigest()
     reader = (
@@ -274,6 +274,8 @@ def test_a_flood_of_input_arrives_whole_in_bounded_memory(
     out = _output(client, session_id, started.task_id, b"\n[exited with code")
     assert f"GOT {total} {digest}".encode() in out
     grown_mib = (_vm_hwm_kib(daemon.proc.pid) - before) / 1024
-    assert grown_mib < 16, f"the daemon's peak memory grew {grown_mib:.0f} MiB for 32 MiB of input"
+    # Unbounded, either would grow by most of the 64 MiB the task had not read yet; bounded,
+    # the daemon holds gRPC's windows and a message or two, the shim its 512 KiB.
+    assert grown_mib < 32, f"the daemon's peak memory grew {grown_mib:.0f} MiB for 64 MiB of input"
     shim_mib = (shim_peak[0] - shim_before) / 1024
-    assert shim_mib < 8, f"the shim's peak memory grew {shim_mib:.0f} MiB for 32 MiB of input"
+    assert shim_mib < 8, f"the shim's peak memory grew {shim_mib:.0f} MiB for 64 MiB of input"
