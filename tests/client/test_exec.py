@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
+from agentd_client.display import describe_event
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess
 from tests.support.screen import Terminal
@@ -188,14 +189,13 @@ def test_input_to_a_task_without_a_terminal_and_close_stdin(
     assert closed.returncode == 0, closed.stderr
     wait_until(lambda: _status(client, session_id, started.task_id) == "completed")
     assert _output_shows(client, session_id, started.task_id, b"hello\ncat-ended\n")
-    events = [
-        e.task_controlled
-        for e in client.attach(session_id, follow=False)
-        if e.HasField("task_controlled")
-    ]
+    journal = [e for e in client.attach(session_id, follow=False) if e.HasField("task_controlled")]
+    events = [e.task_controlled for e in journal]
     actions = [(e.action, e.bytes) for e in events if e.task_id == started.task_id]
     assert ("input", 6) in actions and ("input_closed", 0) in actions
     assert all("@" in e.by for e in events)  # who did it: user@host
+    shown = "\n".join(describe_event(e) for e in journal)  # as `agentctl attach` shows it
+    assert f"task {started.task_id} had its stdin closed by " in shown
 
 
 def _output_shows(client: Client, session_id: str, task_id: str, want: bytes) -> bool:
