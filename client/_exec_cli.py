@@ -36,9 +36,9 @@ from agentd_client.v1 import agentd_pb2 as pb
 REPLAY_BYTES = 16384
 
 
-def _call(method: Any, request: Any) -> Any:
+def _call(method: Any, request: Any, timeout: float | None = 60) -> Any:
     try:
-        return method(request, timeout=60)
+        return method(request, timeout=timeout)
     except grpc.RpcError as exc:
         raise from_grpc(exc) from None
 
@@ -105,7 +105,8 @@ def cmd_exec(c: Client, args: argparse.Namespace) -> int:
     request.tool_use_id = f"toolu_exec_{uuid.uuid4().hex[:20]}"
     asking = os.isatty(0) and not args.json  # a person there answers its own ask
     with OwnAsk(c, session_id, request.tool_use_id) if asking else contextlib.nullcontext():
-        started = _call(c.stub.StartTask, request)
+        # No deadline of ours: a permission ask waits for a person (the daemon bounds it).
+        started = _call(c.stub.StartTask, request, timeout=None)
     if args.json:  # for programs: start it, say what it is, and leave it running
         print_json(_terminal_dict(started))
         return OK
