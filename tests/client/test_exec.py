@@ -85,9 +85,9 @@ def test_ctrl_c_reaches_the_process_not_agentctl(
 ) -> None:
     with _exec(daemon, session_id, *BASH) as term:
         _shell_ready(term)
-        term.send("sleep 1000\r")
-        task_id = _started_task(client, session_id)
-        wait_until(lambda: _has_sleep(task_id), what="sleep running in the sandbox")
+        term.send("sleep 1000.417\r")  # a duration no other test's sleep has
+        _started_task(client, session_id)
+        wait_until(_has_sleep, what="sleep running in the sandbox")
         term.send("\x03")  # Ctrl-C: a byte to the task's terminal, which makes it SIGINT
         term.wait_for(lambda t: t.last_line() == PROMPT.strip(), what="the prompt after ^C")
         term.send("echo after=$?\r")
@@ -97,14 +97,14 @@ def test_ctrl_c_reaches_the_process_not_agentctl(
         assert term.wait_exit() == 0
 
 
-def _has_sleep(task_id: str) -> bool:
+def _has_sleep() -> bool:
     import os
 
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if f.read().startswith(b"sleep\x001000"):
+                    if f.read() == b"sleep\x001000.417\x00":
                         return True
             except OSError:
                 continue
