@@ -84,6 +84,7 @@ class TaskLink:
         self._detached = False
         self._interrupts = 0
         self._end_line = EndLine()
+        self._input_gone = False
 
     # the threads
     def _follow(self) -> None:
@@ -127,8 +128,12 @@ class TaskLink:
             yield pb.TaskInput(detach=True)
 
     def _write(self) -> None:
-        with contextlib.suppress(grpc.RpcError):
+        try:
             self.client.stub.WriteInput(self._requests())
+        except grpc.RpcError:
+            pass
+        finally:
+            self._input_gone = True  # keys typed from now on go nowhere: drop them
 
     def _wake(self, why: bytes) -> None:
         with contextlib.suppress(OSError):
@@ -154,8 +159,12 @@ class TaskLink:
             data, detached = self.matcher.feed(data)
         else:
             detached = False
-        if data and self.send_input:
-            self.keys.put(data)
+        while data and self.send_input and not self._input_gone:
+            try:  # waits while the daemon is behind: the person's keys wait, not memory
+                self.keys.put(data, timeout=0.5)
+                break
+            except queue.Full:
+                continue
         return detached
 
     def _stdin_ended(self) -> None:
