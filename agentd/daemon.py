@@ -19,6 +19,7 @@ from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
+from agentd.api.handlers.task_io import TaskIOHandlers
 from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
@@ -155,6 +156,7 @@ class Daemon:
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
             credentials=CredentialHandlers(lambda: self.credentials),
+            task_io=TaskIOHandlers(self.sessions, self.executor, self.tasks, self._emit),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()

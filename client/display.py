@@ -159,7 +159,24 @@ def describe_event(e: pb.Event) -> str:
             )
             verb = "pushed" if pushed.allowed else "push refused"
             return f"{head} {verb} to {one(pushed.repository)}: {refs} — {one(pushed.decided_by)}"
+        case "task_controlled":  # branch interactive
+            return f"{head} {task_controlled(e.task_controlled)}"
     return f"{head} {one(kind)}"
+
+
+def task_controlled(t: pb.TaskControlled) -> str:
+    """A person's (or program's) act on a task: what, and who."""
+    one = sanitize.line
+    size = f" {t.size.rows}x{t.size.cols}" if t.HasField("size") else ""
+    what = {
+        "opened": f"opened{' on a terminal' + size if size else ''}"
+        + (" with stdin" if t.stdin else ""),
+        "input": f"got {t.bytes} bytes of input ({one(t.reason)})",
+        "input_closed": "had its stdin closed",
+        "signalled": f"got SIG{one(t.signal)}",
+        "resized": f"resized to{size}",
+    }.get(t.action, one(t.action))
+    return f"task {one(t.task_id)} {what} by {one(t.by)}"
 
 
 def request_code(request_id: str) -> str:

@@ -15,6 +15,7 @@ from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
+from agentd.api.handlers.task_io import TaskIOHandlers
 from agentd.api.handlers.trust import TrustHandlers
 
 
@@ -29,6 +30,7 @@ class Servicer:
         events: EventHandlers,
         outputs: OutputHandlers,
         credentials: CredentialHandlers,
+        task_io: TaskIOHandlers,
     ) -> None:
         self.GetStatus = status.GetStatus
         self.ListTools = status.ListTools
@@ -59,3 +61,10 @@ class Servicer:
         self.ReadOutput = outputs.ReadOutput
 
         self.ListCredentials = credentials.ListCredentials
+        # branch interactive
+        self.StartTask = task_io.StartTask
+        self.GetTaskTerminal = task_io.GetTaskTerminal
+        self.WriteInput = task_io.WriteInput
+        self.CloseInput = task_io.CloseInput
+        self.SignalTask = task_io.SignalTask
+        self.ResizeTask = task_io.ResizeTask

@@ -144,6 +144,36 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.FromString,
                 _registered_method=True)
+        self.StartTask = channel.unary_unary(
+                '/agentd.v1.Agentd/StartTask',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.StartTaskRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.GetTaskTerminal = channel.unary_unary(
+                '/agentd.v1.Agentd/GetTaskTerminal',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.WriteInput = channel.stream_unary(
+                '/agentd.v1.Agentd/WriteInput',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.TaskInput.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.WriteInputResponse.FromString,
+                _registered_method=True)
+        self.CloseInput = channel.unary_unary(
+                '/agentd.v1.Agentd/CloseInput',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.SignalTask = channel.unary_unary(
+                '/agentd.v1.Agentd/SignalTask',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.SignalTaskRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.ResizeTask = channel.unary_unary(
+                '/agentd.v1.Agentd/ResizeTask',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
 
 
 class AgentdServicer:
@@ -304,6 +334,52 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartTask(self, request, context):
+        """---- branch interactive: processes a person drives (issue 22) ----
+        Starts a command in the session's sandbox as a background task, classified and
+        permission-checked like a Bash call, optionally on a pseudo-terminal of a size or
+        with its stdin open for WriteInput. Not the model's Bash tool: its schema is unchanged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTaskTerminal(self, request, context):
+        """How a task's input and terminal stand (a PTY and its size, stdin open).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WriteInput(self, request_iterator, context):
+        """Bytes to a running task's stdin (its PTY, or its stdin pipe), in order; the stream
+        ends when the client closes it or the task ends. One event per stream, with who.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseInput(self, request, context):
+        """Closes a task's stdin (EOF; on a PTY, the terminal's end-of-file character).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SignalTask(self, request, context):
+        """INT, TERM, HUP or KILL to every process of the task, as TaskStop reaches them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResizeTask(self, request, context):
+        """A new size for a task's PTY (its processes get SIGWINCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentdServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -416,6 +492,36 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.ListCredentials,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.SerializeToString,
+            ),
+            'StartTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartTask,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.StartTaskRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'GetTaskTerminal': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTaskTerminal,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'WriteInput': grpc.stream_unary_rpc_method_handler(
+                    servicer.WriteInput,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskInput.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.WriteInputResponse.SerializeToString,
+            ),
+            'CloseInput': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseInput,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'SignalTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignalTask,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.SignalTaskRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'ResizeTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResizeTask,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1012,6 +1118,168 @@ class Agentd:
             '/agentd.v1.Agentd/ListCredentials',
             agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/StartTask',
+            agentd_dot_v1_dot_agentd__pb2.StartTaskRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTaskTerminal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/GetTaskTerminal',
+            agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteInput(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/agentd.v1.Agentd/WriteInput',
+            agentd_dot_v1_dot_agentd__pb2.TaskInput.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.WriteInputResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseInput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/CloseInput',
+            agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignalTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/SignalTask',
+            agentd_dot_v1_dot_agentd__pb2.SignalTaskRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResizeTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ResizeTask',
+            agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
             options,
             channel_credentials,
             insecure,
