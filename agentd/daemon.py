@@ -16,6 +16,7 @@ from agentd.api.handlers.calls import CallHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
+from agentd.api.handlers.ports import PortHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
 from agentd.api.handlers.trust import TrustHandlers
@@ -144,6 +145,7 @@ class Daemon:
             calls=CallHandlers(self.sessions, self.executor),
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
+            ports=PortHandlers(self.sessions),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()

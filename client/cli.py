@@ -13,6 +13,7 @@ import grpc
 
 from agentd_client import (
     _agent_cli,
+    _forward_cli,
     _trust_cli,
     commands,
     contexts,
@@ -294,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("shell", choices=["bash", "zsh", "tcsh"])
 
     _trust_cli.add_commands(top)
+    _forward_cli.add_commands(top)
     return p
 
 

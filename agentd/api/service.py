@@ -12,6 +12,7 @@ from agentd.api.handlers.calls import CallHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
+from agentd.api.handlers.ports import PortHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
 from agentd.api.handlers.trust import TrustHandlers
@@ -27,6 +28,7 @@ class Servicer:
         calls: CallHandlers,
         events: EventHandlers,
         outputs: OutputHandlers,
+        ports: PortHandlers,
     ) -> None:
         self.GetStatus = status.GetStatus
         self.ListTools = status.ListTools
@@ -55,3 +57,8 @@ class Servicer:
 
         self.ListTasks = outputs.ListTasks
         self.ReadOutput = outputs.ReadOutput
+
+        self.StartForward = ports.StartForward
+        self.StopForward = ports.StopForward
+        self.Forward = ports.Forward
+        self.ListPorts = ports.ListPorts

@@ -192,6 +192,8 @@ def event_to_pb(event: Event) -> pb.Event:
             out.gap.CopyFrom(pb.Gap(**p))
         case "agent" | "agent_live":
             out.agent.CopyFrom(agent_events.from_payload(p))
+        case "port_forward":
+            out.port_forward.CopyFrom(pb.PortForward(**p))
         case _:
             log.warning("event kind %s has no proto form", event.kind)
     return out

@@ -139,6 +139,26 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.FromString,
                 _registered_method=True)
+        self.StartForward = channel.unary_unary(
+                '/agentd.v1.Agentd/StartForward',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.StartForwardRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardStarted.FromString,
+                _registered_method=True)
+        self.StopForward = channel.unary_unary(
+                '/agentd.v1.Agentd/StopForward',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.StopForwardRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.StopForwardResponse.FromString,
+                _registered_method=True)
+        self.Forward = channel.stream_stream(
+                '/agentd.v1.Agentd/Forward',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardResponse.FromString,
+                _registered_method=True)
+        self.ListPorts = channel.unary_unary(
+                '/agentd.v1.Agentd/ListPorts',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.FromString,
+                _registered_method=True)
 
 
 class AgentdServicer:
@@ -292,6 +312,39 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartForward(self, request, context):
+        """--- ports (branch ports) ---
+        A person forwards a port of a session's sandbox (`agentctl forward`): checked (the
+        session's network keeps a namespace, something listens there) and journaled.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopForward(self, request, context):
+        """The forward ended (the person stopped `agentctl forward`): journaled.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Forward(self, request_iterator, context):
+        """One forwarded connection: the first request is `open`, then the laptop's bytes;
+        the stream's end is the laptop's last byte. The daemon connects, from inside the
+        session's network namespace, to its loopback only, and answers `opened`, then the
+        server's bytes, then `eof` once the server wrote its last.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPorts(self, request, context):
+        """What listens (TCP) inside a session's sandbox network namespace.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentdServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -399,6 +452,26 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.RevokeTrust,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.SerializeToString,
+            ),
+            'StartForward': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartForward,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.StartForwardRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardStarted.SerializeToString,
+            ),
+            'StopForward': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopForward,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.StopForwardRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.StopForwardResponse.SerializeToString,
+            ),
+            'Forward': grpc.stream_stream_rpc_method_handler(
+                    servicer.Forward,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardResponse.SerializeToString,
+            ),
+            'ListPorts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPorts,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -968,6 +1041,114 @@ class Agentd:
             '/agentd.v1.Agentd/RevokeTrust',
             agentd_dot_v1_dot_agentd__pb2.RevokeTrustRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.RevokeTrustResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartForward(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/StartForward',
+            agentd_dot_v1_dot_agentd__pb2.StartForwardRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ForwardStarted.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopForward(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/StopForward',
+            agentd_dot_v1_dot_agentd__pb2.StopForwardRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.StopForwardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Forward(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/agentd.v1.Agentd/Forward',
+            agentd_dot_v1_dot_agentd__pb2.ForwardRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ForwardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPorts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ListPorts',
+            agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.FromString,
             options,
             channel_credentials,
             insecure,
