@@ -33,7 +33,9 @@ from agentd_client.sanitize import line as one
 from agentd_client.v1 import agentd_pb2 as pb
 
 # Bytes read from a laptop connection per message (the daemon sends the same size back).
-CHUNK = 256 * 1024
+CHUNK = 1024 * 1024
+# Chunks read from a laptop connection ahead of gRPC taking them.
+AHEAD = 4
 START_TIMEOUT_S = 30.0
 
 
@@ -100,10 +102,24 @@ class Forwarder:
             self.connections.discard(task)
 
     async def _up(self, reader: asyncio.StreamReader, call: Any) -> None:
-        while data := await reader.read(CHUNK):
-            # Returns once gRPC has taken it: nothing more is read from the laptop before.
-            await call.write(pb.ForwardRequest(data=data))
-        await call.done_writing()
+        # The laptop's connection is read while gRPC sends the last chunk, no further
+        # than AHEAD chunks before gRPC has taken them (`write` returns then).
+        queue: asyncio.Queue[bytes] = asyncio.Queue(AHEAD)
+
+        async def read() -> None:
+            try:
+                while data := await reader.read(CHUNK):
+                    await queue.put(data)
+            finally:
+                await queue.put(b"")
+
+        reading = asyncio.ensure_future(read())
+        try:
+            while data := await queue.get():
+                await call.write(pb.ForwardRequest(data=data))
+            await call.done_writing()
+        finally:
+            reading.cancel()
 
     async def _down(self, call: Any, writer: asyncio.StreamWriter) -> None:
         while True:

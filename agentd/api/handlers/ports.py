@@ -3,10 +3,11 @@ connection, list what listens (`agentctl forward`, `agentctl ports`).
 
 A forwarded connection is one bidirectional stream on the client's existing channel (the
 unix socket, or TLS with the token): nothing new listens on the dev box. Its bytes are
-read from the sandbox's socket only when gRPC has taken the previous chunk (`write`
-returns once the transport has it, within HTTP/2's flow-control window) and from the
-stream only when the socket has taken the previous one, so a client that never reads,
-or a server that never does, holds at most a chunk and the windows in the daemon.
+read from the sandbox's socket only while fewer than AHEAD chunks wait for gRPC to take
+them (`write` returns once the transport has it, within HTTP/2's flow-control window)
+and from the stream only when the socket has taken the previous one, so a client that
+never reads, or a server that never does, holds at most a few chunks and the windows in
+the daemon.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ log = logging.getLogger(__name__)
 
 # Bytes read from the sandbox's socket per message: big enough that gRPC's per-message
 # cost is small next to the copy, small next to the max message size.
-CHUNK = 256 * 1024
+CHUNK = 1024 * 1024
+# Chunks read from the sandbox's socket ahead of gRPC taking them, per connection.
+AHEAD = 4
 # Forwarded connections open at once, all sessions together; past it, refused.
 MAX_OPEN = 1024
 
@@ -225,10 +228,29 @@ class _Pump:
             self.sock.shutdown(socket.SHUT_WR)
 
     async def _down(self) -> None:
-        while True:
-            data = await self.loop.sock_recv(self.sock, CHUNK)
-            if not data:
-                await self.context.write(pb.ForwardResponse(eof=True))
+        # A few chunks in flight: the socket is read while gRPC sends the last chunk,
+        # and no further than AHEAD chunks before gRPC has taken them.
+        queue: asyncio.Queue[bytes | OSError] = asyncio.Queue(AHEAD)
+
+        async def read() -> None:
+            try:
+                while data := await self.loop.sock_recv(self.sock, CHUNK):
+                    self.received += len(data)
+                    await queue.put(data)
+            except OSError as exc:  # a reset: said to the client after what came before
+                await queue.put(exc)
                 return
-            self.received += len(data)
-            await self.context.write(pb.ForwardResponse(data=data))
+            await queue.put(b"")
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, OSError):
+                    raise item
+                if not item:
+                    break
+                await self.context.write(pb.ForwardResponse(data=item))
+            await self.context.write(pb.ForwardResponse(eof=True))
+        finally:
+            reader.cancel()
