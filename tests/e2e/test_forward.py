@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
+from tests.e2e import test_killed_caller
+from tests.e2e.test_killed_caller import Sshd
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess, start_daemon
 from tests.support.forward_traffic import SERVER, exchange
@@ -27,6 +29,8 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.timeout(300)
 
 TOKEN = "forward-token-for-tests"
+# A real sshd on loopback, as test_killed_caller.py starts it (a module fixture).
+sshd = test_killed_caller.sshd
 # Bytes each way per connection here; bench/port_forward.py moves the full 100 MB.
 SIZE = 4 * 1024 * 1024
 
@@ -318,3 +322,95 @@ def test_a_daemon_restart_cuts_open_connections_and_the_forward_goes_on(
             timeout=60,
         )
         daemon.stop(signal.SIGKILL)
+
+
+def test_a_server_on_ipv6_loopback_only_is_listed_and_reached(tls: Tls, workspace: Path) -> None:
+    (workspace / "hello.txt").write_text("over ::1\n")
+    port = _free_port()
+    with Client(tls.daemon.socket, timeout=60) as c:
+        sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        background(c, sid, f"exec python3 -m http.server {port} --bind ::1")
+        wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
+        ports = json.loads(ctl.run("ports", sid, "--json", *tls.args()).stdout)
+        assert {"address": "::1", "port": port} in [
+            {"address": p["address"], "port": p["port"]} for p in ports
+        ], ports
+        fw = forward(tls, sid, f"0:{port}")
+        try:
+            assert fw.info["address"] == "::1"
+            with urllib.request.urlopen(f"{fw.url}/hello.txt", timeout=30) as r:
+                assert r.read() == b"over ::1\n"
+        finally:
+            fw.stop()
+        c.close_session(sid)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_agentctl_ending_with_a_connection_open_leaves_nothing_in_the_daemon(
+    tls: Tls, workspace: Path, sig: int
+) -> None:
+    """Ctrl-C cancels the open streams; a kill -9 (or a dropped link) closes agentctl's
+    HTTP/2 connection, and the daemon ends each stream on it: either way the sandbox's
+    server sees its connection close and the daemon keeps no socket of it."""
+    (workspace / "server.py").write_text(SERVER)
+    port = _free_port()
+    with Client(tls.daemon.socket, timeout=60) as c:
+        sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        background(c, sid, f"exec python3 server.py {port}")
+        wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
+        baseline = fds(tls.daemon.proc.pid)
+        fw = forward(tls, sid, f"0:{port}")
+        sock = socket.create_connection(("127.0.0.1", fw.local_port), 30)
+        sock.sendall(b"\0" * 8)
+        wait_until(
+            lambda: any(e["action"] == "connected" for e in journal(c, sid)),
+            timeout=30,
+            what="the connection in the daemon",
+        )
+        fw.proc.send_signal(sig)
+        fw.proc.wait(30)
+        sock.settimeout(30)
+        assert sock.recv(1) == b""  # the laptop's side is closed, not left hanging
+        sock.close()
+        closed = wait_until(
+            lambda: [e for e in journal(c, sid) if e["action"] == "closed"],
+            timeout=30,
+            what="the connection's end in the journal",
+        )
+        assert closed[0]["how"] == "cancelled by the client", closed
+        wait_until(
+            lambda: fds(tls.daemon.proc.pid) <= baseline, timeout=30, what="the daemon's fds"
+        )
+        c.close_session(sid)
+
+
+def test_over_an_ssh_forwarded_unix_socket(
+    tls: Tls, web: tuple[Client, str, int], sshd: Sshd, tmp_path: Path
+) -> None:
+    """The laptop reaches the daemon as the README's remote set-up does: `ssh -L` of its
+    unix socket; the forward rides on that one connection."""
+    _, sid, port = web
+    local = tmp_path / "agentd.sock"
+    tunnel = subprocess.Popen(
+        [*sshd.ssh(), "-N", "-L", f"{local}:{tls.daemon.socket}"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(local.exists, timeout=30, what="ssh's forwarded socket")
+        proc = ctl.popen("forward", sid, f"0:{port}", "--json", "--socket", str(local))
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        url = f"http://127.0.0.1:{json.loads(line)['local_port']}/hello.txt"
+        out = subprocess.run(
+            ["curl", "-sS", "--noproxy", "*", "--max-time", "30", url],
+            capture_output=True,
+            text=True,
+        )
+        assert out.stdout == "hello from the sandbox\n", out.stderr
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+    finally:
+        tunnel.terminate()
+        tunnel.wait(10)
