@@ -274,3 +274,55 @@ def test_a_client_that_never_reads_keeps_the_daemon_bounded(
         assert grown_kb < 64 * 1024, f"the daemon grew by {grown_kb} kB"
         assert os.path.exists(workspace / "flooded.txt")
         c.close_session(sid)
+
+
+DEAF = r"""
+import socket, sys
+server = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+print("listening", flush=True)
+conn, _ = server.accept()
+sys.stdin.read()  # never reads the connection; ends when its stdin does
+"""
+
+
+def test_a_server_that_never_reads_stops_the_clients_stream_not_the_daemon(
+    flood_daemon: DaemonProcess, workspace: Path
+) -> None:
+    """A client offers 1 GiB to a server in the sandbox that reads nothing: the daemon
+    writes no faster than the socket takes, reads the stream no further, and gRPC's
+    window stops the client; the daemon's memory does not grow with the offer."""
+    (workspace / "deaf.py").write_text(DEAF)
+    port = _free_port()
+    with Client(flood_daemon.socket, timeout=60) as c:
+        sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        background(c, sid, f"exec python3 deaf.py {port} < /dev/zero")
+        wait_until(lambda: listening(c, sid, port), timeout=60, what="the deaf server")
+        before = rss_kb(flood_daemon.proc.pid)
+        taken = [0]
+        chunk = b"y" * (1 << 20)
+
+        def offer() -> Iterator[pb.ForwardRequest]:
+            yield opens(pb.ForwardOpen(session_id=sid, port=port))
+            while taken[0] < 1024:
+                yield pb.ForwardRequest(data=chunk)
+                taken[0] += 1
+
+        call = c.stub.Forward(offer(), timeout=120)
+        try:
+            assert next(call).WhichOneof("kind") == "opened"
+            last = [-1]
+
+            def settled() -> bool:
+                # Taken no further between two looks a second apart (or all of it was,
+                # which fails below).
+                now, same = taken[0], taken[0] == last[0]
+                last[0] = now
+                return now >= 1024 or (now > 0 and same)
+
+            wait_until(settled, timeout=90, interval=1.0, what="the offer to stop being taken")
+            grown_kb = rss_kb(flood_daemon.proc.pid) - before
+        finally:
+            call.cancel()
+        assert taken[0] < 64, f"{taken[0]} MiB were taken by a server that reads nothing"
+        assert grown_kb < 64 * 1024, f"the daemon grew by {grown_kb} kB"
+        c.close_session(sid)
