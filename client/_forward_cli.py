@@ -35,7 +35,7 @@ from agentd_client.v1 import agentd_pb2 as pb
 # Bytes read from a laptop connection per message (the daemon sends the same size back).
 CHUNK = 1024 * 1024
 # Chunks read from a laptop connection ahead of gRPC taking them.
-AHEAD = 4
+AHEAD = 2
 START_TIMEOUT_S = 30.0
 
 

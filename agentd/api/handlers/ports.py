@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 # cost is small next to the copy, small next to the max message size.
 CHUNK = 1024 * 1024
 # Chunks read from the sandbox's socket ahead of gRPC taking them, per connection.
-AHEAD = 4
+AHEAD = 2
 # Forwarded connections open at once, all sessions together; past it, refused.
 MAX_OPEN = 1024
 
@@ -157,16 +157,15 @@ class PortHandlers:
             by=client_identity(context),
         )
         pump = _Pump(sock, requests, context)
-        how = "closed"
         try:
             await context.write(
                 pb.ForwardResponse(
                     opened=pb.ForwardOpened(connection_id=connection_id, address=address)
                 )
             )
-            how = await pump.run()
+            await pump.run()
         except asyncio.CancelledError:
-            how = "cancelled by the client"
+            pump.how = "cancelled by the client"
             raise
         finally:
             self.open -= 1
@@ -179,7 +178,7 @@ class PortHandlers:
                 port=port,
                 bytes_in=pump.sent,
                 bytes_out=pump.received,
-                how=how,
+                how=pump.how,
             )
 
 
@@ -193,29 +192,30 @@ class _Pump:
         self.context = context
         self.sent = 0  # to the sandbox's server
         self.received = 0  # from it
+        self.how = "closed"  # how it ended, for the journal
         self.loop = asyncio.get_running_loop()
 
-    async def run(self) -> str:
-        """How the connection ended, once both directions have (or one failed)."""
+    async def run(self) -> None:
+        """Until both directions have ended (or one failed: the RPC ends with it)."""
         up = asyncio.ensure_future(self._up())
         down = asyncio.ensure_future(self._down())
         try:
             done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
-                if task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-            await asyncio.gather(up, down)
-        except (ConnectionError, OSError) as exc:
-            await self.context.abort(
-                grpc.StatusCode.ABORTED,
-                f"the connection in the sandbox broke: {getattr(exc, 'strerror', None) or exc}",
-            )
+                if (failure := task.exception()) is not None:
+                    raise failure
+        except OSError as exc:
+            self.how = f"broke in the sandbox: {exc.strerror or exc}"
+            await self.context.abort(grpc.StatusCode.ABORTED, f"the connection {self.how}")
+        except AgentdError as exc:
+            self.how = f"refused: {exc}"
+            raise
         finally:
             for task in (up, down):
                 task.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.gather(up, down, return_exceptions=True)
-        return "closed"
+        self.how = "closed"
 
     async def _up(self) -> None:
         async for request in self.requests:
