@@ -135,6 +135,7 @@ class Daemon:
         # A workspace the session's sandbox identity cannot use is refused at once.
         self.sessions.admit.append(self._workspace_usable)
         self.sessions.on_create.append(self._index_changes)
+        self.ports = PortHandlers(self.sessions)
         self.servicer = Servicer(
             status=StatusHandlers(
                 self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
@@ -145,7 +146,7 @@ class Daemon:
             calls=CallHandlers(self.sessions, self.executor),
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
-            ports=PortHandlers(self.sessions),
+            ports=self.ports,
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
@@ -335,6 +336,7 @@ class Daemon:
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]
+        self.ports.stop()  # forwarded connections end now, not after the server's grace
         if self.server is not None:
             stopping.append(self.server.stop())
         await asyncio.gather(*stopping)

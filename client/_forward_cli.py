@@ -37,6 +37,7 @@ CHUNK = 1024 * 1024
 # Chunks read from a laptop connection ahead of gRPC taking them.
 AHEAD = 2
 START_TIMEOUT_S = 30.0
+OPEN_TIMEOUT_S = 30.0
 
 
 def parse_spec(spec: str) -> tuple[int, int]:
@@ -69,7 +70,9 @@ class Forwarder:
         task = asyncio.current_task()
         assert task is not None
         self.connections.add(task)
-        call = self.client.stub.Forward()
+        # A connection made while the daemon restarts waits for it (up to OPEN_TIMEOUT_S),
+        # rather than failing at once on a channel still backing off.
+        call = self.client.stub.Forward(wait_for_ready=True)
         try:
             await call.write(
                 pb.ForwardRequest(
@@ -78,7 +81,14 @@ class Forwarder:
                     )
                 )
             )
-            first = await call.read()
+            try:
+                first = await asyncio.wait_for(call.read(), OPEN_TIMEOUT_S)
+            except TimeoutError:
+                say(
+                    f"agentctl forward: agentd at {self.where} did not answer within "
+                    f"{OPEN_TIMEOUT_S:g}s"
+                )
+                return
             if first is grpc.aio.EOF or first.WhichOneof("kind") != "opened":
                 return
             up = asyncio.ensure_future(self._up(reader, call))
@@ -94,10 +104,13 @@ class Forwarder:
             pass  # the laptop's side went away: the stream is cancelled below
         except asyncio.CancelledError:
             pass  # agentctl stops (stop()): this connection ends with it, quietly
+        except Exception as exc:  # one connection's failure never stops the others
+            say(f"agentctl forward: a connection failed: {exc}")
         finally:
             call.cancel()
             writer.close()
-            with contextlib.suppress(Exception):
+            # Cancelled here too when agentctl stops: the connection is closed either way.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await writer.wait_closed()
             self.connections.discard(task)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from agentd.network import netns
 from agentd_client import Client
 from tests.e2e import test_killed_caller
 from tests.e2e.test_killed_caller import Sshd
@@ -118,8 +119,52 @@ def forward(tls: Tls, session: str, spec: str) -> Forward:
     return Forward(proc, json.loads(line))
 
 
-def fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
+def _rows(daemon: DaemonProcess, sid: str) -> list[list[str]]:
+    """The TCP table of the session's namespace (read by a thread that joins it)."""
+    path = os.path.join(daemon.state_dir, "netns", sid)
+
+    def read() -> list[list[str]]:
+        netns.join(path)
+        rows: list[list[str]] = []
+        for name in ("tcp", "tcp6"):
+            with open(f"/proc/thread-self/net/{name}") as f:
+                rows += [line.split() for line in f.read().splitlines()[1:]]
+        return rows
+
+    return netns.in_thread(read)
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2], 16)
+
+
+def daemons_sockets(daemon: DaemonProcess, sid: str, port: int) -> set[str]:
+    """The daemon's connections to the server on `port` in the session's namespace, as
+    the `socket:[inode]` its fds link to."""
+    return {f"socket:[{r[9]}]" for r in _rows(daemon, sid) if _port(r[2]) == port and r[9] != "0"}
+
+
+def still_open(daemon: DaemonProcess, sockets: set[str]) -> set[str]:
+    """Those of `sockets` the daemon still has a descriptor of."""
+    found = set()
+    for fd in os.listdir(f"/proc/{daemon.proc.pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{daemon.proc.pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link in sockets:
+            found.add(link)
+    return found
+
+
+# TCP states of a connection still open at some end: ESTABLISHED, SYN_SENT, SYN_RECV,
+# FIN_WAIT1, CLOSE_WAIT (the peer closed, this end did not), LAST_ACK, CLOSING.
+HELD = {"01", "02", "03", "04", "08", "09", "0B"}
+
+
+def held(daemon: DaemonProcess, sid: str, port: int) -> list[list[str]]:
+    """Connections to or from `port` in the session's namespace not yet closed."""
+    return [r for r in _rows(daemon, sid) if port in (_port(r[1]), _port(r[2])) and r[3] in HELD]
 
 
 def journal(c: Client, sid: str) -> list[dict[str, object]]:
@@ -155,8 +200,6 @@ def test_a_tasks_http_server_is_fetched_over_tls_with_curl_and_urllib(
     assert any("python3" in x for x in mine[0]["processes"]), ports
     shown = ctl.run("ports", sid, *tls.args())
     assert any(str(port) in ln and "python3" in ln for ln in shown.stdout.splitlines()), shown
-
-    baseline = fds(tls.daemon.proc.pid)
     fw = forward(tls, sid, f"0:{port}")
     try:
         with urllib.request.urlopen(f"{fw.url}/hello.txt", timeout=30) as r:
@@ -174,7 +217,7 @@ def test_a_tasks_http_server_is_fetched_over_tls_with_curl_and_urllib(
     # Nothing listens on the laptop side any more, and the daemon holds no socket of it.
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", fw.local_port), 5).close()
-    wait_until(lambda: fds(tls.daemon.proc.pid) <= baseline, timeout=30, what="the daemon's fds")
+    wait_until(lambda: not held(tls.daemon, sid, port), timeout=30, what="no connection held")
     events = journal(c, sid)
     actions = [e["action"] for e in events]
     assert actions[0] == "started" and actions[-1] == "stopped", events
@@ -249,7 +292,6 @@ def test_the_server_ending_closes_the_laptops_connection_and_leaves_nothing(
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         task = background(c, sid, f"exec python3 server.py {port}")
         wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
-        baseline = fds(tls.daemon.proc.pid)
         fw = forward(tls, sid, f"0:{port}")
         try:
             sock = socket.create_connection(("127.0.0.1", fw.local_port), 30)
@@ -259,6 +301,8 @@ def test_the_server_ending_closes_the_laptops_connection_and_leaves_nothing(
                 timeout=30,
                 what="the connection in the daemon",
             )
+            mine = daemons_sockets(tls.daemon, sid, port)
+            assert len(still_open(tls.daemon, mine)) == 1
             r = c.run_tool(sid, "TaskStop", {"task_id": task})
             assert not r.is_error, r.text
             sock.settimeout(30)
@@ -272,7 +316,9 @@ def test_the_server_ending_closes_the_laptops_connection_and_leaves_nothing(
             code, err = fw.stop()
         assert "nothing listens on port" in err, err
         wait_until(
-            lambda: fds(tls.daemon.proc.pid) <= baseline, timeout=30, what="the daemon's fds"
+            lambda: not (still_open(tls.daemon, mine) or held(tls.daemon, sid, port)),
+            timeout=30,
+            what="the connection closed at both ends",
         )
         closed = [e for e in journal(c, sid) if e["action"] == "closed"]
         assert len(closed) == 1, closed
@@ -305,6 +351,12 @@ def test_a_daemon_restart_cuts_open_connections_and_the_forward_goes_on(
         url = f"http://127.0.0.1:{info['local_port']}/hello.txt"
         held = socket.create_connection(("127.0.0.1", info["local_port"]), 30)
         held.sendall(b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n")  # not finished
+        with Client(daemon.socket, timeout=60) as c:
+            wait_until(
+                lambda: any(e["action"] == "connected" for e in journal(c, sid)),
+                timeout=30,
+                what="the connection in the daemon",
+            )
         daemon.stop(signal.SIGTERM)  # the task runs on (keep_tasks)
         held.settimeout(30)
         assert held.recv(1) == b""  # the open connection was cut, not left half-open
@@ -312,6 +364,9 @@ def test_a_daemon_restart_cuts_open_connections_and_the_forward_goes_on(
         daemon = start_daemon(base, keep_tasks=True)
         with urllib.request.urlopen(url, timeout=30) as r:
             assert r.read() == b"still here\n"
+        with Client(daemon.socket, timeout=60) as c:
+            ends = [e["how"] for e in journal(c, sid) if e["action"] == "closed"]
+            assert ends[0] == "the daemon stopped", ends
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 128 + signal.SIGTERM, proc.stderr.read()
     finally:
@@ -358,7 +413,6 @@ def test_agentctl_ending_with_a_connection_open_leaves_nothing_in_the_daemon(
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         background(c, sid, f"exec python3 server.py {port}")
         wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
-        baseline = fds(tls.daemon.proc.pid)
         fw = forward(tls, sid, f"0:{port}")
         sock = socket.create_connection(("127.0.0.1", fw.local_port), 30)
         sock.sendall(b"\0" * 8)
@@ -367,6 +421,8 @@ def test_agentctl_ending_with_a_connection_open_leaves_nothing_in_the_daemon(
             timeout=30,
             what="the connection in the daemon",
         )
+        mine = daemons_sockets(tls.daemon, sid, port)
+        assert len(still_open(tls.daemon, mine)) == 1  # the check sees the open connection
         fw.proc.send_signal(sig)
         fw.proc.wait(30)
         sock.settimeout(30)
@@ -379,7 +435,9 @@ def test_agentctl_ending_with_a_connection_open_leaves_nothing_in_the_daemon(
         )
         assert closed[0]["how"] == "cancelled by the client", closed
         wait_until(
-            lambda: fds(tls.daemon.proc.pid) <= baseline, timeout=30, what="the daemon's fds"
+            lambda: not (still_open(tls.daemon, mine) or held(tls.daemon, sid, port)),
+            timeout=30,
+            what="the connection closed at both ends",
         )
         c.close_session(sid)
 

@@ -48,6 +48,15 @@ class PortHandlers:
     def __init__(self, sessions: SessionManager) -> None:
         self.sessions = sessions
         self.open = 0
+        self._running: set[asyncio.Task[Any]] = set()
+        self.stopping = False
+
+    def stop(self) -> None:
+        """The daemon stops: every forwarded connection ends now (its socket in the
+        sandbox closed, its client told CANCELLED), not after the server's grace."""
+        self.stopping = True
+        for task in self._running:
+            task.cancel()
 
     def _session(self, session_id: str) -> Session:
         return self.sessions.get(require(session_id, "session_id"), open_only=True)
@@ -143,6 +152,9 @@ class PortHandlers:
         loop = asyncio.get_running_loop()
         sock = await loop.run_in_executor(None, ports.connect, path, port, host)
         self.open += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
         connection_id = f"conn_{uuid.uuid4().hex[:12]}"
         peer = sock.getpeername()
         address = f"[{peer[0]}]:{peer[1]}" if ":" in peer[0] else f"{peer[0]}:{peer[1]}"
@@ -165,10 +177,12 @@ class PortHandlers:
             )
             await pump.run()
         except asyncio.CancelledError:
-            pump.how = "cancelled by the client"
+            pump.how = "the daemon stopped" if self.stopping else "cancelled by the client"
             raise
         finally:
             self.open -= 1
+            if task is not None:
+                self._running.discard(task)
             sock.close()
             journal.emit(
                 "port_forward",
