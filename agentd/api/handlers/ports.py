@@ -37,7 +37,7 @@ CHUNK = 1024 * 1024
 # Chunks read from the sandbox's socket ahead of gRPC taking them, per connection.
 AHEAD = 2
 # Forwarded connections open at once, all sessions together; past it, refused.
-MAX_OPEN = 1024
+MAX_OPEN = 256
 
 
 class TooMany(AgentdError):
