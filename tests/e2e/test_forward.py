@@ -472,3 +472,25 @@ def test_over_an_ssh_forwarded_unix_socket(
     finally:
         tunnel.terminate()
         tunnel.wait(10)
+
+
+def test_on_a_terminal_it_says_where_and_ctrl_c_stops_it(
+    tls: Tls, web: tuple[Client, str, int]
+) -> None:
+    """What a person sees: one line naming both ends; ^C on the terminal (a real SIGINT)
+    stops it with one line and the stop is journaled."""
+    c, sid, port = web
+    term = ctl.on_pty("forward", sid, f"0:{port}", *tls.args())
+    try:
+        seen = term.read_until(b"(Ctrl-C to stop)").decode()
+        line = next(x for x in seen.splitlines() if "forwarding" in x)
+        assert f"-> 127.0.0.1:{port} in session {sid}" in line, line
+        local = int(line.split()[1].rpartition(":")[2])
+        with urllib.request.urlopen(f"http://127.0.0.1:{local}/hello.txt", timeout=30) as r:
+            assert r.read() == b"hello from the sandbox\n"
+        os.write(term.master, b"\x03")
+        assert term.proc.wait(30) == 130
+        assert "agentctl: interrupted" in term.drain().decode()
+    finally:
+        term.close()
+    assert [e["action"] for e in journal(c, sid)][-1] == "stopped"
