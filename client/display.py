@@ -151,7 +151,25 @@ def describe_event(e: pb.Event) -> str:
             return f"{head} (fell behind: events {e.gap.from_seq}-{e.gap.to_seq} replayed)"
         case "agent":
             return describe_agent(head, e.agent)
+        case "port_forward":  # branch ports
+            return describe_forward(head, e.port_forward)
     return f"{head} {one(kind)}"
+
+
+def describe_forward(head: str, f: pb.PortForward) -> str:
+    """A forward of a sandbox port (`agentctl forward`), or one of its connections."""
+    one = sanitize.line
+    match f.action:
+        case "started":
+            return f"{head} ⇄ port {f.port} forwarded to {one(f.local)} by {one(f.by)}"
+        case "stopped":
+            return f"{head} ⇄ forward {one(f.forward_id)} stopped by {one(f.by)}"
+        case "connected":
+            return f"{head} ⇄ connection to {one(f.address)} by {one(f.by)}"
+    return (
+        f"{head} ⇄ connection to port {f.port} ended: {one(f.how or f.action)} "
+        f"({f.bytes_in} bytes in, {f.bytes_out} out)"
+    )
 
 
 def request_code(request_id: str) -> str:

@@ -494,3 +494,9 @@ def test_on_a_terminal_it_says_where_and_ctrl_c_stops_it(
     finally:
         term.close()
     assert [e["action"] for e in journal(c, sid)][-1] == "stopped"
+    # What `agentctl attach` shows of it (a closed session's replay ends).
+    c.close_session(sid)
+    shown = ctl.run("attach", sid, *tls.args()).stdout
+    assert f"⇄ port {port} forwarded to 127.0.0.1:0 by " in shown, shown
+    assert "⇄ connection to 127.0.0.1:" in shown and "ended: closed (" in shown, shown
+    assert "stopped by " in shown, shown
