@@ -263,7 +263,10 @@ def add_commands(top: Any) -> None:
         "spec", metavar="[LOCAL:]PORT", help="the sandbox's port (and the local one; 0: any)"
     )
     fw.add_argument(
-        "--bind", default="127.0.0.1", help="the local address to listen on (default 127.0.0.1)"
+        "--bind",
+        default="127.0.0.1",
+        help="the local address to listen on (default 127.0.0.1; 0.0.0.0 lets your whole "
+        "network reach the sandbox's server)",
     )
     ps = top.leaf("ports", "what listens in a session's sandbox", cmd_ports)
     ps.add_argument(
