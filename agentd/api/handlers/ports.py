@@ -155,21 +155,20 @@ class PortHandlers:
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
-        connection_id = f"conn_{uuid.uuid4().hex[:12]}"
-        peer = sock.getpeername()
-        address = f"[{peer[0]}]:{peer[1]}" if ":" in peer[0] else f"{peer[0]}:{peer[1]}"
         journal = self.sessions.log(session.id)
-        journal.emit(
-            "port_forward",
-            action="connected",
-            forward_id=opening.forward_id[:100],
-            connection_id=connection_id,
-            port=port,
-            address=address,
-            by=client_identity(context),
-        )
+        connection_id = f"conn_{uuid.uuid4().hex[:12]}"
         pump = _Pump(sock, requests, context)
         try:
+            address = _shown(sock)
+            journal.emit(
+                "port_forward",
+                action="connected",
+                forward_id=opening.forward_id[:100],
+                connection_id=connection_id,
+                port=port,
+                address=address,
+                by=client_identity(context),
+            )
             await context.write(
                 pb.ForwardResponse(
                     opened=pb.ForwardOpened(connection_id=connection_id, address=address)
@@ -196,9 +195,18 @@ class PortHandlers:
             )
 
 
+def _shown(sock: socket.socket) -> str:
+    """The sandbox's end of the connection, "127.0.0.1:PORT" or "[::1]:PORT"."""
+    try:
+        host, port = sock.getpeername()[:2]
+    except OSError:  # reset already: said when the pump reads
+        return "?"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class _Pump:
-    """Both directions of one connection; each stops reading while the other end has
-    not taken what it read last."""
+    """Both directions of one connection; each stops reading once the other end has
+    not taken what it read (AHEAD chunks toward gRPC, one toward the socket)."""
 
     def __init__(self, sock: socket.socket, requests: AsyncIterator[Any], context: Any) -> None:
         self.sock = sock
