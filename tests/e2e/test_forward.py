@@ -500,3 +500,40 @@ def test_on_a_terminal_it_says_where_and_ctrl_c_stops_it(
     assert f"⇄ port {port} forwarded to 127.0.0.1:0 by " in shown, shown
     assert "⇄ connection to 127.0.0.1:" in shown and "ended: closed (" in shown, shown
     assert "stopped by " in shown, shown
+
+
+def test_the_laptops_client_closing_ends_the_connection_in_the_sandbox(
+    tls: Tls, workspace: Path
+) -> None:
+    """The laptop's side closes mid-exchange: the server reads EOF, and the daemon's
+    socket closes once both ends are done; the forward goes on serving."""
+    (workspace / "server.py").write_text(SERVER)
+    port = _free_port()
+    with Client(tls.daemon.socket, timeout=60) as c:
+        sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        background(c, sid, f"exec python3 server.py {port}")
+        wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
+        fw = forward(tls, sid, f"0:{port}")
+        try:
+            sock = socket.create_connection(("127.0.0.1", fw.local_port), 30)
+            sock.sendall(b"\0" * 8)
+            wait_until(
+                lambda: any(e["action"] == "connected" for e in journal(c, sid)),
+                timeout=30,
+                what="the connection in the daemon",
+            )
+            mine = daemons_sockets(tls.daemon, sid, port)
+            assert len(still_open(tls.daemon, mine)) == 1
+            sock.close()
+            wait_until(
+                lambda: not (still_open(tls.daemon, mine) or held(tls.daemon, sid, port)),
+                timeout=30,
+                what="the connection closed at both ends",
+            )
+            closed = [e for e in journal(c, sid) if e["action"] == "closed"]
+            assert [(e["how"], e["bytes_in"]) for e in closed] == [("closed", "8")], closed
+            again = socket.create_connection(("127.0.0.1", fw.local_port), 30)
+            assert exchange(again, 1 << 20, seed=5).received_ok
+        finally:
+            fw.stop()
+        c.close_session(sid)
