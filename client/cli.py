@@ -15,6 +15,7 @@ from agentd_client import (
     _agent_cli,
     _credentials_cli,
     _exec_cli,
+    _forward_cli,
     _trust_cli,
     call_commands,
     commands,
@@ -303,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _trust_cli.add_commands(top)
     _credentials_cli.add_commands(top)
-    _exec_cli.add_commands(top)  # branch interactive
+    _exec_cli.add_commands(top)
+    _forward_cli.add_commands(top)
     return p
 
 

@@ -209,8 +209,10 @@ def event_to_pb(event: Event) -> pb.Event:
             out.git_push.CopyFrom(pb.GitPush(**{**p, "updates": refs}))
         case "agent" | "agent_live":
             out.agent.CopyFrom(agent_events.from_payload(p))
-        case "task_controlled":  # branch interactive
+        case "task_controlled":
             out.task_controlled.CopyFrom(task_controlled_to_pb(p))
+        case "port_forward":
+            out.port_forward.CopyFrom(pb.PortForward(**p))
         case _:
             log.warning("event kind %s has no proto form", event.kind)
     return out

@@ -98,6 +98,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("trust", "revoke"): [str(settings)],
         ("credentials",): [],
         ("mcp", "install"): ["claude-code", "--workspace", str(workspace)],
+        ("ports",): [sid],
     }  # fmt: skip
 
 
@@ -109,7 +110,8 @@ def test_json_on_every_command_is_json(
     # `agentctl mcp` speaks MCP's JSON-RPC on stdout whatever the flags:
     # tests/e2e/test_mcp_server.py
     # `agentctl agent` needs a model: its JSON Lines are tested in tests/e2e/test_agentctl_agent.py
-    untested = set(leaves) - set(table) - {("mcp",), ("agent",)}
+    # `agentctl forward` serves until stopped: its JSON line, tests/e2e/test_forward.py
+    untested = set(leaves) - set(table) - {("mcp",), ("agent",), ("forward",)}
     assert not untested, f"add these commands to the --json table: {sorted(untested)}"
     # HOME too: `mcp install` writes Claude Code's configuration there.
     env = {"AGENTD_CLIENT_CONFIG": str(tmp_path / "client.toml"), "HOME": str(tmp_path)}
