@@ -17,8 +17,10 @@ from agentd.api.handlers.credentials import CredentialHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
+from agentd.api.handlers.ports import PortHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
+from agentd.api.handlers.task_io import TaskIOHandlers
 from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
@@ -125,7 +127,7 @@ class Daemon:
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.
         self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
         self.network: network_service.NetworkService | None = None  # made in start()
-        self.ssh_agent: ssh_agent_service.SshAgentService | None = None  # creds-ssh
+        self.ssh_agent: ssh_agent_service.SshAgentService | None = None
         # Credential sources and routes (issue 21); a bad entry stops start-up.
         self.credential_config = credential_config.load(config)
         self.credentials: CredentialService | None = None  # made in start(), on the network
@@ -144,6 +146,7 @@ class Daemon:
         # A workspace the session's sandbox identity cannot use is refused at once.
         self.sessions.admit.append(self._workspace_usable)
         self.sessions.on_create.append(self._index_changes)
+        self.ports = PortHandlers(self.sessions)
         self.servicer = Servicer(
             status=StatusHandlers(
                 self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
@@ -155,6 +158,8 @@ class Daemon:
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
             credentials=CredentialHandlers(lambda: self.credentials),
+            task_io=TaskIOHandlers(self.sessions, self.executor, self.tasks, self._emit),
+            ports=self.ports,
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
@@ -215,7 +220,7 @@ class Daemon:
         )
 
     def _serve_kept(self, session_ids: set[str]) -> None:
-        """The tasks taken over reach their proxy and their ssh-agent (creds-ssh) through
+        """The tasks taken over reach their proxy and their ssh-agent through
         this daemon at once, not only after their session's next call."""
         assert self.network is not None
         for session_id in session_ids:
@@ -269,7 +274,7 @@ class Daemon:
             asyncio.get_running_loop(),
         )
         network_service.install(self.network)
-        if self.config.ssh_agent_hosts:  # creds-ssh: the sandbox's ssh-agent
+        if self.config.ssh_agent_hosts:  # the sandbox's ssh-agent
             self.ssh_agent = ssh_agent_service.SshAgentService(
                 self.config,
                 self.sessions,
@@ -381,6 +386,7 @@ class Daemon:
         # New calls are refused while running ones end now (their sandboxes with them)
         # and their callers get what was printed; then the background tasks stop.
         stopping = [self.executor.cancel_all()]
+        self.ports.stop()  # forwarded connections end now, not after the server's grace
         if self.server is not None:
             stopping.append(self.server.stop())
         await asyncio.gather(*stopping)

@@ -14,6 +14,8 @@ import grpc
 from agentd_client import (
     _agent_cli,
     _credentials_cli,
+    _exec_cli,
+    _forward_cli,
     _trust_cli,
     call_commands,
     commands,
@@ -302,6 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _trust_cli.add_commands(top)
     _credentials_cli.add_commands(top)
+    _exec_cli.add_commands(top)
+    _forward_cli.add_commands(top)
     return p
 
 

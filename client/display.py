@@ -159,7 +159,42 @@ def describe_event(e: pb.Event) -> str:
             )
             verb = "pushed" if pushed.allowed else "push refused"
             return f"{head} {verb} to {one(pushed.repository)}: {refs} — {one(pushed.decided_by)}"
+        case "task_controlled":
+            return f"{head} {task_controlled(e.task_controlled)}"
+        case "port_forward":
+            return describe_forward(head, e.port_forward)
     return f"{head} {one(kind)}"
+
+
+def task_controlled(t: pb.TaskControlled) -> str:
+    """A person's (or program's) act on a task: what, and who."""
+    one = sanitize.line
+    size = f" {t.size.rows}x{t.size.cols}" if t.HasField("size") else ""
+    what = {
+        "opened": f"opened{' on a terminal' + size if size else ''}"
+        + (" with stdin" if t.stdin else ""),
+        "input": f"got {t.bytes} bytes of input ({one(t.reason)})",
+        "input_closed": "had its stdin closed",
+        "signalled": f"got SIG{one(t.signal)}",
+        "resized": f"resized to{size}",
+    }.get(t.action, one(t.action))
+    return f"task {one(t.task_id)} {what} by {one(t.by)}"
+
+
+def describe_forward(head: str, f: pb.PortForward) -> str:
+    """A forward of a sandbox port (`agentctl forward`), or one of its connections."""
+    one = sanitize.line
+    match f.action:
+        case "started":
+            return f"{head} ⇄ port {f.port} forwarded to {one(f.local)} by {one(f.by)}"
+        case "stopped":
+            return f"{head} ⇄ forward {one(f.forward_id)} stopped by {one(f.by)}"
+        case "connected":
+            return f"{head} ⇄ connection to {one(f.address)} by {one(f.by)}"
+    return (
+        f"{head} ⇄ connection to port {f.port} ended: {one(f.how or f.action)} "
+        f"({f.bytes_in} bytes in, {f.bytes_out} out)"
+    )
 
 
 def request_code(request_id: str) -> str:

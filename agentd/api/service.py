@@ -13,8 +13,10 @@ from agentd.api.handlers.credentials import CredentialHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
+from agentd.api.handlers.ports import PortHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
+from agentd.api.handlers.task_io import TaskIOHandlers
 from agentd.api.handlers.trust import TrustHandlers
 
 
@@ -29,6 +31,8 @@ class Servicer:
         events: EventHandlers,
         outputs: OutputHandlers,
         credentials: CredentialHandlers,
+        task_io: TaskIOHandlers,
+        ports: PortHandlers,
     ) -> None:
         self.GetStatus = status.GetStatus
         self.ListTools = status.ListTools
@@ -59,3 +63,13 @@ class Servicer:
         self.ReadOutput = outputs.ReadOutput
 
         self.ListCredentials = credentials.ListCredentials
+        self.StartTask = task_io.StartTask
+        self.GetTaskTerminal = task_io.GetTaskTerminal
+        self.WriteInput = task_io.WriteInput
+        self.CloseInput = task_io.CloseInput
+        self.SignalTask = task_io.SignalTask
+        self.ResizeTask = task_io.ResizeTask
+        self.StartForward = ports.StartForward
+        self.StopForward = ports.StopForward
+        self.Forward = ports.Forward
+        self.ListPorts = ports.ListPorts

@@ -146,6 +146,20 @@ def task_to_pb(task: dict[str, Any]) -> pb.Task:
     )
 
 
+def task_controlled_to_pb(p: dict[str, Any]) -> pb.TaskControlled:
+    size = p.get("size")
+    return pb.TaskControlled(
+        task_id=p.get("task_id", ""),
+        action=p.get("action", ""),
+        by=p.get("by", ""),
+        bytes=p.get("bytes", 0),
+        reason=p.get("reason", ""),
+        signal=p.get("signal", ""),
+        size=pb.TerminalSize(rows=size[0], cols=size[1]) if size else None,
+        stdin=bool(p.get("stdin")),
+    )
+
+
 def event_to_pb(event: Event) -> pb.Event:
     p = event.payload
     out = pb.Event(seq=event.seq, session_id=event.session_id, time_ms=event.time_ms)
@@ -195,6 +209,10 @@ def event_to_pb(event: Event) -> pb.Event:
             out.git_push.CopyFrom(pb.GitPush(**{**p, "updates": refs}))
         case "agent" | "agent_live":
             out.agent.CopyFrom(agent_events.from_payload(p))
+        case "task_controlled":
+            out.task_controlled.CopyFrom(task_controlled_to_pb(p))
+        case "port_forward":
+            out.port_forward.CopyFrom(pb.PortForward(**p))
         case _:
             log.warning("event kind %s has no proto form", event.kind)
     return out

@@ -395,7 +395,7 @@ class SshAgentService:
 
     def listing(self) -> dict[str, Any]:
         """The configured hosts and keys and which sessions used them, for
-        `agentctl credentials` (creds-https's ListCredentials adds it)."""
+        `agentctl credentials` (ListCredentials shows it)."""
         return {
             "hosts": [h.shown for h in self.hosts],
             "known_hosts": self.known_hosts,

@@ -185,7 +185,7 @@ class Config:
     # The proxy's ports on the loopback of each session's namespace.
     network_http_port: Annotated[int, at.Ge(1), at.Le(65535)] = 3128
     network_socks_port: Annotated[int, at.Ge(1), at.Le(65535)] = 1080
-    # creds-ssh: the ssh-agent every networked sandbox sees at $SSH_AUTH_SOCK, signing with
+    # The ssh-agent every networked sandbox sees at $SSH_AUTH_SOCK, signing with
     # keys the sandbox never holds (agentd/credentials/ssh_agent_service.py).
     # Hosts it may sign for ("git.example.com", "host:2222"); none: no agent at all.
     ssh_agent_hosts: list[str] = field(default_factory=list)
@@ -195,7 +195,7 @@ class Config:
     ssh_agent_upstream: str = ""
     # The known_hosts listing those hosts' keys; "": ~/.ssh/known_hosts of the daemon's user.
     ssh_agent_known_hosts: str = ""
-    # --- creds-https (issue 21): credentials the sandbox uses through routes, never holds.
+    # Credentials (issue 21): the sandbox uses through routes, never holds.
     # Where secrets come from: [{name, file = PATH} | {name, env = VAR} |
     # {name, git_credential = "https://host[:port]", user = "alice" (default: the session's
     # owner), home = DIR}] (agentd/credentials/).

@@ -162,3 +162,8 @@ def connect(path: str, address: tuple[str, int], timeout: float = 5.0) -> socket
         return socket.create_connection(address, timeout)
 
     return _in_thread(dial)
+
+
+# For ports.py: its reads and connects run in a joining thread too.
+join = _join
+in_thread = _in_thread

@@ -1,4 +1,4 @@
-"""The ask before a key's first signature for a host in a session (creds-ssh): shaped
+"""The ask before a key's first signature for a host in a session: shaped
 as a tool call's (tool "SshAgent"), so every attached terminal shows and may answer it;
 "always" adds the rule `SshAgent(HOST KEY)` to the session's allow rules (kept with
 the session, shown by `session show`), as the network ask adds its WebFetch rule."""

@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -34,6 +35,7 @@ from agentd.runs.output.file import OutputFile, open_output
 from agentd.runs.output.registry import TASKS_MOUNT
 from agentd.runs.run import Output, Run
 from agentd.runs.shim import client as shim_client
+from agentd.runs.shim import terminal
 from agentd.runs.tasks import InProcessRun, new_task_id
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
@@ -47,6 +49,19 @@ T = TypeVar("T")
 
 # Starts of a sandbox that failed before its command ran.
 START_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Interactive:
+    """A command a person will drive: on a PTY of (rows, cols), or with its stdin open."""
+
+    pty: tuple[int, int] | None = None
+    stdin: bool = False
+
+
+# Set by the API's StartTask around the Bash call it makes (agentd/api/handlers/
+# task_io.py): a person's request, never the model's (Bash's schema has no such field).
+INTERACTIVE: ContextVar[Interactive | None] = ContextVar("interactive", default=None)
 
 
 @dataclass
@@ -216,20 +231,30 @@ async def _spawn(
     watch: tuple[int, int] | None = None,
 ) -> Run:
     """The command started: under a shim (agentd/runs/shim/supervisor.py) when sandboxed, so
-    that it can outlive the daemon as a task; in the daemon's process otherwise."""
+    that it can outlive the daemon as a task; in the daemon's process otherwise. A run
+    a person drives (INTERACTIVE) has its PTY or stdin from its shim, so only there."""
+    interactive = INTERACTIVE.get()
     if plan.sandboxed:
+        pty = interactive.pty if interactive else None
         run = await shim_client.spawn(
             plan.policy,
-            plan.argv,
+            [*terminal.CTTY_ARGV, *plan.argv] if pty else plan.argv,
             output_path,
             output_fd,
             limit,
             channels.pass_fds,
             (channels.cwd_read,),
             watch,
+            pty=pty,
+            stdin=bool(interactive and interactive.stdin),
         )
         if run is not None:
             return run
+    if interactive is not None:
+        raise SandboxUnavailable(
+            "a terminal or stdin needs the command sandboxed under its shim, which this "
+            "machine's sandbox chain (no setpriv or prlimit) or this call cannot have"
+        )
     launch = spawn if plan.sandboxed else unsandboxed.spawn
     read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
     try:

@@ -225,6 +225,10 @@ class TaskManager:
     def is_running(self, task_id: str) -> bool:
         return task_id in self._runs
 
+    def run_of(self, task: Task) -> Run | None:
+        """The run of a running task (its input, signals, size: agentd/api/handlers/task_io.py)."""
+        return self._runs.get(task.id)
+
     def list(self, session_id: str, include_finished: bool = True) -> list[dict[str, Any]]:
         return [
             t.to_dict()

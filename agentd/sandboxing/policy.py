@@ -109,7 +109,7 @@ def daemon_secrets(config: Config) -> list[str]:
         for p in (config.config_file, default_config_file(), config.token_file, config.tls_key)
         if p
     ]
-    # creds-ssh: the keys the sandbox's ssh-agent signs with, and the owner's agent.
+    # The keys the sandbox's ssh-agent signs with, and the owner's agent.
     paths += [*config.ssh_agent_key_files, *filter(None, [config.ssh_agent_upstream])]
     return paths
 
@@ -188,8 +188,8 @@ def _network(
 def _ssh_agent(
     session: Session, env: dict[str, str], networked: bool, tmp_dir: str
 ) -> list[tuple[str, str]]:
-    """creds-ssh: a networked sandbox's ssh-agent, the session's agent directory bound
-    at /run/agentd-ssh (agentd/credentials/ssh_agent_dir.py); `env` gets SSH_AUTH_SOCK."""
+    """A networked sandbox's ssh-agent: the session's agent directory bound at
+    /run/agentd-ssh (agentd/credentials/ssh_agent_dir.py); `env` gets SSH_AUTH_SOCK."""
     agent = ssh_agent_service.current()
     if agent is None or not networked:
         return []

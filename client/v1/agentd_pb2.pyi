@@ -540,7 +540,7 @@ class Gap(_message.Message):
     def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent", "git_push")
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent", "git_push", "task_controlled", "port_forward")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -559,6 +559,8 @@ class Event(_message.Message):
     SETTINGS_IGNORED_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     GIT_PUSH_FIELD_NUMBER: _ClassVar[int]
+    TASK_CONTROLLED_FIELD_NUMBER: _ClassVar[int]
+    PORT_FORWARD_FIELD_NUMBER: _ClassVar[int]
     seq: int
     session_id: str
     time_ms: int
@@ -577,7 +579,9 @@ class Event(_message.Message):
     settings_ignored: SettingsIgnored
     agent: AgentEvent
     git_push: GitPush
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ..., git_push: _Optional[_Union[GitPush, _Mapping]] = ...) -> None: ...
+    task_controlled: TaskControlled
+    port_forward: PortForward
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ..., git_push: _Optional[_Union[GitPush, _Mapping]] = ..., task_controlled: _Optional[_Union[TaskControlled, _Mapping]] = ..., port_forward: _Optional[_Union[PortForward, _Mapping]] = ...) -> None: ...
 
 class AgentContentBlock(_message.Message):
     __slots__ = ("type", "text", "id", "name", "input")
@@ -934,3 +938,239 @@ class GitPush(_message.Message):
     allowed: bool
     decided_by: str
     def __init__(self, tool_use_id: _Optional[str] = ..., route: _Optional[str] = ..., repository: _Optional[str] = ..., updates: _Optional[_Iterable[_Union[GitPushRef, _Mapping]]] = ..., allowed: _Optional[bool] = ..., decided_by: _Optional[str] = ...) -> None: ...
+
+class TerminalSize(_message.Message):
+    __slots__ = ("rows", "cols")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    cols: int
+    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
+
+class StartTaskRequest(_message.Message):
+    __slots__ = ("session_id", "command", "description", "pty", "stdin", "tool_use_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PTY_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    command: str
+    description: str
+    pty: TerminalSize
+    stdin: bool
+    tool_use_id: str
+    def __init__(self, session_id: _Optional[str] = ..., command: _Optional[str] = ..., description: _Optional[str] = ..., pty: _Optional[_Union[TerminalSize, _Mapping]] = ..., stdin: _Optional[bool] = ..., tool_use_id: _Optional[str] = ...) -> None: ...
+
+class TaskRef(_message.Message):
+    __slots__ = ("session_id", "task_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    task_id: str
+    def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class TaskTerminal(_message.Message):
+    __slots__ = ("task_id", "status", "pty", "size", "stdin_open", "exit_code", "has_exit_code", "output_id")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PTY_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    STDIN_OPEN_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    HAS_EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    status: str
+    pty: bool
+    size: TerminalSize
+    stdin_open: bool
+    exit_code: int
+    has_exit_code: bool
+    output_id: str
+    def __init__(self, task_id: _Optional[str] = ..., status: _Optional[str] = ..., pty: _Optional[bool] = ..., size: _Optional[_Union[TerminalSize, _Mapping]] = ..., stdin_open: _Optional[bool] = ..., exit_code: _Optional[int] = ..., has_exit_code: _Optional[bool] = ..., output_id: _Optional[str] = ...) -> None: ...
+
+class TaskInput(_message.Message):
+    __slots__ = ("session_id", "task_id", "data", "hangup_on_drop", "detach", "close_stdin")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    HANGUP_ON_DROP_FIELD_NUMBER: _ClassVar[int]
+    DETACH_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_STDIN_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    task_id: str
+    data: bytes
+    hangup_on_drop: bool
+    detach: bool
+    close_stdin: bool
+    def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ..., data: _Optional[bytes] = ..., hangup_on_drop: _Optional[bool] = ..., detach: _Optional[bool] = ..., close_stdin: _Optional[bool] = ...) -> None: ...
+
+class WriteInputResponse(_message.Message):
+    __slots__ = ("bytes", "reason")
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    bytes: int
+    reason: str
+    def __init__(self, bytes: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SignalTaskRequest(_message.Message):
+    __slots__ = ("session_id", "task_id", "signal")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    task_id: str
+    signal: str
+    def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ..., signal: _Optional[str] = ...) -> None: ...
+
+class ResizeTaskRequest(_message.Message):
+    __slots__ = ("session_id", "task_id", "size")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    task_id: str
+    size: TerminalSize
+    def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ..., size: _Optional[_Union[TerminalSize, _Mapping]] = ...) -> None: ...
+
+class TaskControlled(_message.Message):
+    __slots__ = ("task_id", "action", "by", "bytes", "reason", "signal", "size", "stdin")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    action: str
+    by: str
+    bytes: int
+    reason: str
+    signal: str
+    size: TerminalSize
+    stdin: bool
+    def __init__(self, task_id: _Optional[str] = ..., action: _Optional[str] = ..., by: _Optional[str] = ..., bytes: _Optional[int] = ..., reason: _Optional[str] = ..., signal: _Optional[str] = ..., size: _Optional[_Union[TerminalSize, _Mapping]] = ..., stdin: _Optional[bool] = ...) -> None: ...
+
+class StartForwardRequest(_message.Message):
+    __slots__ = ("session_id", "port", "local")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    port: int
+    local: str
+    def __init__(self, session_id: _Optional[str] = ..., port: _Optional[int] = ..., local: _Optional[str] = ...) -> None: ...
+
+class ForwardStarted(_message.Message):
+    __slots__ = ("forward_id", "address", "port")
+    FORWARD_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    forward_id: str
+    address: str
+    port: int
+    def __init__(self, forward_id: _Optional[str] = ..., address: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
+class StopForwardRequest(_message.Message):
+    __slots__ = ("session_id", "forward_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    forward_id: str
+    def __init__(self, session_id: _Optional[str] = ..., forward_id: _Optional[str] = ...) -> None: ...
+
+class StopForwardResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ForwardOpen(_message.Message):
+    __slots__ = ("session_id", "port", "host", "forward_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    port: int
+    host: str
+    forward_id: str
+    def __init__(self, session_id: _Optional[str] = ..., port: _Optional[int] = ..., host: _Optional[str] = ..., forward_id: _Optional[str] = ...) -> None: ...
+
+class ForwardRequest(_message.Message):
+    __slots__ = ("open", "data")
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    open: ForwardOpen
+    data: bytes
+    def __init__(self, open: _Optional[_Union[ForwardOpen, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class ForwardOpened(_message.Message):
+    __slots__ = ("connection_id", "address")
+    CONNECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    connection_id: str
+    address: str
+    def __init__(self, connection_id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
+class ForwardResponse(_message.Message):
+    __slots__ = ("opened", "data", "eof")
+    OPENED_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EOF_FIELD_NUMBER: _ClassVar[int]
+    opened: ForwardOpened
+    data: bytes
+    eof: bool
+    def __init__(self, opened: _Optional[_Union[ForwardOpened, _Mapping]] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ...) -> None: ...
+
+class ListPortsRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class ListeningPort(_message.Message):
+    __slots__ = ("address", "port", "forwardable", "processes")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    FORWARDABLE_FIELD_NUMBER: _ClassVar[int]
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    port: int
+    forwardable: bool
+    processes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, address: _Optional[str] = ..., port: _Optional[int] = ..., forwardable: _Optional[bool] = ..., processes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListPortsResponse(_message.Message):
+    __slots__ = ("ports", "network")
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    ports: _containers.RepeatedCompositeFieldContainer[ListeningPort]
+    network: str
+    def __init__(self, ports: _Optional[_Iterable[_Union[ListeningPort, _Mapping]]] = ..., network: _Optional[str] = ...) -> None: ...
+
+class PortForward(_message.Message):
+    __slots__ = ("action", "forward_id", "connection_id", "port", "address", "local", "by", "bytes_in", "bytes_out", "how")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_ID_FIELD_NUMBER: _ClassVar[int]
+    CONNECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    BYTES_IN_FIELD_NUMBER: _ClassVar[int]
+    BYTES_OUT_FIELD_NUMBER: _ClassVar[int]
+    HOW_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    forward_id: str
+    connection_id: str
+    port: int
+    address: str
+    local: str
+    by: str
+    bytes_in: int
+    bytes_out: int
+    how: str
+    def __init__(self, action: _Optional[str] = ..., forward_id: _Optional[str] = ..., connection_id: _Optional[str] = ..., port: _Optional[int] = ..., address: _Optional[str] = ..., local: _Optional[str] = ..., by: _Optional[str] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., how: _Optional[str] = ...) -> None: ...

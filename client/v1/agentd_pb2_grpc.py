@@ -144,6 +144,56 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.FromString,
                 _registered_method=True)
+        self.StartTask = channel.unary_unary(
+                '/agentd.v1.Agentd/StartTask',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.StartTaskRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.GetTaskTerminal = channel.unary_unary(
+                '/agentd.v1.Agentd/GetTaskTerminal',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.WriteInput = channel.stream_unary(
+                '/agentd.v1.Agentd/WriteInput',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.TaskInput.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.WriteInputResponse.FromString,
+                _registered_method=True)
+        self.CloseInput = channel.unary_unary(
+                '/agentd.v1.Agentd/CloseInput',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.SignalTask = channel.unary_unary(
+                '/agentd.v1.Agentd/SignalTask',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.SignalTaskRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.ResizeTask = channel.unary_unary(
+                '/agentd.v1.Agentd/ResizeTask',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+                _registered_method=True)
+        self.StartForward = channel.unary_unary(
+                '/agentd.v1.Agentd/StartForward',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.StartForwardRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardStarted.FromString,
+                _registered_method=True)
+        self.StopForward = channel.unary_unary(
+                '/agentd.v1.Agentd/StopForward',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.StopForwardRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.StopForwardResponse.FromString,
+                _registered_method=True)
+        self.Forward = channel.stream_stream(
+                '/agentd.v1.Agentd/Forward',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardResponse.FromString,
+                _registered_method=True)
+        self.ListPorts = channel.unary_unary(
+                '/agentd.v1.Agentd/ListPorts',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.FromString,
+                _registered_method=True)
 
 
 class AgentdServicer:
@@ -298,7 +348,87 @@ class AgentdServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListCredentials(self, request, context):
-        """creds-https: credential sources and routes, and which sessions used them
+        """Credentials (issue 21): the sources, routes and ssh-agent the daemon is configured
+        with, and which sessions used them; never a secret.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartTask(self, request, context):
+        """Processes a person drives (issue 22).
+        Starts a command in the session's sandbox as a background task, classified and
+        permission-checked like a Bash call, optionally on a pseudo-terminal of a size or
+        with its stdin open for WriteInput. Not the model's Bash tool: its schema is unchanged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTaskTerminal(self, request, context):
+        """How a task's input and terminal stand (a PTY and its size, stdin open).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WriteInput(self, request_iterator, context):
+        """Bytes to a running task's stdin (its PTY, or its stdin pipe), in order; the stream
+        ends when the client closes it or the task ends. One event per stream, with who.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseInput(self, request, context):
+        """Closes a task's stdin (EOF; on a PTY, the terminal's end-of-file character).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SignalTask(self, request, context):
+        """INT, TERM, HUP or KILL to every process of the task, as TaskStop reaches them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResizeTask(self, request, context):
+        """A new size for a task's PTY (its processes get SIGWINCH).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartForward(self, request, context):
+        """Ports of a session's sandbox, reached from a person's machine (issue 22).
+        A person forwards a port of a session's sandbox (`agentctl forward`): checked (the
+        session's network keeps a namespace, something listens there) and journaled.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopForward(self, request, context):
+        """The forward ended (the person stopped `agentctl forward`): journaled.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Forward(self, request_iterator, context):
+        """One forwarded connection: the first request is `open`, then the laptop's bytes;
+        the stream's end is the laptop's last byte. The daemon connects, from inside the
+        session's network namespace, to its loopback only, and answers `opened`, then the
+        server's bytes, then `eof` once the server wrote its last.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPorts(self, request, context):
+        """What listens (TCP) inside a session's sandbox network namespace.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -416,6 +546,56 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.ListCredentials,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.SerializeToString,
+            ),
+            'StartTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartTask,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.StartTaskRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'GetTaskTerminal': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTaskTerminal,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'WriteInput': grpc.stream_unary_rpc_method_handler(
+                    servicer.WriteInput,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskInput.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.WriteInputResponse.SerializeToString,
+            ),
+            'CloseInput': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseInput,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskRef.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'SignalTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignalTask,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.SignalTaskRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'ResizeTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResizeTask,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'StartForward': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartForward,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.StartForwardRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardStarted.SerializeToString,
+            ),
+            'StopForward': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopForward,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.StopForwardRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.StopForwardResponse.SerializeToString,
+            ),
+            'Forward': grpc.stream_stream_rpc_method_handler(
+                    servicer.Forward,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardResponse.SerializeToString,
+            ),
+            'ListPorts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPorts,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1012,6 +1192,276 @@ class Agentd:
             '/agentd.v1.Agentd/ListCredentials',
             agentd_dot_v1_dot_agentd__pb2.ListCredentialsRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ListCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/StartTask',
+            agentd_dot_v1_dot_agentd__pb2.StartTaskRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTaskTerminal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/GetTaskTerminal',
+            agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteInput(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/agentd.v1.Agentd/WriteInput',
+            agentd_dot_v1_dot_agentd__pb2.TaskInput.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.WriteInputResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseInput(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/CloseInput',
+            agentd_dot_v1_dot_agentd__pb2.TaskRef.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignalTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/SignalTask',
+            agentd_dot_v1_dot_agentd__pb2.SignalTaskRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResizeTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ResizeTask',
+            agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartForward(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/StartForward',
+            agentd_dot_v1_dot_agentd__pb2.StartForwardRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ForwardStarted.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopForward(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/StopForward',
+            agentd_dot_v1_dot_agentd__pb2.StopForwardRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.StopForwardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Forward(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/agentd.v1.Agentd/Forward',
+            agentd_dot_v1_dot_agentd__pb2.ForwardRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ForwardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPorts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ListPorts',
+            agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.FromString,
             options,
             channel_credentials,
             insecure,

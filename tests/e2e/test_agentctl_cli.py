@@ -13,6 +13,7 @@ import pytest
 
 from agentd_client import Client
 from agentd_client.cli import build_parser
+from agentd_client.v1 import agentd_pb2 as pb
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess, start_daemon
 
@@ -49,6 +50,9 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
     task = client.run_tool(
         sid, "Bash", {"command": "sleep 73931$((0+1))", "run_in_background": True}
     ).data["backgroundTaskId"]
+    driven = client.stub.StartTask(  # a task with its stdin open (exec, attach-task)
+        pb.StartTaskRequest(session_id=sid, command="cat", stdin=True)
+    ).task_id
     ca = tmp / "ca.pem"
     ca.write_text("not checked until used\n")
     token = tmp / "token"
@@ -73,6 +77,11 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("tasks",): ["-s", sid],
         ("tasks", "ls"): ["-s", sid],
         ("tasks", "stop"): ["-s", sid, task],
+        # --json: started, its task id printed (a --json after `--` is the command's)
+        ("exec",): ["--json", sid, "--", "true"],
+        ("attach-task",): ["-s", sid, driven],  # --json: its terminal, no link
+        ("task-input",): ["-s", sid, driven, "--data", "x"],
+        ("task-signal",): ["-s", sid, driven, "KILL"],
         ("classify",): ["ls -la"],
         ("perms",): ["-s", sid, "--allow", "Bash(ls:*)"],
         ("network",): ["-s", sid, "--allow", "example.com"],
@@ -89,6 +98,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("trust", "revoke"): [str(settings)],
         ("credentials",): [],
         ("mcp", "install"): ["claude-code", "--workspace", str(workspace)],
+        ("ports",): [sid],
     }  # fmt: skip
 
 
@@ -100,7 +110,8 @@ def test_json_on_every_command_is_json(
     # `agentctl mcp` speaks MCP's JSON-RPC on stdout whatever the flags:
     # tests/e2e/test_mcp_server.py
     # `agentctl agent` needs a model: its JSON Lines are tested in tests/e2e/test_agentctl_agent.py
-    untested = set(leaves) - set(table) - {("mcp",), ("agent",)}
+    # `agentctl forward` serves until stopped: its JSON line, tests/e2e/test_forward.py
+    untested = set(leaves) - set(table) - {("mcp",), ("agent",), ("forward",)}
     assert not untested, f"add these commands to the --json table: {sorted(untested)}"
     # HOME too: `mcp install` writes Claude Code's configuration there.
     env = {"AGENTD_CLIENT_CONFIG": str(tmp_path / "client.toml"), "HOME": str(tmp_path)}

@@ -9,5 +9,6 @@ trust.py        ListTrust, ApproveTrust, RevokeTrust
 calls.py        RunTool, CallTool, RunTools, CancelCall
 events.py       Attach, AppendAgentEvent
 outputs.py      ListTasks, ReadOutput
+task_io.py      StartTask, GetTaskTerminal, WriteInput, CloseInput, SignalTask, ResizeTask
 rpc.py          what they share: errors as statuses, required fields, the caller
 """

@@ -139,8 +139,9 @@ class Outputs:
                     # Shared by every reader: one going away must not cancel it for all.
                     await asyncio.shield(changed)
                     # Let a busy writer run: readers take its output in bursts of at
-                    # least COALESCE seconds, not a wake-up per write.
-                    await asyncio.sleep(COALESCE)
+                    # least COALESCE seconds, not a wake-up per write. A terminal's
+                    # (a PTY task's) says less: its echo is a person's keystroke.
+                    await asyncio.sleep(getattr(live, "coalesce", COALESCE))
         finally:
             os.close(fd)
 

@@ -90,6 +90,9 @@ async def _settle(
     output = shim_client.ShimOutput(task.output_path, fd, {"size": os.fstat(fd).st_size})
     run = shim_client.ShimRun(sock, output)
     run._op({"op": "hello"})
+    # Its answer says whether it has a terminal (and its size): known before anyone asks.
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(run.stated.wait(), _ENDING_GRACE)
     if not session_open(task.session_id):
         # Its session was closed while no daemon ran: stopped now, as closing does.
         task.status = "killed"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -24,7 +25,9 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd.runs.output.file import LAST_LINE_BYTES, _resolve
+from agentd.runs.output.registry import COALESCE
 from agentd.runs.shim import supervisor as shim_proc
+from agentd.runs.shim import terminal
 from agentd_sandbox import SandboxPolicy, SandboxUnavailable
 from agentd_sandbox.runner import _give_pipe, prepare
 
@@ -53,6 +56,9 @@ class ShimOutput:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next: asyncio.Future[None] | None = None
         self.on_finish: Callable[[], None] | None = None
+        # Seconds its followers let output gather after a wake-up (registry.COALESCE
+        # unless it is a terminal's).
+        self.coalesce = COALESCE
         if state:
             self.update(state)
 
@@ -148,6 +154,15 @@ class ShimRun:
         self._task_dir: str | None = None
         self._sock = sock
         sock.setblocking(False)
+        # Its PTY's size (None: no PTY), whether its stdin takes input, and the input
+        # sent to the shim not yet acknowledged (at most terminal.INPUT_WINDOW).
+        self.pty: tuple[int, int] | None = None
+        self.stdin_open = False
+        self._unacked = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        # Set once the shim said what it is (its "state", the answer to "hello").
+        self.stated = asyncio.Event()
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._serving = asyncio.ensure_future(self._serve())
 
@@ -170,6 +185,15 @@ class ShimRun:
                 self.output.update(msg)
                 if isinstance(msg.get("pid"), int):
                     self.pid = msg["pid"]
+                if kind == "state":
+                    self._input_state(msg)
+                    self.stated.set()
+            elif kind == "input":
+                self._input_state(msg)
+            elif kind == "wrote" and isinstance(msg.get("n"), int):
+                self._unacked = max(0, self._unacked - msg["n"])
+                if self._unacked < terminal.INPUT_WINDOW:
+                    self._room.set()
             elif kind == "exit":
                 end = msg
                 break
@@ -183,6 +207,9 @@ class ShimRun:
         ended = end.get("ended_ms")
         self.ended_ms = ended if isinstance(ended, int) else int(time.time() * 1000)
         self.output.ended(end)
+        self.stdin_open = False
+        self._room.set()  # a writer waiting for room learns of the end
+        self.stated.set()
         if not self.done.done():
             self.done.set_result(self.exit_code)
 
@@ -193,6 +220,59 @@ class ShimRun:
     def kill(self) -> None:
         self.killed = True
         self._op({"op": "kill"})
+
+    def _input_state(self, msg: dict[str, Any]) -> None:
+        size = msg.get("pty")
+        if isinstance(size, list) and len(size) == 2 and terminal.valid_size(*size):
+            self.pty = (size[0], size[1])
+            self.output.coalesce = terminal.OUTPUT_COALESCE
+        if isinstance(msg.get("stdin_open"), bool):
+            self.stdin_open = msg["stdin_open"]
+
+    def set_terminal(self, pty: tuple[int, int] | None, stdin: bool) -> None:
+        """What it was started with (the shim's state says it again after a restart)."""
+        self.pty = pty
+        self.stdin_open = pty is not None or stdin
+        if pty is not None:
+            self.output.coalesce = terminal.OUTPUT_COALESCE
+
+    async def write(self, data: bytes) -> bool:
+        """Send `data` to its stdin, waiting while a window's worth is unacknowledged
+        (so a client that floods waits, and its stream with it); False once it ended."""
+        view = memoryview(data)
+        while view:
+            while self._unacked >= terminal.INPUT_WINDOW and not self.done.done():
+                self._room.clear()
+                await self._room.wait()
+            if self.done.done() or not self.stdin_open:
+                return False
+            part = view[: min(len(view), terminal.INPUT_WINDOW - self._unacked, 32768)]
+            self._unacked += len(part)
+            body = json.dumps({"op": "input", "data": base64.b64encode(part).decode()})
+            try:
+                # Waits for room on the control socket: input is never dropped there.
+                await asyncio.get_running_loop().sock_sendall(self._sock, body.encode())
+            except OSError:
+                return False
+            except BaseException:  # cancelled (its client went) before it was sent
+                self._unacked -= len(part)
+                raise
+            view = view[len(part) :]
+        return True
+
+    def close_input(self) -> None:
+        self._op({"op": "close_input"})
+
+    def signal(self, name: str) -> None:
+        """INT, TERM, HUP or KILL to its processes (KILL: as kill())."""
+        if name == "KILL":
+            self.kill()
+        else:
+            self._op({"op": "signal", "sig": name})
+
+    def resize(self, rows: int, cols: int) -> None:
+        self._op({"op": "resize", "rows": rows, "cols": cols})
+        self.pty = (rows, cols)
 
     def make_task(self, directory: str) -> None:
         """Outlive this daemon: the shim listens in `directory` and records its end there."""
@@ -262,6 +342,8 @@ async def spawn(
     pass_fds: tuple[int, ...] = (),
     hold_fds: tuple[int, ...] = (),
     watch_fds: tuple[int, int] | None = None,
+    pty: tuple[int, int] | None = None,
+    stdin: bool = False,
 ) -> ShimRun | None:
     """Start `argv` in the sandbox under a shim writing `output_path` (opened as
     `output_fd`, which the caller closes after). None when this machine's chain needs a
@@ -269,7 +351,9 @@ async def spawn(
     in-process then, and it does not outlive the daemon). `hold_fds` the shim keeps open
     until the end without using them: read ends of pipes the command writes to (its cwd
     report), so that a write after the daemon is gone is not a SIGPIPE. `watch_fds`:
-    the run's fanotify group and change log (agentd/changes/), for its reader."""
+    the run's fanotify group and change log (agentd/changes/), for its reader. `pty`:
+    (rows, cols) of a pseudo-terminal the shim makes the command's (argv must then start
+    with terminal.CTTY_ARGV, inside the sandbox); `stdin`: a pipe for its input."""
     launch = prepare(policy, argv, pass_fds)
     if "preexec_fn" in launch.popen_kwargs or "user" in launch.popen_kwargs:
         launch.close()
@@ -298,6 +382,8 @@ async def spawn(
             "wall": policy.limits.wall_seconds,
             "hold": len(hold_fds),
             "watch": len(watch_fds or ()),
+            "pty": list(pty) if pty else None,
+            "stdin": stdin,
         }
         fds = [theirs.fileno(), output_fd, pipe_r, pipe_w, launch.lifeline.fileno()]
         fds += [*hold_fds, *(watch_fds or ()), *passed]
@@ -312,7 +398,9 @@ async def spawn(
             os.close(fd)
         if launch.lifeline is not None:
             launch.lifeline.close()
-    return ShimRun(ours, ShimOutput(output_path, os.dup(output_fd)))
+    run = ShimRun(ours, ShimOutput(output_path, os.dup(output_fd)))
+    run.set_terminal(pty, stdin)
+    return run
 
 
 def _recorded_end(directory: str) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ copies is treated as bytes only.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import json
@@ -36,6 +37,7 @@ from typing import Any
 
 from agentd.changes import fanotify, reader
 from agentd.runs.output.file import OutputFile
+from agentd.runs.shim import terminal
 
 _READ_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031
@@ -120,6 +122,10 @@ class Shim:
         self.dirty = False
         self.sent_at = 0.0
         self.reader: reader.Reader | None = None
+        size = req.get("pty")
+        pty_size = (size[0], size[1]) if isinstance(size, list) and len(size) == 2 else None
+        self.input = terminal.Input(pty_size, bool(req.get("stdin")))
+        self.interval = terminal.UPDATE_INTERVAL if self.input.pty else UPDATE_INTERVAL
         self._add_controller(socket.socket(fileno=ctrl))
         if len(watch_fds) == 2:
             self._watch(*watch_fds)
@@ -145,10 +151,17 @@ class Shim:
         for fd in (pipe_w, *pass_fds):
             moved.append(fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, high))
             os.close(fd)
+        inp = self.input
+        out = inp.child_fd if inp.pty else moved[0]
+        stdin: tuple[Any, ...] = (
+            (os.POSIX_SPAWN_DUP2, inp.child_fd, 0)
+            if inp.wanted
+            else (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)
+        )
         actions: list[tuple[Any, ...]] = [
-            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, moved[0], 1),
-            (os.POSIX_SPAWN_DUP2, moved[0], 2),
+            stdin,
+            (os.POSIX_SPAWN_DUP2, out, 1),
+            (os.POSIX_SPAWN_DUP2, out, 2),
             *((os.POSIX_SPAWN_DUP2, m, t) for m, t in zip(moved[1:], targets, strict=True)),
         ]
         with contextlib.suppress(OSError):  # a bigger pipe is an optimisation only
@@ -164,9 +177,16 @@ class Shim:
         finally:
             for fd in moved:
                 os.close(fd)
+            inp.spawned()
+        if inp.pty:
+            # Output comes from the PTY (one stream); the daemon's pipe has no writer.
+            os.close(self.pipe_r)
+            self.pipe_r = inp.out_fd
         if self.pidfd >= 0:
             self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
             self.sel.register(self.pipe_r, selectors.EVENT_READ, "out")
+        else:
+            inp.finish()
         if self.req.get("dir"):
             self._become_task(self.req["dir"])
 
@@ -206,7 +226,7 @@ class Shim:
 
     def _state(self) -> dict[str, Any]:
         out = self.out
-        return {"size": out.size, "total": out.total, "line": out.last_line}
+        return {"size": out.size, "total": out.total, "line": out.last_line, **self.input.state()}
 
     def _on_ctrl(self, conn: socket.socket) -> None:
         try:
@@ -225,10 +245,53 @@ class Shim:
             return
         if op == "kill":
             self.kill()
+        elif op in ("input", "close_input", "signal", "resize"):
+            self._on_input_op(op, msg)
         elif op == "task":
             self._become_task(str(msg["dir"]))
         elif op == "hello":
             self._send(conn, {"ev": "state", "pid": self.pid, **self._state()}, wait=5)
+
+    def _on_input_op(self, op: str, msg: dict[str, Any]) -> None:
+        """A person's input, signal or size (agentd/runs/shim/terminal.py); each answered."""
+        inp = self.input
+        if op == "input":
+            try:
+                data = base64.b64decode(str(msg["data"]), validate=True)
+            except (ValueError, KeyError):
+                data = b""
+            if self.code is None and inp.add(data) < len(data):
+                self._send_all({"ev": "wrote", "n": len(data)})  # refused: not held here
+            self._write_input()
+        elif op == "close_input":
+            inp.close()
+            self._write_input()
+            self._send_all({"ev": "input", **inp.state()})
+        elif op == "signal":
+            sig = terminal.SIGNALS.get(str(msg.get("sig")))
+            if sig == signal.SIGKILL:
+                self.kill()
+            elif sig is not None and self.code is None and self.pid > 0:
+                terminal.signal_tree(self.pid, sig)
+        elif op == "resize":
+            inp.resize(msg.get("rows"), msg.get("cols"))
+            self._send_all({"ev": "input", **inp.state()})
+
+    def _write_input(self) -> None:
+        inp = self.input
+        fd = inp.fd
+        written = inp.flush()
+        if written:
+            self._send_all({"ev": "wrote", "n": written})
+        want = bool(inp.pending) and inp.fd >= 0
+        registered = self.sel.get_map().get(fd) is not None if fd >= 0 else False
+        if want and not registered:
+            self.sel.register(inp.fd, selectors.EVENT_WRITE, "in")
+        elif registered and (not want or inp.fd != fd):
+            with contextlib.suppress(KeyError, ValueError):
+                self.sel.unregister(fd)
+        if fd >= 0 and inp.fd < 0:
+            self._send_all({"ev": "input", **inp.state()})
 
     def _become_task(self, path: str) -> None:
         if self.task:
@@ -269,7 +332,9 @@ class Shim:
     def _on_output(self) -> None:
         try:
             chunk = os.read(self.pipe_r, _READ_SIZE)
-        except OSError:
+        except BlockingIOError:
+            return
+        except OSError:  # a PTY whose every slave end closed: EIO
             chunk = b""
         if not chunk:
             self.eof = True
@@ -285,13 +350,16 @@ class Shim:
         os.close(self.pidfd)
         for fd in (self.lifeline, *self.held):
             os.close(fd)
+        if self.input.fd >= 0 and self.sel.get_map().get(self.input.fd) is not None:
+            self.sel.unregister(self.input.fd)
+        self.input.finish()
 
     def run(self) -> int:
         while self.code is None or not self.eof:
             timeout = None
             now = time.monotonic()
             if self.dirty:
-                timeout = max(0.0, self.sent_at + UPDATE_INTERVAL - now)
+                timeout = max(0.0, self.sent_at + self.interval - now)
             if self.deadline is not None:
                 left = max(0.0, self.deadline - now)
                 timeout = left if timeout is None else min(timeout, left)
@@ -305,11 +373,13 @@ class Shim:
                     self._on_ctrl(key.fileobj)
                 elif what == "listen":
                     self._on_accept()
+                elif what == "in":
+                    self._write_input()
             now = time.monotonic()
             if self.deadline is not None and now >= self.deadline and self.code is None:
                 self.deadline = None
                 self.kill()
-            if self.dirty and now - self.sent_at >= UPDATE_INTERVAL:
+            if self.dirty and now - self.sent_at >= self.interval:
                 self.dirty, self.sent_at = False, now
                 self._send_all({"ev": "out", **self._state()})
         return self._finish()

@@ -1,0 +1,278 @@
+"""Ports of a session's sandbox: start and stop a forward, carry one forwarded
+connection, list what listens (`agentctl forward`, `agentctl ports`).
+
+A forwarded connection is one bidirectional stream on the client's existing channel (the
+unix socket, or TLS with the token): nothing new listens on the dev box. Its bytes are
+read from the sandbox's socket only while fewer than AHEAD chunks wait for gRPC to take
+them (`write` returns once the transport has it, within HTTP/2's flow-control window)
+and from the stream only when the socket has taken the previous one, so a client that
+never reads, or a server that never does, holds at most a few chunks and the windows in
+the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from agentd.api.handlers.rpc import client_identity, require, unary
+from agentd.foundation.errors import AgentdError, InvalidRequest
+from agentd.network import ports
+from agentd.network import service as network_service
+from agentd.sessions.session import Session, SessionManager, network_mode
+from agentd_client.v1 import agentd_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+# Bytes read from the sandbox's socket per message: big enough that gRPC's per-message
+# cost is small next to the copy, small next to the max message size.
+CHUNK = 1024 * 1024
+# Chunks read from the sandbox's socket ahead of gRPC taking them, per connection.
+AHEAD = 2
+# Forwarded connections open at once, all sessions together; past it, refused.
+MAX_OPEN = 256
+
+
+class TooMany(AgentdError):
+    status = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class PortHandlers:
+    def __init__(self, sessions: SessionManager) -> None:
+        self.sessions = sessions
+        self.open = 0
+        self._running: set[asyncio.Task[Any]] = set()
+        self.stopping = False
+
+    def stop(self) -> None:
+        """The daemon stops: every forwarded connection ends now (its socket in the
+        sandbox closed, its client told CANCELLED), not after the server's grace."""
+        self.stopping = True
+        for task in self._running:
+            task.cancel()
+
+    def _session(self, session_id: str) -> Session:
+        return self.sessions.get(require(session_id, "session_id"), open_only=True)
+
+    def _namespace(self, session: Session, port: int | None = None) -> str:
+        """The session's namespace, made; refused when `port` is agentd's own proxy."""
+        service = network_service.current()
+        path = ports.namespace(service, session)
+        if port is not None and port in ports.proxy_ports(service):
+            raise ports.NotForwardable(
+                f"port {port} in the sandbox is agentd's own proxy, not a server of the "
+                "session's; forward the port your server listens on (`agentctl ports`)"
+            )
+        if not ports.exists(path):
+            raise ports.NotForwardable(
+                f"nothing listens in session {session.id}'s sandbox yet (no command has run "
+                "there); start the server, e.g. as a background task, then forward"
+            )
+        return path
+
+    @unary
+    async def StartForward(
+        self, request: pb.StartForwardRequest, context: Any
+    ) -> pb.ForwardStarted:
+        session = self._session(request.session_id)
+        port = ports.checked_port(request.port)
+        path = self._namespace(session, port)
+        loop = asyncio.get_running_loop()
+        address = await loop.run_in_executor(None, ports.listening_on, path, port, "")
+        forward_id = f"fwd_{uuid.uuid4().hex[:12]}"
+        self.sessions.log(session.id).emit(
+            "port_forward",
+            action="started",
+            forward_id=forward_id,
+            port=port,
+            address=address,
+            local=request.local[:200],
+            by=client_identity(context),
+        )
+        log.info("session %s: %s forwards port %d", session.id, client_identity(context), port)
+        return pb.ForwardStarted(forward_id=forward_id, address=address, port=port)
+
+    @unary
+    async def StopForward(
+        self, request: pb.StopForwardRequest, context: Any
+    ) -> pb.StopForwardResponse:
+        session = self._session(request.session_id)
+        self.sessions.log(session.id).emit(
+            "port_forward",
+            action="stopped",
+            forward_id=require(request.forward_id, "forward_id")[:100],
+            by=client_identity(context),
+        )
+        return pb.StopForwardResponse()
+
+    @unary
+    async def ListPorts(self, request: pb.ListPortsRequest, context: Any) -> pb.ListPortsResponse:
+        session = self._session(request.session_id)
+        service = network_service.current()
+        path = ports.namespace(service, session)
+        if not ports.exists(path):  # no command has run there: nothing listens
+            return pb.ListPortsResponse(network=network_mode(session))
+        loop = asyncio.get_running_loop()
+        found = await loop.run_in_executor(None, ports.listeners, path)
+        theirs = ports.proxy_ports(service)
+        found = [x for x in found if x.port not in theirs]
+        owners = await loop.run_in_executor(None, ports.processes, {x.inode for x in found})
+        return pb.ListPortsResponse(
+            network=network_mode(session),
+            ports=[
+                pb.ListeningPort(
+                    address=x.address,
+                    port=x.port,
+                    forwardable=x.forwardable,
+                    processes=owners.get(x.inode, []),
+                )
+                for x in found
+            ],
+        )
+
+    @unary
+    async def Forward(self, requests: AsyncIterator[pb.ForwardRequest], context: Any) -> None:
+        first = await anext(requests, None)
+        if first is None or first.WhichOneof("kind") != "open":
+            raise InvalidRequest("a forwarded connection's first message is `open`")
+        opening = first.open
+        session = self._session(opening.session_id)
+        port = ports.checked_port(opening.port)
+        host = ports.checked_host(opening.host)
+        path = self._namespace(session, port)
+        if self.open >= MAX_OPEN:
+            raise TooMany(f"{MAX_OPEN} forwarded connections are open; close some first")
+        loop = asyncio.get_running_loop()
+        sock = await loop.run_in_executor(None, ports.connect, path, port, host)
+        self.open += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        journal = self.sessions.log(session.id)
+        connection_id = f"conn_{uuid.uuid4().hex[:12]}"
+        pump = _Pump(sock, requests, context)
+        try:
+            address = _shown(sock)
+            journal.emit(
+                "port_forward",
+                action="connected",
+                forward_id=opening.forward_id[:100],
+                connection_id=connection_id,
+                port=port,
+                address=address,
+                by=client_identity(context),
+            )
+            await context.write(
+                pb.ForwardResponse(
+                    opened=pb.ForwardOpened(connection_id=connection_id, address=address)
+                )
+            )
+            await pump.run()
+        except asyncio.CancelledError:
+            pump.how = "the daemon stopped" if self.stopping else "cancelled by the client"
+            raise
+        finally:
+            self.open -= 1
+            if task is not None:
+                self._running.discard(task)
+            sock.close()
+            journal.emit(
+                "port_forward",
+                action="closed",
+                forward_id=opening.forward_id[:100],
+                connection_id=connection_id,
+                port=port,
+                bytes_in=pump.sent,
+                bytes_out=pump.received,
+                how=pump.how,
+            )
+
+
+def _shown(sock: socket.socket) -> str:
+    """The sandbox's end of the connection, "127.0.0.1:PORT" or "[::1]:PORT"."""
+    try:
+        host, port = sock.getpeername()[:2]
+    except OSError:  # reset already: said when the pump reads
+        return "?"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class _Pump:
+    """Both directions of one connection; each stops reading once the other end has
+    not taken what it read (AHEAD chunks toward gRPC, one toward the socket)."""
+
+    def __init__(self, sock: socket.socket, requests: AsyncIterator[Any], context: Any) -> None:
+        self.sock = sock
+        self.requests = requests
+        self.context = context
+        self.sent = 0  # to the sandbox's server
+        self.received = 0  # from it
+        self.how = "closed"  # how it ended, for the journal
+        self.loop = asyncio.get_running_loop()
+
+    async def run(self) -> None:
+        """Until both directions have ended (or one failed: the RPC ends with it)."""
+        up = asyncio.ensure_future(self._up())
+        down = asyncio.ensure_future(self._down())
+        try:
+            done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                if (failure := task.exception()) is not None:
+                    raise failure
+        except OSError as exc:
+            self.how = f"broke in the sandbox: {exc.strerror or exc}"
+            await self.context.abort(grpc.StatusCode.ABORTED, f"the connection {self.how}")
+        except AgentdError as exc:
+            self.how = f"refused: {exc}"
+            raise
+        finally:
+            for task in (up, down):
+                task.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.gather(up, down, return_exceptions=True)
+        self.how = "closed"
+
+    async def _up(self) -> None:
+        async for request in self.requests:
+            if request.WhichOneof("kind") != "data":
+                raise InvalidRequest("after `open`, a forwarded connection sends only data")
+            await self.loop.sock_sendall(self.sock, request.data)
+            self.sent += len(request.data)
+        # The laptop's side wrote its last byte: the server reads its end, may still write.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
+    async def _down(self) -> None:
+        # A few chunks in flight: the socket is read while gRPC sends the last chunk,
+        # and no further than AHEAD chunks before gRPC has taken them.
+        queue: asyncio.Queue[bytes | OSError] = asyncio.Queue(AHEAD)
+
+        async def read() -> None:
+            try:
+                while data := await self.loop.sock_recv(self.sock, CHUNK):
+                    self.received += len(data)
+                    await queue.put(data)
+            except OSError as exc:  # a reset: said to the client after what came before
+                await queue.put(exc)
+                return
+            await queue.put(b"")
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, OSError):
+                    raise item
+                if not item:
+                    break
+                await self.context.write(pb.ForwardResponse(data=item))
+            await self.context.write(pb.ForwardResponse(eof=True))
+        finally:
+            reader.cancel()

@@ -1,0 +1,255 @@
+"""Processes a person drives (issue 22): a task started with a PTY or an open stdin, input
+written to it, its stdin closed, signals, its terminal's size.
+
+StartTask is a Bash call (classified, permission-checked, sandboxed and journaled like
+any) made in the background with a terminal (agentd/runs/launch.py INTERACTIVE); the
+model's Bash schema is unchanged. The others reach a task only through its own session
+(a task id of another session is not found), and each is a session event that names who
+did it (the client's identity, as permission answers record it). Input is a client
+stream: one event per stream, its bytes counted, so typing does not flood the journal;
+it waits for the shim's acknowledgements (agentd/runs/shim/terminal.py), so a client
+that floods is held back by gRPC's flow control and costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+
+from agentd.api.handlers.rpc import client_identity, require, unary
+from agentd.calls.executor import Executor, ToolUse, new_tool_use_id
+from agentd.foundation.errors import AgentdError, InvalidRequest, NotFound
+from agentd.runs import launch
+from agentd.runs.shim.client import ShimRun
+from agentd.runs.shim.terminal import MAX_SIDE, SIGNALS
+from agentd.runs.tasks import Task, TaskManager
+from agentd.sessions.session import SessionManager
+from agentd_client.v1 import agentd_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+_TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_COMMAND = 100_000
+MAX_DESCRIPTION = 1_000
+# An `agentctl exec` whose client dropped: SIGHUP, then SIGKILL if it is still running.
+HANGUP_GRACE_SECONDS = 2.0
+
+
+class NotStarted(AgentdError):
+    """The Bash call behind StartTask failed: denied, or the sandbox could not start."""
+
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class NoInput(AgentdError):
+    status = grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def _no_updates(kind: str, payload: dict[str, Any]) -> None:
+    """StartTask answers once; the session's attached clients see the call's progress."""
+
+
+def _size(size: pb.TerminalSize, what: str) -> tuple[int, int]:
+    if not (0 < size.rows <= MAX_SIDE and 0 < size.cols <= MAX_SIDE):
+        raise InvalidRequest(f"{what} must have rows and cols between 1 and {MAX_SIDE}")
+    return size.rows, size.cols
+
+
+def _signal_name(raw: str) -> str:
+    name = raw.strip().upper().removeprefix("SIG")
+    if name not in SIGNALS:
+        raise InvalidRequest(f"signal must be one of {', '.join(SIGNALS)}, not {raw[:20]!r}")
+    return name
+
+
+async def _pump(
+    run: ShimRun, first: pb.TaskInput, requests: AsyncIterator[pb.TaskInput], written: list[int]
+) -> str:
+    """Copy the stream to the task until it ends ("closed", "detached") or the task does
+    ("ended"), counting in `written[0]`; a stream cut off raises CancelledError."""
+    ended: asyncio.Future[Any] = asyncio.ensure_future(asyncio.shield(run.done))
+    message: pb.TaskInput | None = first
+    try:
+        while message is not None:
+            if message.detach:
+                return "detached"
+            if message.data:
+                if not await run.write(message.data):
+                    return "ended"
+                written[0] += len(message.data)
+            if message.close_stdin:
+                run.close_input()
+            nxt: asyncio.Future[Any] = asyncio.ensure_future(anext(aiter(requests), None))
+            done, _ = await asyncio.wait({nxt, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if nxt not in done:
+                nxt.cancel()
+                return "ended"
+            message = nxt.result()
+        return "closed"
+    finally:
+        ended.cancel()
+
+
+class TaskIOHandlers:
+    def __init__(
+        self,
+        sessions: SessionManager,
+        executor: Executor,
+        tasks: TaskManager,
+        emit: Callable[[str, str, dict[str, Any]], None],
+    ) -> None:
+        self.sessions = sessions
+        self.executor = executor
+        self.tasks = tasks
+        self._emit = emit
+        self._hangups: set[asyncio.Task[None]] = set()
+
+    # what they share
+    def _task(self, session_id: str, task_id: str) -> Task:
+        self.sessions.get(require(session_id, "session_id"))
+        task = self.tasks.get(session_id, require(task_id, "task_id"))
+        if task is None:
+            raise NotFound(f"no task {task_id[:40]!r} in session {session_id[:40]!r}")
+        return task
+
+    def _running(self, session_id: str, task_id: str) -> tuple[Task, ShimRun]:
+        task = self._task(session_id, task_id)
+        run = self.tasks.run_of(task)
+        if run is None:
+            raise NoInput(f"task {task.id} is not running (it is {task.status})")
+        if not isinstance(run, ShimRun):
+            raise NoInput(
+                f"task {task.id} runs in the daemon's own process (outside the sandbox, or "
+                "on a machine without setpriv and prlimit): it takes no input or signals; "
+                "stop it with TaskStop"
+            )
+        return task, run
+
+    def _terminal(self, task: Task) -> pb.TaskTerminal:
+        run = self.tasks.run_of(task)
+        out = pb.TaskTerminal(task_id=task.id, status=task.status, output_id=task.id)
+        if isinstance(run, ShimRun) and not run.done.done():
+            out.pty = run.pty is not None
+            if run.pty is not None:
+                out.size.rows, out.size.cols = run.pty
+            out.stdin_open = run.stdin_open
+        if task.exit_code is not None:
+            out.exit_code, out.has_exit_code = task.exit_code, True
+        return out
+
+    def _event(self, task: Task, action: str, context: Any, **fields: Any) -> None:
+        by = client_identity(context)
+        self._emit(
+            task.session_id,
+            "task_controlled",
+            {"task_id": task.id, "action": action, "by": by, **fields},
+        )
+
+    # the RPCs
+    @unary
+    async def StartTask(self, request: pb.StartTaskRequest, context: Any) -> pb.TaskTerminal:
+        session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
+        command = require(request.command, "command")
+        if len(command) > MAX_COMMAND or len(request.description) > MAX_DESCRIPTION:
+            raise InvalidRequest(
+                f"command (at most {MAX_COMMAND}) or description (at most {MAX_DESCRIPTION}) "
+                "is too long"
+            )
+        pty = _size(request.pty, "pty") if request.HasField("pty") else None
+        if request.tool_use_id and not _TOOL_USE_ID.fullmatch(request.tool_use_id):
+            raise InvalidRequest("tool_use_id: 1 to 64 letters, digits, _ or -")
+        call = ToolUse(
+            request.tool_use_id or new_tool_use_id(),
+            "Bash",
+            {"command": command, "description": request.description, "run_in_background": True},
+        )
+        token = launch.INTERACTIVE.set(launch.Interactive(pty, request.stdin))
+        try:
+            result = await self.executor.run_one(session, call, _no_updates)
+        finally:
+            launch.INTERACTIVE.reset(token)
+        data = result.data if isinstance(result.data, dict) else {}
+        task_id = data.get("backgroundTaskId")
+        task = self.tasks.get(session.id, task_id) if isinstance(task_id, str) else None
+        if result.is_error or task is None:
+            raise NotStarted(" ".join(result.text_content().split())[:2000])
+        self._event(task, "opened", context, size=list(pty) if pty else None, stdin=request.stdin)
+        return self._terminal(task)
+
+    @unary
+    async def GetTaskTerminal(self, request: pb.TaskRef, context: Any) -> pb.TaskTerminal:
+        return self._terminal(self._task(request.session_id, request.task_id))
+
+    @unary
+    async def WriteInput(
+        self, requests: AsyncIterator[pb.TaskInput], context: Any
+    ) -> pb.WriteInputResponse:
+        first = await anext(aiter(requests), None)
+        if first is None:
+            raise InvalidRequest("the first message must name the task (session_id, task_id)")
+        task, run = self._running(first.session_id, first.task_id)
+        # A stream that only holds the task to its client (`agentctl exec` without -i) is
+        # allowed on a task that takes no input.
+        if not run.stdin_open and not first.hangup_on_drop:
+            raise NoInput(
+                f"task {task.id} takes no input (started without a terminal or stdin, or closed)"
+            )
+        written, reason = [0], "dropped"
+        try:
+            reason = await _pump(run, first, requests, written)
+        finally:
+            self._event(task, "input", context, bytes=written[0], reason=reason)
+            if first.hangup_on_drop and reason in ("dropped", "closed"):
+                self._hang_up(task, run)
+        return pb.WriteInputResponse(bytes=written[0], reason=reason)
+
+    def _hang_up(self, task: Task, run: ShimRun) -> None:
+        """The client that started it is gone without detaching: as a terminal's hang-up."""
+        if run.done.done():
+            return
+
+        async def hang_up() -> None:
+            run.signal("HUP")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(run.done), HANGUP_GRACE_SECONDS)
+                return
+            run.kill()
+
+        job = asyncio.ensure_future(hang_up())
+        self._hangups.add(job)
+        job.add_done_callback(self._hangups.discard)
+        log.info("task %s: its client dropped; hung up", task.id)
+
+    @unary
+    async def CloseInput(self, request: pb.TaskRef, context: Any) -> pb.TaskTerminal:
+        task, run = self._running(request.session_id, request.task_id)
+        run.close_input()
+        self._event(task, "input_closed", context)
+        return self._terminal(task)
+
+    @unary
+    async def SignalTask(self, request: pb.SignalTaskRequest, context: Any) -> pb.TaskTerminal:
+        name = _signal_name(request.signal)
+        task, run = self._running(request.session_id, request.task_id)
+        if name == "KILL":
+            task.status = "killed"
+        run.signal(name)
+        self._event(task, "signalled", context, signal=name)
+        return self._terminal(task)
+
+    @unary
+    async def ResizeTask(self, request: pb.ResizeTaskRequest, context: Any) -> pb.TaskTerminal:
+        rows, cols = _size(request.size, "size")
+        task, run = self._running(request.session_id, request.task_id)
+        if run.pty is None:
+            raise NoInput(f"task {task.id} has no terminal to resize")
+        if run.pty != (rows, cols):
+            run.resize(rows, cols)
+            self._event(task, "resized", context, size=[rows, cols])
+        return self._terminal(task)

@@ -1,0 +1,180 @@
+"""Forwarded throughput (`agentctl forward`) against a direct loopback connection, in one run.
+
+    .venv/bin/python bench/port_forward.py [--mb 100] [--connections 50] [--tls]
+
+One daemon, one proxied session whose background task runs the exchange server
+(tests/support/forward_traffic.py: each connection moves --mb MB each way at once, then
+both ends compare sha256s). The same connections are made twice, baseline first:
+  - direct: from inside the session's network namespace straight to the server's
+    127.0.0.1 port (what a process in the sandbox gets);
+  - forwarded: to `agentctl forward`'s port on this machine's loopback, over the
+    daemon's unix socket (or its TLS listener with a token, --tls).
+Each phase: one connection alone, then --connections at once; MB/s counts both
+directions. Goal: forwarded >= 70 % of direct. Also the daemon's RSS and CPU seconds
+over the forwarded phases, and whether every byte arrived exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from _common import cpu_seconds, memory_kb, verdict, workspace
+
+from agentd.network import netns
+from agentd_client import Client
+from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.forward_traffic import SERVER, exchange
+
+AGENTCTL = str(Path(sys.executable).parent / "agentctl")
+TOKEN = "bench-forward-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def phase(dial: Callable[[], socket.socket], n: int, size: int) -> tuple[float, bool]:
+    """MB/s (both directions) of `n` connections at once, and whether all were exact."""
+    results: list[bool] = [False] * n
+
+    def one(i: int) -> None:
+        sock = dial()
+        sock.settimeout(600)
+        r = exchange(sock, size, seed=7 + i)
+        results[i] = r.sent_ok and r.received_ok
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    return 2 * n * size / elapsed / 1e6, all(results)
+
+
+def tls_config(base: Path) -> tuple[list[str], list[str]]:
+    """The daemon's TLS listener config and agentctl's flags for it."""
+    key, cert = base / "key.pem", base / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    address = f"127.0.0.1:{free_port()}"
+    config = base / "agentd.toml"
+    config.write_text(
+        f'tcp_listen = "{address}"\ntls_cert = "{cert}"\ntls_key = "{key}"\ntoken = "{TOKEN}"\n'
+    )
+    token = base / "token"
+    token.write_text(TOKEN)
+    os.chmod(token, 0o600)
+    return ["--config", str(config)], ["--address", address, "--ca", str(cert)] + [
+        "--token-file",
+        str(token),
+    ]
+
+
+def run(daemon: DaemonProcess, ctl_args: list[str], ws: str, mb: int, n: int) -> dict[str, object]:
+    size = mb * 1_000_000
+    Path(ws, "server.py").write_text(SERVER)
+    port = free_port()
+    with Client(daemon.socket, timeout=120) as c:
+        sid = c.create_session(ws, permission_mode="bypassPermissions").id
+        r = c.run_tool(
+            sid, "Bash", {"command": f"exec python3 server.py {port}", "run_in_background": True}
+        )
+        assert not r.is_error, r.text
+        path = os.path.join(daemon.state_dir, "netns", sid)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                netns.connect(path, ("127.0.0.1", port)).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        fw = subprocess.Popen(
+            [AGENTCTL, "forward", sid, f"0:{port}", "--json", *ctl_args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert fw.stdout is not None
+        local = json.loads(fw.stdout.readline())["local_port"]
+        try:
+            direct_1, ok_d1 = phase(lambda: netns.connect(path, ("127.0.0.1", port)), 1, size)
+            direct_n, ok_dn = phase(lambda: netns.connect(path, ("127.0.0.1", port)), n, size)
+            pid = daemon.proc.pid
+            cpu0, ctl0 = cpu_seconds(pid), cpu_seconds(fw.pid)
+            wall0 = time.perf_counter()
+            fwd_1, ok_f1 = phase(lambda: socket.create_connection(("127.0.0.1", local)), 1, size)
+            fwd_n, ok_fn = phase(lambda: socket.create_connection(("127.0.0.1", local)), n, size)
+            cpu = cpu_seconds(pid) - cpu0
+            ctl_cpu = cpu_seconds(fw.pid) - ctl0
+            wall = time.perf_counter() - wall0
+            mem = memory_kb(pid)
+        finally:
+            fw.terminate()
+            fw.wait(30)
+        c.close_session(sid)
+    return {
+        "mb_each_way": mb,
+        "connections": n,
+        "direct_1_MBps": round(direct_1),
+        "forwarded_1_MBps": round(fwd_1),
+        "ratio_1": round(fwd_1 / direct_1, 3),
+        f"direct_{n}_MBps": round(direct_n),
+        f"forwarded_{n}_MBps": round(fwd_n),
+        f"ratio_{n}": round(fwd_n / direct_n, 3),
+        "byte_exact": ok_d1 and ok_dn and ok_f1 and ok_fn,
+        "daemon_cpu_s_per_wall_s": round(cpu / wall, 2),
+        "agentctl_cpu_s_per_wall_s": round(ctl_cpu / wall, 2),
+        "daemon_rss_kb": mem.get("VmRSS", 0),
+        "daemon_hwm_kb": mem.get("VmHWM", 0),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=int, default=100, help="MB each way per connection")
+    ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--tls", action="store_true", help="agentctl over TLS + token, not unix")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="agentd-bench-fwd-"))
+    ws = workspace()
+    daemon_args, ctl_args = tls_config(base) if args.tls else ([], [])
+    daemon = start_daemon(base / "d", daemon_args)
+    try:
+        out = run(daemon, ctl_args or ["--socket", daemon.socket], ws, args.mb, args.connections)
+    finally:
+        daemon.stop()
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)
+    out["transport"] = "tls+token" if args.tls else "unix socket"
+    print(json.dumps(out, indent=2))
+    n = args.connections
+    print(
+        f"forwarded vs direct: 1 connection {out['ratio_1']:.0%}, {n} at once "
+        f"{out[f'ratio_{n}']:.0%} (goal >= 70 %: {verdict(float(str(out['ratio_1'])) >= 0.7)})"
+    )
+    return 0 if out["byte_exact"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
