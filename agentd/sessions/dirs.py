@@ -12,6 +12,8 @@ the daemon's private state dir so that the next daemon finds it again:
         <session id>/            root : the session's group, 0710
             tmp/                 root : the session's group, 0770   ($TMPDIR; HOME inside)
             output/              root : the session's group, 0750   (output files, 0640)
+            ssh-agent/           root : the session's group, 0750   (the sandbox's ssh-agent
+                                 socket and known_hosts: agentd/credentials/ssh_agent_dir.py)
 
 Owned by root and the session's own group (agentd/sessions/gids.py), each session's
 directory admits that session's sandbox and no other, even one of the same uid that a
