@@ -28,6 +28,7 @@ from agentd_client import contexts, names
 from agentd_client._aio import AsyncClient
 from agentd_client._client import Client
 from agentd_client.errors import Usage, from_rpc_error
+from agentd_client.forward_wire import data_frame, data_of
 from agentd_client.hangup import Hangup, say
 from agentd_client.sanitize import line as one
 from agentd_client.v1 import agentd_pb2 as pb
@@ -53,6 +54,17 @@ def parse_spec(spec: str) -> tuple[int, int]:
     return local_port, port
 
 
+def _encoded(request: pb.ForwardRequest | bytes) -> bytes:
+    """`open` the usual way; data arrives already encoded (data_frame)."""
+    return request if isinstance(request, bytes) else request.SerializeToString()
+
+
+def _decoded(raw: bytes) -> pb.ForwardResponse | memoryview:
+    """A data message's bytes as a view of `raw`; any other message decoded."""
+    data = data_of(raw)
+    return data if data is not None else pb.ForwardResponse.FromString(raw)
+
+
 class Forwarder:
     """The laptop's listener and its connections, each one Forward stream."""
 
@@ -65,6 +77,13 @@ class Forwarder:
         self.forward_id = forward_id
         self.where = where
         self.connections: set[asyncio.Task[None]] = set()
+        # The Forward RPC with data messages encoded and read by hand (forward_wire):
+        # a chunk is copied once on its way up, not at all on its way down.
+        self._forward = client.channel.stream_stream(
+            "/agentd.v1.Agentd/Forward",
+            request_serializer=_encoded,
+            response_deserializer=_decoded,
+        )
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -72,7 +91,7 @@ class Forwarder:
         self.connections.add(task)
         # A connection made while the daemon restarts waits for it (up to OPEN_TIMEOUT_S),
         # rather than failing at once on a channel still backing off.
-        call = self.client.stub.Forward(wait_for_ready=True)
+        call = self._forward(wait_for_ready=True)
         try:
             await call.write(
                 pb.ForwardRequest(
@@ -129,7 +148,7 @@ class Forwarder:
         reading = asyncio.ensure_future(read())
         try:
             while data := await queue.get():
-                await call.write(pb.ForwardRequest(data=data))
+                await call.write(data_frame(data))
             await call.done_writing()
         finally:
             reading.cancel()
@@ -139,6 +158,10 @@ class Forwarder:
             reply = await call.read()
             if reply is grpc.aio.EOF:
                 return
+            if isinstance(reply, memoryview):  # data, as a view of the message received
+                writer.write(reply)
+                await writer.drain()
+                continue
             kind = reply.WhichOneof("kind")
             if kind == "data":
                 writer.write(reply.data)

@@ -27,6 +27,7 @@ from agentd.foundation.errors import AgentdError, InvalidRequest
 from agentd.network import ports
 from agentd.network import service as network_service
 from agentd.sessions.session import Session, SessionManager, network_mode
+from agentd_client.forward_wire import data_frame
 from agentd_client.v1 import agentd_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -272,7 +273,8 @@ class _Pump:
                     raise item
                 if not item:
                     break
-                await self.context.write(pb.ForwardResponse(data=item))
+                # Encoded here: one copy of the chunk, not protobuf's two (forward_wire).
+                await self.context.write(data_frame(item))
             await self.context.write(pb.ForwardResponse(eof=True))
         finally:
             reader.cancel()

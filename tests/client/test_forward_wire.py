@@ -1,0 +1,50 @@
+"""forward_wire encodes and reads a forwarded connection's data messages by hand: each
+must be byte-identical to protobuf's encoding, both ways, at every varint length."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentd_client.forward_wire import data_frame, data_of
+from agentd_client.v1 import agentd_pb2 as pb
+
+SIZES = [0, 1, 127, 128, 16_383, 16_384, 1 << 20, (1 << 21) + 7]
+
+
+def payload(n: int) -> bytes:
+    return bytes(i * 7 % 251 for i in range(min(n, 4096))) * (n // 4096) + bytes(n % 4096)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_data_frame_is_protobufs_encoding(n: int) -> None:
+    data = payload(n)
+    assert len(data) == n
+    assert data_frame(data) == pb.ForwardResponse(data=data).SerializeToString()
+    assert data_frame(data) == pb.ForwardRequest(data=data).SerializeToString()
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_data_of_reads_protobufs_encoding(n: int) -> None:
+    data = payload(n)
+    view = data_of(pb.ForwardResponse(data=data).SerializeToString())
+    assert view is not None and bytes(view) == data
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        pb.ForwardResponse(eof=True),
+        pb.ForwardResponse(opened=pb.ForwardOpened(connection_id="conn_1", address="x")),
+        pb.ForwardResponse(),
+    ],
+)
+def test_other_messages_are_left_to_protobuf(message: pb.ForwardResponse) -> None:
+    assert data_of(message.SerializeToString()) is None
+
+
+def test_a_length_that_does_not_match_is_not_data() -> None:
+    """A data field followed by another field (or cut short) is decoded the usual way."""
+    whole = data_frame(b"abc")
+    assert data_of(whole + pb.ForwardResponse(eof=True).SerializeToString()) is None
+    assert data_of(whole[:-1]) is None
+    assert data_of(b"\x12\xff\xff") is None
