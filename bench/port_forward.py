@@ -11,7 +11,8 @@ both ends compare sha256s). The same connections are made twice, baseline first:
     daemon's unix socket (or its TLS listener with a token, --tls).
 Each phase: one connection alone, then --connections at once; MB/s counts both
 directions. Goal: forwarded >= 70 % of direct. Also the daemon's RSS and CPU seconds
-over the forwarded phases, and whether every byte arrived exactly.
+over the forwarded phases (also per MB forwarded), and whether every byte arrived
+exactly.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ def run(daemon: DaemonProcess, ctl_args: list[str], ws: str, mb: int, n: int) ->
             fw.terminate()
             fw.wait(30)
         c.close_session(sid)
+    moved_mb = 2 * size * (1 + n) / 1e6
     return {
         "mb_each_way": mb,
         "connections": n,
@@ -145,6 +147,10 @@ def run(daemon: DaemonProcess, ctl_args: list[str], ws: str, mb: int, n: int) ->
         "byte_exact": ok_d1 and ok_dn and ok_f1 and ok_fn,
         "daemon_cpu_s_per_wall_s": round(cpu / wall, 2),
         "agentctl_cpu_s_per_wall_s": round(ctl_cpu / wall, 2),
+        # CPU per MB forwarded (both directions, both phases): steadier than the ratios
+        # on a shared machine, and what a change to the copies moves.
+        "daemon_cpu_ms_per_MB": round(1000 * cpu / moved_mb, 3),
+        "agentctl_cpu_ms_per_MB": round(1000 * ctl_cpu / moved_mb, 3),
         "daemon_rss_kb": mem.get("VmRSS", 0),
         "daemon_hwm_kb": mem.get("VmHWM", 0),
     }
