@@ -130,6 +130,7 @@ def test_pending_asks_and_decisions_and_agentctl_status(
         sid = c.create_session(str(workspace)).id  # default mode: Bash npm asks
         results: list[ToolResult] = []
         stream = c.attach(sid)  # someone is listening, so the engine asks
+        assert stream.wait_attached()
         call = threading.Thread(
             target=lambda: results.append(c.run_tool(sid, "Bash", {"command": "npm install"}))
         )
