@@ -157,15 +157,20 @@ def processes(inodes: set[int]) -> dict[int, list[str]]:
             continue
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
-            for fd in fds:
+        except OSError:
+            continue
+        for fd in fds:
+            # A descriptor closed meanwhile is skipped alone: the process's other
+            # descriptors (its listener among them) are still read.
+            try:
                 inode = wanted.get(os.readlink(f"/proc/{pid}/fd/{fd}"))
                 if inode is None:
                     continue
                 with open(f"/proc/{pid}/comm") as f:
                     comm = f.read().strip()
-                found.setdefault(inode, []).append(f"{pid} {comm}")
-        except OSError:
-            continue
+            except OSError:
+                continue
+            found.setdefault(inode, []).append(f"{pid} {comm}")
     return found
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
+import threading
 
 import pytest
 
@@ -56,3 +58,41 @@ def test_a_forward_names_only_the_loopback(host: str) -> None:
 def test_ports_out_of_range_are_refused(port: int) -> None:
     with pytest.raises(InvalidRequest):
         ports.checked_port(port)
+
+
+def test_a_process_closing_descriptors_meanwhile_is_still_found() -> None:
+    """Descriptors that close between the listing and the read are skipped alone: the
+    listener of a busy process (a daemon's threads open and close files all the time) is
+    still found."""
+    # The churned descriptors take numbers below the listener's, so a scan meets them
+    # (listed, then closed) before it reaches the listener.
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(64)]
+    server = socket.create_server(("127.0.0.1", 0))
+    for fd in held:
+        os.close(fd)
+    [inode] = [x.inode for x in ports._read_tables() if x.port == server.getsockname()[1]]
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(64)]
+            for fd in fds:
+                os.close(fd)
+
+    thread = threading.Thread(target=churn)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the churn runs between any two reads of the scan
+    thread.start()
+    try:
+        missed = sum(
+            not any(
+                o.startswith(f"{os.getpid()} ") for o in ports.processes({inode}).get(inode, [])
+            )
+            for _ in range(200)
+        )
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+        server.close()
+    assert missed == 0, f"the listener's owner was missed {missed} times in 200"
