@@ -16,7 +16,7 @@ from agentd.foundation.config import Config
 from agentd.foundation.errors import InvalidRequest
 from agentd.network.rules import NetworkRules, Sourced, parse_pattern, presets
 from agentd.network.service import AskAnswer, AskFn
-from agentd.permissions.asker import Asker
+from agentd.permissions.asker import Answer, Asker
 from agentd.permissions.decision import Behavior
 from agentd.permissions.rules import SourcedRule
 from agentd.permissions.settings import SettingsLoader
@@ -112,22 +112,28 @@ def network_asker(asker: Asker, sessions: SessionManager) -> AskFn:
             ],
             rule_choices=(rule,),
         )
-        allowed = answer.decision is Behavior.ALLOW
-        added = ""
-        if answer.scope == "always" and (chosen := answer.rule or rule):
-            rules = session.allow_rules if allowed else session.deny_rules
-            if chosen not in rules:
-                rules.append(chosen)
-                sessions.save(session)
-            added = chosen
-        if answer.decided_by == "timeout":
-            how = "not allowed, and nobody answered the ask in time"
-        elif answer.decided_by == "cancelled":
-            how = "not allowed; the ask was cancelled"
-        elif allowed:
-            how = f"{answer.decided_by} ({answer.scope})"
-        else:
-            how = f"refused by {answer.decided_by} ({answer.scope})"
-        return AskAnswer(allowed, how, added)
+        return settled(answer, session, sessions, rule)
 
     return ask
+
+
+def settled(answer: Answer, session: Session, sessions: SessionManager, rule: str) -> AskAnswer:
+    """A person's answer to an ask that offered `rule`: "always" keeps the rule (or the
+    one they chose) with the session's allow or deny rules; how it was decided, in words."""
+    allowed = answer.decision is Behavior.ALLOW
+    added = ""
+    if answer.scope == "always" and (chosen := answer.rule or rule):
+        rules = session.allow_rules if allowed else session.deny_rules
+        if chosen not in rules:
+            rules.append(chosen)
+            sessions.save(session)
+        added = chosen
+    if answer.decided_by == "timeout":
+        how = "not allowed, and nobody answered the ask in time"
+    elif answer.decided_by == "cancelled":
+        how = "not allowed; the ask was cancelled"
+    elif allowed:
+        how = f"{answer.decided_by} ({answer.scope})"
+    else:
+        how = f"refused by {answer.decided_by} ({answer.scope})"
+    return AskAnswer(allowed, how, added)

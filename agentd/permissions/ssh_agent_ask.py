@@ -8,7 +8,7 @@ from __future__ import annotations
 from agentd.credentials.ssh_agent_service import AskFn
 from agentd.network.state import AskAnswer
 from agentd.permissions.asker import Asker
-from agentd.permissions.decision import Behavior
+from agentd.permissions.network_rules import settled
 from agentd.sessions.session import Session, SessionManager
 
 
@@ -25,22 +25,6 @@ def ssh_agent_asker(asker: Asker, sessions: SessionManager) -> AskFn:
             ],
             rule_choices=(rule,),
         )
-        allowed = answer.decision is Behavior.ALLOW
-        added = ""
-        if answer.scope == "always" and (chosen := answer.rule or rule):
-            rules = session.allow_rules if allowed else session.deny_rules
-            if chosen not in rules:
-                rules.append(chosen)
-                sessions.save(session)
-            added = chosen
-        if answer.decided_by == "timeout":
-            how = "not allowed, and nobody answered the ask in time"
-        elif answer.decided_by == "cancelled":
-            how = "not allowed; the ask was cancelled"
-        elif allowed:
-            how = f"{answer.decided_by} ({answer.scope})"
-        else:
-            how = f"refused by {answer.decided_by} ({answer.scope})"
-        return AskAnswer(allowed, how, added)
+        return settled(answer, session, sessions, rule)
 
     return ask
