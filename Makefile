@@ -19,7 +19,7 @@ PYTHON3 ?= python3
 # Both installs build agentd and agentd-client from a copy of their sources in a temp
 # dir: setuptools builds where the sources are (build/, *.egg-info), and the checkout is
 # not the install's to change. $(1): the pip of the venv to install into.
-INSTALL_SOURCES := pyproject.toml agentd sandbox client
+INSTALL_SOURCES := pyproject.toml agentd agentd_sandbox client
 pip_install_a_copy = src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
 	tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=build $(INSTALL_SOURCES) \
 		| tar -x -C "$$src" && \

@@ -105,7 +105,7 @@ def _tls_init(args: argparse.Namespace) -> int:
 
 def _health(args: argparse.Namespace) -> int:
     from agentd.cli import health
-    from agentd_client.paths import default_socket_path
+    from agentd_client.core.paths import default_socket_path
 
     serving, line = health.check(args.socket_path or default_socket_path(), args.timeout)
     print(line, file=sys.stdout if serving else sys.stderr)

@@ -183,7 +183,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-c",
-                "import sys; from agentd_client.cli import main; sys.exit(main())",
+                "import sys; from agentd_client.cli.main import main; sys.exit(main())",
             ],
             {**plain, "PYTHONPATH": base_dir},
         ),

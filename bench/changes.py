@@ -34,11 +34,11 @@ from _common import percentile, workspace
 from agentd.changes import fanotify, walk
 from agentd.changes.service import ChangeTracker
 from agentd.permissions.asker import Asker
+from agentd.runs.shim import client as shim_client
 from agentd.sandboxing import codebearing
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
-from agentd.shim import client as shim_client
 from agentd.tools.base import ToolContext
 from agentd.tools.bash.tool import BashTool
 from tests.support.services import config_under, make_services

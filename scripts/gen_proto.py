@@ -1,4 +1,4 @@
-"""Generate the gRPC code of protos/agentd/v1 into client/v1 (import agentd_client.v1).
+"""Generate the gRPC code of protos/agentd/v1 into client/agentd_client/v1 (agentd_client.v1).
 
 The generated code lives in the client package because the thin client needs it
 and must not import the daemon; the daemon imports it from there. `--check`
@@ -17,7 +17,7 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "protos"
-OUT_DIR = ROOT / "client" / "v1"
+OUT_DIR = ROOT / "client" / "agentd_client" / "v1"
 
 
 def generate(into: Path) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 from agentd.sessions import agent_events
 from agentd.sessions.events import Event, EventLog
 from agentd.sessions.session import Session, network_mode
-from agentd_client import structs
+from agentd_client.core import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
 log = logging.getLogger(__name__)

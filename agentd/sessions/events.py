@@ -30,7 +30,7 @@ from typing import Any
 
 from agentd.foundation.errors import StorageFull
 from agentd.sessions.store import Store
-from agentd_client.structs import EncodedDict
+from agentd_client.core.structs import EncodedDict
 
 # Kinds that are not journaled: progress, and an agent's streamed text (its whole
 # message is journaled when it ends; agent_events.LIVE_KIND).

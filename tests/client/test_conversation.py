@@ -1,9 +1,9 @@
-"""The messages rebuilt from a session's events (agentd_client.conversation): what a
+"""The messages rebuilt from a session's events (agentd_client.integrations.conversation): what a
 resume sends is what the loop sent, whatever the journal holds around it."""
 
 from __future__ import annotations
 
-from agentd_client import conversation as conv
+from agentd_client.integrations import conversation as conv
 from agentd_client.v1 import agentd_pb2 as pb
 
 USAGE = pb.AgentUsage(input_tokens=1, output_tokens=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentd_client.forward_wire import data_frame, data_of
+from agentd_client.core.forward_wire import data_frame, data_of
 from agentd_client.v1 import agentd_pb2 as pb
 
 SIZES = [0, 1, 127, 128, 16_383, 16_384, 1 << 20, (1 << 21) + 7]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd_client import origin
+from agentd_client.core import origin
 from tests.support import data
 from tests.support.daemon import DaemonProcess
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentd_client.errors import Usage
-from agentd_client.interactive import EndLine
-from agentd_client.rawterm import DetachMatcher, parse_detach_keys
+from agentd_client.core.errors import Usage
+from agentd_client.terminal.interactive import EndLine
+from agentd_client.terminal.rawterm import DetachMatcher, parse_detach_keys
 
 
 def test_detach_keys_parse_as_docker_writes_them() -> None:

@@ -1,4 +1,4 @@
-"""agentd_client.sanitize and terminal: what a terminal would act on is shown as text.
+"""agentd_client.terminal.sanitize and terminal: what a terminal would act on is shown as text.
 
 The attacks themselves run on real ptys through the daemon (tests/security/
 test_screen.py); here, the class is checked whole: every character Python's Unicode
@@ -14,10 +14,11 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from agentd_client import sanitize, terminal
-from agentd_client.bursts import Budget, Outputs
-from agentd_client.keys import LineEditor
-from agentd_client.screen import wrap
+from agentd_client.terminal import sanitize
+from agentd_client.terminal import streams as terminal
+from agentd_client.terminal.bursts import Budget, Outputs
+from agentd_client.terminal.keys import LineEditor
+from agentd_client.terminal.screen import wrap
 
 UNSAFE = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 CLIENT = Path(sanitize.__file__).parent

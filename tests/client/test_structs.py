@@ -1,4 +1,4 @@
-"""agentd_client.structs: plain data <-> Struct/Value, what goes in comes out."""
+"""agentd_client.core.structs: plain data <-> Struct/Value, what goes in comes out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentd_client import structs
+from agentd_client.core import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
 DATA = {

@@ -13,7 +13,7 @@ from tests.credentials.conftest import Routes
 
 def agentctl(routes: Routes, *args: str) -> str:
     return subprocess.run(
-        [sys.executable, "-m", "agentd_client.cli", "--socket", routes.daemon.socket, *args],
+        [sys.executable, "-m", "agentd_client.cli.main", "--socket", routes.daemon.socket, *args],
         capture_output=True,
         text=True,
         check=True,

@@ -38,7 +38,7 @@ def test_a_protected_push_is_asked_on_an_attached_terminal(
         sid = client.create_session(str(net_workspace), permission_mode="bypassPermissions").id
         master, slave = pty.openpty()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agentd_client.cli", "--socket", routes.daemon.socket]
+            [sys.executable, "-m", "agentd_client.cli.main", "--socket", routes.daemon.socket]
             + ["attach", sid],
             stdin=slave,
             stdout=slave,

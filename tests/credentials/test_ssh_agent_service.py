@@ -108,7 +108,7 @@ def test_git_clone_and_push_over_ssh_with_no_key_in_the_sandbox(
     # `agentctl credentials` shows the agent: hosts, the daemon's key files by fingerprint
     # and path, the owner's agent, and this session's use; never a private key.
     shown = subprocess.run(
-        [sys.executable, "-m", "agentd_client.cli", "--socket", ssh_world.daemon.socket]
+        [sys.executable, "-m", "agentd_client.cli.main", "--socket", ssh_world.daemon.socket]
         + ["credentials", "--json"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
@@ -120,7 +120,7 @@ def test_git_clone_and_push_over_ssh_with_no_key_in_the_sandbox(
     assert use["key"] == owner_fp and int(use["signatures"]) >= 2, use  # clone and push
     assert "PRIVATE KEY" not in shown
     text = subprocess.run(
-        [sys.executable, "-m", "agentd_client.cli", "--socket", ssh_world.daemon.socket]
+        [sys.executable, "-m", "agentd_client.cli.main", "--socket", ssh_world.daemon.socket]
         + ["credentials"],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip

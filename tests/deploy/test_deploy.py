@@ -223,7 +223,8 @@ def test_health_and_version_load_nothing_of_the_daemon(daemon: DaemonProcess) ->
             "agentd.cli",
             "agentd.cli.health",
             "agentd_client",
-            "agentd_client.paths",
+            "agentd_client.core",
+            "agentd_client.core.paths",
         }, (args, loaded)
     # The service name health asks about is the API's, without loading the API to say so.
     from agentd.cli import health

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd_client import Client
-from agentd_client import conversation as conv
+from agentd_client.integrations import conversation as conv
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess
 from tests.support.fake_messages import FakeAPI, running
@@ -300,7 +300,7 @@ def test_the_default_model_is_current() -> None:
 
     from anthropic.types.model_param import ModelParam
 
-    from agentd_client.agent import DEFAULT_MODEL, retirement
+    from agentd_client.integrations.agent import DEFAULT_MODEL, retirement
 
     assert retirement(DEFAULT_MODEL) is None
     known = typing.get_args(typing.get_args(ModelParam)[0])

@@ -48,7 +48,7 @@ def test_attach_prompt_answers(
     sid = client.create_session(str(workspace), permission_mode="default").id
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentd_client.cli", "--socket", daemon.socket, "attach", sid],
+        [sys.executable, "-m", "agentd_client.cli.main", "--socket", daemon.socket, "attach", sid],
         stdin=slave,
         stdout=slave,
         stderr=slave,

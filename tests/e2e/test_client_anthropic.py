@@ -20,7 +20,11 @@ import anthropic
 import pytest
 
 from agentd_client import AsyncClient, Client, PermissionAsk
-from agentd_client.anthropic import async_session_tools, session_tools, tool_results_message
+from agentd_client.integrations.anthropic import (
+    async_session_tools,
+    session_tools,
+    tool_results_message,
+)
 from tests.support import data
 from tests.support.daemon import DaemonProcess
 

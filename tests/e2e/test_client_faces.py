@@ -13,7 +13,8 @@ import pytest
 from anthropic.types import TextBlock as SDKTextBlock
 from anthropic.types import ToolUseBlock
 
-from agentd_client import AsyncClient, Client, PermissionAsk, errors
+from agentd_client import AsyncClient, Client, PermissionAsk
+from agentd_client.core import errors
 from tests.support.daemon import DaemonProcess, start_daemon
 
 

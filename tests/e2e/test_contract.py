@@ -110,7 +110,7 @@ def test_reflection_is_served_as_v1_and_v1alpha(daemon: DaemonProcess, version: 
 
 def test_thin_client_imports_nothing_of_the_daemon() -> None:
     code = (
-        "import agentd_client, agentd_client.cli, sys; "
+        "import agentd_client, agentd_client.cli.main, sys; "
         "bad = [m for m in sys.modules if m == 'agentd' or m.startswith(('agentd.', "
         "'agentd_sandbox'))]; assert not bad, bad"
     )

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from agentd_client import Client
-from agentd_client.errors import InvalidRequest
+from agentd_client.core.errors import InvalidRequest
 from tests.support.daemon import DaemonProcess
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 
 from agentd_client import Client
-from agentd_client.conversation import rebuild
+from agentd_client.integrations.conversation import rebuild
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess, start_daemon
 

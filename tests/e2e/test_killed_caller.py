@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from agentd_client._calls import ToolResult
+from agentd_client.core.calls import ToolResult
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess
 from tests.support.ports import free_port
@@ -222,7 +222,7 @@ def test_a_killed_sdk_caller_cancels_its_unary_call_and_the_rest_of_its_batch(
 def test_a_terminated_agent_cancels_its_calls_and_records_why(
     daemon: DaemonProcess, client: Client, workspace: Path, tmp_path: Path
 ) -> None:
-    from agentd_client import conversation as conv
+    from agentd_client.integrations import conversation as conv
     from tests.support.fake_messages import running
 
     sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id

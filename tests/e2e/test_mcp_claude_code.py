@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agentd_client import Client, structs
+from agentd_client import Client
+from agentd_client.core import structs
 from tests.support import ctl, data
 from tests.support.daemon import DaemonProcess
 from tests.support.data import claude_code_bin

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from agentd_client import conversation as conv
-from agentd_client.codex import RUN
-from agentd_client.structs import from_struct
+from agentd_client.core.structs import from_struct
+from agentd_client.integrations import conversation as conv
+from agentd_client.integrations.codex import RUN
 from tests.support import ctl, data
 from tests.support.daemon import DaemonProcess
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd_client.codex import RUN
+from agentd_client.integrations.codex import RUN
 from tests.e2e.test_mcp_codex import CODEX, FAKE_API
 from tests.support import login_user
 from tests.support.daemon import DaemonProcess, start_daemon

@@ -20,7 +20,7 @@ from tests.support.waiting import wait_for_event
 def _server(daemon: DaemonProcess, *argv: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "agentd_client.cli", "--socket", daemon.socket, "mcp", *argv],
+        args=["-m", "agentd_client.cli.main", "--socket", daemon.socket, "mcp", *argv],
     )
 
 

@@ -159,7 +159,7 @@ def test_pending_asks_and_decisions_and_agentctl_status(
 
 def agentctl(socket: str, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "agentd_client.cli", "--socket", socket, *args],
+        [sys.executable, "-m", "agentd_client.cli.main", "--socket", socket, *args],
         capture_output=True,
         text=True,
         timeout=60,

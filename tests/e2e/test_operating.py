@@ -22,7 +22,7 @@ def test_version_of_both_commands(daemon: DaemonProcess) -> None:
     installed = importlib.metadata.version("agentd")
     assert installed == agentd.__version__
     assert run("agentd", "--version").stdout.strip() == f"agentd {installed}"
-    assert run("agentd_client.cli", "--version").stdout.strip() == f"agentctl {installed}"
+    assert run("agentd_client.cli.main", "--version").stdout.strip() == f"agentctl {installed}"
     with Client(daemon.socket) as c:
         assert c.status().version == installed
 

@@ -22,7 +22,8 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from agentd_client import Client, DocumentBlock, structs
+from agentd_client import Client, DocumentBlock
+from agentd_client.core import structs
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess
 from tests.support.data import ORACLE, TOOL_SCHEMAS

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from agentd_client.errors import InvalidRequest
+from agentd_client.core.errors import InvalidRequest
 from tests.support.ctl import AGENTCTL, OnPty
 from tests.support.daemon import DaemonProcess, start_daemon
 

@@ -29,7 +29,7 @@ def test_a_network_ask_is_answered_on_an_attached_terminal(
         client.update_permissions(sid, allow=["Bash(curl:*)"])  # only the host is asked
         master, slave = pty.openpty()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agentd_client.cli", "--socket", proxied_daemon.socket]
+            [sys.executable, "-m", "agentd_client.cli.main", "--socket", proxied_daemon.socket]
             + ["attach", sid],
             stdin=slave,
             stdout=slave,

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agentd_client import Client, errors
-from agentd_client import conversation as conv
-from agentd_client.display import describe_event
+from agentd_client import Client
+from agentd_client.core import errors
+from agentd_client.integrations import conversation as conv
+from agentd_client.terminal.display import describe_event
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess
 

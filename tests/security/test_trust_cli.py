@@ -17,7 +17,7 @@ from tests.support.daemon import DaemonProcess
 def agentctl(
     daemon: DaemonProcess, *args: str, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "agentd_client.cli", "--socket", daemon.socket, *args]
+    argv = [sys.executable, "-m", "agentd_client.cli.main", "--socket", daemon.socket, *args]
     return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60)
 
 

@@ -22,7 +22,8 @@ from typing import Any
 import grpc
 import pytest
 
-from agentd_client import Client, structs
+from agentd_client import Client
+from agentd_client.core import structs
 from tests.conftest import SANDBOX_UID
 from tests.support.waiting import wait_for_event
 

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentd_client import Client, structs
+from agentd_client import Client
+from agentd_client.core import structs
 from tests.support.daemon import DaemonProcess
 from tests.support.waiting import wait_for_event
 

@@ -21,7 +21,7 @@ import pyte
 
 from tests.support.ctl import AGENTCTL
 
-# The escape sequences agentctl's own screen code writes (client/screen.py): cursor up,
+# The escape sequences agentctl's own screen code writes (agentd_client/terminal/screen.py):
 # erase below, styles, synchronized-update brackets. Anything else that starts with ESC
 # (or an 8-bit C1 control) on the wire came from somewhere it must not.
 _OURS = re.compile(rb"\x1b\[(?:\d*A|J|\?2026[hl]|(?:\d+;)*\d*m)")

@@ -179,7 +179,7 @@ def test_a_large_patch_is_the_same_on_every_path(
     import threading
 
     from agentd.tools.files import textdiff
-    from agentd_client import structs
+    from agentd_client.core import structs
 
     f = workspace / "big.py"
     texts = [_numbered(400, t) for t in ("a", "b", "c", "d", "e")]

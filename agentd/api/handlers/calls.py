@@ -17,7 +17,7 @@ from agentd.calls.executor import (
 )
 from agentd.foundation.errors import InvalidRequest
 from agentd.sessions.session import SessionManager
-from agentd_client import structs
+from agentd_client.core import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
 MAX_BATCH = 64

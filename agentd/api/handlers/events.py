@@ -13,7 +13,7 @@ from agentd.foundation.errors import InvalidRequest
 from agentd.sessions import agent_events
 from agentd.sessions.events import LIVE_ONLY
 from agentd.sessions.session import SessionManager
-from agentd_client._calls import ATTACHED_KEY
+from agentd_client.core.calls import ATTACHED_KEY
 from agentd_client.v1 import agentd_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from agentd.foundation.errors import AgentdError, InvalidRequest
 from agentd.network import ports
 from agentd.network import service as network_service
 from agentd.sessions.session import Session, SessionManager, network_mode
-from agentd_client.forward_wire import data_frame
+from agentd_client.core.forward_wire import data_frame
 from agentd_client.v1 import agentd_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from agentd.network import service as network_service
 from agentd.permissions.approvals import Approvals
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import SessionManager
-from agentd_client import structs
+from agentd_client.core import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
 

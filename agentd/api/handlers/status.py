@@ -15,7 +15,7 @@ from agentd.permissions import Asker
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import SessionManager
 from agentd.tools.services import Services
-from agentd_client import structs
+from agentd_client.core import structs
 from agentd_client.v1 import agentd_pb2 as pb
 
 

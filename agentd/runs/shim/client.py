@@ -299,7 +299,7 @@ class Forkserver:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         with theirs:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "agentd.shim", str(theirs.fileno())],
+                [sys.executable, "-m", "agentd.runs.shim", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH")},

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentd.foundation import offload
-from agentd_client import structs
+from agentd_client.core import structs
 
 NO_NEWLINE = "\\ No newline at end of file"
 # Below this many line pairs in the differing middle, a patch costs at most a few

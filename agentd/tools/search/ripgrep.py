@@ -34,7 +34,7 @@ from agentd_sandbox import PathGone, SandboxPolicy, SandboxUnavailable, binaries
 if TYPE_CHECKING:
     from agentd.tools.base import ToolContext
 
-# From fixed system directories, as bwrap is (sandbox/binaries.py): an rg found on the
+# From fixed system directories, as bwrap is (agentd_sandbox/binaries.py): an rg found on the
 # daemon's PATH may be one the sandbox cannot see, or anyone's.
 RG_BIN = binaries.find("rg", "/usr/bin:/usr/local/bin:/bin") or "/usr/bin/rg"
 # Enough for any listing a model can use; keeps the daemon's memory flat whatever rg finds.

@@ -1,7 +1,0 @@
-"""`python -m agentd.shim FD`: the shims' forkserver, started once by the daemon."""
-
-import sys
-
-from agentd.runs.shim.supervisor import serve
-
-serve(int(sys.argv[1]))
