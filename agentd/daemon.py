@@ -53,6 +53,7 @@ from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.policy import session_tmp_path
 from agentd.sessions import gids, recovery
+from agentd.sessions.event_types import CwdChanged, EventBody, TodoPayload, TodosChanged
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import Session, SessionManager, network_mode
 from agentd.sessions.store import Store
@@ -237,13 +238,17 @@ class Daemon:
         return any(s.id == session_id for s in self.sessions.list())
 
     async def _todos_changed(self, session: Session, todos: list[dict[str, Any]]) -> None:
-        self.sessions.log(session.id).emit("todos_changed", todos=todos)
+        items = [
+            TodoPayload(content=t["content"], status=t["status"], activeForm=t["activeForm"])
+            for t in todos
+        ]
+        self.sessions.log(session.id).emit(TodosChanged(todos=items))
 
-    def _emit(self, session_id: str, kind: str, payload: dict[str, Any]) -> None:
-        self.sessions.log(session_id).emit(kind, **payload)
+    def _emit(self, session_id: str, body: EventBody) -> None:
+        self.sessions.log(session_id).emit(body)
 
     def _cwd_changed(self, session: Session, cwd: str, previous: str) -> None:
-        self.sessions.log(session.id).emit("cwd_changed", cwd=cwd, previous=previous)
+        self.sessions.log(session.id).emit(CwdChanged(cwd=cwd, previous=previous))
 
     async def start(self) -> None:
         try:

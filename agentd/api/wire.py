@@ -1,18 +1,21 @@
 """Daemon data as the API's messages: sessions, results, tasks, events, trust entries.
 
-The journal's payloads are plain JSON (see executor.result_payload and events.py);
-these turn them into protobuf messages, reading journals written before the typed API
-too (`<key>_json` text).
+The one encoder of a session's events to the wire: each kind of event
+(sessions/event_types.py) to its member of the proto's Event oneof. Old journal rows
+are read into the same types by sessions/journal.py first.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, assert_never
 
+from agentd.calls.executor import Update
 from agentd.sessions import agent_events
+from agentd.sessions import event_types as ev
+from agentd.sessions.event_types import ResultPayload, TaskPayload
 from agentd.sessions.events import Event, EventLog
 from agentd.sessions.session import Session, network_mode
 from agentd_client.core import structs
@@ -45,7 +48,7 @@ def session_to_pb(s: Session, log_: EventLog | None = None) -> pb.Session:
     )
 
 
-def struct_or_none(value: dict[str, Any] | None) -> structs.Struct | None:
+def struct_or_none(value: Mapping[str, Any] | None) -> structs.Struct | None:
     return None if value is None else structs.to_struct(value)
 
 
@@ -63,27 +66,17 @@ def trust_to_pb(e: Any) -> pb.TrustEntry:
     )
 
 
-def _legacy_json(payload: dict[str, Any], key: str, default: Any = None) -> Any:
-    """`payload[key]`, or what a journal written before the typed API holds for it
-    (`<key>_json`, JSON text; empty for none)."""
-    if key in payload:
-        return payload[key]
-    text = payload.get(f"{key}_json")
-    return json.loads(text) if text else default
-
-
-def result_to_pb(payload: dict[str, Any]) -> pb.ToolResult:
+def result_to_pb(payload: ResultPayload) -> pb.ToolResult:
     out = pb.ToolResult(tool_use_id=payload["tool_use_id"], is_error=payload["is_error"])
     for block in payload["content"]:
         if block["type"] == "text":
             out.content.add(type="text", text=block["text"])
         else:
-            # base64 since the wire form is built once; older journals hold hex.
-            b64 = block.get("base64")
-            data = base64.b64decode(b64) if b64 is not None else bytes.fromhex(block["data"])
+            # base64 since the wire form is built once (the journal reads older hex).
+            data = base64.b64decode(block["base64"])
             source = pb.ImageSource(type="base64", media_type=block["media_type"], data=data)
             out.content.add(type=block["type"], source=source)  # image or document
-    data = _legacy_json(payload, "data")
+    data = payload.get("data")
     if data is not None:
         out.data.CopyFrom(structs.to_value(data))
     return out
@@ -107,7 +100,7 @@ _DATA = pb.ToolResult.DESCRIPTOR.fields_by_name["data"].number
 _RESULT = pb.ToolCallUpdate.DESCRIPTOR.fields_by_name["result"].number
 
 
-def result_bytes(payload: dict[str, Any]) -> bytes:
+def result_bytes(payload: ResultPayload) -> bytes:
     """result_to_pb's message, serialized. Data whose wire form was made beforehand (an
     EncodedDict, in a worker process: a large Write's) is appended as its field's bytes:
     a copy, where a parse, a deep copy and an encoding took ~8 ms of the event loop for a
@@ -120,16 +113,7 @@ def result_bytes(payload: dict[str, Any]) -> bytes:
     return b"".join((head, _varint((_DATA << 3) | 2), _varint(len(data.wire)), data.wire))
 
 
-def _with_struct(p: dict[str, Any], key: str, default: Any = None) -> dict[str, Any]:
-    """The payload with `key` (or its legacy `<key>_json`) as a Struct (left out if none)."""
-    value = _legacy_json(p, key, default)
-    out = {k: v for k, v in p.items() if k not in (key, f"{key}_json")}
-    if value is not None:
-        out[key] = structs.to_struct(value)
-    return out
-
-
-def task_to_pb(task: dict[str, Any]) -> pb.Task:
+def task_to_pb(task: TaskPayload) -> pb.Task:
     exit_code = task.get("exit_code")
     return pb.Task(
         id=task["id"],
@@ -146,81 +130,159 @@ def task_to_pb(task: dict[str, Any]) -> pb.Task:
     )
 
 
-def task_controlled_to_pb(p: dict[str, Any]) -> pb.TaskControlled:
-    size = p.get("size")
-    return pb.TaskControlled(
-        task_id=p.get("task_id", ""),
-        action=p.get("action", ""),
-        by=p.get("by", ""),
-        bytes=p.get("bytes", 0),
-        reason=p.get("reason", ""),
-        signal=p.get("signal", ""),
-        size=pb.TerminalSize(rows=size[0], cols=size[1]) if size else None,
-        stdin=bool(p.get("stdin")),
+def progress_to_pb(p: ev.Progress) -> pb.Progress:
+    return pb.Progress(
+        tool_use_id=p.tool_use_id,
+        elapsed_ms=p.elapsed_ms,
+        output=p.output,
+        message=p.message,
+        output_id=p.output_id,
+        output_size=p.output_size,
+        last_line=p.last_line,
+        permission_request_id=p.permission_request_id,
+        attached_clients=p.attached_clients,
     )
 
 
 def event_to_pb(event: Event) -> pb.Event:
-    p = event.payload
+    """The event on the wire: the proto's oneof member for its kind."""
     out = pb.Event(seq=event.seq, session_id=event.session_id, time_ms=event.time_ms)
-    match event.kind:
-        case "call_started":
-            out.call_started.CopyFrom(pb.CallStarted(**_with_struct(p, "input", {})))
-        case "progress":
-            out.progress.CopyFrom(pb.Progress(**p))
-        case "call_finished":
-            out.call_finished.CopyFrom(
-                pb.CallFinished(
-                    name=p["name"], duration_ms=p["duration_ms"], result=result_to_pb(p["result"])
+    match event.body:
+        case ev.CallStarted() as b:
+            out.call_started.CopyFrom(
+                pb.CallStarted(
+                    tool_use_id=b.tool_use_id, name=b.name, input=structs.to_struct(b.input)
                 )
             )
-        case "todos_changed":
+        case ev.Progress() as b:
+            out.progress.CopyFrom(progress_to_pb(b))
+        case ev.CallFinished() as b:
+            out.call_finished.CopyFrom(
+                pb.CallFinished(
+                    name=b.name, duration_ms=b.duration_ms, result=result_to_pb(b.result)
+                )
+            )
+        case ev.TodosChanged() as b:
             todos = [
                 pb.Todo(
                     content=t.get("content", ""),
                     status=t.get("status", ""),
                     active_form=t.get("activeForm", ""),
                 )
-                for t in p["todos"]
+                for t in b.todos
             ]
             out.todos_changed.CopyFrom(pb.TodosChanged(todos=todos))
-        case "task_started":
-            out.task_started.CopyFrom(pb.TaskStarted(task=task_to_pb(p["task"])))
-        case "task_finished":
-            out.task_finished.CopyFrom(pb.TaskFinished(task=task_to_pb(p["task"])))
-        case "permission_requested":
+        case ev.TaskStarted() as b:
+            out.task_started.CopyFrom(pb.TaskStarted(task=task_to_pb(b.task)))
+        case ev.TaskFinished() as b:
+            out.task_finished.CopyFrom(pb.TaskFinished(task=task_to_pb(b.task)))
+        case ev.PermissionRequested() as b:
             out.permission_requested.CopyFrom(
-                pb.PermissionRequested(**_with_struct(p, "input", {}))
+                pb.PermissionRequested(
+                    request_id=b.request_id,
+                    tool_use_id=b.tool_use_id,
+                    tool_name=b.tool_name,
+                    input=structs.to_struct(b.input),
+                    reasons=b.reasons,
+                    suggested_rule=b.suggested_rule,
+                    expires_ms=b.expires_ms,
+                    rule_choices=b.rule_choices,
+                )
             )
-        case "permission_resolved":
-            out.permission_resolved.CopyFrom(pb.PermissionResolved(**p))
-        case "permission_decided":
-            out.permission_decided.CopyFrom(pb.PermissionDecided(**p))
-        case "cwd_changed":
-            out.cwd_changed.CopyFrom(pb.CwdChanged(**p))
-        case "settings_ignored":
-            out.settings_ignored.CopyFrom(pb.SettingsIgnored(**_with_struct(p, "widens")))
-        case "session_closed":
+        case ev.PermissionResolved() as b:
+            out.permission_resolved.CopyFrom(
+                pb.PermissionResolved(
+                    request_id=b.request_id,
+                    decision=b.decision,
+                    scope=b.scope,
+                    decided_by=b.decided_by,
+                    rule=b.rule,
+                )
+            )
+        case ev.PermissionDecided() as b:
+            out.permission_decided.CopyFrom(
+                pb.PermissionDecided(
+                    tool_use_id=b.tool_use_id,
+                    tool_name=b.tool_name,
+                    behavior=b.behavior,
+                    decided_by=b.decided_by,
+                    reason=b.reason,
+                )
+            )
+        case ev.CwdChanged() as b:
+            out.cwd_changed.CopyFrom(pb.CwdChanged(cwd=b.cwd, previous=b.previous))
+        case ev.SettingsIgnored() as b:
+            out.settings_ignored.CopyFrom(
+                pb.SettingsIgnored(
+                    path=b.path,
+                    sha256=b.sha256,
+                    widens=struct_or_none(b.widens),
+                    reason=b.reason,
+                )
+            )
+        case ev.SessionClosed():
             out.session_closed.SetInParent()
-        case "gap":
-            out.gap.CopyFrom(pb.Gap(**p))
-        case "git_push":
-            refs = [pb.GitPushRef(**u) for u in p["updates"]]
-            out.git_push.CopyFrom(pb.GitPush(**{**p, "updates": refs}))
-        case "agent" | "agent_live":
-            out.agent.CopyFrom(agent_events.from_payload(p))
-        case "task_controlled":
-            out.task_controlled.CopyFrom(task_controlled_to_pb(p))
-        case "port_forward":
-            out.port_forward.CopyFrom(pb.PortForward(**p))
+        case ev.Gap() as b:
+            out.gap.CopyFrom(pb.Gap(from_seq=b.from_seq, to_seq=b.to_seq))
+        case ev.GitPush() as b:
+            refs = [
+                pb.GitPushRef(
+                    ref=u["ref"],
+                    old=u["old"],
+                    new=u["new"],
+                    kind=u["kind"],
+                    protected=u["protected"],
+                )
+                for u in b.updates
+            ]
+            out.git_push.CopyFrom(
+                pb.GitPush(
+                    tool_use_id=b.tool_use_id,
+                    route=b.route,
+                    repository=b.repository,
+                    updates=refs,
+                    allowed=b.allowed,
+                    decided_by=b.decided_by,
+                )
+            )
+        case ev.Agent() as b:
+            out.agent.CopyFrom(agent_events.from_payload(b.event))
+        case ev.TaskControlled() as b:
+            out.task_controlled.CopyFrom(
+                pb.TaskControlled(
+                    task_id=b.task_id,
+                    action=b.action,
+                    by=b.by,
+                    bytes=b.bytes,
+                    reason=b.reason,
+                    signal=b.signal,
+                    size=pb.TerminalSize(rows=b.size[0], cols=b.size[1]) if b.size else None,
+                    stdin=b.stdin,
+                )
+            )
+        case ev.PortForward() as b:
+            out.port_forward.CopyFrom(
+                pb.PortForward(
+                    action=b.action,
+                    forward_id=b.forward_id,
+                    connection_id=b.connection_id,
+                    port=b.port,
+                    address=b.address,
+                    local=b.local,
+                    by=b.by,
+                    bytes_in=b.bytes_in,
+                    bytes_out=b.bytes_out,
+                    how=b.how,
+                )
+            )
         case _:
-            log.warning("event kind %s has no proto form", event.kind)
+            assert_never(event.body)
     return out
 
 
-def update_to_pb(kind: str, payload: dict[str, Any]) -> pb.ToolCallUpdate | bytes:
+def update_to_pb(update: Update) -> pb.ToolCallUpdate | bytes:
     """A streamed update; a result as bytes (result_bytes), which the server sends as
     they are (api/decoding.py)."""
-    if kind == "progress":
-        return pb.ToolCallUpdate(progress=pb.Progress(**payload))
-    return _field(_RESULT, result_bytes(payload))
+    if isinstance(update, ev.Progress):
+        return pb.ToolCallUpdate(progress=progress_to_pb(update))
+    return _field(_RESULT, result_bytes(update))

@@ -24,6 +24,7 @@ from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InputError, StorageFull, ToolError
 from agentd.permissions.decision import Decision
+from agentd.sessions import event_types as events
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store_faults import is_full
 from agentd.tools import Registry
@@ -68,16 +69,17 @@ class PermissionChecker(Protocol):
     ) -> None: ...
 
 
-# Receives ("progress", payload) or ("result", payload) updates for the caller.
-UpdateSink = Callable[[str, dict[str, Any]], Awaitable[None]]
+# Receives a call's progress and results, for the caller.
+Update = events.Progress | events.ResultPayload
+UpdateSink = Callable[[Update], Awaitable[None]]
 
 
-def result_payload(tool_use_id: str, result: ToolResult) -> dict[str, Any]:
+def result_payload(tool_use_id: str, result: ToolResult) -> events.ResultPayload:
     """A result as JSON-able data, the shape events and the journal carry: built once per
     finished call (run_one stores it on the result) and reused by every reply."""
     if result.payload is not None and result.payload["tool_use_id"] == tool_use_id:
         return result.payload
-    content: list[dict[str, Any]] = []
+    content: list[events.ContentPayload] = []
     for block in result.content:
         if isinstance(block, TextBlock):
             content.append({"type": "text", "text": block.text})
@@ -136,7 +138,7 @@ class Executor:
                     *(self.run_one(session, c, sink, in_place=not together) for c in group)
                 )
                 for call, result in zip(group, done, strict=True):
-                    await sink("result", result_payload(call.tool_use_id, result))
+                    await sink(result_payload(call.tool_use_id, result))
                 results_in_order.extend(done)
                 group.clear()
 
@@ -146,7 +148,7 @@ class Executor:
                 continue
             await flush()
             result = await self.run_one(session, call, sink)
-            await sink("result", result_payload(call.tool_use_id, result))
+            await sink(result_payload(call.tool_use_id, result))
             results_in_order.append(result)
         await flush()
         return results_in_order
@@ -191,7 +193,9 @@ class Executor:
         started = time.monotonic()
         unjournaled = self.sessions.store.unjournaled
         store = self.sessions.store
-        log_.emit("call_started", tool_use_id=call.tool_use_id, name=call.name, input=call.input)
+        log_.emit(
+            events.CallStarted(tool_use_id=call.tool_use_id, name=call.name, input=call.input)
+        )
         recorded = store.unjournaled == unjournaled
         # Until its end is journaled, a crash leaves it open: the next start ends it as
         # interrupted (sessions/recovery.py).
@@ -199,15 +203,15 @@ class Executor:
             store.call_opened(session.id, call.tool_use_id, call.name, int(time.time() * 1000))
 
         async def progress(output: str = "", message: str = "", **where: Any) -> None:
-            payload = {
-                "tool_use_id": call.tool_use_id,
-                "elapsed_ms": int((time.monotonic() - started) * 1000),
-                "output": output,
-                "message": message,
+            update = events.Progress(
+                tool_use_id=call.tool_use_id,
+                elapsed_ms=int((time.monotonic() - started) * 1000),
+                output=output,
+                message=message,
                 **where,  # output_id, output_size, last_line of a command's output file
-            }
-            log_.emit("progress", **payload)
-            await sink("progress", payload)
+            )
+            log_.emit(update)
+            await sink(update)
 
         ctx = ToolContext(
             session=session,
@@ -249,10 +253,11 @@ class Executor:
         # The result is final from here on: its wire form is made once, for all.
         result.payload = result_payload(call.tool_use_id, result)
         log_.emit(
-            "call_finished",
-            name=call.name,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            result=result.payload,
+            events.CallFinished(
+                name=call.name,
+                duration_ms=int((time.monotonic() - started) * 1000),
+                result=result.payload,
+            )
         )
         with contextlib.suppress(StorageFull):
             store.call_closed(session.id, call.tool_use_id)

@@ -28,6 +28,7 @@ from agentd.credentials.sources import Secret, SourceError, Sources
 from agentd.network.connection import Decider, Listener
 from agentd.network.env import add_git_config
 from agentd.network.service import NetworkService
+from agentd.sessions.event_types import GitPush, PushedRef
 from agentd.sessions.session import SessionManager
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ class CredentialService(Listener):
         self, session_id: str, route: Route, path: str, commands: push.Commands, proven: set[str]
     ) -> tuple[bool, str]:
         repository = f"https://{route.netloc}{path.removesuffix('/git-receive-pack')}"
-        updates: list[dict[str, Any]] = [
+        updates: list[PushedRef] = [
             {
                 "ref": u.ref,
                 "old": u.old,
@@ -220,13 +221,14 @@ class CredentialService(Listener):
             self._use(route, session_id).pushes += 1
         try:
             self.sessions.log(session_id).emit(
-                "git_push",
-                tool_use_id=tool_use_id,
-                route=route.name,
-                repository=repository,
-                updates=updates,
-                allowed=allowed,
-                decided_by=who,
+                GitPush(
+                    tool_use_id=tool_use_id,
+                    route=route.name,
+                    repository=repository,
+                    updates=updates,
+                    allowed=allowed,
+                    decided_by=who,
+                )
             )
         except Exception:  # the session closed meanwhile: the push is refused below anyway
             log.warning("session %s: the push could not be journaled", session_id)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentd.credentials.ssh_agent_rules import Host
+from agentd.sessions.event_types import PermissionDecided
 from agentd.sessions.session import SessionManager
 
 log = logging.getLogger(__name__)
@@ -59,12 +60,13 @@ class Record:
         log.info("session %s: ssh-agent %s: %s (%s)", session_id, behavior, reason, decided_by)
         with contextlib.suppress(Exception):  # a closed session has no journal to write
             self.sessions.log(session_id).emit(
-                "permission_decided",
-                tool_use_id="",
-                tool_name="SshAgent",
-                behavior=behavior,
-                decided_by=decided_by,
-                reason=reason,
+                PermissionDecided(
+                    tool_use_id="",
+                    tool_name="SshAgent",
+                    behavior=behavior,
+                    decided_by=decided_by,
+                    reason=reason,
+                )
             )
 
     def closed(self, session_id: str) -> None:

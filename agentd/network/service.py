@@ -37,6 +37,7 @@ from agentd.network.loop import ProxyLoop
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
 from agentd.network.socks import serve_socks
 from agentd.network.state import AskAnswer, CallNet, HostSeen, SessionNet
+from agentd.sessions.event_types import PermissionDecided
 from agentd.sessions.session import Session, SessionManager
 
 log = logging.getLogger(__name__)
@@ -382,12 +383,13 @@ class NetworkService:
             net.journaled.clear()
         net.journaled.add(key)
         self.sessions.log(session.id).emit(
-            "permission_decided",
-            tool_use_id=net.calls[0].tool_use_id if net.calls else "",
-            tool_name="Network",
-            behavior="allow" if verdict.allowed else "deny",
-            decided_by=verdict.reason,
-            reason=f"{where} ({via})",
+            PermissionDecided(
+                tool_use_id=net.calls[0].tool_use_id if net.calls else "",
+                tool_name="Network",
+                behavior="allow" if verdict.allowed else "deny",
+                decided_by=verdict.reason,
+                reason=f"{where} ({via})",
+            )
         )
         log.info("session %s: %s %s (%s): %s", session.id, decision, where, via, verdict.reason)
 

@@ -25,6 +25,7 @@ from agentd.permissions.trust import (
     read_settings,
     split_settings_path,
 )
+from agentd.sessions.event_types import SettingsIgnored
 from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import ToolContext
 
@@ -86,11 +87,9 @@ class Approvals:
             if (session.id, path, error) not in self._reported:
                 self._reported.add((session.id, path, error))
                 events.emit(
-                    "settings_ignored",
-                    path=path,
-                    sha256="",
-                    widens=None,
-                    reason=unreadable_reason(path, error),
+                    SettingsIgnored(
+                        path=path, sha256="", widens=None, reason=unreadable_reason(path, error)
+                    )
                 )
         approved = False
         for file in settings.untrusted:
@@ -115,11 +114,7 @@ class Approvals:
     def _report(self, session: Session, file: UntrustedFile) -> None:
         reason = untrusted_reason(file)
         self.sessions.log(session.id).emit(
-            "settings_ignored",
-            path=file.path,
-            sha256=file.sha256,
-            widens=file.widens,
-            reason=reason,
+            SettingsIgnored(path=file.path, sha256=file.sha256, widens=file.widens, reason=reason)
         )
         log.warning("session %s: %s", session.id, reason)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from agentd.foundation import metrics
 from agentd.permissions.decision import Behavior
+from agentd.sessions import event_types
 from agentd.sessions.session import SessionManager
 
 log = logging.getLogger(__name__)
@@ -107,15 +108,16 @@ class Asker:
         pending = _Pending(session_id, loop.create_future(), expires_ms, choices)
         self._pending[request_id] = pending
         events.emit(
-            "permission_requested",
-            request_id=request_id,
-            tool_use_id=tool_use_id,
-            tool_name=tool_name,
-            input=tool_input,
-            reasons=list(reasons),
-            suggested_rule=choices[0] if choices else "",
-            expires_ms=expires_ms,
-            rule_choices=list(choices),
+            event_types.PermissionRequested(
+                request_id=request_id,
+                tool_use_id=tool_use_id,
+                tool_name=tool_name,
+                input=tool_input,
+                reasons=list(reasons),
+                suggested_rule=choices[0] if choices else "",
+                expires_ms=expires_ms,
+                rule_choices=list(choices),
+            )
         )
         log.info(
             "session %s: permission request %s for %s (%s)",
@@ -182,12 +184,13 @@ class Asker:
         while len(self._answered) > _REMEMBERED:
             self._answered.popitem(last=False)
         self.sessions.log(pending.session_id).emit(
-            "permission_resolved",
-            request_id=request_id,
-            decision=answer.decision,
-            scope=answer.scope,
-            decided_by=answer.decided_by,
-            **({"rule": answer.rule} if answer.rule else {}),
+            event_types.PermissionResolved(
+                request_id=request_id,
+                decision=answer.decision,
+                scope=answer.scope,
+                decided_by=answer.decided_by,
+                rule=answer.rule or "",
+            )
         )
         log.info(
             "session %s: permission request %s resolved: %s (%s) by %s",

@@ -12,6 +12,7 @@ from agentd.permissions.asker import Asker, waiting
 from agentd.permissions.call import Ask, Call
 from agentd.permissions.decision import Behavior, Decision
 from agentd.sandboxing.mode import SandboxMode
+from agentd.sessions.event_types import PermissionDecided
 from agentd.sessions.session import Session, SessionManager
 from agentd.tools.base import ToolContext
 
@@ -35,12 +36,13 @@ class Outcomes:
         why: str,
     ) -> None:
         self.sessions.log(session.id).emit(
-            "permission_decided",
-            tool_use_id=ctx.tool_use_id,
-            tool_name=tool_name,
-            behavior=behavior,
-            decided_by=by,
-            reason=why,
+            PermissionDecided(
+                tool_use_id=ctx.tool_use_id,
+                tool_name=tool_name,
+                behavior=behavior,
+                decided_by=by,
+                reason=why,
+            )
         )
         # Every decision is in the journal (above). The daemon's log names denials and what
         # a person decided; an automatic allow (mode, rule, classifier, hook) is a debug

@@ -30,6 +30,7 @@ from agentd.foundation import metrics
 from agentd.foundation.errors import StorageFull
 from agentd.runs.output.file import OutputFile
 from agentd.runs.run import Run, Supervised
+from agentd.sessions.event_types import EventBody, TaskFinished, TaskPayload, TaskStarted
 from agentd.sessions.store import Store
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class Task:
     # where BashOutput's next read starts
     read_offset: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TaskPayload:
         return {
             "id": self.id,
             "session_id": self.session_id,
@@ -124,7 +125,7 @@ class TaskManager:
     def __init__(
         self,
         store: Store,
-        emit: Callable[[str, str, dict[str, Any]], None],
+        emit: Callable[[str, EventBody], None],
         max_seconds: float,
         shim_root: str | None = None,
     ) -> None:
@@ -170,7 +171,7 @@ class TaskManager:
             with open(os.path.join(directory, "task.json"), "x", encoding="utf-8") as f:
                 json.dump(task.to_dict(), f)
             run.make_task(directory)
-        self._emit(task.session_id, "task_started", {"task": task.to_dict()})
+        self._emit(task.session_id, TaskStarted(task=task.to_dict()))
         metrics.task_started()
         self.follow(task, run)
         self._store.flush()  # the record of a task that may outlive us is on disk now
@@ -205,7 +206,7 @@ class TaskManager:
         task.ended_ms = ended_ms
         self._save(task)
         with contextlib.suppress(Exception):  # its session may be gone from the store
-            self._emit(task.session_id, "task_finished", {"task": task.to_dict()})
+            self._emit(task.session_id, TaskFinished(task=task.to_dict()))
         if task.status != "killed":
             self._notices.setdefault(task.session_id, []).append(_notification(task))
         if self.shim_root is not None:
@@ -229,7 +230,7 @@ class TaskManager:
         """The run of a running task (its input, signals, size: agentd/api/handlers/task_io.py)."""
         return self._runs.get(task.id)
 
-    def list(self, session_id: str, include_finished: bool = True) -> list[dict[str, Any]]:
+    def list(self, session_id: str, include_finished: bool = True) -> list[TaskPayload]:
         return [
             t.to_dict()
             for t in self._tasks.values()

@@ -8,6 +8,7 @@ size, stored as data, and never acted on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf.json_format import Error as JsonFormatError
@@ -15,11 +16,6 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from agentd.foundation.errors import InvalidRequest
 from agentd_client.v1 import agentd_pb2 as pb
-
-# Journal kinds: a text delta is live only (the whole message is journaled after it).
-KIND = "agent"
-LIVE_KIND = "agent_live"
-KINDS = (KIND, LIVE_KIND)
 
 MAX_EVENT_BYTES = 2 * 1024 * 1024
 MAX_BLOCKS = 256
@@ -47,8 +43,9 @@ def _check_blocks(blocks: Any) -> None:
             _short(block.name, f"content[{i}].name")
 
 
-def check(event: pb.AgentEvent) -> str:
-    """The journal kind of a valid event; InvalidRequest says what is wrong with another."""
+def check(event: pb.AgentEvent) -> bool:
+    """Whether a valid event is live only (a text delta: the whole message is journaled
+    after it); InvalidRequest says what is wrong with another."""
     kind = event.WhichOneof("kind")
     if kind is None:
         raise InvalidRequest("event is empty: set prompt, text_delta, message or stopped")
@@ -59,7 +56,7 @@ def check(event: pb.AgentEvent) -> str:
         raise InvalidRequest(f"an agent event is at most {MAX_EVENT_BYTES} bytes")
     if kind == "message":
         _check_blocks(event.message.content)
-    return LIVE_KIND if kind == "text_delta" else KIND
+    return kind == "text_delta"
 
 
 def to_payload(event: pb.AgentEvent) -> dict[str, Any]:
@@ -71,5 +68,5 @@ def to_payload(event: pb.AgentEvent) -> dict[str, Any]:
         raise InvalidRequest(f"the event cannot be kept as JSON: {exc}") from None
 
 
-def from_payload(payload: dict[str, Any]) -> pb.AgentEvent:
-    return ParseDict(payload, pb.AgentEvent(), ignore_unknown_fields=True)
+def from_payload(payload: Mapping[str, Any]) -> pb.AgentEvent:
+    return ParseDict(dict(payload), pb.AgentEvent(), ignore_unknown_fields=True)

@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.foundation.errors import StorageFull
+from agentd.sessions import event_types, journal
+from agentd.sessions.event_types import EventBody
 from agentd.sessions.store import Store
 from agentd_client.core.structs import EncodedDict
 
-# Kinds that are not journaled: progress, and an agent's streamed text (its whole
-# message is journaled when it ends; agent_events.LIVE_KIND).
-LIVE_ONLY = frozenset({"progress", "agent_live"})
 # A subscriber's live backlog, in bytes of payload, before it is dropped for a Gap.
 BACKLOG_BYTES = 1 << 20
 # One page of replay, in bytes of payload (at least one event).
@@ -105,9 +104,18 @@ class Event:
     seq: int
     session_id: str
     time_ms: int
-    kind: str
-    payload: dict[str, Any]
+    body: EventBody
     size: int = 0  # bytes of payload as JSON, for backlog accounting
+
+    @property
+    def kind(self) -> str:
+        """The journal's name for it."""
+        return event_types.journal_kind(self.body)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """Its fields as the journal holds them (JSON-able)."""
+        return journal.encode(self.body)[1]
 
 
 @dataclass(eq=False)
@@ -139,14 +147,17 @@ class EventLog:
     def subscriber_count(self) -> int:
         return len(self._subscribers)
 
-    def emit(self, kind: str, **payload: Any) -> Event:
+    def emit(self, body: EventBody) -> Event:
         self._seq += 1
+        kind, payload = journal.encode(body)
         text = json_text(payload)
-        event = Event(self._seq, self.session_id, int(time.time() * 1000), kind, payload, len(text))
+        event = Event(self._seq, self.session_id, int(time.time() * 1000), body, len(text))
         self.last_time_ms = event.time_ms
-        if kind not in LIVE_ONLY:
+        if not event_types.live_only(body):
             try:
-                self._store.append_event(self.session_id, event.seq, event.time_ms, kind, text)
+                self._store.append_event(
+                    self.session_id, event.seq, event.time_ms, kind, text, journal.VERSION
+                )
             except StorageFull:
                 # The state disk is full: live subscribers still get it; the journal
                 # has a hole (counted, logged by the store). Calls that change
@@ -216,13 +227,8 @@ class EventLog:
         lost_from = sub.lost_from
         assert lost_from is not None
         sub.lost_from = None  # from here on it takes live events again
-        yield Event(
-            0,
-            self.session_id,
-            int(time.time() * 1000),
-            "gap",
-            {"from_seq": lost_from, "to_seq": lost_to},
-        )
+        gap = event_types.Gap(from_seq=lost_from, to_seq=lost_to)
+        yield Event(0, self.session_id, int(time.time() * 1000), gap)
         async for event in self._journal(sub, lost_to):
             yield event
 
@@ -236,18 +242,23 @@ class EventLog:
                 # replay goes on with what is committed: reading needs no space.
                 with contextlib.suppress(StorageFull):
                     self._store.flush()
-            page = await loop.run_in_executor(
-                _READERS,
-                self._store.events_page,
-                self.session_id,
-                sub.last_seq,
-                up_to,
-                PAGE_BYTES,
-            )
+            page = await loop.run_in_executor(_READERS, self._page, sub.last_seq, up_to)
             if not page:
                 break
-            for seq, time_ms, kind, payload, size in page:
+            for seq, event in page:
                 await lane.turn()
                 sub.last_seq = seq
-                yield Event(seq, self.session_id, time_ms, kind, payload, size)
+                if event is not None:
+                    yield event
         sub.last_seq = max(sub.last_seq, up_to)
+
+    def _page(self, after_seq: int, up_to: int) -> list[tuple[int, Event | None]]:
+        """A page of the journal, read as events (on a reader thread): (seq, event) each,
+        the event None where a row cannot be read (journal.decode logs it)."""
+        out: list[tuple[int, Event | None]] = []
+        rows = self._store.events_page(self.session_id, after_seq, up_to, PAGE_BYTES)
+        for seq, time_ms, kind, payload, size, version in rows:
+            body = journal.decode(kind, payload, version)
+            event = None if body is None else Event(seq, self.session_id, time_ms, body, size)
+            out.append((seq, event))
+        return out

@@ -13,6 +13,7 @@ import logging
 import time
 
 from agentd.foundation.errors import SessionNotFound
+from agentd.sessions.event_types import CallFinished, ResultPayload
 from agentd.sessions.session import SessionManager
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ INTERRUPTED_TEXT = (
 )
 
 
-def interrupted_result(tool_use_id: str) -> dict[str, object]:
+def interrupted_result(tool_use_id: str) -> ResultPayload:
     """The result payload of an interrupted call, as executor.result_payload shapes one."""
     return {
         "tool_use_id": tool_use_id,
@@ -46,11 +47,12 @@ def end_interrupted_calls(sessions: SessionManager) -> int:
             pass  # the session's rows are gone; only the marker row is left
         else:
             events.emit(
-                "call_finished",
-                name=name,
-                duration_ms=max(0, now_ms - started_ms),
-                result=interrupted_result(tool_use_id),
-                interrupted=True,
+                CallFinished(
+                    name=name,
+                    duration_ms=max(0, now_ms - started_ms),
+                    result=interrupted_result(tool_use_id),
+                    interrupted=True,
+                )
             )
             ended += 1
         store.call_closed(session_id, tool_use_id)

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,7 +47,9 @@ class Collected:
 class RunningTasks(Protocol):
     """What retention asks of the background tasks (agentd/runs/tasks.py TaskManager)."""
 
-    def list(self, session_id: str, include_finished: bool = True) -> list[dict[str, Any]]: ...
+    def list(
+        self, session_id: str, include_finished: bool = True
+    ) -> Sequence[Mapping[str, Any]]: ...
 
 
 class OutputDirs(Protocol):

@@ -14,6 +14,8 @@ CREATE TABLE IF NOT EXISTS events (
     time_ms INTEGER NOT NULL,
     kind TEXT NOT NULL,
     payload TEXT NOT NULL,
+    -- the payload's format (sessions/journal.py); 1 for rows from before versions
+    version INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (session_id, seq)
 );
 CREATE TABLE IF NOT EXISTS read_state (
@@ -68,6 +70,8 @@ WHERE s.kind = 'call_started' AND json_extract(s.payload, '$.tool_use_id') IS NO
           = json_extract(s.payload, '$.tool_use_id'))
 """
 
+# The version column, added to a journal made before it (its rows are version 1).
+EVENTS_VERSION_COLUMN = "ALTER TABLE events ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
 
 # The tables holding a session's rows, and the column naming it.
 SESSION_ROWS = (

@@ -16,6 +16,7 @@ from agentd.foundation.config import Config
 from agentd.foundation.errors import AlreadyExists, InvalidRequest, SessionNotFound, StorageFull
 from agentd.foundation.errors import SessionClosed as SessionClosedError
 from agentd.sessions import gids
+from agentd.sessions.event_types import SessionClosed
 from agentd.sessions.events import EventLog
 from agentd.sessions.store import Store
 
@@ -330,7 +331,7 @@ class SessionManager:
         session.closed_ms = int(time.time() * 1000)
         self.save(session)
         log = self.log(session_id)
-        log.emit("session_closed")
+        log.emit(SessionClosed())
         log.close()
         # Committed before the caller hears it is closed: a crash never reopens it.
         self._store.flush()

@@ -32,7 +32,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentd.foundation.errors import StateDamaged, StorageFull
@@ -110,6 +110,9 @@ class Store:
             if verdict != ["ok"]:
                 raise StateDamaged(store_faults.damaged(path, "; ".join(map(str, verdict))[:300]))
             db.executescript(schema.SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(events)")}
+            if "version" not in columns:
+                db.execute(schema.EVENTS_VERSION_COLUMN)
             if not had_open_calls:
                 db.execute(schema.OPEN_CALLS_OF_OLD_JOURNAL)
         except sqlite3.DatabaseError as exc:
@@ -359,13 +362,21 @@ class Store:
 
     # events
     def append_event(
-        self, session_id: str, seq: int, time_ms: int, kind: str, payload: dict[str, Any] | str
+        self,
+        session_id: str,
+        seq: int,
+        time_ms: int,
+        kind: str,
+        payload: dict[str, Any] | str,
+        version: int,
     ) -> None:
-        """`payload` as a dict, or as its JSON text already made."""
+        """`payload` as a dict, or as its JSON text already made; `version`, its format
+        (sessions/journal.py)."""
         text = payload if isinstance(payload, str) else json.dumps(payload)
         self._write(
-            "INSERT INTO events (session_id, seq, time_ms, kind, payload) VALUES (?, ?, ?, ?, ?)",
-            (session_id, seq, time_ms, kind, text),
+            "INSERT INTO events (session_id, seq, time_ms, kind, payload, version) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (session_id, seq, time_ms, kind, text, version),
         )
         self._pending_events += 1
         self._dirty()
@@ -397,20 +408,25 @@ class Store:
 
     def events_after(
         self, session_id: str, after_seq: int, up_to: int | None = None
-    ) -> Iterator[tuple[int, int, str, dict[str, Any]]]:
-        query = "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? AND seq > ?"
+    ) -> Iterator[tuple[int, int, str, dict[str, Any], int]]:
+        """(seq, time_ms, kind, payload, version) of journaled events, on the loop's thread."""
+        query = (
+            "SELECT seq, time_ms, kind, payload, version FROM events "
+            "WHERE session_id = ? AND seq > ?"
+        )
         params: list[Any] = [session_id, after_seq]
         if up_to is not None:
             query += " AND seq <= ?"
             params.append(up_to)
-        for seq, time_ms, kind, payload in self._db.execute(query + " ORDER BY seq", params):
-            yield seq, time_ms, kind, json.loads(payload)
+        rows = self._db.execute(query + " ORDER BY seq", params)
+        for seq, time_ms, kind, payload, version in rows:
+            yield seq, time_ms, kind, json.loads(payload), version
 
     def events_page(
         self, session_id: str, after_seq: int, up_to: int, max_bytes: int, max_rows: int = 1000
-    ) -> list[tuple[int, int, str, dict[str, Any], int]]:
+    ) -> list[tuple[int, int, str, dict[str, Any], int, int]]:
         """Journaled events after `after_seq` up to `up_to`, at most `max_bytes` of payload
-        (at least one event) and `max_rows`: (seq, time_ms, kind, payload, size) each.
+        (at least one event) and `max_rows`: (seq, time_ms, kind, payload, size, version).
         Runs on any thread but the event loop's, on a read-only connection of its own:
         only committed events are seen (flush first)."""
         db = getattr(self._readers, "db", None)
@@ -418,16 +434,16 @@ class Store:
             uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
             db = sqlite3.connect(uri, uri=True, isolation_level=None)
             self._readers.db = db
-        page: list[tuple[int, int, str, dict[str, Any], int]] = []
+        page: list[tuple[int, int, str, dict[str, Any], int, int]] = []
         try:
             rows = db.execute(
-                "SELECT seq, time_ms, kind, payload FROM events WHERE session_id = ? "
+                "SELECT seq, time_ms, kind, payload, version FROM events WHERE session_id = ? "
                 "AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
                 (session_id, after_seq, up_to, max_rows),
             )
             used = 0
-            for seq, time_ms, kind, payload in rows:
-                page.append((seq, time_ms, kind, json.loads(payload), len(payload)))
+            for seq, time_ms, kind, payload, version in rows:
+                page.append((seq, time_ms, kind, json.loads(payload), len(payload), version))
                 used += len(payload)
                 if used >= max_bytes:
                     break
@@ -452,7 +468,7 @@ class Store:
         return row[0] or 0
 
     # tasks
-    def save_task(self, task_id: str, session_id: str, body: dict[str, Any]) -> None:
+    def save_task(self, task_id: str, session_id: str, body: Mapping[str, Any]) -> None:
         self._write(
             "INSERT INTO tasks (id, session_id, body) VALUES (?, ?, ?) "
             "ON CONFLICT(id) DO UPDATE SET body = excluded.body",

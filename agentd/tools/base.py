@@ -18,6 +18,7 @@ from agentd.foundation.errors import InputError, ToolError
 from agentd.fs.identity import FsIdentity
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode
+from agentd.sessions.event_types import ResultPayload
 from agentd.tools.services import Services
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class ToolResult:
     data: Any = None
     # The finished result's wire form (executor.result_payload), built once when the
     # call ends and reused by the journal and every reply; None until then.
-    payload: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    payload: ResultPayload | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def text(cls, text: str, data: Any = None, *, is_error: bool = False) -> ToolResult:

@@ -53,6 +53,8 @@ def test_image_reply_and_journal_carry_the_same_bytes(client: Client, workspace:
 
 def test_journal_rows_with_hex_images_still_replay() -> None:
     from agentd.api.wire import result_to_pb
+    from agentd.sessions import journal
+    from agentd.sessions.event_types import CallFinished
 
     legacy = {
         "tool_use_id": "toolu_1",
@@ -60,7 +62,10 @@ def test_journal_rows_with_hex_images_still_replay() -> None:
         "is_error": False,
         "data_json": "",
     }
-    block = result_to_pb(legacy).content[0]
+    row = {"name": "Read", "duration_ms": 1, "result": legacy}
+    body = journal.decode("call_finished", row, journal.UNVERSIONED)
+    assert isinstance(body, CallFinished)
+    block = result_to_pb(body.result).content[0]
     assert (block.type, block.source.media_type, block.source.data) == (
         "image",
         "image/png",

@@ -1,7 +1,7 @@
 """Attach: many clients see one event log; replay after a seq; a slow client loses nothing
 of the journal and slows nothing.
 
-Progress events are live only (events.LIVE_ONLY): an attached client sees them as they
+Progress events are live only (event_types.live_only): an attached client sees them as they
 happen, a replay never contains them, so replayed seqs may skip the progress seqs.
 """
 

@@ -303,10 +303,13 @@ def test_grpcurl_with_plain_json_through_reflection(
 def test_a_journal_written_before_the_typed_api_reads_the_same() -> None:
     """Events journaled with JSON text (input_json, data_json, widens_json) come out typed."""
     from agentd.api.wire import event_to_pb
+    from agentd.sessions import journal
     from agentd.sessions.events import Event
 
     def event(kind: str, payload: dict[str, Any]) -> Any:
-        return event_to_pb(Event(7, "s", 1, kind, payload))
+        body = journal.decode(kind, payload, journal.UNVERSIONED)
+        assert body is not None
+        return event_to_pb(Event(7, "s", 1, body))
 
     started = event(
         "call_started", {"tool_use_id": "t", "name": "Read", "input_json": '{"file_path": "a"}'}

@@ -131,11 +131,11 @@ class Env:
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         rows = self.store.events_after(self.session.id, 0, self.log.last_seq)
-        return [payload for _, _, k, payload in rows if k == kind]
+        return [payload for _, _, k, payload, _ in rows if k == kind]
 
     def decided(self) -> list[dict[str, Any]]:
         rows = self.store.events_after(self.session.id, 0, self.log.last_seq)
-        return [payload for _, _, kind, payload in rows if kind == "permission_decided"]
+        return [payload for _, _, kind, payload, _ in rows if kind == "permission_decided"]
 
 
 # The uid a root daemon's sandbox (and so a hook) runs as in a workspace root owns.

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from agentd.sessions.event_types import PermissionResolved
+
 from .conftest import Env, attached
 
 
@@ -35,13 +37,13 @@ async def test_two_clients_first_answer_wins_the_other_sees_it(env: Env) -> None
         assert accepted
         decision = await pending
         assert (decision.behavior, decision.decided_by) == ("allow", "person via a")
-        resolved = (await b.next("permission_resolved")).payload
-        assert resolved == {
-            "request_id": asked["request_id"],
-            "decision": "allow",
-            "scope": "once",
-            "decided_by": "person via a",
-        }
+        resolved = (await b.next("permission_resolved")).body
+        assert resolved == PermissionResolved(
+            request_id=asked["request_id"],
+            decision="allow",
+            scope="once",
+            decided_by="person via a",
+        )
         late, message = env.engine.asker.resolve(
             env.session.id, asked["request_id"], "deny", "once", decided_by="person via b"
         )

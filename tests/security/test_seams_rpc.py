@@ -18,6 +18,7 @@ import grpc
 import pytest
 
 from agentd.api.decoding import RateLimitedLog
+from agentd.sessions.event_types import TodosChanged
 from agentd.sessions.events import EventLog
 from agentd.sessions.store import Store
 from agentd_client import Client
@@ -109,7 +110,7 @@ async def test_a_cancelled_subscriber_leaves_no_pending_task(
     store = Store(str(tmp_path / "agentd.db"))
     try:
         log = EventLog("s", store)
-        log.emit("todos_changed", todos=[])
+        log.emit(TodosChanged(todos=[]))
         seen = asyncio.Event()
 
         async def follow() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentd.sessions import events
+from agentd.sessions.event_types import CwdChanged, Progress, TodosChanged
 from agentd.sessions.events import EventLog
 from agentd.sessions.store import Store
 
@@ -22,7 +23,7 @@ BLOB = "x" * 10_000
 
 def _fill(log: EventLog, n: int) -> None:
     for i in range(n):
-        log.emit("todos_changed", todos=[{"content": f"{i} {BLOB}", "status": "pending"}])
+        log.emit(TodosChanged(todos=[{"content": f"{i} {BLOB}", "status": "pending"}]))
 
 
 def _setter(event: asyncio.Event) -> Callable[[], Awaitable[None]]:
@@ -112,7 +113,7 @@ def test_live_events_after_the_gap_are_not_lost(tmp_path: Path, live_only: bool)
         got = [await pending]
         got += await _until(agen, 50)
         kind = "progress" if live_only else "cwd_changed"
-        log.emit(kind, cwd="/a", previous="/b")
+        log.emit(Progress(tool_use_id="t") if live_only else CwdChanged(cwd="/a", previous="/b"))
         got += await _take(agen, 1)
         assert got[-1].kind == kind and got[-1].seq == 51
         log.close()

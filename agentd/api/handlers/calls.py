@@ -11,11 +11,13 @@ from agentd.api.wire import result_bytes, update_to_pb
 from agentd.calls.executor import (
     Executor,
     ToolUse,
+    Update,
     UpdateSink,
     new_tool_use_id,
     result_payload,
 )
 from agentd.foundation.errors import InvalidRequest
+from agentd.sessions.event_types import Progress
 from agentd.sessions.session import SessionManager
 from agentd_client.core import structs
 from agentd_client.v1 import agentd_pb2 as pb
@@ -25,7 +27,7 @@ MAX_BATCH = 64
 MAX_QUEUED_PROGRESS = 256
 
 
-async def _ignore_updates(kind: str, payload: dict[str, Any]) -> None:
+async def _ignore_updates(update: Update) -> None:
     """A unary caller takes no progress; the session's attached clients still get it."""
 
 
@@ -43,18 +45,18 @@ async def _stream_calls(
 ) -> AsyncIterator[pb.ToolCallUpdate | bytes]:
     """`run`'s progress and results as updates, in order; a slow caller loses progress,
     never a result."""
-    queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+    queue: asyncio.Queue[Update | None] = asyncio.Queue()
 
-    async def sink(kind: str, payload: dict[str, Any]) -> None:
-        if kind == "progress" and queue.qsize() > MAX_QUEUED_PROGRESS:
+    async def sink(update: Update) -> None:
+        if isinstance(update, Progress) and queue.qsize() > MAX_QUEUED_PROGRESS:
             return
-        queue.put_nowait((kind, payload))
+        queue.put_nowait(update)
 
     task = asyncio.ensure_future(run(sink))
     task.add_done_callback(lambda _: queue.put_nowait(None))
     try:
         while (item := await queue.get()) is not None:
-            yield update_to_pb(*item)
+            yield update_to_pb(item)
     finally:
         if not task.done():
             # The caller went away: its calls are cancelled (Executor.run_one).
@@ -76,7 +78,7 @@ class CallHandlers:
 
         async def run(sink: UpdateSink) -> None:
             result = await self.executor.run_one(session, call, sink)
-            await sink("result", result_payload(call.tool_use_id, result))
+            await sink(result_payload(call.tool_use_id, result))
 
         async for update in _stream_calls(run):
             yield update

@@ -11,7 +11,7 @@ from agentd.api.handlers.rpc import client_identity, require, stream, unary
 from agentd.api.wire import event_to_pb
 from agentd.foundation.errors import InvalidRequest
 from agentd.sessions import agent_events
-from agentd.sessions.events import LIVE_ONLY
+from agentd.sessions.event_types import Agent
 from agentd.sessions.session import SessionManager
 from agentd_client.core.calls import ATTACHED_KEY
 from agentd_client.v1 import agentd_pb2 as pb
@@ -57,8 +57,9 @@ class EventHandlers:
         self, request: pb.AppendAgentEventRequest, context: Any
     ) -> pb.AppendAgentEventResponse:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
-        kind = agent_events.check(request.event)
-        event = self.sessions.log(session.id).emit(kind, **agent_events.to_payload(request.event))
-        if kind not in LIVE_ONLY:
+        live = agent_events.check(request.event)
+        body = Agent(agent_events.to_payload(request.event), live=live)
+        event = self.sessions.log(session.id).emit(body)
+        if not live:
             self.sessions.store.flush()  # durable before its seq is acknowledged
         return pb.AppendAgentEventResponse(seq=event.seq)

@@ -26,6 +26,7 @@ from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.foundation.errors import AgentdError, InvalidRequest
 from agentd.network import ports
 from agentd.network import service as network_service
+from agentd.sessions.event_types import PortForward
 from agentd.sessions.session import Session, SessionManager, network_mode
 from agentd_client.core.forward_wire import data_frame
 from agentd_client.v1 import agentd_pb2 as pb
@@ -89,13 +90,14 @@ class PortHandlers:
         address = await loop.run_in_executor(None, ports.listening_on, path, port, "")
         forward_id = f"fwd_{uuid.uuid4().hex[:12]}"
         self.sessions.log(session.id).emit(
-            "port_forward",
-            action="started",
-            forward_id=forward_id,
-            port=port,
-            address=address,
-            local=request.local[:200],
-            by=client_identity(context),
+            PortForward(
+                action="started",
+                forward_id=forward_id,
+                port=port,
+                address=address,
+                local=request.local[:200],
+                by=client_identity(context),
+            )
         )
         log.info("session %s: %s forwards port %d", session.id, client_identity(context), port)
         return pb.ForwardStarted(forward_id=forward_id, address=address, port=port)
@@ -106,10 +108,11 @@ class PortHandlers:
     ) -> pb.StopForwardResponse:
         session = self._session(request.session_id)
         self.sessions.log(session.id).emit(
-            "port_forward",
-            action="stopped",
-            forward_id=require(request.forward_id, "forward_id")[:100],
-            by=client_identity(context),
+            PortForward(
+                action="stopped",
+                forward_id=require(request.forward_id, "forward_id")[:100],
+                by=client_identity(context),
+            )
         )
         return pb.StopForwardResponse()
 
@@ -162,13 +165,14 @@ class PortHandlers:
         try:
             address = _shown(sock)
             journal.emit(
-                "port_forward",
-                action="connected",
-                forward_id=opening.forward_id[:100],
-                connection_id=connection_id,
-                port=port,
-                address=address,
-                by=client_identity(context),
+                PortForward(
+                    action="connected",
+                    forward_id=opening.forward_id[:100],
+                    connection_id=connection_id,
+                    port=port,
+                    address=address,
+                    by=client_identity(context),
+                )
             )
             await context.write(
                 pb.ForwardResponse(
@@ -185,14 +189,15 @@ class PortHandlers:
                 self._running.discard(task)
             sock.close()
             journal.emit(
-                "port_forward",
-                action="closed",
-                forward_id=opening.forward_id[:100],
-                connection_id=connection_id,
-                port=port,
-                bytes_in=pump.sent,
-                bytes_out=pump.received,
-                how=pump.how,
+                PortForward(
+                    action="closed",
+                    forward_id=opening.forward_id[:100],
+                    connection_id=connection_id,
+                    port=port,
+                    bytes_in=pump.sent,
+                    bytes_out=pump.received,
+                    how=pump.how,
+                )
             )
 
 

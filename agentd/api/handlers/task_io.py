@@ -23,12 +23,13 @@ from typing import Any
 import grpc
 
 from agentd.api.handlers.rpc import client_identity, require, unary
-from agentd.calls.executor import Executor, ToolUse, new_tool_use_id
+from agentd.calls.executor import Executor, ToolUse, Update, new_tool_use_id
 from agentd.foundation.errors import AgentdError, InvalidRequest, NotFound
 from agentd.runs import launch
 from agentd.runs.shim.client import ShimRun
 from agentd.runs.shim.terminal import MAX_SIDE, SIGNALS
 from agentd.runs.tasks import Task, TaskManager
+from agentd.sessions import event_types as events
 from agentd.sessions.session import SessionManager
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -51,7 +52,7 @@ class NoInput(AgentdError):
     status = grpc.StatusCode.FAILED_PRECONDITION
 
 
-async def _no_updates(kind: str, payload: dict[str, Any]) -> None:
+async def _no_updates(update: Update) -> None:
     """StartTask answers once; the session's attached clients see the call's progress."""
 
 
@@ -102,7 +103,7 @@ class TaskIOHandlers:
         sessions: SessionManager,
         executor: Executor,
         tasks: TaskManager,
-        emit: Callable[[str, str, dict[str, Any]], None],
+        emit: Callable[[str, events.EventBody], None],
     ) -> None:
         self.sessions = sessions
         self.executor = executor
@@ -147,8 +148,7 @@ class TaskIOHandlers:
         by = client_identity(context)
         self._emit(
             task.session_id,
-            "task_controlled",
-            {"task_id": task.id, "action": action, "by": by, **fields},
+            events.TaskControlled(task_id=task.id, action=action, by=by, **fields),
         )
 
     # the RPCs
@@ -179,7 +179,9 @@ class TaskIOHandlers:
         task = self.tasks.get(session.id, task_id) if isinstance(task_id, str) else None
         if result.is_error or task is None:
             raise NotStarted(" ".join(result.text_content().split())[:2000])
-        self._event(task, "opened", context, size=list(pty) if pty else None, stdin=request.stdin)
+        self._event(
+            task, "opened", context, size=(pty[0], pty[1]) if pty else None, stdin=request.stdin
+        )
         return self._terminal(task)
 
     @unary
@@ -251,5 +253,5 @@ class TaskIOHandlers:
             raise NoInput(f"task {task.id} has no terminal to resize")
         if run.pty != (rows, cols):
             run.resize(rows, cols)
-            self._event(task, "resized", context, size=[rows, cols])
+            self._event(task, "resized", context, size=(rows, cols))
         return self._terminal(task)

@@ -118,7 +118,7 @@ def _hunks(
             continue
         lines: list[str] = []
 
-        def emit(prefix: str, chunk: list[str], lines: list[str] = lines) -> None:
+        def add_lines(prefix: str, chunk: list[str], lines: list[str] = lines) -> None:
             for line in chunk:
                 if line.endswith("\n"):
                     lines.append(prefix + line[:-1])
@@ -127,11 +127,11 @@ def _hunks(
 
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
-                emit(" ", a[i1:i2])
+                add_lines(" ", a[i1:i2])
             if tag in ("replace", "delete"):
-                emit("-", a[i1:i2])
+                add_lines("-", a[i1:i2])
             if tag in ("replace", "insert"):
-                emit("+", b[j1:j2])
+                add_lines("+", b[j1:j2])
         _, i1, _, j1, _ = group[0]
         _, _, i2, _, j2 = group[-1]
         hunks.append(
