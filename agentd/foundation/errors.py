@@ -1,40 +1,41 @@
-"""The errors of agentd, and the one place each maps to a gRPC status.
+"""The errors of agentd: what went wrong, in the domain's words.
 
     AgentdError                 something a client asked for cannot be done
-    ├── InvalidRequest          malformed RPC fields          -> INVALID_ARGUMENT
-    ├── NotFound                unknown session, task, request -> NOT_FOUND
+    ├── InvalidRequest          malformed request fields
+    ├── NotFound                unknown session, task, request
     │   └── SessionNotFound
-    ├── AlreadyExists           e.g. an open session has the name -> ALREADY_EXISTS
-    ├── SessionClosed           the session is closed          -> FAILED_PRECONDITION
-    ├── Unavailable             the daemon is shutting down    -> UNAVAILABLE
-    ├── StorageFull             the state disk is full         -> RESOURCE_EXHAUSTED
-    ├── StateDamaged            the state database is gone, damaged or unwritable -> DATA_LOSS
-    └── ConfigError             a setting is invalid; `agentd serve` exits 2
+    ├── AlreadyExists           e.g. an open session has the name
+    ├── FailedPrecondition      the state it needs is not there
+    │   ├── SessionClosed       the session is closed
+    │   └── ConfigError         a setting is invalid; `agentd serve` exits 2
+    ├── Exhausted               a limit is reached
+    │   └── StorageFull         the state disk is full
+    ├── Unavailable             the daemon is shutting down
+    └── StateDamaged            the state database is gone, damaged or unwritable
 
     ToolError                   a tool call failed; the model sees the message
     └── InputError              the input was invalid; shown in <tool_use_error>
         └── PathOutsideWorkspace  a path resolves outside the session's roots
 
-AgentdError ends an RPC with a status. ToolError never does: it becomes an
+No error here names a transport: agentd/api/errors.py maps each AgentdError to the
+one gRPC status an RPC ends with. ToolError never ends an RPC: it becomes an
 `is_error` tool_result the model can act on, because a failed tool call is an
 answer, not a broken request.
 """
 
 from __future__ import annotations
 
-import grpc
-
 
 class AgentdError(Exception):
-    status: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    """Something a client asked for cannot be done; the message says what to do next."""
 
 
 class InvalidRequest(AgentdError):
-    status = grpc.StatusCode.INVALID_ARGUMENT
+    pass
 
 
 class NotFound(AgentdError):
-    status = grpc.StatusCode.NOT_FOUND
+    pass
 
 
 class SessionNotFound(NotFound):
@@ -45,38 +46,39 @@ class SessionNotFound(NotFound):
 
 
 class AlreadyExists(AgentdError):
-    status = grpc.StatusCode.ALREADY_EXISTS
+    pass
 
 
-class SessionClosed(AgentdError):
-    status = grpc.StatusCode.FAILED_PRECONDITION
+class FailedPrecondition(AgentdError):
+    """What was asked needs a state that is not there (a closed session, a finished
+    task, a setting that is wrong)."""
 
+
+class SessionClosed(FailedPrecondition):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session {session_id} is closed; create a new one")
 
 
+class Exhausted(AgentdError):
+    """A limit is reached: space, or how many of something may be open at once."""
+
+
 class Unavailable(AgentdError):
-    status = grpc.StatusCode.UNAVAILABLE
+    pass
 
 
-class StorageFull(AgentdError):
+class StorageFull(Exhausted):
     """The state dir's disk (or quota) is full: what had to be stored was not."""
-
-    status = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 class StateDamaged(AgentdError):
     """The state database cannot be trusted or used: gone, replaced, damaged, not a
     database, or not writable. The message is one line saying what to do."""
 
-    status = grpc.StatusCode.DATA_LOSS
 
-
-class ConfigError(AgentdError):
+class ConfigError(FailedPrecondition):
     """A setting has the wrong type or value, or a path is unsafe to use; the message is
     one line naming the key (or path) and what is expected."""
-
-    status = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class ToolError(Exception):

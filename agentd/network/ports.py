@@ -15,9 +15,7 @@ import os
 import socket
 from dataclasses import dataclass
 
-import grpc
-
-from agentd.foundation.errors import AgentdError, InvalidRequest
+from agentd.foundation.errors import FailedPrecondition, InvalidRequest
 from agentd.network import netns
 from agentd.network.service import NetworkService
 from agentd.sessions.session import Session, network_mode
@@ -29,10 +27,8 @@ LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column
 CONNECT_TIMEOUT_S = 5.0
 
 
-class NotForwardable(AgentdError):
+class NotForwardable(FailedPrecondition):
     """The port cannot be reached: nothing listens, or the session keeps no network."""
-
-    status = grpc.StatusCode.FAILED_PRECONDITION
 
 
 @dataclass(frozen=True, slots=True)

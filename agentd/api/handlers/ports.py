@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 
 from agentd.api.handlers.rpc import client_identity, require, unary
-from agentd.foundation.errors import AgentdError, InvalidRequest
+from agentd.foundation.errors import AgentdError, Exhausted, InvalidRequest
 from agentd.network import ports
 from agentd.network import service as network_service
 from agentd.sessions.event_types import PortForward
@@ -42,8 +42,8 @@ AHEAD = 2
 MAX_OPEN = 256
 
 
-class TooMany(AgentdError):
-    status = grpc.StatusCode.RESOURCE_EXHAUSTED
+class TooMany(Exhausted):
+    """Too many forwarded connections are open at once."""
 
 
 class PortHandlers:

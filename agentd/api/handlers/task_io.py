@@ -20,11 +20,9 @@ import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import grpc
-
 from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.calls.executor import Executor, ToolUse, Update, new_tool_use_id
-from agentd.foundation.errors import AgentdError, InvalidRequest, NotFound
+from agentd.foundation.errors import FailedPrecondition, InvalidRequest, NotFound
 from agentd.runs import launch
 from agentd.runs.shim.client import ShimRun
 from agentd.runs.shim.terminal import MAX_SIDE, SIGNALS
@@ -42,14 +40,12 @@ MAX_DESCRIPTION = 1_000
 HANGUP_GRACE_SECONDS = 2.0
 
 
-class NotStarted(AgentdError):
+class NotStarted(FailedPrecondition):
     """The Bash call behind StartTask failed: denied, or the sandbox could not start."""
 
-    status = grpc.StatusCode.FAILED_PRECONDITION
 
-
-class NoInput(AgentdError):
-    status = grpc.StatusCode.FAILED_PRECONDITION
+class NoInput(FailedPrecondition):
+    """The task cannot take what was sent: it is not running, has no stdin or no terminal."""
 
 
 async def _no_updates(update: Update) -> None:
