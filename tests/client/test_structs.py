@@ -141,3 +141,43 @@ def test_deep_values_still_parse_deeper_parts_go_as_json_text(depth: int) -> Non
             rest = _down(back, structs.MAX_DEPTH)
             assert isinstance(rest, str)
             assert json.loads(rest) == _down(value, structs.MAX_DEPTH)
+
+
+def _encoded() -> structs.EncodedDict:
+    items = {"filePath": "a", "patch": [{"lines": ["-x", "+y"]}]}
+    wire = structs.to_value(items).SerializeToString()
+    return structs.EncodedDict(items, wire, json.dumps(items), structs.levels(items))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.__setitem__("filePath", "b"),
+        lambda d: d.__delitem__("filePath"),
+        lambda d: d.update(x=1),
+        lambda d: d.pop("filePath"),
+        lambda d: d.popitem(),
+        lambda d: d.setdefault("x", 1),
+        lambda d: d.clear(),
+        lambda d: d.__ior__({"x": 1}),
+    ],
+)
+def test_an_encoded_dict_cannot_change(change: Any) -> None:
+    d = _encoded()
+    with pytest.raises(TypeError, match="cannot change"):
+        change(d)
+    assert json.loads(d.json) == d and structs.from_value(structs.to_value(d)) == d
+
+
+def test_an_encoded_dict_is_a_dict_its_copies_keep_or_drop_the_encodings() -> None:
+    import copy
+    import pickle
+
+    d = _encoded()
+    assert isinstance(d, dict) and json.dumps(d) == d.json
+    plain = copy.copy(d)
+    assert type(plain) is dict and plain == d
+    plain["x"] = 1  # a copy is the caller's to change
+    for again in (copy.deepcopy(d), pickle.loads(pickle.dumps(d))):
+        assert type(again) is structs.EncodedDict and again == d
+        assert (again.wire, again.json, again.levels) == (d.wire, d.json, d.levels)

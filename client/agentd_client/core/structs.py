@@ -51,16 +51,37 @@ class EncodedDict(dict[str, Any]):
     """A dict that carries its encodings, made elsewhere (a worker process, say): `wire`,
     its google.protobuf.Value; `json`, its json.dumps text; `levels`, how deep its objects
     and arrays nest (itself 1). Converting it is one parse in C, not a Value per item, and
-    the daemon's journal copies its text (agentd.sessions.events). Both encodings must be
-    of the dict's own items: it must not change once made."""
+    the daemon's journal copies its text (agentd.sessions.events).
+
+    Both encodings are of the dict's own items, so it cannot change once made: every
+    method that would change it raises TypeError. It stays a dict (json.dumps, isinstance
+    and the C parts of protobuf take it as one); a copy (dict(d), copy.copy) is a plain,
+    mutable dict, and copy.deepcopy and pickle give an EncodedDict of the same items."""
 
     __slots__ = ("wire", "json", "levels")
 
-    def __init__(self, items: dict[str, Any], wire: bytes, json_text: str, levels: int) -> None:
+    def __init__(self, items: Mapping[str, Any], wire: bytes, json_text: str, levels: int) -> None:
         super().__init__(items)
         self.wire = wire
         self.json = json_text
         self.levels = levels
+
+    def _frozen(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("an EncodedDict cannot change: its encodings are of its items")
+
+    __setitem__ = __delitem__ = __ior__ = _frozen
+    clear = pop = popitem = setdefault = update = _frozen
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EncodedDict:
+        import copy
+
+        return EncodedDict(copy.deepcopy(dict(self), memo), self.wire, self.json, self.levels)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (EncodedDict, (dict(self), self.wire, self.json, self.levels))
 
 
 def levels(value: Any) -> int:
