@@ -237,12 +237,8 @@ class Daemon:
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
 
-    async def _todos_changed(self, session: Session, todos: list[dict[str, Any]]) -> None:
-        items = [
-            TodoPayload(content=t["content"], status=t["status"], activeForm=t["activeForm"])
-            for t in todos
-        ]
-        self.sessions.log(session.id).emit(TodosChanged(todos=items))
+    async def _todos_changed(self, session: Session, todos: list[TodoPayload]) -> None:
+        self.sessions.log(session.id).emit(TodosChanged(todos=todos))
 
     def _emit(self, session_id: str, body: EventBody) -> None:
         self.sessions.log(session_id).emit(body)

@@ -50,8 +50,9 @@ class TaskPayload(TypedDict):
     tool_use_id: str
 
 
-class TodoPayload(TypedDict, total=False):
-    """One item of TodoWrite's list, as the model wrote it."""
+class TodoPayload(TypedDict):
+    """One item of TodoWrite's list, as the model wrote it (the journal's reader passes
+    older rows on as they are: the wire encoder reads each key with a default)."""
 
     content: str
     status: str

@@ -16,7 +16,7 @@ from agentd.foundation.config import Config
 from agentd.foundation.errors import AlreadyExists, InvalidRequest, SessionNotFound, StorageFull
 from agentd.foundation.errors import SessionClosed as SessionClosedError
 from agentd.sessions import gids
-from agentd.sessions.event_types import SessionClosed
+from agentd.sessions.event_types import SessionClosed, TodoPayload
 from agentd.sessions.events import EventLog
 from agentd.sessions.store import Store
 
@@ -88,7 +88,7 @@ class Session:
     additional_dirs: list[str] = field(default_factory=list)
     # path -> state at the last Read (or write by a tool) in this session
     read_state: ReadState = field(default_factory=ReadState)
-    todos: list[dict[str, Any]] = field(default_factory=list)
+    todos: list[TodoPayload] = field(default_factory=list)
 
 
 # read_state is stored row by row (Store.save_read_state), not in the session's body.

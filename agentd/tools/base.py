@@ -10,9 +10,9 @@ A tool is not read-only and not concurrency-safe unless it says so.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from agentd.foundation.errors import InputError, ToolError
 from agentd.fs.identity import FsIdentity
@@ -147,8 +147,15 @@ class Hints:
     open_world: bool = False  # may reach beyond the workspace (the network)
 
 
-class Tool:
-    """Subclass, fill in the class attributes, implement `call`; register in tools/__init__."""
+# A tool's input: a TypedDict of its schema's properties (the executor checks the input
+# against the schema before any method below sees it; tests/tools/test_inputs.py checks
+# that each TypedDict says what its schema says).
+In = TypeVar("In", bound=Mapping[str, Any])
+
+
+class Tool(Generic[In]):
+    """Subclass as Tool[ItsInput], fill in the class attributes, implement `call`;
+    register in tools/__init__."""
 
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
@@ -159,13 +166,13 @@ class Tool:
     max_result_chars: ClassVar[int] = 100_000
     hints: ClassVar[Hints] = Hints()
 
-    def is_read_only(self, args: dict[str, Any]) -> bool:
+    def is_read_only(self, args: In) -> bool:
         return False
 
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+    def is_concurrency_safe(self, args: In) -> bool:
         return False
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: In) -> FileAccess | None:
         """The file this call touches, for path permission rules; None if none."""
         return None
 
@@ -174,10 +181,10 @@ class Tool:
         put in the schema's terms; runs before the schema check."""
         return args
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: In, ctx: ToolContext) -> None:
         """Raise InputError when the input cannot be run; runs before permissions."""
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: In, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError
 
     def spec(self) -> dict[str, Any]:
@@ -189,15 +196,15 @@ class Tool:
         }
 
 
-class ReadOnlyTool(Tool):
+class ReadOnlyTool(Tool[In]):
     """A tool that changes nothing: it may run without asking and beside other such calls."""
 
     hints: ClassVar[Hints] = Hints(read_only=True, destructive=False, idempotent=True)
 
-    def is_read_only(self, args: dict[str, Any]) -> bool:
+    def is_read_only(self, args: In) -> bool:
         return True
 
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+    def is_concurrency_safe(self, args: In) -> bool:
         return True
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from agentd.foundation.errors import InputError
 from agentd.tools.base import Hints, ReadOnlyTool, ToolContext, ToolResult
@@ -19,7 +19,12 @@ consumed all the same)."""
 MAX_BYTES = 30_000
 
 
-class BashOutputTool(ReadOnlyTool):
+class BashOutputInput(TypedDict):
+    bash_id: str
+    filter: NotRequired[str]
+
+
+class BashOutputTool(ReadOnlyTool[BashOutputInput]):
     name = "BashOutput"
     # Each call returns what is new since the last: not idempotent.
     hints = Hints(read_only=True, destructive=False)
@@ -31,11 +36,11 @@ class BashOutputTool(ReadOnlyTool):
         "additionalProperties": False,
     }
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: BashOutputInput, ctx: ToolContext) -> None:
         if args.get("filter"):
             compile_pattern(args["filter"], "filter")
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: BashOutputInput, ctx: ToolContext) -> ToolResult:
         tasks = ctx.services.tasks
         task = tasks.get(ctx.session.id, args["bash_id"])
         if task is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from agentd.foundation.errors import InputError
 from agentd.fs import access as fsaccess
@@ -145,7 +145,14 @@ async def save_target(session: Session, target: Target, content: str) -> None:
     filestate.remember_written(session, target.loc, data)
 
 
-class EditTool(Tool):
+class EditInput(TypedDict):
+    file_path: str
+    old_string: str
+    new_string: str
+    replace_all: NotRequired[bool]
+
+
+class EditTool(Tool[EditInput]):
     name = "Edit"
     hints = Hints()  # changes what is there; a repeat finds other text
     description = (
@@ -173,16 +180,16 @@ class EditTool(Tool):
         "additionalProperties": False,
     }
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: EditInput) -> FileAccess | None:
         return FileAccess("write", args["file_path"])
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: EditInput, ctx: ToolContext) -> None:
         if args["old_string"] == args["new_string"]:
             raise InputError(
                 "old_string and new_string are identical, so there is nothing to change."
             )
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: EditInput, ctx: ToolContext) -> ToolResult:
         session = ctx.session
         old = args["old_string"]
         replace_all = bool(args.get("replace_all", False))

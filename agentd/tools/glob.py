@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import os
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from agentd.foundation.errors import PathOutsideWorkspace, ToolError
 from agentd.fs import access as fsaccess
@@ -29,7 +29,12 @@ Paths come back relative to the working directory, least recently modified first
 at most 100 of them. To search file contents, use Grep."""
 
 
-class Glob(ReadOnlyTool):
+class GlobInput(TypedDict):
+    pattern: str
+    path: NotRequired[str]
+
+
+class Glob(ReadOnlyTool[GlobInput]):
     name: ClassVar[str] = "Glob"
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
@@ -42,12 +47,12 @@ class Glob(ReadOnlyTool):
         "additionalProperties": False,
     }
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: GlobInput) -> FileAccess | None:
         return FileAccess(
             "read", glob_order.split_pattern(args["pattern"], args.get("path"))[1] or "."
         )
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: GlobInput, ctx: ToolContext) -> None:
         pattern, path = glob_order.split_pattern(args["pattern"], args.get("path"))
         try:
             root = _search_root(args["pattern"], path, ctx)
@@ -58,7 +63,7 @@ class Glob(ReadOnlyTool):
         if not root.is_dir:
             raise ToolError(f"Path {root.path} is not a directory; Glob searches directories.")
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: GlobInput, ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
         pattern, path = glob_order.split_pattern(args["pattern"], args.get("path"))
         root = _search_root(args["pattern"], path, ctx)

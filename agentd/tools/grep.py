@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import os
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from agentd.foundation.errors import PathOutsideWorkspace
 from agentd.fs import identity as fsidentity
@@ -39,7 +39,30 @@ tree. Prefer this to running grep or rg through Bash.
 Hidden files are searched; files ignored by .gitignore in a git repository are not."""
 
 
-class Grep(ReadOnlyTool):
+# Functional form: some of its keys are ripgrep's flags ("-n", "-A").
+GrepInput = TypedDict(
+    "GrepInput",
+    {
+        "pattern": str,
+        "path": NotRequired[str],
+        "glob": NotRequired[str],
+        "output_mode": NotRequired[str],
+        "-B": NotRequired[float],
+        "-A": NotRequired[float],
+        "-C": NotRequired[float],
+        "context": NotRequired[float],
+        "-n": NotRequired[bool],
+        "-i": NotRequired[bool],
+        "-o": NotRequired[bool],
+        "type": NotRequired[str],
+        "head_limit": NotRequired[float],
+        "offset": NotRequired[float],
+        "multiline": NotRequired[bool],
+    },
+)
+
+
+class Grep(ReadOnlyTool[GrepInput]):
     name: ClassVar[str] = "Grep"
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
@@ -65,10 +88,10 @@ class Grep(ReadOnlyTool):
         "additionalProperties": False,
     }
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: GrepInput) -> FileAccess | None:
         return FileAccess("read", args.get("path") or ".")
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: GrepInput, ctx: ToolContext) -> None:
         # An empty pattern matches every line, as in the reference.
         if not isinstance(args.get("pattern"), str):
             raise InputError("pattern must be a string.")
@@ -81,7 +104,7 @@ class Grep(ReadOnlyTool):
         with contextlib.suppress(PathOutsideWorkspace):
             ripgrep.search_root(args.get("path"), ctx)
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: GrepInput, ctx: ToolContext) -> ToolResult:
         root = ripgrep.search_root(args.get("path"), ctx)
         mode = args.get("output_mode", "files_with_matches")
         run_dir = root.path if root.is_dir else os.path.dirname(root.path)
@@ -191,7 +214,7 @@ def _newline_refused(out: ripgrep.RgOutput) -> bool:
     )
 
 
-def _rg_args(args: dict[str, Any], mode: str) -> list[str]:
+def _rg_args(args: GrepInput, mode: str) -> list[str]:
     rg = ["--max-columns", str(MAX_COLUMNS)]
     if args.get("-i"):
         rg.append("-i")
@@ -251,7 +274,7 @@ def _content_line(line: str, shown: Any, show_numbers: bool) -> str:
     return f"{prefix}{number}{sep}{text}" if show_numbers else f"{prefix}{text}"
 
 
-def _count_arg(args: dict[str, Any], key: str) -> int | None:
+def _count_arg(args: GrepInput, key: str) -> int | None:
     value = args.get(key)
     if value is None:
         return None

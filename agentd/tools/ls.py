@@ -22,7 +22,7 @@ import os
 import re
 import stat
 from collections import deque
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from agentd.foundation.errors import PathOutsideWorkspace
 from agentd.fs import access as fsaccess
@@ -50,7 +50,12 @@ Hidden files, `__pycache__` and the contents of `node_modules` are left out, and
 1000 entries are shown. To find files by name prefer Glob; to search contents, Grep."""
 
 
-class LS(ReadOnlyTool):
+class LSInput(TypedDict):
+    path: NotRequired[str]
+    ignore: NotRequired[list[str]]
+
+
+class LS(ReadOnlyTool[LSInput]):
     name: ClassVar[str] = "LS"
     description: ClassVar[str] = DESCRIPTION
     input_schema: ClassVar[dict[str, Any]] = {
@@ -62,10 +67,10 @@ class LS(ReadOnlyTool):
         "additionalProperties": False,
     }
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: LSInput) -> FileAccess | None:
         return FileAccess("read", args.get("path") or ".")
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: LSInput, ctx: ToolContext) -> None:
         ignore = args.get("ignore", [])
         if not isinstance(ignore, list) or not all(isinstance(g, str) for g in ignore):
             raise InputError("ignore must be a list of glob patterns (strings).")
@@ -78,7 +83,7 @@ class LS(ReadOnlyTool):
         with contextlib.suppress(PathOutsideWorkspace):
             _directory(args.get("path"), ctx)
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: LSInput, ctx: ToolContext) -> ToolResult:
         loc = _directory(args.get("path"), ctx)
         root = loc.path
         ignore = _compile(list(args.get("ignore") or []))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from agentd.foundation.errors import InputError
 from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
@@ -23,7 +23,18 @@ def _preview(text: str) -> str:
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
 
 
-class MultiEditTool(Tool):
+class OneEdit(TypedDict):
+    old_string: str
+    new_string: str
+    replace_all: NotRequired[bool]
+
+
+class MultiEditInput(TypedDict):
+    file_path: str
+    edits: list[OneEdit]
+
+
+class MultiEditTool(Tool[MultiEditInput]):
     name = "MultiEdit"
     hints = Hints()  # as Edit's
     description = (
@@ -58,10 +69,10 @@ class MultiEditTool(Tool):
         "additionalProperties": False,
     }
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: MultiEditInput) -> FileAccess | None:
         return FileAccess("write", args["file_path"])
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: MultiEditInput, ctx: ToolContext) -> None:
         edits = args["edits"]
         if not edits:
             raise InputError("edits is empty: give at least one edit.")
@@ -77,9 +88,9 @@ class MultiEditTool(Tool):
                     "empty old_string, to create the file."
                 )
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: MultiEditInput, ctx: ToolContext) -> ToolResult:
         session = ctx.session
-        edits: list[dict[str, Any]] = args["edits"]
+        edits = args["edits"]
         target = await load_target(
             session,
             args["file_path"],
@@ -90,7 +101,7 @@ class MultiEditTool(Tool):
         crlf = target.codec.crlf
         content = target.content
         # Each new_string as it goes into the file (line-end whitespace trimmed).
-        edits = [dict(e) for e in edits]
+        edits = [OneEdit(**e) for e in edits]
         for number, edit in enumerate(edits, 1):
             try:
                 edit["new_string"] = new_string(

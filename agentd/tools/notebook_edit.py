@@ -7,7 +7,7 @@ import copy
 import json
 import re
 import secrets
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from agentd.foundation.errors import InputError, ToolError
 from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
@@ -46,7 +46,15 @@ def _validation_error(notebook: dict[str, Any]) -> str | None:
     return None
 
 
-class NotebookEditTool(Tool):
+class NotebookEditInput(TypedDict):
+    notebook_path: str
+    new_source: str
+    cell_id: NotRequired[str]
+    cell_type: NotRequired[str]
+    edit_mode: NotRequired[str]
+
+
+class NotebookEditTool(Tool[NotebookEditInput]):
     name = "NotebookEdit"
     hints = Hints()  # insert and delete are not idempotent
     description = (
@@ -73,10 +81,10 @@ class NotebookEditTool(Tool):
         "additionalProperties": False,
     }
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: NotebookEditInput) -> FileAccess | None:
         return FileAccess("write", args["notebook_path"])
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: NotebookEditInput, ctx: ToolContext) -> None:
         mode = args.get("edit_mode") or "replace"
         if not args["notebook_path"].lower().endswith(".ipynb"):
             raise InputError(
@@ -87,7 +95,7 @@ class NotebookEditTool(Tool):
         if mode in ("replace", "delete") and not args.get("cell_id"):
             raise InputError(f"cell_id is required to {mode} a cell.")
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: NotebookEditInput, ctx: ToolContext) -> ToolResult:
         session = ctx.session
         mode = args.get("edit_mode") or "replace"
         loc = filestate.resolve(session, args["notebook_path"], ctx.roots("write"), ctx)

@@ -7,7 +7,7 @@ import base64
 import contextlib
 import os
 import stat
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from agentd.foundation.errors import InputError, ToolError
 from agentd.fs import access as fsaccess
@@ -92,7 +92,15 @@ def _too_large(path: str, size: int) -> str:
     )
 
 
-class ReadTool(ReadOnlyTool):
+class ReadInput(TypedDict):
+    file_path: str
+    offset: NotRequired[int]
+    limit: NotRequired[int]
+    pages: NotRequired[str]
+    allow_large: NotRequired[bool]
+
+
+class ReadTool(ReadOnlyTool[ReadInput]):
     name = "Read"
     description = (
         "Read a file from the local filesystem. file_path may be absolute or relative to the "
@@ -125,7 +133,7 @@ class ReadTool(ReadOnlyTool):
     # bounds its own output instead (MAX_TEXT_BYTES, offset/limit).
     max_result_chars = 1 << 62
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: ReadInput) -> FileAccess | None:
         return FileAccess("read", args["file_path"])
 
     def lenient_input(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +146,7 @@ class ReadTool(ReadOnlyTool):
             args = {k: v for k, v in args.items() if k != "limit"}
         return args
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: ReadInput, ctx: ToolContext) -> None:
         session = ctx.session
         where = fsaccess.expand(args["file_path"], session.cwd, session.home)
         if device := devices.named_device(where):
@@ -149,7 +157,7 @@ class ReadTool(ReadOnlyTool):
         if args.get("pages") is not None and pdfs.is_pdf_name(args["file_path"]):
             pdfs.parse_pages(args["pages"])
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: ReadInput, ctx: ToolContext) -> ToolResult:
         session = ctx.session
         loc = filestate.resolve(session, args["file_path"], ctx.roots("read"), ctx)
         ext = os.path.splitext(loc.path)[1].lower()
@@ -177,7 +185,7 @@ class ReadTool(ReadOnlyTool):
         return await asyncio.to_thread(self._read_and_render, args, session, loc)
 
     def _read_and_render(
-        self, args: dict[str, Any], session: Session, loc: fsaccess.Located
+        self, args: ReadInput, session: Session, loc: fsaccess.Located
     ) -> ToolResult:
         return self._render(args, session, loc, self._read(session, loc))
 
@@ -195,7 +203,7 @@ class ReadTool(ReadOnlyTool):
 
     def _render(
         self,
-        args: dict[str, Any],
+        args: ReadInput,
         session: Session,
         loc: fsaccess.Located,
         current: filestate.Current,
@@ -216,7 +224,7 @@ class ReadTool(ReadOnlyTool):
                 loc.path, data, pages, (ident.uid, ident.gid) if ident else None
             )
         elif ext == ".ipynb" and (notebook := notebooks.load_notebook(data)) is not None:
-            result = notebooks.render_notebook(args, notebook, MAX_LARGE_CHARS)
+            result = notebooks.render_notebook(args["file_path"], notebook, MAX_LARGE_CHARS)
         else:
             return self._text(args, session, loc, current)
         filestate.remember(session, loc.path, data, current.st, partial=False)
@@ -224,7 +232,7 @@ class ReadTool(ReadOnlyTool):
 
     def _text(
         self,
-        args: dict[str, Any],
+        args: ReadInput,
         session: Session,
         loc: fsaccess.Located,
         current: filestate.Current,

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentd.foundation.config import Config
 from agentd.runs.output.registry import Outputs
 from agentd.runs.tasks import TaskManager
+from agentd.sessions.event_types import TodoPayload
 from agentd.sessions.session import Session
 
 if TYPE_CHECKING:  # the tracker asks people: permissions import the tools
     from agentd.changes.service import ChangeTracker
 
 # TodoWrite changed a session's list: said to the attached clients.
-TodosChanged = Callable[[Session, list[dict[str, Any]]], Awaitable[None]]
+TodosChanged = Callable[[Session, list[TodoPayload]], Awaitable[None]]
 # A Bash call moved the session's cwd (session, new cwd, previous cwd).
 CwdChanged = Callable[[Session, str, str], None]
 

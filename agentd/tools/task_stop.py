@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from agentd.foundation.errors import InputError
 from agentd.tools.base import Hints, Tool, ToolContext, ToolResult
@@ -14,7 +14,12 @@ at its timeout) and everything it started. Give its id as task_id. The task's ou
 file stays readable and ends with its exit code."""
 
 
-class TaskStopTool(Tool):
+class TaskStopInput(TypedDict):
+    task_id: NotRequired[str]
+    shell_id: NotRequired[str]  # the older name
+
+
+class TaskStopTool(Tool[TaskStopInput]):
     name = "TaskStop"
     hints = Hints(idempotent=True)  # kills; a stopped task stays stopped
     aliases = ("KillShell",)
@@ -25,11 +30,11 @@ class TaskStopTool(Tool):
         "additionalProperties": False,
     }
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: TaskStopInput, ctx: ToolContext) -> None:
         if not (args.get("task_id") or args.get("shell_id")):
             raise InputError("Give the id of the task to stop as task_id.")
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: TaskStopInput, ctx: ToolContext) -> ToolResult:
         tasks = ctx.services.tasks
         task_id = args.get("task_id") or args["shell_id"]
         task = tasks.get(ctx.session.id, task_id)

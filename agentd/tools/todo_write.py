@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
+from agentd.sessions.event_types import TodoPayload
 from agentd.tools.base import Hints, InputError, Tool, ToolContext, ToolResult
 
 STATUSES = ("pending", "in_progress", "completed")
@@ -26,7 +27,11 @@ RESULT_TEXT = (
 )
 
 
-class TodoWrite(Tool):
+class TodoWriteInput(TypedDict):
+    todos: list[TodoPayload]
+
+
+class TodoWrite(Tool[TodoWriteInput]):
     name: ClassVar[str] = "TodoWrite"
     # Replaces the session's own list; touches no file.
     hints = Hints(destructive=False, idempotent=True)
@@ -65,13 +70,13 @@ class TodoWrite(Tool):
         return {**args, "todos": kept}
 
     # Touches no file, but changes session state: calls must not interleave.
-    def is_read_only(self, args: dict[str, Any]) -> bool:
+    def is_read_only(self, args: TodoWriteInput) -> bool:
         return False
 
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+    def is_concurrency_safe(self, args: TodoWriteInput) -> bool:
         return False
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: TodoWriteInput, ctx: ToolContext) -> None:
         todos = args.get("todos")
         if not isinstance(todos, list):
             raise InputError("todos must be a list of todo items.")
@@ -93,10 +98,13 @@ class TodoWrite(Tool):
         if problems:
             raise InputError("Invalid todo list: " + "; ".join(problems) + ".")
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: TodoWriteInput, ctx: ToolContext) -> ToolResult:
         session = ctx.session
         old = session.todos
-        new = [{key: item[key] for key in FIELDS} for item in args["todos"]]
+        new = [
+            TodoPayload(content=t["content"], status=t["status"], activeForm=t["activeForm"])
+            for t in args["todos"]
+        ]
         # A finished list is cleared, as the reference does: the next task starts empty.
         stored = [] if new and all(t["status"] == "completed" for t in new) else new
         session.todos = stored

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypedDict
 
 from agentd.foundation.errors import InputError
 from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
@@ -12,7 +12,12 @@ from agentd.tools.files import filestate, textdiff, trailing
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
 
 
-class WriteTool(Tool):
+class WriteInput(TypedDict):
+    file_path: str
+    content: str
+
+
+class WriteTool(Tool[WriteInput]):
     name = "Write"
     hints = Hints(idempotent=True)  # replaces a file whole
     description = (
@@ -36,10 +41,10 @@ class WriteTool(Tool):
         "additionalProperties": False,
     }
 
-    def file_access(self, args: dict[str, Any]) -> FileAccess | None:
+    def file_access(self, args: WriteInput) -> FileAccess | None:
         return FileAccess("write", args["file_path"])
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: WriteInput, ctx: ToolContext) -> ToolResult:
         session = ctx.session
         loc = filestate.resolve(session, args["file_path"], ctx.roots("write"), ctx)
         # Line-end whitespace trimmed outside Markdown, as the reference writes (trailing.py).

@@ -7,7 +7,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from agentd.changes.prompt import made_by
 from agentd.changes.tracked import Tracked
@@ -57,7 +57,15 @@ for files: they are faster and keep edits safe."""
 _BARE_SLEEP = re.compile(r"\s*sleep\s+[0-9.]+[smhd]?\s*")
 
 
-class BashTool(Tool):
+class BashInput(TypedDict):
+    command: str
+    timeout: NotRequired[float]
+    description: NotRequired[str]
+    run_in_background: NotRequired[bool]
+    dangerouslyDisableSandbox: NotRequired[bool]
+
+
+class BashTool(Tool[BashInput]):
     name = "Bash"
     # Runs anything; the network too in a session that allows it.
     hints = Hints(open_world=True)
@@ -77,7 +85,7 @@ class BashTool(Tool):
     # Bash cuts its own output to head and tail, with the full text in a file.
     max_result_chars = 10 * MAX_OUTPUT_CHARS
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: BashInput, ctx: ToolContext) -> None:
         # An empty command runs (and prints nothing), as in the reference.
         if "\0" in args["command"]:
             raise InputError("The command contains a NUL byte.")
@@ -88,7 +96,7 @@ class BashTool(Tool):
                 "allows unsandboxed commands."
             )
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         command: str = args["command"]
         notices = _cwd_that_exists(ctx)
         # Before the command can run: what it changes is named afterwards.

@@ -13,7 +13,7 @@ from agentd.tools.base import ContentBlock, ImageBlock, TextBlock, ToolResult, r
 MAX_OUTPUT_CHARS = 10_000
 
 
-def render_notebook(args: dict[str, Any], notebook: dict[str, Any], max_chars: int) -> ToolResult:
+def render_notebook(file_path: str, notebook: dict[str, Any], max_chars: int) -> ToolResult:
     """Cells with their outputs, images among them, as the reference shows them."""
     language = notebook_language(notebook)
     blocks: list[ContentBlock] = []
@@ -61,13 +61,13 @@ def render_notebook(args: dict[str, Any], notebook: dict[str, Any], max_chars: i
     size = sum(len(b.text) for b in blocks if isinstance(b, TextBlock))
     if size > max_chars:
         raise ToolError(
-            f"{args['file_path']} has {size} characters of cells and outputs, more than "
+            f"{file_path} has {size} characters of cells and outputs, more than "
             "one read returns. Look at parts of it with jq through Bash, e.g. "
             "`jq '.cells[:10]' notebook.ipynb`."
         )
     return ToolResult(
         blocks,
-        data={"type": "notebook", "file": {"filePath": args["file_path"], "cells": cells_data}},
+        data={"type": "notebook", "file": {"filePath": file_path, "cells": cells_data}},
     )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from agentd.network.address import AllowList
 from agentd.tools.base import Hints, InputError, Tool, ToolContext, ToolError, ToolResult
@@ -60,7 +60,13 @@ This tool only reads, but it reaches the network; it asks for permission per dom
 unless a rule such as WebFetch(domain:example.com) allows it."""
 
 
-class WebFetch(Tool):
+class WebFetchInput(TypedDict):
+    url: str
+    prompt: str
+    offset: NotRequired[int]
+
+
+class WebFetch(Tool[WebFetchInput]):
     name: ClassVar[str] = "WebFetch"
     hints = Hints(read_only=True, destructive=False, idempotent=True, open_world=True)
     description: ClassVar[str] = DESCRIPTION
@@ -81,16 +87,16 @@ class WebFetch(Tool):
         self.cache = PageCache(CACHE_TTL_S, CACHE_MAX_ENTRIES, CACHE_MAX_CHARS)
         self.resolve = resolve
 
-    def is_read_only(self, args: dict[str, Any]) -> bool:
+    def is_read_only(self, args: WebFetchInput) -> bool:
         return True
 
-    def is_concurrency_safe(self, args: dict[str, Any]) -> bool:
+    def is_concurrency_safe(self, args: WebFetchInput) -> bool:
         return True
 
-    async def validate_input(self, args: dict[str, Any], ctx: ToolContext) -> None:
+    async def validate_input(self, args: WebFetchInput, ctx: ToolContext) -> None:
         checked_url(str(args.get("url", "")))
 
-    async def call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    async def call(self, args: WebFetchInput, ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
         allow = AllowList(ctx.services.config.webfetch_allow_private_hosts)
         url = checked_url(str(args.get("url", "")), allow)
