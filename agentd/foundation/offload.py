@@ -50,8 +50,9 @@ def _ready() -> bool:
 
 
 def _start_worker(parent: int) -> None:
-    """In a worker, first: end when the daemon ends, however it ends (a kill -9 left
-    workers and their resource tracker behind for good); then yield the CPU to the loop."""
+    """In a worker, first: end when the daemon ends, however it ends (a kill -9
+    included: nothing else would end the workers and their resource tracker); then yield
+    the CPU to the loop."""
     linux.set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent:  # it died before the line above
         os._exit(0)
