@@ -8,6 +8,8 @@ import errno
 import os
 import signal
 import stat
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -240,3 +242,28 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_the_shim_and_the_host_watch_load_no_sandbox_machinery() -> None:
+    """They import this module (through the change reader) and start once per daemon:
+    agentd_sandbox's bwrap, runner and probe stay unloaded until used."""
+    code = (
+        "import sys, agentd.runs.shim.supervisor, agentd.changes.hostwatch, agentd_sandbox; "
+        "print(sorted(m for m in sys.modules if m.startswith('agentd_sandbox.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "['agentd_sandbox.errors',",
+        "'agentd_sandbox.linux',",
+        "'agentd_sandbox.policy']",
+    ]
+
+
+def test_the_packages_names_load_on_first_use() -> None:
+    code = (
+        "import agentd_sandbox.probe; "  # a submodule first: the names are still the package's
+        "from agentd_sandbox import check, spawn, hides, SandboxProcess; "
+        "print(callable(check), spawn.__name__, hides.__name__, SandboxProcess.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "spawn", "hides", "SandboxProcess"]
