@@ -79,7 +79,7 @@ run: system-deps $(STAMP)
 	$(VENV)/bin/agentd serve
 
 test: system-deps $(STAMP) claude-code codex
-	$(VENV)/bin/pytest -q -n auto --dist loadfile
+	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term
 
 claude-code: $(CLAUDE_CODE_STAMP)
 

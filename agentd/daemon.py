@@ -129,7 +129,7 @@ class Daemon:
         self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
         self.network: network_service.NetworkService | None = None  # made in start()
         self.ssh_agent: ssh_agent_service.SshAgentService | None = None
-        # Credential sources and routes (issue 21); a bad entry stops start-up.
+        # Credential sources and routes; a bad entry stops start-up.
         self.credential_config = credential_config.load(config)
         self.credentials: CredentialService | None = None  # made in start(), on the network
         self.executor = Executor(

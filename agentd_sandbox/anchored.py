@@ -12,30 +12,19 @@ that is a link, or has one on its way, is refused with ELOOP and bound nowhere.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
-import struct
 
-_SYS_OPENAT2 = 437  # the same number on every architecture since Linux 5.6
-RESOLVE_NO_MAGICLINKS = 0x02
-RESOLVE_NO_SYMLINKS = 0x04
-RESOLVE_BENEATH = 0x08
+from . import linux
+from .linux import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS
+
 # Refuse any link, /proc's magic ones included, and never leave the starting directory.
 STRICT = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
 
 
 def openat2(dir_fd: int, rel: str, flags: int, resolve: int = STRICT) -> int:
     """openat2(dir_fd, rel) with `resolve` flags; raises OSError (ELOOP for a link)."""
-    how = struct.pack("QQQ", flags | os.O_CLOEXEC, 0, resolve)
-    buf = ctypes.create_string_buffer(how, len(how))
-    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), buf, len(how))
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), rel)
-    return int(fd)
+    return linux.openat2(dir_fd, rel, flags, resolve=resolve)
 
 
 def open_beneath(root_fd: int, rel: str, flags: int = os.O_PATH) -> int:

@@ -14,7 +14,7 @@ import errno
 import functools
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from . import anchored, binaries, mounts, visibility
 from .errors import PathGone, SandboxUnavailable
@@ -299,7 +299,7 @@ def build_argv(
     *,
     identity: Identity,
     bwrap: str,
-    seccomp_fd: int | None,
+    seccomp_fds: Sequence[int] = (),
 ) -> tuple[list[str], MountList]:
     """The full bwrap argv running `command` under `policy`, and the mount list whose
     descriptors it names (pass them to bwrap, then close them)."""
@@ -328,6 +328,6 @@ def build_argv(
     for key, value in environment(policy).items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", policy.cwd or policy.home or DEFAULT_HOME]
-    if seccomp_fd is not None:
-        argv += ["--seccomp", str(seccomp_fd)]
+    for fd in seccomp_fds:  # each filter installed; the kernel applies them all
+        argv += ["--add-seccomp-fd", str(fd)]
     return [*argv, "--", *command], mount_list

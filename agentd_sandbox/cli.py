@@ -7,9 +7,9 @@ import json
 import os
 import sys
 
-from .check import check
 from .errors import SandboxUnavailable
 from .policy import Limits, SandboxPolicy
+from .probe import check
 from .runner import run
 
 

@@ -49,7 +49,7 @@ class Launch:
     """Everything needed to exec one sandboxed command."""
 
     argv: list[str]
-    seccomp_fd: int
+    seccomp_fds: tuple[int, ...]
     popen_kwargs: dict[str, Any]
     args_fd: int | None = None
     ident: identity.Identity | None = None
@@ -62,7 +62,7 @@ class Launch:
 
     def close(self) -> None:
         """Close the parent's copies of the fds the child has; the lifeline stays open."""
-        for fd in (self.seccomp_fd, self.args_fd, self.info_fd, *self.mount_fds):
+        for fd in (*self.seccomp_fds, self.args_fd, self.info_fd, *self.mount_fds):
             if fd is not None:
                 os.close(fd)
         self.mount_fds = []
@@ -84,25 +84,25 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         raise SandboxUnavailable(probe_failure)
     netns = _netns_prefix(policy)
     try:
-        fd = seccomp.bpf_fd()
+        filters = seccomp.bpf_fds()
     except (seccomp.FilterError, OSError) as exc:
         raise SandboxUnavailable(f"cannot build the seccomp filter: {exc}") from exc
     lifeline, info_fd = os.pipe2(os.O_CLOEXEC)
     mount_fds: list[int] = []
     try:
         argv, mount_list = bwrap.build_argv(
-            policy, command, identity=ident, bwrap=bwrap_path, seccomp_fd=fd
+            policy, command, identity=ident, bwrap=bwrap_path, seccomp_fds=filters
         )
         mount_fds = mount_list.fds
         argv = [argv[0], "--info-fd", str(info_fd), *argv[1:]]
         argv, args_fd = _options_through_fd(argv, len(command))
     except BaseException:
-        for end in (fd, lifeline, info_fd, *mount_fds):
+        for end in (*filters, lifeline, info_fd, *mount_fds):
             os.close(end)
         raise
     kwargs: dict[str, Any] = {
         "close_fds": True,
-        "pass_fds": (fd, args_fd, info_fd, *mount_fds, *pass_fds),
+        "pass_fds": (*filters, args_fd, info_fd, *mount_fds, *pass_fds),
         "start_new_session": True,
         "env": {},
     }
@@ -113,7 +113,7 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         drop = identity.setpriv_prefix(dataclasses.replace(ident, switch=False))
     if not drop:
         if policy.cgroup_procs and ident.switch:
-            _close(fd, lifeline, info_fd, args_fd)
+            _close(*filters, lifeline, info_fd, args_fd)
             raise SandboxUnavailable(
                 "setpriv (util-linux) is needed to start a sandbox in its control group: "
                 "install util-linux"
@@ -127,7 +127,7 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
     join = cgroups.join_prefix(policy.cgroup_procs)
     argv = [*join, *netns, *drop, *pidns, *prefix, *argv]
     ours = io.FileIO(lifeline, "rb", closefd=True)
-    return Launch(argv, fd, kwargs, args_fd, ident, ours, info_fd, mount_fds)
+    return Launch(argv, filters, kwargs, args_fd, ident, ours, info_fd, mount_fds)
 
 
 def _netns_prefix(policy: SandboxPolicy) -> list[str]:

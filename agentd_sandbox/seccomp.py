@@ -1,18 +1,54 @@
-"""The seccomp filter, generated with libseccomp (pyseccomp) and exported as BPF for bwrap.
+"""The seccomp filters, generated with libseccomp (pyseccomp) and exported as BPF for bwrap.
 
-Default allow; deny what Docker's default profile denies plus the ptrace family,
-io_uring, TIOCSTI/TIOCLINUX, exotic socket families and personality flags. clone3
-answers ENOSYS so libc falls back to clone, whose flags we can inspect. Only the
-native architecture is in the filter: any other (i386 via int 0x80, x32) is killed.
+Two filters, both installed (bwrap's --add-seccomp-fd); the kernel runs every filter
+and takes the strictest answer, so a syscall runs only when both allow it:
+
+1. Docker's allow-list (`allow_list`): the syscalls Docker's default profile allows a
+   container with no added capabilities, on this architecture; everything else answers
+   ENOSYS, so a syscall added to the kernel later is unknown here until this list names
+   it (and libc, seeing ENOSYS, falls back as on an older kernel). The syscalls Docker
+   denies answer EPERM, as they always have. The profile is vendored as
+   docker_seccomp_default.json (see DOCKER_PROFILE_SOURCE).
+2. agentd's denials on top (`build_filter`): what Docker denies plus the ptrace family,
+   io_uring, TIOCSTI/TIOCLINUX, exotic socket families and personality flags; clone3
+   answers ENOSYS so libc falls back to clone, whose namespace flags are refused.
+   Argument rules live here only: libseccomp lets an unconditional allow override them.
+
+Only the native architecture is in either filter: any other (i386 via int 0x80, x32)
+is killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
+import json
 import os
+from pathlib import Path
+from typing import Any
 
 import pyseccomp as sc
+
+DOCKER_PROFILE = Path(__file__).with_name("docker_seccomp_default.json")
+DOCKER_PROFILE_SOURCE = (
+    "moby profiles/seccomp/default.json as Debian 12 ships it in "
+    "golang-github-docker-docker-dev 20.10.24+dfsg1-1+deb12u1 "
+    "(usr/share/gocode/src/github.com/docker/docker/profiles/seccomp/default.json), "
+    "unchanged; sha256 e5e91f884647e7332b3f89280777752f563df4f1372a186f14ddb7bf2f55cf61"
+)
+# Docker's names for libseccomp's architectures (the profile's `arches` includes).
+_DOCKER_ARCH = {
+    sc.Arch.X86_64: "amd64",
+    sc.Arch.X86: "x86",
+    sc.Arch.X32: "x32",
+    sc.Arch.AARCH64: "arm64",
+    sc.Arch.ARM: "arm",
+    sc.Arch.PPC64LE: "ppc64le",
+    sc.Arch.S390X: "s390x",
+    sc.Arch.S390: "s390",
+    sc.Arch.RISCV64: "riscv64",
+}
 
 # Docker's default profile denies these outright (see
 # ../shared/security/docker_seccomp_denied.json); tests check this list covers it.
@@ -69,6 +105,61 @@ class FilterError(RuntimeError):
     """libseccomp could not build the filter."""
 
 
+def docker_allowed(profile: dict[str, Any], arch: str) -> set[str]:
+    """The syscalls Docker's `profile` allows on `arch` to a container that was given no
+    capability: its allow entries that need no capability and whose arches include
+    `arch`. An entry with argument conditions (clone, personality) counts: agentd's own
+    filter holds the arguments."""
+    allowed: set[str] = set()
+    for entry in profile["syscalls"]:
+        includes = entry.get("includes") or {}
+        excludes = entry.get("excludes") or {}
+        if entry.get("action") != "SCMP_ACT_ALLOW" or includes.get("caps"):
+            continue
+        if includes.get("arches") and arch not in includes["arches"]:
+            continue
+        if arch in (excludes.get("arches") or []):
+            continue
+        allowed.update(entry["names"])
+    return allowed
+
+
+def _native_number(name: str) -> int | None:
+    """The native number of `name`, or None where it does not exist."""
+    try:
+        nr = sc.resolve_syscall(sc.Arch.NATIVE, name)
+    except ValueError:
+        nr = -1
+    if nr < 0:
+        if sc.system_arch() != sc.Arch.X86_64 or name not in _X86_64_NEW:
+            return None
+        nr = _X86_64_NEW[name]
+    return int(nr)
+
+
+def allow_list() -> sc.SyscallFilter:
+    """Docker's allow-list as a filter: ENOSYS by default, EPERM for what Docker denies."""
+    profile = json.loads(DOCKER_PROFILE.read_text())
+    arch = _DOCKER_ARCH.get(sc.system_arch())
+    if arch is None:
+        raise FilterError(f"Docker's profile names no architecture for {sc.system_arch()}")
+    filt = sc.SyscallFilter(sc.ERRNO(errno.ENOSYS))
+    filt.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        filt.set_attr(sc.Attr.CTL_OPTIMIZE, 2)  # a binary tree: ~350 names, not a chain
+    denied = set(DOCKER_DENIED)
+    for name in sorted(docker_allowed(profile, arch) - denied):
+        nr = _native_number(name)
+        if nr is not None:
+            filt.add_rule(sc.ALLOW, nr)
+    eperm = sc.ERRNO(errno.EPERM)
+    for name in sorted(denied):
+        nr = _native_number(name)
+        if nr is not None:
+            filt.add_rule(eperm, nr)
+    return filt
+
+
 def build_filter() -> sc.SyscallFilter:
     """The filter as a libseccomp object (native arch only, bad arch kills)."""
     filt = sc.SyscallFilter(sc.ALLOW)
@@ -76,12 +167,9 @@ def build_filter() -> sc.SyscallFilter:
     eperm = sc.ERRNO(errno.EPERM)
     native = sc.system_arch()
     for name in DOCKER_DENIED:
-        nr = sc.resolve_syscall(sc.Arch.NATIVE, name)
-        if nr == -1:
-            if native != sc.Arch.X86_64 or name not in _X86_64_NEW:
-                continue  # does not exist on this architecture
-            nr = _X86_64_NEW[name]
-        filt.add_rule(eperm, nr)
+        nr = _native_number(name)
+        if nr is not None:  # else it does not exist on this architecture
+            filt.add_rule(eperm, nr)
     filt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     clone_flags_arg = 1 if native in (sc.Arch.S390, sc.Arch.S390X) else 0
     for flag in CLONE_NS_FLAGS:
@@ -108,11 +196,8 @@ def _deny_personality_except_linux_and_query(filt: sc.SyscallFilter, action: int
         filt.add_rule(action, "personality", sc.Arg(0, sc.MASKED_EQ, mask, 1 << bit))
 
 
-@functools.cache
-def bpf_program() -> bytes:
-    """The compiled BPF program (built once per process)."""
+def _compiled(filt: sc.SyscallFilter) -> bytes:
     try:
-        filt = build_filter()
         fd = os.memfd_create("agentd-seccomp-build", os.MFD_CLOEXEC)
         try:
             with os.fdopen(os.dup(fd), "wb", closefd=True) as out:
@@ -128,28 +213,54 @@ def bpf_program() -> bytes:
     return b"".join(chunks)
 
 
-def bpf_fd() -> int:
-    """A fresh fd, at offset 0, holding the BPF program, for bwrap's --seccomp.
-
-    The caller passes it to the child (pass_fds) and closes its own copy after spawn;
-    bwrap reads it and closes it before exec, so it never reaches the command.
-    """
-    fd = os.memfd_create("agentd-seccomp", os.MFD_CLOEXEC)
+@functools.cache
+def bpf_program() -> bytes:
+    """agentd's denials, compiled (built once per process)."""
     try:
-        os.write(fd, bpf_program())
-        os.lseek(fd, 0, os.SEEK_SET)
-    except OSError:
-        os.close(fd)
+        filt = build_filter()
+    except OSError as exc:
+        raise FilterError(f"libseccomp could not build the filter: {exc}") from exc
+    return _compiled(filt)
+
+
+@functools.cache
+def allow_list_program() -> bytes:
+    """Docker's allow-list, compiled (built once per process)."""
+    try:
+        filt = allow_list()
+    except (OSError, ValueError) as exc:
+        raise FilterError(f"cannot read Docker's profile ({DOCKER_PROFILE}): {exc}") from exc
+    return _compiled(filt)
+
+
+def bpf_fds() -> tuple[int, ...]:
+    """Fresh fds, at offset 0, one per filter (the allow-list, agentd's denials), for
+    bwrap's --add-seccomp-fd.
+
+    The caller passes them to the child (pass_fds) and closes its own copies after
+    spawn; bwrap reads each and closes it before exec, so none reaches the command.
+    """
+    fds: list[int] = []
+    try:
+        for name, program in (("allow-list", allow_list_program()), ("denials", bpf_program())):
+            fd = os.memfd_create(f"agentd-seccomp-{name}", os.MFD_CLOEXEC)
+            fds.append(fd)
+            os.write(fd, program)
+            os.lseek(fd, 0, os.SEEK_SET)
+    except (OSError, FilterError):
+        for fd in fds:
+            os.close(fd)
         raise
-    return fd
+    return tuple(fds)
 
 
-def pseudo_code() -> str:
-    """libseccomp's readable rendering of the filter (for review and `check`)."""
+def pseudo_code(filt: sc.SyscallFilter | None = None) -> str:
+    """libseccomp's readable rendering of `filt`, agentd's denials by default (for
+    review and `check`)."""
     fd = os.memfd_create("agentd-seccomp-pfc", os.MFD_CLOEXEC)
     try:
         with os.fdopen(os.dup(fd), "wb", closefd=True) as out:
-            build_filter().export_pfc(out)
+            (filt or build_filter()).export_pfc(out)
         os.lseek(fd, 0, os.SEEK_SET)
         return os.read(fd, 1 << 20).decode()
     finally:

@@ -44,19 +44,18 @@ def _layers(policy: object) -> dict[str, Callable[[], None]]:
 
     def agentd_argv(with_seccomp: bool, prlimit: bool) -> Callable[[], None]:
         def once() -> None:
-            fd = seccomp.bpf_fd() if with_seccomp else None
+            fds = seccomp.bpf_fds() if with_seccomp else ()
             mount_list = None
             try:
                 argv, mount_list = bwrap.build_argv(
-                    policy, bash, identity=ident, bwrap=BWRAP, seccomp_fd=fd
+                    policy, bash, identity=ident, bwrap=BWRAP, seccomp_fds=fds
                 )
                 pre = limits.prlimit_prefix(policy.limits) if prlimit else []
-                passed = (*([fd] if fd is not None else []), *mount_list.fds)
-                _run([*drop, *pre, *argv], pass_fds=passed)
+                _run([*drop, *pre, *argv], pass_fds=(*fds, *mount_list.fds))
             finally:
                 if mount_list is not None:
                     mount_list.close()
-                if fd is not None:
+                for fd in fds:
                     import os
 
                     os.close(fd)

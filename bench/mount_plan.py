@@ -57,9 +57,7 @@ def main() -> None:
             t0 = time.perf_counter()
             policy = sandbox_policy.policy_for(session, config, tmp)
             ident = identity.resolve(policy)
-            built = bwrap.build_argv(
-                policy, ["true"], identity=ident, bwrap="bwrap", seccomp_fd=None
-            )
+            built = bwrap.build_argv(policy, ["true"], identity=ident, bwrap="bwrap")
             if isinstance(built, tuple):  # this tree: (argv, the mount list and its fds)
                 built[1].close()
             times.append(time.perf_counter() - t0)

@@ -4,9 +4,9 @@
 
 Each round spawns, from this process, `true` under the policy the daemon builds for a
 session on a git workspace (agentd.sandboxing.policy.policy_for), once with this tree's
-agentd_sandbox and once with the baseline tree's (its `sandbox/` package loaded under
+agentd_sandbox and once with the baseline tree's (its `agentd_sandbox/` loaded under
 another name), interleaved so the machine's noise falls on both alike. Prepare (argv,
-seccomp fd) is included: it is part of every Bash call.
+seccomp fds) is included: it is part of every Bash call.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from _common import percentile, workspace
 
 
 def _load_tree(tree: str) -> ModuleType:
-    path = os.path.join(tree, "sandbox")
+    # The package's folder: agentd_sandbox/ (sandbox/ in older checkouts).
+    path = os.path.join(tree, "agentd_sandbox")
+    if not os.path.isdir(path):
+        path = os.path.join(tree, "sandbox")
     spec = importlib.util.spec_from_file_location(
         "baseline_sandbox", os.path.join(path, "__init__.py"), submodule_search_locations=[path]
     )
@@ -39,11 +42,13 @@ def _load_tree(tree: str) -> ModuleType:
 
 def _once(runner: ModuleType, policy: object) -> None:
     launch = runner.prepare(policy, ["true"])
+    kwargs = {**launch.popen_kwargs, "stderr": subprocess.PIPE}
     try:
-        proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, **launch.popen_kwargs)
+        proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, **kwargs)
     finally:
         launch.close()
-    assert proc.wait() == 0
+    err = proc.stderr.read() if proc.stderr else b""
+    assert proc.wait() == 0, err.decode(errors="replace")
 
 
 def main() -> None:
@@ -82,16 +87,25 @@ def main() -> None:
             for _ in range(warm):
                 fn()
         samples: dict[str, list[float]] = {name: [] for name in fns}
+        failed: list[str] = []
         for _ in range(rounds):
             for name, fn in fns.items():
                 t0 = time.perf_counter()
-                fn()
+                try:
+                    fn()
+                except AssertionError as exc:
+                    # bwrap copies every host mount; one another process removed while
+                    # bwrap walked the copy fails that start (not counted, not timed).
+                    failed.append(f"{name}: {exc}")
+                    continue
                 samples[name].append((time.perf_counter() - t0) * 1000)
     finally:
         for path in (ws, state, tmp_dir):
             shutil.rmtree(path, ignore_errors=True)
     base = percentile(samples["baseline tree"], 50)
     print(f"sandboxed `true`, {rounds} interleaved rounds after {warm} warm-up")
+    if failed:
+        print(f"{len(failed)} starts failed and were not counted; the first: {failed[0]}")
     print(f"{'':16} {'p50 ms':>8} {'p99 ms':>8} {'vs baseline':>12}")
     for name, ms in samples.items():
         p50 = percentile(ms, 50)

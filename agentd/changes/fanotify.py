@@ -8,16 +8,18 @@ event: the run's reader (reader.py) is pid 1 of a namespace holding the whole sa
 so it reads 0 for every other process and the run's own pid otherwise, even for a
 process that has exited since (the event keeps its `struct pid`).
 
-Only stdlib here: the shim imports the reader, and the reader imports this.
+Only stdlib and agentd_sandbox.linux here: the shim imports the reader, and the reader
+imports this.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import struct
 from dataclasses import dataclass
+
+from agentd_sandbox import linux
 
 # fanotify_init flags
 FAN_CLOEXEC = 0x01
@@ -76,34 +78,16 @@ MARK_END = 1  # the run ended and every event before its end is in the log
 MARK_LOST = 2  # events were lost (queue overflow, log cap): only a scan can tell
 MARK_SYNC = 3  # the host watch: everything queued before the daemon asked is forwarded
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.fanotify_init.argtypes = [ctypes.c_uint, ctypes.c_uint]
-_libc.fanotify_init.restype = ctypes.c_int
-_libc.fanotify_mark.argtypes = [
-    ctypes.c_int,
-    ctypes.c_uint,
-    ctypes.c_uint64,
-    ctypes.c_int,
-    ctypes.c_char_p,
-]
-_libc.fanotify_mark.restype = ctypes.c_int
-
 
 def open_group() -> int:
     """A new group (needs CAP_SYS_ADMIN); raises OSError when the kernel cannot."""
-    fd = _libc.fanotify_init(INIT_FLAGS, os.O_RDONLY | os.O_CLOEXEC | os.O_LARGEFILE)
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"fanotify_init: {os.strerror(err)}")
-    return fd
+    return linux.fanotify_init(INIT_FLAGS, os.O_RDONLY | os.O_CLOEXEC | os.O_LARGEFILE)
 
 
 def mark_filesystem(group: int, dir_fd: int) -> None:
     """Report changes on the whole filesystem holding the directory `dir_fd`."""
     flags = FAN_MARK_ADD | FAN_MARK_FILESYSTEM
-    if _libc.fanotify_mark(group, flags, MASK, dir_fd, b".") != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"fanotify_mark: {os.strerror(err)}")
+    linux.fanotify_mark(group, flags, MASK, dir_fd, ".")
 
 
 def ignore_file(group: int, path: str) -> None:
@@ -112,9 +96,7 @@ def ignore_file(group: int, path: str) -> None:
     an event per page written, on the writing (event loop) thread."""
     flags = FAN_MARK_ADD | FAN_MARK_IGNORED_MASK | FAN_MARK_IGNORED_SURV_MODIFY
     mask = FAN_MODIFY | FAN_CLOSE_WRITE | FAN_ATTRIB
-    if _libc.fanotify_mark(group, flags, mask, AT_FDCWD, os.fsencode(path)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"fanotify_mark: {os.strerror(err)}")
+    linux.fanotify_mark(group, flags, mask, AT_FDCWD, path)
 
 
 def marker(kind: int) -> bytes:

@@ -10,27 +10,21 @@ Callers run these in a worker thread acting as the identity (agentd.fs.identity)
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import hashlib
 import os
 import secrets
 import stat
-import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+from agentd_sandbox import anchored
 
 # A code-bearing file larger than this is kept as a digest only: it can be removed, not
 # put back (none of the listed files is anywhere near it).
 CONTENT_CAP = 1024 * 1024
 
-_SYS_OPENAT2 = 437
-_RESOLVE_BENEATH = 0x08
-_RESOLVE_NO_SYMLINKS = 0x04
-_RESOLVE_NO_MAGICLINKS = 0x02
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
 
 FILE, SYMLINK, DIR, OTHER = "file", "symlink", "dir", "other"
 
@@ -65,18 +59,8 @@ def stat_key(st: os.stat_result) -> tuple[int, ...]:
 
 
 def _openat2(dir_fd: int, rel: str, flags: int) -> int:
-    how = struct.pack(
-        "QQQ",
-        flags | os.O_CLOEXEC,
-        0,
-        _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS,
-    )
-    buf = ctypes.create_string_buffer(how, len(how))
-    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), buf, len(how))
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), rel)
-    return fd
+    """`rel` beneath `dir_fd`, no link followed anywhere on the way."""
+    return anchored.openat2(dir_fd, rel, flags)
 
 
 @contextmanager

@@ -22,7 +22,6 @@ or approved already.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import select
@@ -31,11 +30,11 @@ import sys
 
 from agentd.changes import fanotify
 from agentd.sandboxing.codebearing import Table, table
+from agentd_sandbox import linux
 
 # Entries of a git directory, and what makes a directory one.
 _GIT_TRIGGERS = ("config", "config.worktree", "hooks", "commondir", "gitdir", "alternates",
                  "attributes", "HEAD", ".git")  # fmt: skip
-_PR_SET_PDEATHSIG = 1
 BATCH_MS = 20
 
 
@@ -129,7 +128,7 @@ def run(group: int, out: int, sync: int) -> None:
 
 
 def main() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.set_parent_death_signal(signal.SIGKILL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     group, out, sync = (int(a) for a in sys.argv[1:4])
     if os.getppid() == 1:

@@ -20,7 +20,6 @@ tell what changed.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import select
 import signal
@@ -28,6 +27,7 @@ import time
 from dataclasses import dataclass
 
 from agentd.changes import fanotify
+from agentd_sandbox import linux
 
 # The most a run's log may hold; beyond, events are dropped and marked lost.
 LOG_CAP = 64 * 1024 * 1024
@@ -35,9 +35,6 @@ LOG_CAP = 64 * 1024 * 1024
 FOLD_SECONDS = 0.5
 # The least time between two reads of the group (the stop is answered at once).
 BATCH_SECONDS = 0.02
-_CLONE_NEWPID = 0x20000000
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass
@@ -61,9 +58,7 @@ def start(group: int, log: int) -> Reader:
     """Make the next children of this process members of a new pid namespace whose pid 1
     is the reader of `group`, writing to `log`. Raises OSError if this cannot be done
     (then nothing changed: the caller spawns as before, untracked)."""
-    if _libc.unshare(_CLONE_NEWPID) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"unshare(CLONE_NEWPID): {os.strerror(err)}")
+    linux.unshare(linux.CLONE_NEWPID)
     try:
         stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
@@ -76,7 +71,7 @@ def start(group: int, log: int) -> Reader:
             # A shim that died before this was armed has closed the stop pipe: the
             # loop reads its end and finishes (getppid() is 0 here: the shim is
             # outside the namespace).
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            linux.set_parent_death_signal(signal.SIGKILL)
             _keep_only((group, log, stop_r))
             run(group, log, stop_r)
         except BaseException:  # noqa: BLE001 - the reader's last act is to exit
@@ -90,8 +85,9 @@ def start(group: int, log: int) -> Reader:
 def _children_back_home() -> None:
     """Undo the unshare: a namespace whose pid 1 never came cannot take children."""
     fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        _libc.setns(fd, _CLONE_NEWPID)
+    try:  # on failure, the error that brought us here is the one reported
+        with contextlib.suppress(OSError):
+            linux.setns(fd, linux.CLONE_NEWPID)
     finally:
         os.close(fd)
 

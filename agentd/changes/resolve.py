@@ -10,34 +10,27 @@ beneath the workspace root, as the session's identity, without following links
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import struct
 
 from agentd.changes.fanotify import Fid, fsid_of
+from agentd_sandbox import linux
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.open_by_handle_at.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
-_libc.open_by_handle_at.restype = ctypes.c_int
-_MAX_HANDLE = 128
 _DELETED = " (deleted)"
 
 
 def handles_work(path: str) -> str:
     """ "" when this process may turn a handle of `path` back into a path (it needs
     CAP_DAC_READ_SEARCH), else why not."""
-    buf = ctypes.create_string_buffer(struct.pack("<Ii", _MAX_HANDLE, 0) + bytes(_MAX_HANDLE))
-    mount_id = ctypes.c_int()
-    if _libc.name_to_handle_at(-100, os.fsencode(path), buf, ctypes.byref(mount_id), 0) != 0:
-        return f"name_to_handle_at: {os.strerror(ctypes.get_errno())}"
-    size = struct.unpack_from("<I", buf.raw)[0]
+    try:
+        handle, _ = linux.name_to_handle_at(linux.AT_FDCWD, path)
+    except OSError as exc:
+        return f"name_to_handle_at: {os.strerror(exc.errno or 0)}"
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        got = _libc.open_by_handle_at(fd, buf.raw[: 8 + size], os.O_PATH | os.O_CLOEXEC)
-        if got < 0:
-            return f"open_by_handle_at: {os.strerror(ctypes.get_errno())}"
-        os.close(got)
+        os.close(linux.open_by_handle_at(fd, handle, os.O_PATH))
         return ""
+    except OSError as exc:
+        return f"open_by_handle_at: {os.strerror(exc.errno or 0)}"
     finally:
         os.close(fd)
 
@@ -80,9 +73,10 @@ class Resolver:
         mount = self._mounts.get(fid.fsid)
         if mount is None or len(fid.handle) < 4:
             return None
-        buf = struct.pack("<I", len(fid.handle) - 4) + fid.handle
-        fd = _libc.open_by_handle_at(mount, buf, os.O_PATH | os.O_CLOEXEC)
-        if fd < 0:
+        handle = (len(fid.handle) - 4).to_bytes(4, "little") + fid.handle
+        try:
+            fd = linux.open_by_handle_at(mount, handle, os.O_PATH)
+        except OSError:
             return None  # ESTALE: deleted since
         try:
             if os.fstat(fd).st_nlink == 0:

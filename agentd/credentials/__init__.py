@@ -1,4 +1,4 @@
-"""Credentials the sandbox can use but never hold (issue 21).
+"""Credentials the sandbox can use but never hold.
 
 The secret stays with the daemon. Over https: a sandbox reaches a configured upstream
 through a route on its namespace's loopback (plain http), and the daemon forwards over

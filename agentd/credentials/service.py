@@ -171,10 +171,8 @@ class CredentialService(Listener):
     async def push_allowed(
         self, session_id: str, route: Route, path: str, commands: push.Commands, proven: set[str]
     ) -> tuple[bool, str]:
-        done = asyncio.run_coroutine_threadsafe(
-            self._push_decided(session_id, route, path, commands, proven), self.network.loop
-        )
-        return await asyncio.wrap_future(done)
+        decided = self._push_decided(session_id, route, path, commands, proven)
+        return await self.network.proxy_loop.on_daemon(decided)
 
     # --- on the daemon's loop -------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from agentd.credentials.ssh_agent_rules import (
 )
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
+from agentd.network.loop import ServiceLoop
 from agentd.network.rules import NetworkRules
 from agentd.network.service import NOT_ASKING_MODES
 from agentd.network.state import AskAnswer
@@ -84,6 +85,11 @@ class _SessionAgent:
     asking: dict[tuple[str, str], asyncio.Future[AskAnswer]] = field(default_factory=dict)
 
 
+def _close(agent: _SessionAgent) -> None:
+    if agent.server is not None:
+        agent.server.close()
+
+
 class Refused(Exception):
     """A request the agent answers with failure; the message is journaled."""
 
@@ -116,6 +122,9 @@ class SshAgentService:
         self._agents: dict[str, _SessionAgent] = {}
         self._opening = threading.Lock()
         self.record = Record(sessions)
+        # Sandboxes' connections are served on a loop of their own; each request is
+        # answered on the daemon's (rules, asks, the journal).
+        self.served = ServiceLoop("agentd-ssh-agent", loop)
 
     # --- the socket each sandbox sees ---------------------------------------------------
 
@@ -184,8 +193,7 @@ class SshAgentService:
                 lambda r, w: self._serve(session_id, agent, r, w), sock=sock
             )
 
-        # Connections made before the loop gets to it wait in the listen backlog.
-        asyncio.run_coroutine_threadsafe(serve(), self.loop)
+        self.served.submit(serve())
         log.info("session %s: ssh-agent listening", session_id)
         return agent
 
@@ -194,8 +202,7 @@ class SshAgentService:
         agent = self._agents.pop(session.id, None)
         self.record.closed(session.id)
         if agent is not None:
-            if agent.server is not None:
-                agent.server.close()
+            self.served.call(_close, agent)
             for pending in agent.asking.values():
                 pending.cancel()
         agent_dir.remove(self._session_dir(session.id))
@@ -204,9 +211,8 @@ class SshAgentService:
         """Stop serving. The directory of a session in `keep` (a task of it runs on, for
         the next daemon to take over) stays as it is: its sandboxes see it bound, and the
         next daemon puts its own socket there; the others' go."""
+        self.served.stop()
         for session_id, agent in self._agents.items():
-            if agent.server is not None:
-                agent.server.close()
             if not keep(session_id):
                 agent_dir.remove(os.path.dirname(agent.path))
         self._agents.clear()
@@ -231,17 +237,19 @@ class SshAgentService:
                 message = await wire.read_message(reader)
                 if message is None:
                     break
-                writer.write(wire.frame(await self._answer(conn, message)))
+                answer = await self.served.on_daemon(self._answer(conn, message))
+                writer.write(wire.frame(answer))
                 await writer.drain()
         except wire.WireError as exc:
             # Framing is lost past a bad length: the connection ends, the agent goes on.
-            self.record.refused(session_id, f"a malformed message ({exc}); connection closed")
+            why = f"a malformed message ({exc}); connection closed"
+            self.served.to_daemon(self.record.refused, session_id, why)
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
             agent.open -= 1
-            if upstream is not None:
-                upstream.close()
+            if upstream is not None:  # its connection lives on the daemon's loop
+                self.served.to_daemon(upstream.close)
             writer.close()
 
     async def _answer(self, conn: _Conn, message: bytes) -> bytes:

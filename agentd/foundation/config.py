@@ -195,7 +195,7 @@ class Config:
     ssh_agent_upstream: str = ""
     # The known_hosts listing those hosts' keys; "": ~/.ssh/known_hosts of the daemon's user.
     ssh_agent_known_hosts: str = ""
-    # Credentials (issue 21): the sandbox uses through routes, never holds.
+    # Credentials: the sandbox uses them through routes, never holds them.
     # Where secrets come from: [{name, file = PATH} | {name, env = VAR} |
     # {name, git_credential = "https://host[:port]", user = "alice" (default: the session's
     # owner), home = DIR}] (agentd/credentials/).

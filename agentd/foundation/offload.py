@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
@@ -33,11 +32,12 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
+from agentd_sandbox import linux
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_PR_SET_PDEATHSIG = 1
 
 # Processes at most: the machine's cores less the one the event loop runs on.
 WORKERS = max(1, min(4, (os.cpu_count() or 2) - 1))
@@ -50,10 +50,10 @@ def _ready() -> bool:
 
 
 def _start_worker(parent: int) -> None:
-    """In a worker, first: end when the daemon ends, however it ends (a kill -9 left
-    workers and their resource tracker behind for good); then yield the CPU to the loop."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    """In a worker, first: end when the daemon ends, however it ends (a kill -9
+    included: nothing else would end the workers and their resource tracker); then yield
+    the CPU to the loop."""
+    linux.set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent:  # it died before the line above
         os._exit(0)
     os.nice(WORKER_NICE)

@@ -8,11 +8,9 @@ EXDEV, whatever the path looks like.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import stat
-import struct
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -21,13 +19,8 @@ from typing import Any
 from agentd.foundation.errors import InputError, PathOutsideWorkspace, ToolError
 from agentd.fs.identity import FsIdentity, acting_as, current_identity
 from agentd.fs.temp_ledger import TempLedger, remove_left_temp
-
-_SYS_OPENAT2 = 437  # the same number on every architecture since 5.6
-_RESOLVE_NO_MAGICLINKS = 0x02
-_RESOLVE_NO_SYMLINKS = 0x04
-_RESOLVE_BENEATH = 0x08
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
+from agentd_sandbox import linux
+from agentd_sandbox.linux import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS
 
 
 def expand(raw: str, cwd: str, home: str) -> str:
@@ -94,15 +87,7 @@ def locate(
 
 
 def _openat2(dir_fd: int, rel: str, flags: int, mode: int = 0o666) -> int:
-    # openat2 rejects a mode unless the call may create the file.
-    mode = mode if flags & os.O_CREAT else 0
-    how = struct.pack("QQQ", flags | os.O_CLOEXEC, mode, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
-    buf = ctypes.create_string_buffer(how, len(how))
-    fd = _libc.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), buf, len(how))
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), rel)
-    return fd
+    return linux.openat2(dir_fd, rel, flags, mode, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
 
 
 def open_beneath(loc: Located, flags: int, mode: int = 0o666) -> int:
@@ -164,18 +149,12 @@ def stat_beneath(loc: Located) -> os.stat_result:
 def open_dir_nofollow(root_fd: int, rel: str) -> int:
     """A directory below `root_fd` opened for listing, refused if any part of `rel` is a
     symlink (a directory swapped for one mid-walk is never followed)."""
-    how = struct.pack(
-        "QQQ",
-        os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC,
-        0,
-        _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS | _RESOLVE_NO_SYMLINKS,
+    return linux.openat2(
+        root_fd,
+        rel or ".",
+        os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK,
+        resolve=RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS,
     )
-    buf = ctypes.create_string_buffer(how, len(how))
-    fd = _libc.syscall(_SYS_OPENAT2, root_fd, os.fsencode(rel or "."), buf, len(how))
-    if fd < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), rel)
-    return fd
 
 
 def read_bytes(loc: Located, limit: int | None = None) -> bytes:

@@ -15,7 +15,6 @@ CAP_SYS_RESOURCE (the filesystem's reserve) is dropped and brought back here (re
 
 from __future__ import annotations
 
-import ctypes
 import os
 import platform
 import threading
@@ -25,17 +24,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentd.fs import reserve
+from agentd_sandbox import linux
 
 T = TypeVar("T")
-
-# The raw setgroups syscall (32-bit gids) per architecture.
-_SYS_SETGROUPS = {"x86_64": 116, "aarch64": 159, "riscv64": 159, "ppc64le": 81, "s390x": 206}
-_SETGROUPS_NR = _SYS_SETGROUPS.get(platform.machine())
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-_libc.setfsuid.restype = ctypes.c_int
-_libc.setfsgid.restype = ctypes.c_int
-_QUERY = ctypes.c_uint(0xFFFFFFFF)  # an invalid id: setfs*id then only returns the current one
 
 
 class IdentityError(RuntimeError):
@@ -61,14 +52,14 @@ def current_identity() -> FsIdentity | None:
 
 
 def _setgroups(groups: list[int]) -> None:
-    if _SETGROUPS_NR is None:
+    if not linux.can_setgroups_thread():
         raise IdentityError(
             f"agentd cannot switch supplementary groups per thread on {platform.machine()}"
         )
-    array = (ctypes.c_uint * max(1, len(groups)))(*groups)
-    if _libc.syscall(_SETGROUPS_NR, len(groups), array) != 0:
-        err = ctypes.get_errno()
-        raise IdentityError(f"setgroups failed: {os.strerror(err)}")
+    try:
+        linux.setgroups_thread(groups)
+    except OSError as exc:
+        raise IdentityError(f"setgroups failed: {os.strerror(exc.errno or 0)}") from exc
 
 
 def _setfs(uid: int, gid: int) -> tuple[int, int]:
@@ -79,14 +70,14 @@ def _setfs(uid: int, gid: int) -> tuple[int, int]:
     since the thread's capabilities do not change, and the ids it held are checked
     again when it switches back.
     """
-    old_gid = _libc.setfsgid(ctypes.c_uint(gid))
-    old_uid = _libc.setfsuid(ctypes.c_uint(uid))
+    old_gid = linux.setfsgid(gid)
+    old_uid = linux.setfsuid(uid)
     if not getattr(_local, "verified", False):
-        now_uid = _libc.setfsuid(_QUERY)
-        now_gid = _libc.setfsgid(_QUERY)
+        now_uid = linux.fsuid()
+        now_gid = linux.fsgid()
         if (now_uid, now_gid) != (uid, gid):
-            _libc.setfsuid(ctypes.c_uint(old_uid))
-            _libc.setfsgid(ctypes.c_uint(old_gid))
+            linux.setfsuid(old_uid)
+            linux.setfsgid(old_gid)
             raise IdentityError(
                 f"could not take fsuid {uid}/fsgid {gid} (have {now_uid}/{now_gid})"
             )

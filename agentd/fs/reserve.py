@@ -15,72 +15,41 @@ than root and without the capability too (`without`).
 
 from __future__ import annotations
 
-import ctypes
+import dataclasses
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_CAP_SYS_RESOURCE = 24
-_VERSION_3 = 0x20080522
-_libc = ctypes.CDLL(None, use_errno=True)
+from agentd_sandbox import linux
 
-
-class _Header(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _Data(ctypes.Structure):
-    _fields_ = [
-        ("effective", ctypes.c_uint32),
-        ("permitted", ctypes.c_uint32),
-        ("inheritable", ctypes.c_uint32),
-    ]
-
-
-def _caps() -> tuple[_Header, ctypes.Array[_Data]]:
-    header = _Header(_VERSION_3, 0)  # pid 0: the calling thread
-    data = (_Data * 2)()
-    if _libc.capget(ctypes.byref(header), data) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"capget: {os.strerror(err)}")
-    return header, data
-
-
-def _set(header: _Header, data: ctypes.Array[_Data]) -> None:
-    if _libc.capset(ctypes.byref(header), data) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"capset: {os.strerror(err)}")
+_BIT = 1 << linux.CAP_SYS_RESOURCE
 
 
 def give_up() -> bool:
     """Drop CAP_SYS_RESOURCE from this thread's effective set; whether it was there."""
     if os.geteuid() != 0:
         return False
-    header, data = _caps()
-    bit = 1 << _CAP_SYS_RESOURCE
-    if not data[0].effective & bit:
+    caps = linux.capget()
+    if not caps.effective & _BIT:
         return False
-    data[0].effective &= ~bit
-    _set(header, data)
+    linux.capset(dataclasses.replace(caps, effective=caps.effective & ~_BIT))
     return True
 
 
 def take_back() -> None:
     """Raise CAP_SYS_RESOURCE again (it stayed permitted)."""
-    header, data = _caps()
-    data[0].effective |= 1 << _CAP_SYS_RESOURCE
-    _set(header, data)
+    caps = linux.capget()
+    linux.capset(dataclasses.replace(caps, effective=caps.effective | _BIT))
 
 
 def held() -> bool:
     """Whether this thread may write into the reserve now."""
-    return bool(_caps()[1][0].effective & (1 << _CAP_SYS_RESOURCE))
+    return bool(linux.capget().effective & _BIT)
 
 
 # The fsuid a root thread takes while it writes bytes a session made (any uid but the
 # filesystem's resuid, root, will do: the file is already open).
 _NOBODY = 65534
-_QUERY = ctypes.c_uint(0xFFFFFFFF)
 
 
 @contextmanager
@@ -89,18 +58,18 @@ def without() -> Iterator[None]:
     result saved for it) with no right to the reserve, on this thread: a fsuid other
     than root and no CAP_SYS_RESOURCE. Nothing to do for a daemon that is not root, or a
     thread already acting as a session (fs/identity)."""
-    if os.geteuid() != 0 or _libc.setfsuid(_QUERY) != 0:
+    if os.geteuid() != 0 or linux.fsuid() != 0:
         yield
         return
-    _libc.setfsuid(ctypes.c_uint(_NOBODY))
+    linux.setfsuid(_NOBODY)
     gave_up = give_up()
     try:
         yield
     finally:
         if gave_up:
             take_back()
-        _libc.setfsuid(ctypes.c_uint(0))
-        if _libc.setfsuid(_QUERY) != 0:
+        linux.setfsuid(0)
+        if linux.fsuid() != 0:
             # The thread cannot be the daemon again: its next write would be wrong.
             os.write(2, b"agentd: a thread could not take back its file identity; exiting\n")
             os._exit(70)
@@ -111,16 +80,16 @@ def as_daemon() -> Iterator[None]:
     """Run the body (a write of the daemon's own state through a descriptor it holds: the
     temp ledger) with the reserve, even on a thread acting as a session: fsuid root, the
     filesystem's resuid, for that write only."""
-    held = _libc.setfsuid(_QUERY)
+    held = linux.fsuid()
     if os.geteuid() != 0 or held == 0:
         yield
         return
-    _libc.setfsuid(ctypes.c_uint(0))
+    linux.setfsuid(0)
     try:
         yield
     finally:
-        _libc.setfsuid(ctypes.c_uint(held))
-        if _libc.setfsuid(_QUERY) != held:
+        linux.setfsuid(held)
+        if linux.fsuid() != held:
             os.write(2, b"agentd: a thread could not take back its file identity; exiting\n")
             os._exit(70)
 

@@ -21,22 +21,16 @@ the disk they are on, unsized, and says so once.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import logging
 import os
 from collections.abc import Iterator
 
 from agentd.fs import trees
+from agentd_sandbox import linux
 
 log = logging.getLogger(__name__)
 
-_MS_NOSUID = 0x2
-_MS_NODEV = 0x4
-_MNT_DETACH = 0x2
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = [*[ctypes.c_char_p] * 3, ctypes.c_ulong, ctypes.c_char_p]
-_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Why this daemon cannot mount temp dirs (None: it can, or has not tried yet).
 _unavailable: str | None = None
@@ -79,10 +73,14 @@ def size(path: str, size_bytes: int, ident: tuple[int, int] | None, mode: int = 
             raise PermissionError(f"{path} is not owned by uid {uid}: not mounting on it")
         options = f"size={size_bytes},mode={mode:o},uid={uid},gid={gid}".encode()
         target = f"/proc/self/fd/{fd}".encode()
-        if _libc.mount(b"tmpfs", target, b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
-            err = ctypes.get_errno()
+        try:
+            linux.mount("tmpfs", target, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, options)
+        except OSError as exc:
+            err = exc.errno or 0
             if err not in (errno.EPERM, errno.EACCES):
-                raise OSError(err, f"cannot mount the session's temp dir: {os.strerror(err)}")
+                raise OSError(
+                    err, f"cannot mount the session's temp dir: {os.strerror(err)}"
+                ) from exc
             _unavailable = os.strerror(err)
             log.warning(
                 "cannot mount a sized tmpfs on sessions' temp dirs (%s): they stay unsized "
@@ -99,9 +97,10 @@ def unmount(path: str) -> None:
             with _opened(path) as (fd, parent_dev):
                 if os.fstat(fd).st_dev == parent_dev:
                     return
-                if _libc.umount2(f"/proc/self/fd/{fd}".encode(), _MNT_DETACH) != 0:
-                    err = ctypes.get_errno()
-                    log.warning("cannot unmount %s: %s", path, os.strerror(err))
+                try:
+                    linux.umount2(f"/proc/self/fd/{fd}", linux.MNT_DETACH)
+                except OSError as exc:
+                    log.warning("cannot unmount %s: %s", path, exc.strerror)
                     return
         except OSError:
             return

@@ -16,7 +16,6 @@ whole path is then asked once more by name, as the identity resolves it.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import grp
 import logging
@@ -27,14 +26,10 @@ from dataclasses import dataclass
 
 from agentd.foundation.errors import InvalidRequest
 from agentd.fs.identity import FsIdentity, IdentityError, acting_as
+from agentd_sandbox import linux
 
 log = logging.getLogger(__name__)
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-_SYS_FACCESSAT2 = 439  # the same number on every architecture (added in Linux 5.8)
-_AT_EMPTY_PATH = 0x1000
-_AT_EACCESS = 0x200
 _NEEDS = {os.R_OK: "read", os.W_OK: "write", os.X_OK: "search"}
 
 
@@ -51,13 +46,15 @@ class Refusal:
 
 def _faccessat2(fd: int, path: str, mode: int, flags: int) -> int:
     """0, or the errno faccessat2 gives for `mode` on `path` beneath `fd`."""
-    if _libc.syscall(_SYS_FACCESSAT2, fd, path.encode(), mode, flags) == 0:
-        return 0
-    return ctypes.get_errno()
+    try:
+        linux.faccessat2(fd, path, mode, flags)
+    except OSError as exc:
+        return exc.errno or errno.EIO
+    return 0
 
 
 def _can(fd: int, mode: int) -> int:
-    return _faccessat2(fd, "", mode, _AT_EMPTY_PATH | _AT_EACCESS)
+    return _faccessat2(fd, "", mode, linux.AT_EMPTY_PATH | linux.AT_EACCESS)
 
 
 def examine(root: str, identity: FsIdentity | None) -> Refusal | None:
@@ -73,7 +70,7 @@ def examine(root: str, identity: FsIdentity | None) -> Refusal | None:
                 return _examine_by_name(root, dirs)
             blocked = [d for d, fd in zip(dirs[:-1], fds[:-1], strict=True) if _can(fd, os.X_OK)]
             results = {mode: _can(fds[-1], mode) for mode in _NEEDS}
-            whole = _faccessat2(-100, root, os.R_OK | os.W_OK | os.X_OK, _AT_EACCESS)
+            whole = _faccessat2(linux.AT_FDCWD, root, os.R_OK | os.W_OK | os.X_OK, linux.AT_EACCESS)
     finally:
         for fd in fds:
             os.close(fd)

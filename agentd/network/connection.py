@@ -1,7 +1,7 @@
 """A proxied connection as the protocols and the service see it: what was asked for
 (`Request`), what was decided (`Verdict`), who decides (`Decider`), and how the upstream
-end is opened (`Connector`: plain TCP by default; issue 21's routes that add a token or
-headers plug in here), and what a refused program is shown."""
+end is opened (`Connector`: plain TCP by default; the credential routes that add a token
+or headers plug in here), and what a refused program is shown."""
 
 from __future__ import annotations
 
@@ -51,8 +51,8 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Decider], Awaita
 
 
 class Listener:
-    """One more listener in every proxied session's namespace (issue 21's credential
-    routes, agentd/credentials/): its port, what the sandbox's environment gets, and
+    """One more listener in every proxied session's namespace (the credential routes,
+    agentd/credentials/): its port, what the sandbox's environment gets, and
     the handler of each connection (decided through the same `Decider`)."""
 
     def port(self) -> int | None:  # pragma: no cover - interface

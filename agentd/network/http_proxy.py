@@ -7,7 +7,7 @@ never to a name resolved again. CONNECT is tunnelled as is: no TLS interception.
 refusal is an answer the program shows: an HTTP 403 whose body names the host and the
 rule that would allow it, or SOCKS5's "not allowed by ruleset".
 
-Routes (issue 21: git-aware routes adding a token, header-adding routes) plug in as a
+Routes (agentd/credentials/: git-aware routes adding a token, header-adding routes) plug in as a
 `Connector`: given the decision, it opens the upstream end; the default is plain TCP.
 """
 

@@ -13,7 +13,6 @@ and is served on the daemon's loop.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import os
 import socket
@@ -22,23 +21,15 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from agentd_sandbox import linux
+from agentd_sandbox.linux import CLONE_NEWNET, MNT_DETACH, MS_BIND
+
 T = TypeVar("T")
 
-CLONE_NEWNET = 0x40000000
-MS_BIND = 4096
-MNT_DETACH = 2
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
 IFF_LOOPBACK = 0x8
 IFF_RUNNING = 0x40
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
 def _in_thread(work: Callable[[], T]) -> T:
@@ -70,7 +61,7 @@ def _loopback_up() -> None:
 def _join(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     try:
-        _check(_libc.setns(fd, CLONE_NEWNET), f"setns {path}")
+        linux.setns(fd, CLONE_NEWNET)
     finally:
         os.close(fd)
 
@@ -81,7 +72,7 @@ def unsupported() -> str | None:
     if os.geteuid() != 0:
         return "the daemon is not root"
     try:
-        _in_thread(lambda: _check(_libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)"))
+        _in_thread(lambda: linux.unshare(CLONE_NEWNET))
     except OSError as exc:
         return f"it cannot make a network namespace ({exc.strerror or exc}; CAP_SYS_ADMIN?)"
     return None
@@ -102,10 +93,10 @@ def create(path: str) -> None:
     os.close(fd)
 
     def make() -> None:
-        _check(_libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+        linux.unshare(CLONE_NEWNET)
         _loopback_up()
         source = b"/proc/thread-self/ns/net"
-        _check(_libc.mount(source, os.fsencode(path), None, MS_BIND, None), f"mount {path}")
+        linux.mount(source, path, None, MS_BIND)
 
     try:
         _in_thread(make)
@@ -126,7 +117,8 @@ def ensure(path: str) -> None:
 
 def remove(path: str) -> None:
     """The namespace's mount detached and its file gone; processes still in it keep it."""
-    _libc.umount2(os.fsencode(path), MNT_DETACH)
+    with contextlib.suppress(OSError):  # not mounted (a namespace never made, or gone)
+        linux.umount2(path, MNT_DETACH)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 

@@ -33,7 +33,7 @@ from agentd.network import netns
 from agentd.network.address import AllowList, internal_reason, literal_address
 from agentd.network.connection import Decider, Handler, Listener, Request, Verdict
 from agentd.network.http_proxy import serve_http
-from agentd.network.loop import ProxyLoop
+from agentd.network.loop import ServiceLoop
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
 from agentd.network.socks import serve_socks
 from agentd.network.state import AskAnswer, CallNet, HostSeen, SessionNet
@@ -75,10 +75,7 @@ class _SessionDecider(Decider):
         self.session_id = net.session_id
 
     async def decide(self, request: Request) -> Verdict:
-        done = asyncio.run_coroutine_threadsafe(
-            self.service.decide(self.net, request), self.service.loop
-        )
-        return await asyncio.wrap_future(done)
+        return await self.service.proxy_loop.on_daemon(self.service.decide(self.net, request))
 
     def carried(self, sent: int, received: int) -> None:
         self.net.bytes_out += sent
@@ -120,7 +117,7 @@ class NetworkService:
         self.private = AllowList(config.network_allow_private_hosts)
         names = {normal_host(k): list(v) for k, v in config.network_resolve.items()}
         self._resolve_map = names
-        self.proxy_loop = ProxyLoop()
+        self.proxy_loop = ServiceLoop("agentd-proxy", loop)
         # More listeners in every namespace (credential routes); set before sessions run.
         self.listeners: list[Listener] = []
         self.unavailable = netns.unsupported()

@@ -1,9 +1,8 @@
 """Each session's directories on the host: its sandbox temp dir and its output files.
 
-They used to be /tmp/agentd-<uid>/<id> and /tmp/agentd-out-<uid>/<id>: predictable
-names in a directory every local user may write, so whoever made /tmp/agentd-<uid>
-first (any other user) stopped every Bash call of that uid's sessions. Now they live
-under a base this daemon made itself, with a name no one can guess before (mkdtemp:
+A predictable name in a directory every local user may write (/tmp/agentd-<uid>) would
+let whoever made it first (any other user) stop every Bash call of that uid's sessions.
+So they live under a base this daemon made itself, with a name no one can guess before (mkdtemp:
 created with O_EXCL), checked each time a daemon takes it up (a directory, not a link,
 the daemon user's own, mode 0711, its `.owner` naming this state dir), and recorded in
 the daemon's private state dir so that the next daemon finds it again:

@@ -75,7 +75,7 @@ def _installed(env_dir: Path) -> set[str]:
 
 def test_only_the_client_and_what_it_needs(client_venv: Path) -> None:
     installed = _installed(client_venv)
-    assert {"agentd-client", "grpcio", "protobuf", "tomli-w", "rich"} <= installed
+    assert {"agentd-client", "grpcio", "protobuf", "tomli-w", "wcwidth"} <= installed
     daemon_only = {"agentd", "tree-sitter", "tree-sitter-bash", "pyseccomp", "jsonschema"}
     assert not installed & daemon_only, installed & daemon_only
     assert not installed & {"mcp", "anthropic"}  # the extras stay extras

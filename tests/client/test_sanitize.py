@@ -139,3 +139,21 @@ def test_wrap_counts_columns() -> None:
     assert wrap("abcdef", 4) == ["abcd", "ef"]
     assert wrap("日本語日本", 4) == ["日本", "語日", "本"]
     assert wrap("", 4) == [""]
+
+
+def test_width_counts_what_a_terminal_draws() -> None:
+    assert sanitize.width("abc") == 3
+    assert sanitize.width("日本") == 4
+    assert sanitize.width("e\u0301") == 1  # a combining accent adds nothing
+    # An emoji with a skin-tone modifier is one wide character, not two.
+    assert sanitize.width("\U0001f44d\U0001f3fd") == 2
+    # Conjoining Hangul jamo (choseong, jungseong, jongseong) make one wide syllable.
+    assert sanitize.width("\u1100\u1161\u11a8") == 2
+    assert sanitize.width("\U0001f1eb\U0001f1f7") == 2  # a flag: two regional indicators
+
+
+def test_wrap_never_cuts_a_character_a_terminal_draws_as_one() -> None:
+    thumbs = "\U0001f44d\U0001f3fd"
+    assert wrap(thumbs * 3, 4) == [thumbs * 2, thumbs]
+    syllable = "\u1100\u1161\u11a8"
+    assert wrap("a" + syllable * 2, 3) == ["a" + syllable, syllable]

@@ -11,7 +11,7 @@ import pytest
 
 from agentd_client import Client
 from agentd_client.core.errors import InvalidRequest
-from tests.support.daemon import DaemonProcess
+from tests.support.daemon import DaemonProcess, start_daemon
 
 
 def test_status_answers(client: Client, daemon: DaemonProcess) -> None:
@@ -161,3 +161,11 @@ def test_nul_bytes_are_input_errors(client: Client, session_id: str, tool: str, 
     r = client.run_tool(session_id, tool, args)
     assert r.is_error
     assert r.text.startswith("<tool_use_error>") and "NUL" in r.text
+
+
+def test_a_daemon_that_does_not_start_shows_its_log_tail(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError) as failed:
+        start_daemon(tmp_path / "d", ["--config", str(tmp_path / "missing.toml")])
+    message = str(failed.value)
+    assert "agentd did not start (exited with" in message
+    assert "cannot read config file" in message  # the tail of what it logged

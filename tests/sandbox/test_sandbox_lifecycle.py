@@ -126,7 +126,7 @@ def test_check_reports_the_orphan_guard_a_start_uses():
     """`check` names the pid-namespace chain a start here uses: a root spawner's own
     (unshare drops the ids itself) when it can, else the user-namespace one."""
     from agentd_sandbox import identity
-    from agentd_sandbox.check import check
+    from agentd_sandbox.probe import check
     from agentd_sandbox.runner import (
         orphan_guard_prefix,
         pid_namespace_prefix,

@@ -167,9 +167,7 @@ def _linked_workspace(ws: str, target_dir: str) -> SandboxPolicy:
 def test_links_named_by_the_policy_are_bound_nowhere(ws: str, hidden_home: str) -> None:
     pol = _linked_workspace(ws, hidden_home)
     ident = identity.resolve(pol)
-    argv, mount_list = bwrap.build_argv(
-        pol, ["true"], identity=ident, bwrap="bwrap", seccomp_fd=None
-    )
+    argv, mount_list = bwrap.build_argv(pol, ["true"], identity=ident, bwrap="bwrap")
     try:
         bound = {anchored.fd_path(fd) for fd in mount_list.fds}
         assert bound == {ws, os.path.join(ws, ".git"), os.path.join(ws, ".git", "hooks")}

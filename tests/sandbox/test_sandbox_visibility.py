@@ -109,7 +109,7 @@ def test_an_allow_listed_file_removed_before_the_start_does_not_stop_the_sandbox
     pol.home_allow = [".gitconfig"]
     launch = runner.prepare(pol, ["/bin/true"])
     try:
-        args_fd = launch.popen_kwargs["pass_fds"][1]  # bwrap's options, in a memfd
+        args_fd = launch.args_fd  # bwrap's options, in a memfd
         with open(f"/proc/self/fd/{args_fd}", "rb") as options:
             assert gitconfig.encode() in options.read(), "the entry must be on the line"
         os.unlink(gitconfig)  # the race: gone between the argv and bwrap's mounts

@@ -9,11 +9,18 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions import tmp_owners
+from tests.support.waiting import wait_until
+
+# How long a daemon may take to serve: generous, since a loaded machine (the suite's
+# workers, other runs) can take many times an idle one's second.
+START_SECONDS = 90.0
+LOG_TAIL_LINES = 40
 
 
 @dataclass
@@ -62,7 +69,7 @@ def start_daemon(
     base: Path,
     extra_args: list[str] | None = None,
     env: dict[str, str] | None = None,
-    timeout: float = 20,
+    timeout: float = START_SECONDS,
     wrapper: list[str] | None = None,
     keep_tasks: bool = False,
     tmp_owners_dir: Path | None = None,
@@ -75,7 +82,10 @@ def start_daemon(
     It records whose its sessions' /tmp directories are in `tmp_owners_dir` (default
     `base`/owners), never in the machine's: another daemon of the same uid (a person's,
     another test run's) must not sweep them, nor this one theirs.
-    `socket`: elsewhere than base/run; `inherit_env=False`: only `env` (another user's)."""
+    `socket`: elsewhere than base/run; `inherit_env=False`: only `env` (another user's).
+
+    Ready when it logs "agentd serving" and its socket is there, within `timeout` (a
+    loaded machine takes long); else it is killed and the error shows its log's tail."""
     base.mkdir(parents=True, exist_ok=True)
     socket = socket or str(base / "run" / "agentd.sock")
     state_dir = str(base / "state")
@@ -121,10 +131,26 @@ def start_daemon(
             daemon.logged.notify_all()
 
     threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(timeout) or proc.poll() is not None:
+    started = time.monotonic()
+    served = ready.wait(timeout) and proc.poll() is None
+    if served and not socket.startswith("@"):
+        left = max(1.0, timeout - (time.monotonic() - started))
+        try:
+            wait_until(lambda: os.path.exists(socket), left, "the daemon's socket")
+        except TimeoutError:
+            served = False
+    if not served:
+        code = proc.poll()
         daemon.stop(signal.SIGKILL)
-        raise RuntimeError(f"agentd did not start:\n{daemon.log}")
+        how = f"exited with {code}" if code is not None else f"not serving after {timeout:.0f} s"
+        raise RuntimeError(f"agentd did not start ({how}); its log's tail:\n{log_tail(daemon)}")
     return daemon
+
+
+def log_tail(daemon: DaemonProcess, lines: int = LOG_TAIL_LINES) -> str:
+    """The last `lines` lines the daemon logged."""
+    with daemon.logged:
+        return "".join(daemon.log_lines[-lines:])
 
 
 def remove_recorded_dirs(owners: str) -> None:

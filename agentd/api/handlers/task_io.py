@@ -1,4 +1,4 @@
-"""Processes a person drives (issue 22): a task started with a PTY or an open stdin, input
+"""Processes a person drives: a task started with a PTY or an open stdin, input
 written to it, its stdin closed, signals, its terminal's size.
 
 StartTask is a Bash call (classified, permission-checked, sandboxed and journaled like

@@ -3,12 +3,12 @@ and its exit status, so that a background task outlives the daemon (containerd's
 
     daemon --(SEQPACKET + SCM_RIGHTS)--> shim (setsid) --posix_spawn--> setpriv ->
     unshare -> prlimit -> bwrap (the chain of agentd_sandbox.runner); each shim forked,
-    before it is needed, by a forkserver (`python -m agentd.shim FD`, warm,
+    before it is needed, by a forkserver (`python -m agentd.runs.shim FD`, warm,
     single-threaded, started once per daemon)
 
 The shim is the sandbox chain's parent: it holds bwrap's lifeline (the info pipe) and is
 what setpriv's parent-death signal watches, so the sandbox dies with the shim and no
-orphan survives its spawner (issue 7); and it waits for the exit status itself. It
+orphan survives its spawner; and it waits for the exit status itself. It
 copies the command's output into the bounded output file (head, marker, tail: tasks.
 OutputFile) out of the daemon's process, and tells the daemon over its control
 connection how far the file is written (coalesced), and the end.

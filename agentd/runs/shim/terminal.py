@@ -1,4 +1,4 @@
-"""The shim's side of a run a person drives (issue 22): its pseudo-terminal or stdin pipe,
+"""The shim's side of a run a person drives: its pseudo-terminal or stdin pipe,
 the input written to it, signals to its processes, and the terminal's size.
 
 The shim owns the PTY's master (or the pipe's write end), as it owns the output file:

@@ -15,7 +15,6 @@ space, CPU time, file size and open files, and only then reads the hostile bytes
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import resource
@@ -23,8 +22,7 @@ import sys
 from typing import Any
 
 from agentd.tools.formats import decoding
-
-_PR_SET_NO_NEW_PRIVS = 38
+from agentd_sandbox import linux
 
 
 def _drop(uid: int, gid: int, address_space: int, cpu_seconds: int) -> None:
@@ -32,8 +30,7 @@ def _drop(uid: int, gid: int, address_space: int, cpu_seconds: int) -> None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
-    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    linux.set_no_new_privs()
     resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))

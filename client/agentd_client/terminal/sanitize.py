@@ -18,7 +18,9 @@ where newlines and tabs are kept. Both are idempotent and never raise.
 from __future__ import annotations
 
 import re
-import unicodedata
+from collections.abc import Iterator
+
+import wcwidth
 
 # What a terminal acts on or draws as nothing: C0 and C1 controls and DEL (Cc); format
 # characters (Cf: bidi controls, zero-width spaces and joiners, the BOM, the soft hyphen,
@@ -79,11 +81,13 @@ def hidden_count(value: str) -> int:
 
 
 def width(value: str) -> int:
-    """Columns `value` (already safe) takes on a terminal: wide East Asian characters
-    two, combining marks none."""
-    n = 0
-    for ch in value:
-        if unicodedata.combining(ch):
-            continue
-        n += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-    return n
+    """Columns `value` (already safe) takes on a terminal, by grapheme cluster (wcwidth):
+    wide East Asian characters and emoji two (a skin tone or a flag with them), combining
+    marks and conjoining Hangul jamo none beyond their syllable."""
+    return int(wcwidth.width(value, control_codes="ignore"))
+
+
+def graphemes(value: str) -> Iterator[str]:
+    """`value`'s grapheme clusters, what a terminal draws as one character: a line is
+    cut between them, never inside one."""
+    return iter(wcwidth.iter_graphemes(value))

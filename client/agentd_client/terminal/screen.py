@@ -47,12 +47,12 @@ def wrap(text: str, width: int) -> list[str]:
     rows: list[str] = []
     row: list[str] = []
     used = 0
-    for ch in text:
-        w = sanitize.width(ch)
+    for cluster in sanitize.graphemes(text):
+        w = sanitize.width(cluster)
         if used + w > width and row:
             rows.append("".join(row))
             row, used = [], 0
-        row.append(ch)
+        row.append(cluster)
         used += w
     rows.append("".join(row))
     return rows

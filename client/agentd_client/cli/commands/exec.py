@@ -1,5 +1,5 @@
 """`agentctl exec`, `attach-task`, `task-input` and `task-signal`: a person's hands on a
-process in a session's sandbox (issue 22).
+process in a session's sandbox.
 
 `exec [-i] [-t] SESSION -- CMD` runs CMD as a Bash call would (classified,
 permission-checked, sandboxed, journaled), in the background as a task of the session,

@@ -82,6 +82,7 @@ def check() -> dict[str, Any]:
     }
     try:
         report["seccomp_filter_bytes"] = len(seccomp.bpf_program())
+        report["seccomp_allow_list_bytes"] = len(seccomp.allow_list_program())
     except seccomp.FilterError as exc:
         report["seccomp_filter_error"] = str(exc)
     status = _inside_status()
