@@ -167,7 +167,7 @@ class NotebookEditTool(Tool):
         if original.endswith("\n"):
             updated += "\n"
         payload = updated.encode("utf-8")
-        await asyncio.to_thread(filestate.write, loc, payload)
+        await asyncio.to_thread(filestate.write, loc, payload, ctx.services.temp_ledger)
         filestate.remember_written(session, loc, payload)
         data.update(
             {

@@ -18,7 +18,7 @@ import grpc
 import pytest
 
 from agentd.api.decoding import RateLimitedLog
-from agentd.sessions.events import EventLog
+from agentd.sessions.events import EventLog, Replay
 from agentd.sessions.store import Store
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
@@ -108,7 +108,7 @@ async def test_a_cancelled_subscriber_leaves_no_pending_task(
     "Task was destroyed but it is pending!" when collected."""
     store = Store(str(tmp_path / "agentd.db"))
     try:
-        log = EventLog("s", store)
+        log = EventLog("s", store, Replay())
         log.emit("todos_changed", todos=[])
         seen = asyncio.Event()
 
