@@ -16,10 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
 
 from agentd.changes.prompt import made_by
 from agentd.changes.service import ChangeTracker
@@ -32,8 +30,8 @@ from agentd.network.state import CallNet
 from agentd.runs import launch
 from agentd.runs.channels import Channels, contained_cwd
 from agentd.runs.launch import Interactive
-from agentd.runs.output.file import PROGRESS_INTERVAL
 from agentd.runs.output.registry import Outputs
+from agentd.runs.progress import Outcome, Progress, follow_run
 from agentd.runs.run import Output, Run
 from agentd.runs.shim import adopt
 from agentd.runs.shim.client import Forkserver, ShimRun
@@ -45,17 +43,11 @@ from agentd.sessions.session import Session, SessionManager, network_mode
 
 log = logging.getLogger(__name__)
 
-# Seconds between progress updates of a command that prints nothing.
-HEARTBEAT = 1.0
 # The files the session has read that are looked at before and after a command.
 READ_FILES_LOOKED_AT = 500
 
 # A command moved the session's cwd (session, new cwd, previous cwd).
 CwdChanged = Callable[[Session, str, str], None]
-# Where a run's output stands, for its caller's watchers (output_id, output_size,
-# last_line; message).
-Progress = Callable[..., Awaitable[None]]
-Outcome = Literal["done", "timeout", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,16 +281,11 @@ class CommandRun:
         return self._started.run.output
 
     async def follow(self, timeout: float, cancelled: asyncio.Event, progress: Progress) -> Outcome:
-        """Report progress until the run ends ("done"), times out, or is cancelled; its
-        connections' accounting ends here (the hosts refused become a notice).
-
-        Progress carries where the output file stands (its id and size) and the last
-        line, never the bytes: watchers read those from the file (ReadOutput), every one
-        of them. An update goes out when the output grew, else once every HEARTBEAT
-        seconds.
-        """
+        """Report progress until the run ends ("done"), times out, or is cancelled
+        (agentd/runs/progress.py); its connections' accounting ends here (the hosts
+        refused become a notice)."""
         try:
-            return await _follow(self.run, timeout, cancelled, progress)
+            return await follow_run(self.run, timeout, cancelled, progress)
         finally:
             if refused := self._end_net_call():
                 self.notices.append(_refused_notice(refused))
@@ -383,44 +370,6 @@ def _refused_notice(refused: list[str]) -> str:
         + ". Only allowed hosts can be reached. If the command needs one, ask the user to "
         "allow it (a sandbox.network.allowedDomains entry or a WebFetch(domain:HOST) rule)."
     )
-
-
-async def _follow(
-    run: Run, timeout: float, cancelled_event: asyncio.Event, progress: Progress
-) -> Outcome:
-    deadline = time.monotonic() + timeout
-    cancelled = asyncio.ensure_future(cancelled_event.wait())
-    started = time.monotonic()
-    out = run.output
-    sent_size, sent_at = -1, started
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return "timeout"
-            waiting: set[asyncio.Future[Any]] = {run.done, cancelled}
-            done, _ = await asyncio.wait(
-                waiting,
-                timeout=min(PROGRESS_INTERVAL, remaining),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            if run.done in done:
-                if out.size != sent_size:
-                    await progress(**_where(out))
-                return "done"
-            if cancelled in done:
-                return "cancelled"
-            now = time.monotonic()
-            if out.size == sent_size and now - sent_at < HEARTBEAT:
-                continue
-            sent_size, sent_at = out.size, now
-            await progress(message=f"running {now - started:.0f}s", **_where(out))
-    finally:
-        cancelled.cancel()
-
-
-def _where(out: Output) -> dict[str, Any]:
-    return {"output_id": out.id, "output_size": out.size, "last_line": out.last_line}
 
 
 async def _after(run: Run, cleanup: Callable[[], None]) -> None:

@@ -44,7 +44,6 @@ async def world(workspace: Path, tmp_path: Path) -> AsyncIterator[World]:
     )
     session = sessions.create([str(workspace)], permission_mode="bypassPermissions")
     yield World(TaskStarter(executor), services, session)
-    await services.tasks.stop_all()
     store.close()
     session_dirs.of(config.state_dir).remove_all()
 
@@ -71,6 +70,9 @@ async def test_the_task_started_is_the_sessions(world: World) -> None:
     )
     assert world.services.tasks.get(world.session.id, task.id) is task
     assert (task.command, task.description, task.tool_use_id) == ("echo started", "d", "t-1")
+    run = world.services.tasks.run_of(task)
+    if run is not None:  # the test's loop sees it end, not the fixture's
+        await asyncio.wait_for(run.done, 60)
 
 
 async def test_a_denied_call_says_why_it_did_not_start(world: World) -> None:

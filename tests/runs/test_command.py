@@ -117,3 +117,21 @@ async def test_in_the_background_it_is_a_task_of_the_session(world: World) -> No
 def _owner(path: Path) -> tuple[int, int]:
     st = path.stat()
     return st.st_uid, st.st_gid
+
+
+async def test_a_run_followed_past_its_timeout_or_cancelled_is_said_so(world: World) -> None:
+    """agentd/runs/progress.py: the outcome, then a run not done is killed at its finish."""
+    updates: list[dict[str, object]] = []
+
+    async def progress(**where: object) -> None:
+        updates.append(where)
+
+    run = await world.commands.start(world.request("echo begun; sleep 7331.5"))
+    assert await run.follow(1.5, asyncio.Event(), progress) == "timeout"
+    cancelled = asyncio.Event()
+    cancelled.set()
+    assert await run.follow(60, cancelled, progress) == "cancelled"
+    done = await run.finish("cancelled", cancelled)
+    assert done.code != 0
+    assert b"begun" in bytes(done.output.head)
+    assert updates and all(u["output_id"] == run.output.id for u in updates)
