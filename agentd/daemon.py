@@ -25,37 +25,41 @@ from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
-from agentd.changes.prompt import made_by
+from agentd.calls.tasks import TaskStarter
 from agentd.changes.service import ChangeTracker
 from agentd.credentials import config as credential_config
-from agentd.credentials import ssh_agent_service
 from agentd.credentials.service import CredentialService
-from agentd.foundation import logs, metrics, offload
+from agentd.credentials.ssh_agent_service import SshAgentService
+from agentd.foundation import logs, metrics
 from agentd.foundation.config import Config
-from agentd.foundation.errors import SessionNotFound, Unavailable
+from agentd.foundation.errors import Unavailable
 from agentd.foundation.looplag import LoopWatch
 from agentd.foundation.notify import Notifier
+from agentd.foundation.offload import Offload
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs import access as fsaccess
-from agentd.fs import reserve, tmpfs, workspace_access
+from agentd.fs import reserve, workspace_access
 from agentd.fs.identity import FsIdentity
 from agentd.fs.temp_ledger import TempLedger
-from agentd.network import service as network_service
+from agentd.fs.tmpfs import TmpMounts
+from agentd.network.service import NetworkService
 from agentd.permissions import Asker, PermissionEngine, SettingsLoader, TrustStore
 from agentd.permissions.network_rules import NetworkRulesSource, network_asker
 from agentd.permissions.push_asks import push_asker
 from agentd.permissions.ssh_agent_ask import ssh_agent_asker
+from agentd.runs.command import Commands
 from agentd.runs.output.registry import Outputs
-from agentd.runs.shim import client as shim_client
-from agentd.runs.shim.adopt import readopt
-from agentd.runs.tasks import Task, TaskManager
-from agentd.sandboxing import groups as session_groups
+from agentd.runs.shim.client import Forkserver
+from agentd.runs.tasks import TaskManager
 from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing.groups import SessionGroups
 from agentd.sandboxing.policy import session_tmp_path
+from agentd.sandboxing.readonly import StagingDir
+from agentd.sandboxing.runtime import SandboxRuntime
 from agentd.sessions import gids, recovery
 from agentd.sessions.event_types import CwdChanged, EventBody, TodoPayload, TodosChanged
 from agentd.sessions.retention import Reaper
-from agentd.sessions.session import Session, SessionManager, network_mode
+from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
 from agentd.tools import default_registry
 from agentd.tools.services import Services
@@ -80,6 +84,10 @@ def _sandbox_report() -> dict[str, Any]:
 
 
 class Daemon:
+    """Every part built once, here, and handed to what uses it: nothing is looked up
+    through a module (tests/test_no_singletons.py keeps it so). Made on the daemon's
+    running loop (the network's and the ssh-agent's services answer on it)."""
+
     def __init__(self, config: Config) -> None:
         self.config = config
         ensure_private_dir(config.state_dir, "state dir")
@@ -90,7 +98,6 @@ class Daemon:
         self.temp_ledger = TempLedger(os.path.join(config.state_dir, "pending-writes"))
         if removed := fsaccess.remove_left_temps(self.temp_ledger):
             log.info("removed %d temp files of writes interrupted by a crash", removed)
-        fsaccess.set_temp_ledger(self.temp_ledger)
         self.sessions = SessionManager(self.store, config)
         # Before anything new is journaled: the calls a crash left open end, as interrupted.
         recovery.end_interrupted_calls(self.sessions)
@@ -102,7 +109,7 @@ class Daemon:
         )
         outputs = Outputs(config, self.store)
         # Each session's control group; found at start (see start()).
-        self.groups = session_groups.SessionGroups(config)
+        self.groups = SessionGroups(config)
         self.sandbox_report = _sandbox_report()
         self.reaper = Reaper(
             config,
@@ -114,24 +121,77 @@ class Daemon:
         self.outputs = outputs
         self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
         self.changes = ChangeTracker(config, asker)
+        # Proxied sessions' rules by name; a bad entry in the config stops start-up.
+        self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
+        loop = asyncio.get_running_loop()
+        self.network = NetworkService(
+            config,
+            self.sessions,
+            self.network_rules,
+            network_asker(asker, self.sessions),
+            asker.has_listeners,
+            loop,
+        )
+        # The sandbox's ssh-agent, when hosts are configured for it.
+        self.ssh_agent = (
+            SshAgentService(
+                config,
+                self.sessions,
+                self.network_rules,
+                ssh_agent_asker(asker, self.sessions),
+                asker.has_listeners,
+                loop,
+            )
+            if config.ssh_agent_hosts
+            else None
+        )
+        # Credential sources and routes; a bad entry stops start-up. They are one more
+        # listener in each namespace, so only where the network keeps namespaces.
+        self.credential_config = credential_config.load(config)
+        self.credentials: CredentialService | None = None
+        if self.network.available():
+            self.credentials = CredentialService(
+                self.credential_config,
+                config.state_dir,
+                self.network,
+                self.sessions,
+                push_asker(asker),
+                asker.has_listeners,
+            )
+            self.network.listeners.append(self.credentials)
+        self.sandbox = SandboxRuntime(
+            network=self.network,
+            ssh_agent=self.ssh_agent,
+            groups=self.groups,
+            tmp_mounts=TmpMounts(),
+            staging=StagingDir(),
+        )
+        # Shims are forked from it: warm before the first Bash call (start()).
+        self.forkserver = Forkserver()
+        self.commands = Commands(
+            config,
+            self.sessions,
+            self.sandbox,
+            self.forkserver,
+            self.tasks,
+            outputs,
+            self.changes,
+            self._cwd_changed,
+        )
+        self.offload = Offload()
         self.services = Services(
             config=config,
             tasks=self.tasks,
             outputs=outputs,
             on_todos_changed=self._todos_changed,
-            on_cwd_changed=self._cwd_changed,
-            changes=self.changes,
+            commands=self.commands,
+            sandbox=self.sandbox,
+            temp_ledger=self.temp_ledger,
+            offload=self.offload,
         )
         self.sessions.on_close.append(lambda s: self.tasks.stop_session(s.id))
         settings = SettingsLoader(config, TrustStore(config, self.store))
         self.permissions = PermissionEngine(config, self.sessions, asker, settings=settings)
-        # Proxied sessions' rules by name; a bad entry in the config stops start-up.
-        self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
-        self.network: network_service.NetworkService | None = None  # made in start()
-        self.ssh_agent: ssh_agent_service.SshAgentService | None = None
-        # Credential sources and routes; a bad entry stops start-up.
-        self.credential_config = credential_config.load(config)
-        self.credentials: CredentialService | None = None  # made in start(), on the network
         self.executor = Executor(
             default_registry(), self.sessions, config, self.permissions, services=self.services
         )
@@ -147,19 +207,21 @@ class Daemon:
         # A workspace the session's sandbox identity cannot use is refused at once.
         self.sessions.admit.append(self._workspace_usable)
         self.sessions.on_create.append(self._index_changes)
-        self.ports = PortHandlers(self.sessions)
+        self.ports = PortHandlers(self.sessions, self.network)
         self.servicer = Servicer(
             status=StatusHandlers(
                 self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
             ),
-            sessions=SessionHandlers(self.sessions, approvals, self.reaper),
+            sessions=SessionHandlers(self.sessions, approvals, self.reaper, self.network),
             permissions=PermissionHandlers(self.sessions, asker),
             trust=TrustHandlers(approvals),
             calls=CallHandlers(self.sessions, self.executor),
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
-            credentials=CredentialHandlers(lambda: self.credentials),
-            task_io=TaskIOHandlers(self.sessions, self.executor, self.tasks, self._emit),
+            credentials=CredentialHandlers(self.credentials, self.ssh_agent),
+            task_io=TaskIOHandlers(
+                self.sessions, TaskStarter(self.executor), self.tasks, self._emit
+            ),
             ports=self.ports,
         )
         self.server: Server | None = None
@@ -190,8 +252,7 @@ class Daemon:
         await asyncio.get_running_loop().run_in_executor(None, self.groups.release, session.id)
 
     async def _close_network(self, session: Session) -> None:
-        if self.network is not None:
-            await self.network.close_session(session)
+        await self.network.close_session(session)
         if self.ssh_agent is not None:
             await self.ssh_agent.close_session(session)
 
@@ -202,37 +263,6 @@ class Daemon:
         except OSError:
             return  # its first call says why its workspace cannot be used
         self.changes.prepare(session, FsIdentity(*ident) if ident else None)
-
-    async def _follow_changes(self, task: Task, run: Any) -> None:
-        """A task taken over: its changes are followed again (agentd/changes/)."""
-        try:
-            session = self.sessions.get(task.session_id)
-        except SessionNotFound:
-            return
-        ident = sandbox_policy.run_as(session, self.config)
-        await self.changes.readopt(
-            session,
-            FsIdentity(*ident) if ident else None,
-            run.done,
-            task_id=task.id,
-            made_by=made_by(task.command),
-            tool_use_id=task.tool_use_id,
-            notify=self.tasks.add_notice,
-        )
-
-    def _serve_kept(self, session_ids: set[str]) -> None:
-        """The tasks taken over reach their proxy and their ssh-agent through
-        this daemon at once, not only after their session's next call."""
-        assert self.network is not None
-        for session_id in session_ids:
-            try:
-                session = self.sessions.get(session_id)
-                if network_mode(session) == "proxied" and self.network.available():
-                    self.network.access(session)
-            except (SessionNotFound, OSError) as exc:
-                log.warning("session %s: its proxy cannot listen again: %s", session_id, exc)
-        if self.ssh_agent is not None and (served := self.ssh_agent.serve_kept(session_ids)):
-            log.info("serving the ssh-agent of %d session(s) with tasks taken over", served)
 
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
@@ -259,51 +289,19 @@ class Daemon:
             self._metrics_server = metrics.serve(self.config.metrics_listen)
         # Before anything is forked: on cgroup v2 the daemon may move into a leaf first.
         self.groups.start()
-        session_groups.install(self.groups)
-        tmpfs.enable(True)
         self.sandbox_report["session_limits"] = {
             **self.groups.report(),
             "state_reserve_bytes": reserve.room(self.config.state_dir),
         }
-        shim_client.FORKSERVER.start()  # warm before the first Bash call
-        self.network = network_service.NetworkService(
-            self.config,
-            self.sessions,
-            self.network_rules,
-            network_asker(self.asker, self.sessions),
-            self.asker.has_listeners,
-            asyncio.get_running_loop(),
-        )
-        network_service.install(self.network)
-        if self.config.ssh_agent_hosts:  # the sandbox's ssh-agent
-            self.ssh_agent = ssh_agent_service.SshAgentService(
-                self.config,
-                self.sessions,
-                self.network_rules,
-                ssh_agent_asker(self.asker, self.sessions),
-                self.asker.has_listeners,
-                asyncio.get_running_loop(),
-            )
-            ssh_agent_service.install(self.ssh_agent)
-        if self.network.available():
-            self.credentials = CredentialService(
-                self.credential_config,
-                self.config.state_dir,
-                self.network,
-                self.sessions,
-                push_asker(self.asker),
-                self.asker.has_listeners,
-            )
-            self.network.listeners.append(self.credentials)
+        self.forkserver.start()  # warm before the first Bash call
         if swept := self.network.sweep(self._session_open):
             log.info("removed the network namespaces of %d sessions no longer open", swept)
         self.loop_watch.start()
         started = time.monotonic()
-        adopted = await readopt(self.tasks, self.outputs, self._session_open, self._follow_changes)
-        self.changes.sweep({t.id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
+        # Their changes followed again, their proxies and ssh-agents served at once.
+        adopted = await self.commands.readopt(self._session_open)
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
-        self._serve_kept({t.session_id for t in self.tasks.tasks() if self.tasks.is_running(t.id)})
         # The groups of sessions closed or gone meanwhile (the tasks taken over are of
         # open sessions and keep theirs).
         if swept := self.groups.sweep(self._session_open):
@@ -398,23 +396,18 @@ class Daemon:
             await self.tasks.stop_all()
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
-        if self.network is not None:
-            self.network.stop(keep=living.__contains__)
-            network_service.install(None)
+        self.network.stop(keep=living.__contains__)
         if self.ssh_agent is not None:
             self.ssh_agent.stop(keep=living.__contains__)
-            ssh_agent_service.install(None)
-        shim_client.FORKSERVER.close()
-        offload.shared().close()
+        self.forkserver.close()
+        self.offload.close()
         self.loop_watch.stop()
         self.groups.close()
-        session_groups.install(None)
-        tmpfs.enable(False)
+        self.sandbox.staging.close()
         self.changes.stop()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
         await self.notifier.close()
-        fsaccess.set_temp_ledger(None)
         self.temp_ledger.close()
         self.store.close()
         self._stopped.set()

@@ -31,13 +31,14 @@ def _policy(ws: str):
     """The sandbox policy the daemon builds for a session on `ws` (see agentd.sandboxing.policy)."""
     from agentd.foundation.config import Config
     from agentd.sandboxing import policy as sandbox_policy
+    from agentd.sandboxing import runtime
     from agentd.sessions.session import Session
 
     state = tempfile.mkdtemp(prefix="agentd-bench-state-")
     config = Config(socket_path=os.path.join(state, "run", "agentd.sock"), state_dir=state)
     session = Session(id="bench", workspace_roots=[ws], cwd=ws, owner_uid=os.getuid())
-    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
-    return sandbox_policy.policy_for(session, config, tmp_dir), [state, tmp_dir]
+    tmp_dir = sandbox_policy.session_tmp_dir(session, config, runtime.bare())
+    return sandbox_policy.policy_for(session, config, tmp_dir, runtime.bare()), [state, tmp_dir]
 
 
 def _bwrap(policy, argv: list[str]) -> Callable[[], None]:

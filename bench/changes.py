@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
-import dataclasses
 import os
 import resource
 import shutil
@@ -34,14 +33,13 @@ from _common import percentile, workspace
 from agentd.changes import fanotify, walk
 from agentd.changes.service import ChangeTracker
 from agentd.permissions.asker import Asker
-from agentd.runs.shim import client as shim_client
 from agentd.sandboxing import codebearing
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
 from agentd.tools.base import ToolContext
 from agentd.tools.bash.tool import BashTool
-from tests.support.services import config_under, make_services
+from tests.support.services import FORKSERVER, config_under, make_services
 
 UID = 65534
 
@@ -78,14 +76,12 @@ class Harness:
         self.services = make_services(self.config, self.store)
         if tracking == "none":
             asker = Asker(SessionManager(self.store, self.config), 60)
-            self.services = dataclasses.replace(
-                self.services, changes=Untracked(self.config, asker)
-            )
+            self.services.commands.changes = Untracked(self.config, asker)
         self.session = Session(id=f"s-{tracking}", workspace_roots=[ws], cwd=ws)
 
     @property
     def tracker(self) -> ChangeTracker:
-        return self.services.changes
+        return self.services.commands.changes
 
     async def call(self, command: str) -> None:
         async def progress(**kw: object) -> None:
@@ -206,7 +202,7 @@ async def main_async(args: argparse.Namespace) -> None:
             5,
         )  # fmt: skip
     finally:
-        shim_client.FORKSERVER.close()
+        FORKSERVER.close()
         subprocess.run(["rm", "-rf", ws, state], check=False)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])

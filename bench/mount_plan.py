@@ -22,6 +22,7 @@ import time
 
 from agentd.foundation.config import Config
 from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing import runtime
 from agentd.sessions.session import Session
 from agentd_sandbox import bwrap, identity
 
@@ -52,10 +53,11 @@ def main() -> None:
     config = Config(state_dir=os.path.join(scratch, "state"), session_tmp_bytes=0)
     session = Session(id="b" * 32, workspace_roots=[ws], cwd=ws)
     times = []
+    bare = runtime.bare()
     try:
         for _ in range(args.rounds):
             t0 = time.perf_counter()
-            policy = sandbox_policy.policy_for(session, config, tmp)
+            policy = sandbox_policy.policy_for(session, config, tmp, bare)
             ident = identity.resolve(policy)
             built = bwrap.build_argv(policy, ["true"], identity=ident, bwrap="bwrap")
             if isinstance(built, tuple):  # this tree: (argv, the mount list and its fds)

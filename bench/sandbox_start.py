@@ -60,6 +60,7 @@ def main() -> None:
 
     from agentd.foundation.config import Config
     from agentd.sandboxing import policy as sandbox_policy
+    from agentd.sandboxing import runtime
     from agentd.sessions.session import Session
     from agentd_sandbox import runner
 
@@ -70,8 +71,8 @@ def main() -> None:
     state = tempfile.mkdtemp(prefix="agentd-bench-state-")
     config = Config(socket_path=os.path.join(state, "run", "agentd.sock"), state_dir=state)
     session = Session(id="bench", workspace_roots=[ws], cwd=ws, owner_uid=os.getuid())
-    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
-    new_policy = sandbox_policy.policy_for(session, config, tmp_dir)
+    tmp_dir = sandbox_policy.session_tmp_dir(session, config, runtime.bare())
+    new_policy = sandbox_policy.policy_for(session, config, tmp_dir, runtime.bare())
     known = {f.name for f in dataclasses.fields(old.SandboxPolicy)}
     common = {k: v for k, v in vars(new_policy).items() if k in known and k != "limits"}
     common.update(read_only=[], ro_binds=[], hidden=[state, os.path.dirname(config.socket_path)])

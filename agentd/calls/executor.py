@@ -24,6 +24,7 @@ from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InputError, StorageFull, ToolError
 from agentd.permissions.decision import Decision
+from agentd.runs.launch import Interactive
 from agentd.sessions import event_types as events
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store_faults import is_full
@@ -185,10 +186,17 @@ class Executor:
             return False
 
     async def run_one(
-        self, session: Session, call: ToolUse, sink: UpdateSink, in_place: bool = True
+        self,
+        session: Session,
+        call: ToolUse,
+        sink: UpdateSink,
+        in_place: bool = True,
+        *,
+        interactive: Interactive | None = None,
     ) -> ToolResult:
         """Run a call: progress goes to `sink`; the result is journaled and returned.
-        `in_place`: up to its first wait, in the caller's turn of the loop (eager.py)."""
+        `in_place`: up to its first wait, in the caller's turn of the loop (eager.py);
+        `interactive`: a person will drive its command (StartTask, agentd/calls/tasks.py)."""
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
         unjournaled = self.sessions.store.unjournaled
@@ -219,6 +227,7 @@ class Executor:
             state_dir=self.config.session_dir(session.id),
             progress=progress,
             services=self.services,
+            interactive=interactive,
         )
         key = (session.id, call.tool_use_id)
         # A Task of its own only if the call waits (eager.py): most calls end at once.

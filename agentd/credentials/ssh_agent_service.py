@@ -411,15 +411,3 @@ class SshAgentService:
             "upstream": self.upstream_path,
             "sessions": self.record.sessions_used(),
         }
-
-
-_current: SshAgentService | None = None
-
-
-def install(service: SshAgentService | None) -> None:
-    global _current
-    _current = service
-
-
-def current() -> SshAgentService | None:
-    return _current

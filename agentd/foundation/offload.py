@@ -148,14 +148,3 @@ class Offload:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
-
-
-_OFFLOAD: Offload | None = None
-
-
-def shared() -> Offload:
-    """The daemon's one Offload (its workers are made on first use)."""
-    global _OFFLOAD
-    if _OFFLOAD is None:
-        _OFFLOAD = Offload()
-    return _OFFLOAD

@@ -214,18 +214,23 @@ def _parent_dir_fd(loc: Located, create: bool) -> Iterator[int]:
         os.close(root_fd)
 
 
-def write_atomic(loc: Located, data: bytes, *, create_parents: bool = True) -> None:
+def write_atomic(
+    loc: Located, data: bytes, ledger: TempLedger | None, *, create_parents: bool = True
+) -> None:
     """Replace the file at `loc` with `data`: a crash leaves the old content or the new, never half.
 
     Temp file in the same directory, fsync, rename over the target, fsync the
     directory. An existing file keeps its mode (and owner, when we may set it). All of
-    it as `loc`'s identity: a new file belongs to that identity.
+    it as `loc`'s identity: a new file belongs to that identity. `ledger`: where the
+    temp file is recorded first (the daemon's; None: nowhere).
     """
     with acting_as(loc.identity):
-        _write_atomic(loc, data, create_parents)
+        _write_atomic(loc, data, ledger, create_parents)
 
 
-def _write_atomic(loc: Located, data: bytes, create_parents: bool) -> None:
+def _write_atomic(
+    loc: Located, data: bytes, ledger: TempLedger | None, create_parents: bool
+) -> None:
     name = os.path.basename(loc.rel)
     if not name or name in (".", ".."):
         raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
@@ -242,14 +247,14 @@ def _write_atomic(loc: Located, data: bytes, create_parents: bool) -> None:
             finally:
                 os.close(target)
             inner = locate(real, [loc.root])
-            _write_atomic(Located(inner.path, inner.root, inner.rel, loc.identity), data, False)
+            inner_loc = Located(inner.path, inner.root, inner.rel, loc.identity)
+            _write_atomic(inner_loc, data, ledger, False)
             return
         if old is not None and stat.S_ISDIR(old.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", loc.path)
         tmp = f".{name}.agentd-{os.getpid()}-{os.urandom(4).hex()}.tmp"
         mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
         # Recorded before it exists, so a crash before the rename cannot leave it for good.
-        ledger = _temp_ledger
         rel_dir = os.path.dirname(loc.rel)
         try:
             token = ledger.begin(loc.root, rel_dir, tmp, loc.identity) if ledger else ""
@@ -314,15 +319,6 @@ def directory_beneath(root: str, rel_dir: str, identity: FsIdentity | None) -> I
     loc = Located(os.path.join(root, rel_dir), root, os.path.join(rel_dir or ".", "x"), identity)
     with acting_as(identity), _parent_dir_fd(loc, False) as fd:
         yield fd
-
-
-_temp_ledger: TempLedger | None = None
-
-
-def set_temp_ledger(ledger: TempLedger | None) -> None:
-    """Where atomic writes record their temp files (the daemon's; None: nowhere)."""
-    global _temp_ledger
-    _temp_ledger = ledger
 
 
 def remove_left_temps(ledger: TempLedger) -> int:

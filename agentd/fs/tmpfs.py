@@ -32,61 +32,59 @@ from agentd_sandbox import linux
 log = logging.getLogger(__name__)
 
 _FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# Why this daemon cannot mount temp dirs (None: it can, or has not tried yet).
-_unavailable: str | None = None
-# Whether temp dirs are mounted at all: by a running daemon, which also unmounts them
-# (tools and benches that build a policy without one leave them plain directories).
-_mounting = False
 
 
-def enable(on: bool) -> None:
-    """Mount a sized tmpfs on each temp dir made from now on (the daemon, at its start)."""
-    global _mounting
-    _mounting = on
+class TmpMounts:
+    """The daemon's mounting of temp dirs: one per daemon, made by its assembly. Only a
+    running daemon mounts (it also unmounts); tools and benches that build a policy
+    without one pass None and leave temp dirs plain directories."""
 
+    def __init__(self) -> None:
+        # Why this daemon cannot mount temp dirs (None: it can, or has not tried yet).
+        self.unavailable: str | None = None
 
-def is_sized(path: str) -> bool:
-    """Whether `path` needs nothing more: it is a mount of its own (ours), or no mount is
-    to be made (not enabled, or this daemon cannot mount)."""
-    if not _mounting or _unavailable is not None or os.geteuid() != 0:
-        return True
-    try:
-        st = os.lstat(path)
-        return st.st_dev != os.lstat(os.path.dirname(path)).st_dev
-    except OSError:
-        return False
-
-
-def size(path: str, size_bytes: int, ident: tuple[int, int] | None, mode: int = 0o700) -> None:
-    """Mount a tmpfs of `size_bytes` on the directory `path` (owned by `ident`, or by
-    us; its root then `ident`'s with `mode`), unless one is there already. A refused
-    mount is logged once and leaves the directory as it is."""
-    global _unavailable
-    if _unavailable is not None or os.geteuid() != 0:
-        return
-    uid, gid = ident if ident is not None else (os.getuid(), os.getgid())
-    with _opened(path) as (fd, parent_dev):
-        st = os.fstat(fd)
-        if st.st_dev != parent_dev:
-            return  # a mount already: ours, made by an earlier call or daemon
-        if st.st_uid != uid:
-            raise PermissionError(f"{path} is not owned by uid {uid}: not mounting on it")
-        options = f"size={size_bytes},mode={mode:o},uid={uid},gid={gid}".encode()
-        target = f"/proc/self/fd/{fd}".encode()
+    def is_sized(self, path: str) -> bool:
+        """Whether `path` needs nothing more: it is a mount of its own (ours), or no
+        mount is to be made (this daemon cannot mount)."""
+        if self.unavailable is not None or os.geteuid() != 0:
+            return True
         try:
-            linux.mount("tmpfs", target, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, options)
-        except OSError as exc:
-            err = exc.errno or 0
-            if err not in (errno.EPERM, errno.EACCES):
-                raise OSError(
-                    err, f"cannot mount the session's temp dir: {os.strerror(err)}"
-                ) from exc
-            _unavailable = os.strerror(err)
-            log.warning(
-                "cannot mount a sized tmpfs on sessions' temp dirs (%s): they stay unsized "
-                "on their disk; run agentd as root with CAP_SYS_ADMIN to size them",
-                _unavailable,
-            )
+            st = os.lstat(path)
+            return st.st_dev != os.lstat(os.path.dirname(path)).st_dev
+        except OSError:
+            return False
+
+    def size(
+        self, path: str, size_bytes: int, ident: tuple[int, int] | None, mode: int = 0o700
+    ) -> None:
+        """Mount a tmpfs of `size_bytes` on the directory `path` (owned by `ident`, or by
+        us; its root then `ident`'s with `mode`), unless one is there already. A refused
+        mount is logged once and leaves the directory as it is."""
+        if self.unavailable is not None or os.geteuid() != 0:
+            return
+        uid, gid = ident if ident is not None else (os.getuid(), os.getgid())
+        with _opened(path) as (fd, parent_dev):
+            st = os.fstat(fd)
+            if st.st_dev != parent_dev:
+                return  # a mount already: ours, made by an earlier call or daemon
+            if st.st_uid != uid:
+                raise PermissionError(f"{path} is not owned by uid {uid}: not mounting on it")
+            options = f"size={size_bytes},mode={mode:o},uid={uid},gid={gid}".encode()
+            target = f"/proc/self/fd/{fd}".encode()
+            try:
+                linux.mount("tmpfs", target, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, options)
+            except OSError as exc:
+                err = exc.errno or 0
+                if err not in (errno.EPERM, errno.EACCES):
+                    raise OSError(
+                        err, f"cannot mount the session's temp dir: {os.strerror(err)}"
+                    ) from exc
+                self.unavailable = os.strerror(err)
+                log.warning(
+                    "cannot mount a sized tmpfs on sessions' temp dirs (%s): they stay "
+                    "unsized on their disk; run agentd as root with CAP_SYS_ADMIN to size them",
+                    self.unavailable,
+                )
 
 
 def unmount(path: str) -> None:

@@ -92,7 +92,7 @@ async def system_resolve(host: str, port: int) -> list[str]:
 
 
 class NetworkService:
-    """The proxies of all proxied sessions; installed once by the daemon (install)."""
+    """The proxies of all proxied sessions; made once by the daemon (agentd/daemon.py)."""
 
     def __init__(
         self,
@@ -412,15 +412,3 @@ class NetworkService:
                 for where, h in net.hosts.items()
             },
         }
-
-
-_current: NetworkService | None = None
-
-
-def install(service: NetworkService | None) -> None:
-    global _current
-    _current = service
-
-
-def current() -> NetworkService | None:
-    return _current

@@ -123,7 +123,7 @@ class PermissionEngine:
         if pre_hooks:
             payload = self._hook_payload(session, tool, args, ctx, mode, "PreToolUse")
             verdict = await hook_runner.run_pre_hooks(
-                pre_hooks, tool.name, payload, self._hook_sandbox(session)
+                pre_hooks, tool.name, payload, self._hook_sandbox(session, ctx)
             )
         updated: dict[str, Any] | None = None
         if verdict.updated_input is not None:
@@ -273,17 +273,20 @@ class PermissionEngine:
         payload = self._hook_payload(session, tool, args, ctx, mode, "PostToolUse")
         payload["tool_response"] = result.data if result.data is not None else result.text_content()
         notes = await hook_runner.run_post_hooks(
-            post_hooks, tool.name, payload, self._hook_sandbox(session)
+            post_hooks, tool.name, payload, self._hook_sandbox(session, ctx)
         )
         for note in notes:
             result.content.append(TextBlock(f"\n\nPostToolUse hook feedback:\n{note}"))
 
     # --- pieces ---------------------------------------------------------------------------
 
-    def _hook_sandbox(self, session: Session) -> hook_runner.PolicyFactory:
+    def _hook_sandbox(self, session: Session, ctx: ToolContext) -> hook_runner.PolicyFactory:
+        """The session's sandbox for its hooks, built with the call's runtime."""
+        runtime = ctx.services.sandbox
+
         def policy() -> Any:
-            tmp_dir = sandbox_policy.session_tmp_dir(session, self.config)
-            return sandbox_policy.policy_for(session, self.config, tmp_dir)
+            tmp_dir = sandbox_policy.session_tmp_dir(session, self.config, runtime)
+            return sandbox_policy.policy_for(session, self.config, tmp_dir, runtime)
 
         return policy
 

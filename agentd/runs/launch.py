@@ -22,7 +22,6 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -40,6 +39,7 @@ from agentd.runs.tasks import InProcessRun, new_task_id
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
 from agentd.sandboxing.mode import SandboxMode
+from agentd.sandboxing.runtime import SandboxRuntime
 from agentd.sessions.session import Session
 from agentd_sandbox import PathGone, SandboxPolicy, SandboxUnavailable, shell_argv, spawn
 
@@ -53,15 +53,12 @@ START_ATTEMPTS = 3
 
 @dataclass(frozen=True)
 class Interactive:
-    """A command a person will drive: on a PTY of (rows, cols), or with its stdin open."""
+    """A command a person will drive: on a PTY of (rows, cols), or with its stdin open.
+    Only a person asks for one (StartTask, in the call's ToolContext), never the model:
+    Bash's schema has no such field."""
 
     pty: tuple[int, int] | None = None
     stdin: bool = False
-
-
-# Set by the API's StartTask around the Bash call it makes (agentd/api/handlers/
-# task_io.py): a person's request, never the model's (Bash's schema has no such field).
-INTERACTIVE: ContextVar[Interactive | None] = ContextVar("interactive", default=None)
 
 
 @dataclass
@@ -79,6 +76,7 @@ class LaunchPlan:
 async def plan_bash(
     session: Session,
     config: Config,
+    runtime: SandboxRuntime,
     mode: SandboxMode,
     command: str,
     *,
@@ -91,11 +89,13 @@ async def plan_bash(
     read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
     The command's text goes in through the environment, never on a command line."""
     read_only = mode is SandboxMode.READ_ONLY
-    policy = sandbox_policy.policy_for(session, config, tmp_dir, read_only=read_only)
+    policy = sandbox_policy.policy_for(session, config, tmp_dir, runtime, read_only=read_only)
     policy.env = {**policy.env, "BASH_ENV": bash_env}
     staged = readonly.Staged()
     if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
-        staged = await readonly.enforce(policy, session, config, command, read_only=read_only)
+        staged = await readonly.enforce(
+            policy, session, config, command, runtime.staging, read_only=read_only
+        )
     sandboxed = mode is not SandboxMode.UNSANDBOXED
     if sandboxed:
         # The session's output files, read-only at a fixed path (`tail -f` works).
@@ -103,11 +103,13 @@ async def plan_bash(
     return LaunchPlan(policy, shell_argv(policy, command), sandboxed, staged)
 
 
-def search_policy(session: Session, config: Config, readable: list[str]) -> SandboxPolicy:
+def search_policy(
+    session: Session, config: Config, runtime: SandboxRuntime, readable: list[str]
+) -> SandboxPolicy:
     """The session's sandbox narrowed for a search (Grep, Glob): `readable` shown
     read-only where it is, nothing writable, no network, none of the session's env."""
-    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
-    base = sandbox_policy.policy_for(session, config, tmp_dir)
+    tmp_dir = sandbox_policy.session_tmp_dir(session, config, runtime)
+    base = sandbox_policy.policy_for(session, config, tmp_dir, runtime)
     return dataclasses.replace(
         base,
         writable=[],
@@ -159,14 +161,16 @@ async def start_bash(
     readers: int | None,
     output_limit: int,
     register: Callable[[Output], None],
+    forkserver: shim_client.Forkserver,
     watch: tuple[int, int] | None = None,
+    interactive: Interactive | None = None,
 ) -> Started:
     """Start a Bash command: each attempt opens its output file in `tasks_dir` (readable
     by the `readers` group), its channels, and its `plan`, hands the command to a shim,
     and `register`s the output; it counts as started once bash ran (its BASH_ENV script
     wrote into the channel). Raises ToolError when the sandbox could not start. `watch`:
     the fanotify group and change log of the call (agentd/changes/), for the shim's
-    reader."""
+    reader; `interactive`: a person drives it (a PTY or stdin from its shim)."""
 
     async def attempt() -> tuple[Started | str, bool]:
         task_id = new_task_id()
@@ -178,7 +182,16 @@ async def start_bash(
             launch = await plan(channels)
             staged = launch.staged
             spawned = time.monotonic()
-            run = await _spawn(launch, output_path, output_fd, output_limit, channels, watch)
+            run = await _spawn(
+                launch,
+                output_path,
+                output_fd,
+                output_limit,
+                channels,
+                forkserver,
+                watch,
+                interactive,
+            )
             metrics.sandbox_started(time.monotonic() - spawned)
         except BaseException as exc:
             # Nothing started: nothing of this attempt stays behind.
@@ -228,15 +241,18 @@ async def _spawn(
     output_fd: int,
     limit: int,
     channels: Channels,
+    forkserver: shim_client.Forkserver,
     watch: tuple[int, int] | None = None,
+    interactive: Interactive | None = None,
 ) -> Run:
-    """The command started: under a shim (agentd/runs/shim/supervisor.py) when sandboxed, so
-    that it can outlive the daemon as a task; in the daemon's process otherwise. A run
-    a person drives (INTERACTIVE) has its PTY or stdin from its shim, so only there."""
-    interactive = INTERACTIVE.get()
+    """The command started: under a shim (agentd/runs/shim/supervisor.py, forked from
+    `forkserver`) when sandboxed, so that it can outlive the daemon as a task; in the
+    daemon's process otherwise. A run a person drives (`interactive`) has its PTY or
+    stdin from its shim, so only there."""
     if plan.sandboxed:
         pty = interactive.pty if interactive else None
         run = await shim_client.spawn(
+            forkserver,
             plan.policy,
             [*terminal.CTTY_ARGV, *plan.argv] if pty else plan.argv,
             output_path,

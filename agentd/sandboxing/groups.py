@@ -157,16 +157,3 @@ class SessionGroups:
 def tree_name(state_dir: str) -> str:
     """The tree's name: the same for every daemon of one state dir, another for others."""
     return "agentd-" + hashlib.sha256(state_dir.encode()).hexdigest()[:16]
-
-
-_current: SessionGroups | None = None
-
-
-def install(groups: SessionGroups | None) -> None:
-    """The daemon's groups, for every sandbox policy it builds (None: no groups)."""
-    global _current
-    _current = groups
-
-
-def current() -> SessionGroups | None:
-    return _current

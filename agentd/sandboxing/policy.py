@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import TYPE_CHECKING
 
-from agentd.credentials import ssh_agent_service
 from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ToolError
-from agentd.fs import tmpfs
 from agentd.fs.identity import FsIdentity
-from agentd.network import service as network_service
-from agentd.sandboxing import groups as session_groups
 from agentd.sandboxing.protected import sandbox_protection
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session, network_mode
 from agentd_sandbox import Limits, SandboxPolicy
+
+if TYPE_CHECKING:  # the runtime holds read-only runs' staging, which builds on this
+    from agentd.sandboxing.runtime import SandboxRuntime
 
 
 def run_as(session: Session, config: Config) -> tuple[int, int] | None:
@@ -82,17 +82,20 @@ def session_tmp_path(session: Session, config: Config) -> str:
     return session_dirs.of(config.state_dir).tmp_path(session.id)
 
 
-def session_tmp_dir(session: Session, config: Config) -> str:
+def session_tmp_dir(session: Session, config: Config, runtime: SandboxRuntime) -> str:
     """The session's own temp dir, writable in its sandbox and kept between calls: root's
-    and the session's group's (0770), so no other session's sandbox may enter it."""
+    and the session's group's (0770), so no other session's sandbox may enter it; a
+    sized tmpfs of its own where the runtime mounts them."""
     group = session_group(session, config)
-    sized = config.session_tmp_bytes > 0  # 0: a plain directory, on /tmp's disk
+    mounts = runtime.tmp_mounts
+    # session_tmp_bytes 0: a plain directory, on /tmp's disk
+    sized = mounts is not None and config.session_tmp_bytes > 0
     try:
         path = session_dirs.of(config.state_dir).tmp_dir(session.id, group)
-        if sized and not tmpfs.is_sized(path):
+        if mounts is not None and sized and not mounts.is_sized(path):
             # Root's and the session's group's, as the directory under it (dirs.py).
             owner = (os.geteuid(), group) if group is not None else None
-            tmpfs.size(path, config.session_tmp_bytes, owner, mode=0o770)
+            mounts.size(path, config.session_tmp_bytes, owner, mode=0o770)
     except OSError as exc:
         raise ToolError(
             f"Cannot prepare the sandbox: its temp dir cannot be made ({exc})"
@@ -115,12 +118,18 @@ def daemon_secrets(config: Config) -> list[str]:
 
 
 def policy_for(
-    session: Session, config: Config, tmp_dir: str, *, read_only: bool = False
+    session: Session,
+    config: Config,
+    tmp_dir: str,
+    runtime: SandboxRuntime,
+    *,
+    read_only: bool = False,
 ) -> SandboxPolicy:
-    """The session's sandbox; `read_only`: every workspace root read-only and no network,
-    only the temp dir writable (a command run on the classifier's read-only verdict)."""
+    """The session's sandbox, with the runtime's network, ssh-agent and control group;
+    `read_only`: every workspace root read-only and no network, only the temp dir
+    writable (a command run on the classifier's read-only verdict)."""
     ident = run_as(session, config)
-    procs, held = _session_group(session)
+    procs, held = _session_group(session, runtime)
     env = {"TMPDIR": tmp_dir, **session.env}
     roots = list(session.workspace_roots)
     pinned: list[str] = []
@@ -132,8 +141,8 @@ def policy_for(
         pinned += protection.pinned
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
-    network, netns, ro_binds = _network(session, env, read_only)
-    ro_binds += _ssh_agent(session, env, network or netns is not None, tmp_dir)
+    network, netns, ro_binds = _network(session, env, read_only, runtime)
+    ro_binds += _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
     if read_only:
         writable = [tmp_dir]
         shown = [r for r in roots if not _contains(r, tmp_dir)]
@@ -163,7 +172,7 @@ def policy_for(
 
 
 def _network(
-    session: Session, env: dict[str, str], read_only: bool
+    session: Session, env: dict[str, str], read_only: bool, runtime: SandboxRuntime
 ) -> tuple[bool, str | None, list[tuple[str, str]]]:
     """(the host's network, the kept namespace to join, read-only binds) by the session's
     mode; proxied: `env` gets the proxy's variables. A read-only run has none at all."""
@@ -172,7 +181,7 @@ def _network(
         return False, None, []
     if mode == "on":
         return True, None, []
-    service = network_service.current()
+    service = runtime.network
     if service is None or not service.available():
         return False, None, []  # no namespace of its own to keep here: no network
     try:
@@ -186,11 +195,11 @@ def _network(
 
 
 def _ssh_agent(
-    session: Session, env: dict[str, str], networked: bool, tmp_dir: str
+    session: Session, env: dict[str, str], networked: bool, tmp_dir: str, runtime: SandboxRuntime
 ) -> list[tuple[str, str]]:
     """A networked sandbox's ssh-agent: the session's agent directory bound at
     /run/agentd-ssh (agentd/credentials/ssh_agent_dir.py); `env` gets SSH_AUTH_SOCK."""
-    agent = ssh_agent_service.current()
+    agent = runtime.ssh_agent
     if agent is None or not networked:
         return []
     try:
@@ -202,9 +211,9 @@ def _ssh_agent(
         ) from None
 
 
-def _session_group(session: Session) -> tuple[list[str], frozenset[str]]:
+def _session_group(session: Session, runtime: SandboxRuntime) -> tuple[list[str], frozenset[str]]:
     """The session's control group to join and what it holds (agentd.sandboxing.groups)."""
-    groups = session_groups.current()
+    groups = runtime.groups
     if groups is None:
         return [], frozenset()
     try:

@@ -80,6 +80,7 @@ async def enforce(
     session: Session,
     config: Config,
     command: str,
+    staging: StagingDir,
     *,
     read_only: bool = True,
 ) -> Staged:
@@ -96,6 +97,7 @@ async def enforce(
         )
     staged = await asyncio.to_thread(
         stage_git_configs,
+        staging,
         list(session.workspace_roots),
         session.cwd,
         static_dirs(command, session.cwd),
@@ -172,13 +174,15 @@ class Staged:
 
 
 def stage_git_configs(
+    staging: StagingDir,
     roots: list[str],
     cwd: str,
     extra_dirs: list[str],
     ident: tuple[int, int] | None,
     hidden: Callable[[str], bool] = lambda path: False,
 ) -> Staged:
-    """Sanitised copies of every repository config the run may read, ready to bind.
+    """Sanitised copies of every repository config the run may read, ready to bind (the
+    copies in `staging`).
 
     Found as the sandbox identity (links followed as git in the sandbox follows them),
     and only where the sandbox sees: a config in a place it hides (`hidden`: a home, the
@@ -196,7 +200,7 @@ def stage_git_configs(
                 continue  # the sandbox could not read it either (and bwrap could not mount)
             data = _read_beneath(dest, who)
             text = gitconfig.sanitize(data) if data is not None else ""
-            staged.ro_binds.append((_stage(text, who), dest))
+            staged.ro_binds.append((staging.stage(text, who), dest))
             staged.files.append(staged.ro_binds[-1][0])
     except BaseException:
         staged.cleanup()
@@ -368,20 +372,41 @@ def _read_beneath(real: str, who: Identity) -> bytes | None:
         os.close(leaf)
 
 
-_staging_lock = threading.Lock()
-_staging_dir: str | None = None
-
-
-def _staging() -> str:
+class StagingDir:
     """The daemon's own directory for sanitised copies: only it writes there; the sandbox
-    identity may pass through (bwrap, running as that identity, opens the copies)."""
-    global _staging_dir
-    with _staging_lock:
-        if _staging_dir is None or not os.path.isdir(_staging_dir):
-            _staging_dir = tempfile.mkdtemp(prefix="agentd-ro-")
-            os.chmod(_staging_dir, 0o711)
-            atexit.register(_remove_staging, _staging_dir)
-        return _staging_dir
+    identity may pass through (bwrap, running as that identity, opens the copies). One
+    per daemon, made by its assembly; made on first use, removed at close (or exit)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._path: str | None = None
+
+    def path(self) -> str:
+        with self._lock:
+            if self._path is None or not os.path.isdir(self._path):
+                self._path = tempfile.mkdtemp(prefix="agentd-ro-")
+                os.chmod(self._path, 0o711)
+                atexit.register(_remove_staging, self._path)
+            return self._path
+
+    def stage(self, text: str, who: Identity) -> str:
+        """A new file holding `text`, readable by `who`'s group only (and root)."""
+        path = os.path.join(self.path(), secrets.token_hex(16))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+        try:
+            os.write(fd, text.encode())
+            if os.geteuid() == 0 and who.uid != 0:
+                os.fchown(fd, 0, who.gid)
+                os.fchmod(fd, 0o440)
+        finally:
+            os.close(fd)
+        return path
+
+    def close(self) -> None:
+        with self._lock:
+            if self._path is not None:
+                _remove_staging(self._path)
+                self._path = None
 
 
 def _remove_staging(path: str) -> None:
@@ -389,19 +414,6 @@ def _remove_staging(path: str) -> None:
         for name in os.listdir(path):
             os.unlink(os.path.join(path, name))
         os.rmdir(path)
-
-
-def _stage(text: str, who: Identity) -> str:
-    path = os.path.join(_staging(), secrets.token_hex(16))
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
-    try:
-        os.write(fd, text.encode())
-        if os.geteuid() == 0 and who.uid != 0:
-            os.fchown(fd, 0, who.gid)
-            os.fchmod(fd, 0o440)
-    finally:
-        os.close(fd)
-    return path
 
 
 def tried_to_write(output: str) -> str | None:

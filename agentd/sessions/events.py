@@ -38,8 +38,6 @@ from agentd_client.core.structs import EncodedDict
 BACKLOG_BYTES = 1 << 20
 # One page of replay, in bytes of payload (at least one event).
 PAGE_BYTES = 256 * 1024
-# Journal pages are read here: never on the event loop.
-_READERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="journal")
 
 
 class _Lane:
@@ -70,7 +68,24 @@ class _Lane:
             self._loop.call_soon(self._grant)
 
 
-_lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = weakref.WeakKeyDictionary()
+class Replay:
+    """How every session's journal is read back: its pages in two threads of their own
+    (never on the event loop), its events handed out one per turn of the loop so a long
+    replay does not hold up live calls. One per daemon, made with its SessionManager."""
+
+    def __init__(self) -> None:
+        self.readers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="journal")
+        self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def lane(self) -> _Lane:
+        """The running loop's lane (turns taken one per iteration)."""
+        loop = asyncio.get_running_loop()
+        lane = self._lanes.get(loop)
+        if lane is None:
+            lane = self._lanes[loop] = _Lane(loop)
+        return lane
 
 
 def _has_encoded(value: dict[Any, Any]) -> bool:
@@ -89,14 +104,6 @@ def json_text(value: Any) -> str:
         items = ", ".join(f"{json.dumps(k)}: {json_text(v)}" for k, v in value.items())
         return "{" + items + "}"
     return json.dumps(value)
-
-
-def _replay_lane() -> _Lane:
-    loop = asyncio.get_running_loop()
-    lane = _lanes.get(loop)
-    if lane is None:
-        lane = _lanes[loop] = _Lane(loop)
-    return lane
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +136,12 @@ class _Subscriber:
 
 
 class EventLog:
-    def __init__(self, session_id: str, store: Store, backlog_bytes: int = BACKLOG_BYTES) -> None:
+    def __init__(
+        self, session_id: str, store: Store, replay: Replay, backlog_bytes: int = BACKLOG_BYTES
+    ) -> None:
         self.session_id = session_id
         self._store = store
+        self._replay = replay
         self._seq = store.last_seq(session_id)
         # When the session last did anything (progress included), for idle-session gc.
         self.last_time_ms = store.last_event_ms(session_id)
@@ -235,14 +245,14 @@ class EventLog:
     async def _journal(self, sub: _Subscriber, up_to: int) -> AsyncIterator[Event]:
         """The journal after sub.last_seq up to `up_to`, a page at a time, read off the loop."""
         loop = asyncio.get_running_loop()
-        lane = _replay_lane()
+        lane = self._replay.lane()
         while sub.last_seq < up_to:
             if self._store.dirty:
                 # The readers' connections see committed rows only. On a full disk the
                 # replay goes on with what is committed: reading needs no space.
                 with contextlib.suppress(StorageFull):
                     self._store.flush()
-            page = await loop.run_in_executor(_READERS, self._page, sub.last_seq, up_to)
+            page = await loop.run_in_executor(self._replay.readers, self._page, sub.last_seq, up_to)
             if not page:
                 break
             for seq, event in page:

@@ -17,7 +17,7 @@ from agentd.foundation.errors import AlreadyExists, InvalidRequest, SessionNotFo
 from agentd.foundation.errors import SessionClosed as SessionClosedError
 from agentd.sessions import gids
 from agentd.sessions.event_types import SessionClosed, TodoPayload
-from agentd.sessions.events import EventLog
+from agentd.sessions.events import EventLog, Replay
 from agentd.sessions.store import Store
 
 
@@ -139,6 +139,8 @@ class SessionManager:
         self._config = config
         self._sessions: dict[str, Session] = {}
         self._logs: dict[str, EventLog] = {}
+        # How every session's journal is read back (its threads, its turns).
+        self._replay = Replay()
         # Called with the session when it closes (stops its tasks, ...).
         self.on_close: list[Callable[[Session], Awaitable[None]]] = []
         # Called with a session once it is created and stored.
@@ -291,7 +293,7 @@ class SessionManager:
         log = self._logs.get(session_id)
         if log is None:
             self.get(session_id)
-            log = self._logs[session_id] = EventLog(session_id, self._store)
+            log = self._logs[session_id] = EventLog(session_id, self._store, self._replay)
             if self._sessions[session_id].closed:
                 log.close()
         return log

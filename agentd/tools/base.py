@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from agentd.foundation.errors import InputError, ToolError
 from agentd.fs.identity import FsIdentity
+from agentd.runs.launch import Interactive
+from agentd.runs.tasks import Task
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions.event_types import ResultPayload
@@ -72,6 +74,9 @@ class ToolResult:
     # The finished result's wire form (executor.result_payload), built once when the
     # call ends and reused by the journal and every reply; None until then.
     payload: ResultPayload | None = field(default=None, repr=False, compare=False)
+    # The background task the call started (Bash in the background), for callers that
+    # take it as a task (StartTask); never on the wire.
+    task: Task | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def text(cls, text: str, data: Any = None, *, is_error: bool = False) -> ToolResult:
@@ -118,6 +123,9 @@ class ToolContext:
     granted_paths: list[str] = field(default_factory=list)
     # How a Bash call's sandbox is built, from the permission decision (Decision.sandbox).
     sandbox: SandboxMode = SandboxMode.NORMAL
+    # A person will drive the command (a PTY or stdin): set by StartTask only, never
+    # from the model's input (agentd/calls/tasks.py).
+    interactive: Interactive | None = None
 
     def roots(self, mode: Literal["read", "write"] = "read") -> list[str]:
         """Where this call may touch files: the workspace, granted paths, and for reads the

@@ -139,10 +139,10 @@ async def load_target(
     return Target(loc, content, codec, exists=True, stale=stale)
 
 
-async def save_target(session: Session, target: Target, content: str) -> None:
+async def save_target(ctx: ToolContext, target: Target, content: str) -> None:
     data = target.codec.encode(content)
-    await asyncio.to_thread(filestate.write, target.loc, data)
-    filestate.remember_written(session, target.loc, data)
+    await asyncio.to_thread(filestate.write, target.loc, data, ctx.services.temp_ledger)
+    filestate.remember_written(ctx.session, target.loc, data)
 
 
 class EditInput(TypedDict):
@@ -200,7 +200,7 @@ class EditTool(Tool[EditInput]):
         old_n = old.replace("\r\n", "\n") if target.codec.crlf else old
         new_n = new.replace("\r\n", "\n") if target.codec.crlf else new
         applied = apply_edit(target.content, old_n, new_n, replace_all)
-        await save_target(session, target, applied.content)
+        await save_target(ctx, target, applied.content)
         path = target.loc.path
         if replace_all:
             text = f"Updated {path}: every occurrence was replaced {CURRENT_NOTE}."
@@ -215,7 +215,7 @@ class EditTool(Tool[EditInput]):
             "userModified": False,
             "replaceAll": replace_all,
         }
-        return await edit_result(session.id, text, data, target, applied.content)
+        return await edit_result(ctx, text, data, target, applied.content)
 
 
 def new_string(file_path: str, old: str, new: str, target: Target) -> str:
@@ -233,16 +233,21 @@ def new_string(file_path: str, old: str, new: str, target: Target) -> str:
 
 
 async def edit_result(
-    key: str, text: str, data: dict[str, Any], target: Target, content: str
+    ctx: ToolContext, text: str, data: dict[str, Any], target: Target, content: str
 ) -> ToolResult:
     """The result of a successful edit that left the file holding `content`, its patch
     made last (textdiff.with_patch: the data is final then), saying so when it applied to
-    a file changed on disk; `key`: the session."""
+    a file changed on disk."""
     if target.stale:
         text += "\n\n" + STALE_NOTE
         data["staleRecovered"] = True
         data["contentNotInModelContext"] = True
-    return ToolResult.text(text, await textdiff.with_patch(key, data, target.content, content))
+    return ToolResult.text(
+        text,
+        await textdiff.with_patch(
+            ctx.services.offload, ctx.session.id, data, target.content, content
+        ),
+    )
 
 
 TOOL = EditTool

@@ -118,7 +118,7 @@ class MultiEditTool(Tool[MultiEditInput]):
                 raise InputError(
                     f"Edit {number} of {len(edits)} failed, so no edit was made. {exc}"
                 ) from None
-        await save_target(session, target, content)
+        await save_target(ctx, target, content)
         path = target.loc.path
         summary = "\n".join(
             f'{n}. "{_preview(e["old_string"])}" -> "{_preview(e["new_string"])}"'
@@ -140,7 +140,7 @@ class MultiEditTool(Tool[MultiEditInput]):
             textdiff.PATCH_KEY: [],
             "userModified": False,
         }
-        return await edit_result(session.id, text, data, target, content)
+        return await edit_result(ctx, text, data, target, content)
 
 
 TOOL = MultiEditTool

@@ -175,7 +175,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         if original.endswith("\n"):
             updated += "\n"
         payload = updated.encode("utf-8")
-        await asyncio.to_thread(filestate.write, loc, payload)
+        await asyncio.to_thread(filestate.write, loc, payload, ctx.services.temp_ledger)
         filestate.remember_written(session, loc, payload)
         data.update(
             {

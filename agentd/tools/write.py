@@ -66,7 +66,7 @@ class WriteTool(Tool[WriteInput]):
             # file's CRLF; Write replaces the whole file as given). Encoding and BOM stay.
             codec = filestate.TextCodec(codec.encoding, codec.bom, False)
         data = codec.encode(content)
-        await asyncio.to_thread(filestate.write, loc, data)
+        await asyncio.to_thread(filestate.write, loc, data, ctx.services.temp_ledger)
         filestate.remember_written(session, loc, data)
         fields: dict[str, Any] = {
             "type": "create" if original is None else "update",
@@ -78,7 +78,9 @@ class WriteTool(Tool[WriteInput]):
         }
         if original is None:
             return ToolResult.text(f"Created the file {loc.path} {CURRENT_NOTE}.", fields)
-        fields = await textdiff.with_patch(session.id, fields, original, content)
+        fields = await textdiff.with_patch(
+            ctx.services.offload, session.id, fields, original, content
+        )
         return ToolResult.text(f"Updated the file {loc.path} {CURRENT_NOTE}.", fields)
 
 

@@ -5,6 +5,7 @@ is_error result and a journaled call_finished, never an exception."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,9 +14,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agentd.calls.executor import Executor, ToolUse, result_payload
+from agentd.calls.executor import Executor, ToolUse, Update, result_payload
 from agentd.foundation.errors import ToolError
 from agentd.permissions.decision import Behavior, Decision
+from agentd.sessions.event_types import Progress
 from agentd.sessions.session import Session, SessionManager
 from agentd.sessions.store import Store
 from agentd.tools import Registry
@@ -106,8 +108,11 @@ class Env:
     sessions: SessionManager
     updates: list[tuple[str, dict[str, Any]]]
 
-    async def sink(self, kind: str, payload: dict[str, Any]) -> None:
-        self.updates.append((kind, payload))
+    async def sink(self, update: Update) -> None:
+        if isinstance(update, Progress):
+            self.updates.append(("progress", dataclasses.asdict(update)))
+        else:
+            self.updates.append(("result", dict(update)))
 
     async def one(self, name: str, args: dict[str, Any], use: str = "toolu_1") -> ToolResult:
         return await self.executor.run_one(self.session, ToolUse(use, name, args), self.sink)

@@ -18,11 +18,9 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 UID = 65534
 
 
-@pytest.fixture(autouse=True)
-def mounting() -> Iterator[None]:
-    tmpfs.enable(True)  # as the daemon does at its start
-    yield
-    tmpfs.enable(False)
+@pytest.fixture
+def mounts() -> tmpfs.TmpMounts:
+    return tmpfs.TmpMounts()  # as the daemon's assembly makes it
 
 
 @pytest.fixture
@@ -39,23 +37,23 @@ def _mounted(path: Path) -> bool:
     return path.stat().st_dev != path.parent.stat().st_dev
 
 
-def test_sized_then_removed(base: Path) -> None:
+def test_sized_then_removed(base: Path, mounts: tmpfs.TmpMounts) -> None:
     tmp = base / "s"
     tmp.mkdir(mode=0o700)
     os.chown(tmp, UID, UID)
-    assert not tmpfs.is_sized(str(tmp))
-    tmpfs.size(str(tmp), 8 * 1024 * 1024, (UID, UID))
-    assert _mounted(tmp) and tmpfs.is_sized(str(tmp))
+    assert not mounts.is_sized(str(tmp))
+    mounts.size(str(tmp), 8 * 1024 * 1024, (UID, UID))
+    assert _mounted(tmp) and mounts.is_sized(str(tmp))
     st = os.statvfs(tmp)
     assert st.f_blocks * st.f_frsize == 8 * 1024 * 1024
     assert (tmp.stat().st_uid, oct(tmp.stat().st_mode & 0o777)) == (UID, "0o700")
-    tmpfs.size(str(tmp), 8 * 1024 * 1024, (UID, UID))  # once: no mount on a mount
+    mounts.size(str(tmp), 8 * 1024 * 1024, (UID, UID))  # once: no mount on a mount
     (tmp / "f").write_bytes(b"x")
     assert tmpfs.remove(str(tmp))
     assert not tmp.exists()
 
 
-def test_never_mounts_through_a_link(base: Path) -> None:
+def test_never_mounts_through_a_link(base: Path, mounts: tmpfs.TmpMounts) -> None:
     """The temp dir's parent is the sandbox identity's: a link in its place must not
     make a root daemon mount over the link's target."""
     target = base / "target"
@@ -64,13 +62,13 @@ def test_never_mounts_through_a_link(base: Path) -> None:
     link = base / "s"
     link.symlink_to(target)
     with pytest.raises(OSError):
-        tmpfs.size(str(link), 8 * 1024 * 1024, (UID, UID))
+        mounts.size(str(link), 8 * 1024 * 1024, (UID, UID))
     assert not _mounted(target)
 
 
-def test_never_mounts_on_a_directory_of_another_owner(base: Path) -> None:
+def test_never_mounts_on_a_directory_of_another_owner(base: Path, mounts: tmpfs.TmpMounts) -> None:
     foreign = base / "s"
     foreign.mkdir()  # root's, not the identity's
     with pytest.raises(PermissionError):
-        tmpfs.size(str(foreign), 8 * 1024 * 1024, (UID, UID))
+        mounts.size(str(foreign), 8 * 1024 * 1024, (UID, UID))
     assert not _mounted(foreign)

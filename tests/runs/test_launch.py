@@ -15,6 +15,7 @@ from agentd.foundation.config import Config
 from agentd.runs import launch
 from agentd.runs.output.registry import TASKS_MOUNT
 from agentd.sandboxing import policy as sandbox_policy
+from agentd.sandboxing import runtime
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
@@ -51,12 +52,15 @@ def plan(session: Session, config: Config, tmp_path: Path) -> Iterator[MakePlan]
     """Plans a Bash command as `mode` says; the staging of each goes after the test."""
     made: list[launch.LaunchPlan] = []
 
+    bare = runtime.bare()
+
     async def make(mode: SandboxMode) -> launch.LaunchPlan:
-        tmp_dir = sandbox_policy.session_tmp_dir(session, config)
+        tmp_dir = sandbox_policy.session_tmp_dir(session, config, bare)
         made.append(
             await launch.plan_bash(
                 session,
                 config,
+                bare,
                 mode,
                 COMMAND,
                 tmp_dir=tmp_dir,
@@ -120,7 +124,7 @@ async def test_an_unsandboxed_plan_mounts_nothing(plan: MakePlan) -> None:
 
 def test_a_search_plan_only_reads(session: Session, config: Config) -> None:
     ws = session.workspace_roots[0]
-    policy = launch.search_policy(session, config, [ws])
+    policy = launch.search_policy(session, config, runtime.bare(), [ws])
     p = launch.plan_search(policy, os.path.join(ws, "sub"), ["/usr/bin/rg", "x"])
     assert p.sandboxed and p.argv == ["/usr/bin/rg", "x"]
     assert p.policy.writable == [] and p.policy.read_only == [ws]

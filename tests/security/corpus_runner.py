@@ -22,7 +22,7 @@ from agentd.bashsec import classify_uncached
 from agentd.foundation.config import Config
 from agentd.fs import tmpfs
 from agentd.sandboxing import policy as sandbox_policy
-from agentd.sandboxing import readonly
+from agentd.sandboxing import readonly, runtime
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
 from agentd_sandbox import spawn
@@ -90,7 +90,8 @@ class Runner:
         )
         self.read_only = read_only
         self.wall_seconds = wall_seconds
-        self.tmp_dir = sandbox_policy.session_tmp_dir(self.session, self.config)
+        self.runtime = runtime.bare()
+        self.tmp_dir = sandbox_policy.session_tmp_dir(self.session, self.config, self.runtime)
 
     def _remove(self) -> None:
         dirs = session_dirs.of(self.config.state_dir)
@@ -102,12 +103,14 @@ class Runner:
     async def run(self, command: str, *, read_only: bool | None = None) -> Outcome:
         read_only = self.read_only if read_only is None else read_only
         policy = sandbox_policy.policy_for(
-            self.session, self.config, self.tmp_dir, read_only=read_only
+            self.session, self.config, self.tmp_dir, self.runtime, read_only=read_only
         )
         policy.limits.wall_seconds = self.wall_seconds
         staged = readonly.Staged()
         if read_only:
-            staged = await readonly.enforce(policy, self.session, self.config, command)
+            staged = await readonly.enforce(
+                policy, self.session, self.config, command, self.runtime.staging
+            )
         try:
             proc = await spawn(
                 policy,

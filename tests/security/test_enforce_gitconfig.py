@@ -33,6 +33,9 @@ SYNTAX_CASES = [
     "[user]\n\tname = tab\\there\n",
 ]
 
+# Where this file's sanitised copies are staged (the daemon has one of its own).
+STAGING = readonly.StagingDir()
+
 
 def _git_list(path: Path) -> list[tuple[str, str]]:
     out = subprocess.run(
@@ -191,7 +194,7 @@ def test_a_linked_config_is_covered_where_it_leads(tmp_path: Path) -> None:
     (ws / ".git").mkdir(parents=True)
     (ws / "evil.cfg").write_text("[core]\n\tfsmonitor = /tmp/evil\n")
     (ws / ".git" / "config").symlink_to(ws / "evil.cfg")
-    staged = readonly.stage_git_configs([str(ws)], str(ws), [], None)
+    staged = readonly.stage_git_configs(STAGING, [str(ws)], str(ws), [], None)
     try:
         assert [dest for _, dest in staged.ro_binds] == [str(ws / "evil.cfg")]
         ((source, _),) = staged.ro_binds
@@ -207,7 +210,9 @@ def test_a_fifo_config_does_not_block_and_is_not_bound(tmp_path: Path) -> None:
     os.mkfifo(ws / ".git" / "config")
     result: list[readonly.Staged] = []
     t = threading.Thread(
-        target=lambda: result.append(readonly.stage_git_configs([str(ws)], str(ws), [], None))
+        target=lambda: result.append(
+            readonly.stage_git_configs(STAGING, [str(ws)], str(ws), [], None)
+        )
     )
     t.start()
     t.join(10)
@@ -223,7 +228,7 @@ def test_a_config_the_sandbox_cannot_read_is_not_copied(tmp_path: Path) -> None:
     config.chmod(0o600)  # root's, unreadable to uid 65534
     for p in (tmp_path, ws, ws / ".git"):
         p.chmod(0o755)
-    staged = readonly.stage_git_configs([str(ws)], str(ws), [], (65534, 65534))
+    staged = readonly.stage_git_configs(STAGING, [str(ws)], str(ws), [], (65534, 65534))
     try:
         for source, _ in staged.ro_binds:
             assert "secret-token" not in Path(source).read_text()
@@ -234,7 +239,7 @@ def test_a_config_the_sandbox_cannot_read_is_not_copied(tmp_path: Path) -> None:
 def test_the_copies_are_the_daemons(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     _repo(ws)
-    staged = readonly.stage_git_configs([str(ws)], str(ws), [], None)
+    staged = readonly.stage_git_configs(STAGING, [str(ws)], str(ws), [], None)
     try:
         ((source, _),) = staged.ro_binds
         st = os.stat(source)

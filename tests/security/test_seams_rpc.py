@@ -19,7 +19,7 @@ import pytest
 
 from agentd.api.decoding import RateLimitedLog
 from agentd.sessions.event_types import TodosChanged
-from agentd.sessions.events import EventLog
+from agentd.sessions.events import EventLog, Replay
 from agentd.sessions.store import Store
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
@@ -109,7 +109,7 @@ async def test_a_cancelled_subscriber_leaves_no_pending_task(
     "Task was destroyed but it is pending!" when collected."""
     store = Store(str(tmp_path / "agentd.db"))
     try:
-        log = EventLog("s", store)
+        log = EventLog("s", store, Replay())
         log.emit(TodosChanged(todos=[]))
         seen = asyncio.Event()
 

@@ -15,7 +15,7 @@ import pytest
 
 from agentd.sessions import events
 from agentd.sessions.event_types import CwdChanged, Progress, TodosChanged
-from agentd.sessions.events import EventLog
+from agentd.sessions.events import EventLog, Replay
 from agentd.sessions.store import Store
 
 BLOB = "x" * 10_000
@@ -56,7 +56,7 @@ async def _take(agen, n: int) -> list[events.Event]:  # type: ignore[no-untyped-
 def test_replay_is_paged_off_the_loop_and_in_order(tmp_path: Path) -> None:
     async def main() -> None:
         store = Store(str(tmp_path / "s.db"))
-        log = EventLog("s1", store)
+        log = EventLog("s1", store, Replay())
         _fill(log, 300)  # 3 MB: many pages, some not yet committed
         threads: set[str] = set()
         real = store.events_page
@@ -77,7 +77,7 @@ def test_replay_is_paged_off_the_loop_and_in_order(tmp_path: Path) -> None:
 def test_a_silent_subscriber_holds_a_bounded_backlog_then_catches_up(tmp_path: Path) -> None:
     async def main() -> None:
         store = Store(str(tmp_path / "s.db"))
-        log = EventLog("s1", store, backlog_bytes=200_000)
+        log = EventLog("s1", store, Replay(), backlog_bytes=200_000)
         counted = asyncio.Event()
         agen = log.subscribe(0, _setter(counted))
         # Start it (it registers), then never read while 500 events (5 MB) go by.
@@ -104,7 +104,7 @@ def test_a_silent_subscriber_holds_a_bounded_backlog_then_catches_up(tmp_path: P
 def test_live_events_after_the_gap_are_not_lost(tmp_path: Path, live_only: bool) -> None:
     async def main() -> None:
         store = Store(str(tmp_path / "s.db"))
-        log = EventLog("s1", store, backlog_bytes=50_000)
+        log = EventLog("s1", store, Replay(), backlog_bytes=50_000)
         counted = asyncio.Event()
         agen = log.subscribe(0, _setter(counted))
         pending = asyncio.ensure_future(agen.__anext__())
@@ -129,7 +129,7 @@ def test_replays_take_turns_with_the_rest_of_the_loop(tmp_path: Path) -> None:
 
     async def main() -> None:
         store = Store(str(tmp_path / "s.db"))
-        log = EventLog("s1", store)
+        log = EventLog("s1", store, Replay())
         _fill(log, 200)  # 2 MB: pages of many events each
         store.flush()
         between: list[int] = []

@@ -16,7 +16,7 @@ from google.protobuf.json_format import MessageToDict
 from agentd.api.wire import event_to_pb
 from agentd.sessions import journal
 from agentd.sessions.event_types import CwdChanged, PermissionResolved
-from agentd.sessions.events import Event, EventLog
+from agentd.sessions.events import Event, EventLog, Replay
 from agentd.sessions.store import Store
 
 ROWS = Path(__file__).parents[1] / "data" / "journal" / "unversioned_rows.json"
@@ -63,7 +63,7 @@ def test_rows_of_todays_format_replay_to_the_same_wire_events(tmp_path: Path) ->
     _old_journal(tmp_path / "agentd.db", rows)
     store = Store(str(tmp_path / "agentd.db"))
     try:
-        got = asyncio.run(_replayed(EventLog("s1", store)))
+        got = asyncio.run(_replayed(EventLog("s1", store, Replay())))
         assert len(got) == len(rows)
         for row, wire in zip(rows, got, strict=True):
             assert wire == row["wire"], row["kind"]
@@ -76,7 +76,7 @@ def test_an_old_journal_gets_the_version_column_and_new_rows_say_theirs(tmp_path
     _old_journal(path, [{"kind": "cwd_changed", "payload": {"cwd": "/a", "previous": "/"}}])
     store = Store(str(path))
     try:
-        log = EventLog("s1", store)
+        log = EventLog("s1", store, Replay())
         log.emit(PermissionResolved(request_id="r", decision="deny", scope="once", decided_by="x"))
         store.flush()
         rows = list(store.events_after("s1", 0))

@@ -3,26 +3,29 @@ them; never a secret (a source is shown by where it comes from)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from agentd.api.handlers.rpc import unary
-from agentd.credentials import ssh_agent_service
 from agentd.credentials.service import CredentialService
+from agentd.credentials.ssh_agent_service import SshAgentService
 from agentd_client.v1 import agentd_pb2 as pb
 
 
 class CredentialHandlers:
-    def __init__(self, service: Callable[[], CredentialService | None]) -> None:
-        # The service is made when the daemon starts (it needs the network's).
+    def __init__(
+        self, service: CredentialService | None, ssh_agent: SshAgentService | None
+    ) -> None:
+        # None: no credential routes (this daemon keeps no network namespaces).
         self.service = service
+        # None: no ssh-agent for sandboxes (`ssh_agent_hosts` unset).
+        self.ssh_agent = ssh_agent
 
     @unary
     async def ListCredentials(
         self, request: pb.ListCredentialsRequest, context: Any
     ) -> pb.ListCredentialsResponse:
-        service = self.service()
-        ssh_agent = _ssh_agent()
+        service = self.service
+        ssh_agent = _ssh_agent(self.ssh_agent)
         if service is None:
             return pb.ListCredentialsResponse(available=False, ssh_agent=ssh_agent)
         shown = service.summary()
@@ -50,9 +53,8 @@ class CredentialHandlers:
         )
 
 
-def _ssh_agent() -> pb.SshAgentShown:
+def _ssh_agent(agent: SshAgentService | None) -> pb.SshAgentShown:
     """The sandbox's ssh-agent as `agentctl credentials` shows it (none configured: off)."""
-    agent = ssh_agent_service.current()
     if agent is None:
         return pb.SshAgentShown(enabled=False)
     shown = agent.listing()

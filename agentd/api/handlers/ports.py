@@ -25,7 +25,7 @@ import grpc
 from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.foundation.errors import AgentdError, Exhausted, InvalidRequest
 from agentd.network import ports
-from agentd.network import service as network_service
+from agentd.network.service import NetworkService
 from agentd.sessions.event_types import PortForward
 from agentd.sessions.session import Session, SessionManager, network_mode
 from agentd_client.core.forward_wire import data_frame
@@ -47,8 +47,10 @@ class TooMany(Exhausted):
 
 
 class PortHandlers:
-    def __init__(self, sessions: SessionManager) -> None:
+    def __init__(self, sessions: SessionManager, network: NetworkService | None) -> None:
         self.sessions = sessions
+        # Where proxied sessions' namespaces are (None: this daemon keeps none).
+        self.network = network
         self.open = 0
         self._running: set[asyncio.Task[Any]] = set()
         self.stopping = False
@@ -65,7 +67,7 @@ class PortHandlers:
 
     def _namespace(self, session: Session, port: int | None = None) -> str:
         """The session's namespace, made; refused when `port` is agentd's own proxy."""
-        service = network_service.current()
+        service = self.network
         path = ports.namespace(service, session)
         if port is not None and port in ports.proxy_ports(service):
             raise ports.NotForwardable(
@@ -119,7 +121,7 @@ class PortHandlers:
     @unary
     async def ListPorts(self, request: pb.ListPortsRequest, context: Any) -> pb.ListPortsResponse:
         session = self._session(request.session_id)
-        service = network_service.current()
+        service = self.network
         path = ports.namespace(service, session)
         if not ports.exists(path):  # no command has run there: nothing listens
             return pb.ListPortsResponse(network=network_mode(session))

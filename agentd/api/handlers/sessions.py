@@ -6,7 +6,7 @@ from typing import Any
 
 from agentd.api.handlers.rpc import require, unary
 from agentd.api.wire import session_to_pb, struct_or_none
-from agentd.network import service as network_service
+from agentd.network.service import NetworkService
 from agentd.permissions.approvals import Approvals
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import SessionManager
@@ -15,10 +15,18 @@ from agentd_client.v1 import agentd_pb2 as pb
 
 
 class SessionHandlers:
-    def __init__(self, sessions: SessionManager, approvals: Approvals, reaper: Reaper) -> None:
+    def __init__(
+        self,
+        sessions: SessionManager,
+        approvals: Approvals,
+        reaper: Reaper,
+        network: NetworkService | None,
+    ) -> None:
         self.sessions = sessions
         self.approvals = approvals
         self.reaper = reaper
+        # Proxied sessions' network, for the summary GetSession shows (None: none).
+        self.network = network
 
     @unary
     async def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> pb.Session:
@@ -40,7 +48,7 @@ class SessionHandlers:
         session = self.sessions.get(require(request.session_id, "session_id"))
         out = session_to_pb(session, self.sessions.log(session.id))
         if not session.closed:
-            network = network_service.current()
+            network = self.network
             if network is not None and (summary := network.summary(session.id)):
                 structs.fill(out.network_summary, summary)
             for path, sha, widens, reason in await self.approvals.ignored(session):

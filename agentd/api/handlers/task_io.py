@@ -2,8 +2,8 @@
 written to it, its stdin closed, signals, its terminal's size.
 
 StartTask is a Bash call (classified, permission-checked, sandboxed and journaled like
-any) made in the background with a terminal (agentd/runs/launch.py INTERACTIVE); the
-model's Bash schema is unchanged. The others reach a task only through its own session
+any) made in the background with a terminal (agentd/calls/tasks.py); the model's Bash
+schema is unchanged. The others reach a task only through its own session
 (a task id of another session is not found), and each is a session event that names who
 did it (the client's identity, as permission answers record it). Input is a client
 stream: one event per stream, its bytes counted, so typing does not flood the journal;
@@ -16,14 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agentd.api.handlers.rpc import client_identity, require, unary
-from agentd.calls.executor import Executor, ToolUse, Update, new_tool_use_id
+from agentd.calls.tasks import TaskNotStarted, TaskRequest, TaskStarter
 from agentd.foundation.errors import FailedPrecondition, InvalidRequest, NotFound
-from agentd.runs import launch
+from agentd.runs.launch import Interactive
 from agentd.runs.shim.client import ShimRun
 from agentd.runs.shim.terminal import MAX_SIDE, SIGNALS
 from agentd.runs.tasks import Task, TaskManager
@@ -33,23 +32,17 @@ from agentd_client.v1 import agentd_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-_TOOL_USE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-MAX_COMMAND = 100_000
-MAX_DESCRIPTION = 1_000
 # An `agentctl exec` whose client dropped: SIGHUP, then SIGKILL if it is still running.
 HANGUP_GRACE_SECONDS = 2.0
 
 
 class NotStarted(FailedPrecondition):
-    """The Bash call behind StartTask failed: denied, or the sandbox could not start."""
+    """The Bash call behind StartTask failed: denied, or the sandbox could not start
+    (calls/tasks.py's TaskNotStarted, at the API's edge)."""
 
 
 class NoInput(FailedPrecondition):
     """The task cannot take what was sent: it is not running, has no stdin or no terminal."""
-
-
-async def _no_updates(update: Update) -> None:
-    """StartTask answers once; the session's attached clients see the call's progress."""
 
 
 def _size(size: pb.TerminalSize, what: str) -> tuple[int, int]:
@@ -97,12 +90,12 @@ class TaskIOHandlers:
     def __init__(
         self,
         sessions: SessionManager,
-        executor: Executor,
+        starter: TaskStarter,
         tasks: TaskManager,
         emit: Callable[[str, events.EventBody], None],
     ) -> None:
         self.sessions = sessions
-        self.executor = executor
+        self.starter = starter
         self.tasks = tasks
         self._emit = emit
         self._hangups: set[asyncio.Task[None]] = set()
@@ -151,30 +144,17 @@ class TaskIOHandlers:
     @unary
     async def StartTask(self, request: pb.StartTaskRequest, context: Any) -> pb.TaskTerminal:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
-        command = require(request.command, "command")
-        if len(command) > MAX_COMMAND or len(request.description) > MAX_DESCRIPTION:
-            raise InvalidRequest(
-                f"command (at most {MAX_COMMAND}) or description (at most {MAX_DESCRIPTION}) "
-                "is too long"
-            )
         pty = _size(request.pty, "pty") if request.HasField("pty") else None
-        if request.tool_use_id and not _TOOL_USE_ID.fullmatch(request.tool_use_id):
-            raise InvalidRequest("tool_use_id: 1 to 64 letters, digits, _ or -")
-        call = ToolUse(
-            request.tool_use_id or new_tool_use_id(),
-            "Bash",
-            {"command": command, "description": request.description, "run_in_background": True},
+        wanted = TaskRequest(
+            command=require(request.command, "command"),
+            description=request.description,
+            tool_use_id=request.tool_use_id,
+            interactive=Interactive(pty, request.stdin),
         )
-        token = launch.INTERACTIVE.set(launch.Interactive(pty, request.stdin))
         try:
-            result = await self.executor.run_one(session, call, _no_updates)
-        finally:
-            launch.INTERACTIVE.reset(token)
-        data = result.data if isinstance(result.data, dict) else {}
-        task_id = data.get("backgroundTaskId")
-        task = self.tasks.get(session.id, task_id) if isinstance(task_id, str) else None
-        if result.is_error or task is None:
-            raise NotStarted(" ".join(result.text_content().split())[:2000])
+            task = await self.starter.start(session, wanted)
+        except TaskNotStarted as exc:
+            raise NotStarted(str(exc)) from None
         self._event(
             task, "opened", context, size=(pty[0], pty[1]) if pty else None, stdin=request.stdin
         )

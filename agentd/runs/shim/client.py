@@ -330,10 +330,8 @@ class Forkserver:
                 self._proc.wait(timeout=2)
 
 
-FORKSERVER = Forkserver()
-
-
 async def spawn(
+    forkserver: Forkserver,
     policy: SandboxPolicy,
     argv: list[str],
     output_path: str,
@@ -345,7 +343,8 @@ async def spawn(
     pty: tuple[int, int] | None = None,
     stdin: bool = False,
 ) -> ShimRun | None:
-    """Start `argv` in the sandbox under a shim writing `output_path` (opened as
+    """Start `argv` in the sandbox under a shim (forked from `forkserver`, the daemon's)
+    writing `output_path` (opened as
     `output_fd`, which the caller closes after). None when this machine's chain needs a
     step in the child only subprocess can do (no setpriv or prlimit: the caller runs it
     in-process then, and it does not outlive the daemon). `hold_fds` the shim keeps open
@@ -387,7 +386,7 @@ async def spawn(
         }
         fds = [theirs.fileno(), output_fd, pipe_r, pipe_w, launch.lifeline.fileno()]
         fds += [*hold_fds, *(watch_fds or ()), *passed]
-        FORKSERVER.send(req, fds)
+        forkserver.send(req, fds)
     except OSError as exc:
         ours.close()
         raise SandboxUnavailable(f"cannot start the run's supervisor: {exc}") from exc

@@ -1,26 +1,20 @@
-"""Bash: one command in the session's sandbox, output live, cwd carried between calls."""
+"""Bash: one command in the session's sandbox, output live, cwd carried between calls.
+
+The tool's own semantics: its schema, what the model reads, its timeout and what a
+timeout does, the result's text. Running the command and knowing what it did (changes,
+network, cwd, files read, the task) is agentd/runs/command.py's."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-import time
-from collections.abc import Callable
 from typing import Any, ClassVar, NotRequired, TypedDict
 
-from agentd.changes.prompt import made_by
-from agentd.changes.tracked import Tracked
 from agentd.foundation.errors import InputError
-from agentd.fs import identity as fsidentity
-from agentd.network import service as network_service
-from agentd.runs import launch
-from agentd.runs.channels import Channels, contained_cwd
-from agentd.runs.output.file import PROGRESS_INTERVAL, head_and_tail
+from agentd.runs.command import CommandRequest
+from agentd.runs.output.file import head_and_tail
 from agentd.runs.output.registry import sandbox_path
-from agentd.runs.run import Output, Run
+from agentd.runs.run import Output
 from agentd.runs.tasks import Task
-from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode
 from agentd.tools.base import Hints, Tool, ToolContext, ToolResult
 from agentd.tools.bash import result as bash_result
@@ -28,8 +22,6 @@ from agentd.tools.bash.result import MAX_OUTPUT_CHARS
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-# Seconds between progress updates of a command that prints nothing.
-HEARTBEAT = 1.0
 
 DESCRIPTION = """\
 Runs a bash command in the session's sandbox and returns its output (stdout and \
@@ -98,175 +90,42 @@ class BashTool(Tool[BashInput]):
 
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         command: str = args["command"]
-        notices = _cwd_that_exists(ctx)
-        # Before the command can run: what it changes is named afterwards.
-        before = _read_files_state(ctx.session)
-        tracked = await _track(ctx)
-        network = network_service.current()
-        net_call = network.begin_call(ctx.session.id, ctx.tool_use_id, command) if network else None
-        try:
-            started = await _start(command, ctx, tracked)
-        except BaseException:
-            _untrack(ctx, tracked)
-            if network is not None and net_call is not None:
-                network.end_call(ctx.session.id, net_call)
-            raise
-        if tracked is not None:
-            if started.watched:
-                tracked.handed_over()
-            tracked.release_group()
-        task = Task(
-            id=started.task_id,
-            session_id=ctx.session.id,
-            command=command,
-            description=args.get("description", ""),
-            output_path=started.run.output.path,
-            tool_use_id=ctx.tool_use_id,
+        run = await ctx.services.commands.start(
+            CommandRequest(
+                session=ctx.session,
+                command=command,
+                tool_use_id=ctx.tool_use_id,
+                mode=ctx.sandbox,
+                identity=ctx.fs_identity(),
+                description=args.get("description", ""),
+                interactive=ctx.interactive,
+            )
         )
         if args.get("run_in_background"):
-            if network is not None and net_call is not None:
-                network.end_call(ctx.session.id, net_call)
-            _to_background(ctx, task, started, tracked)
-            return _background_result(task)
+            run.to_background()
+            return _background_result(run.task)
         timeout_ms = effective_timeout_ms(args.get("timeout"))
-        try:
-            outcome = await _follow(started.run, ctx, timeout_ms / 1000)
-        finally:
-            refused = network.end_call(ctx.session.id, net_call) if network and net_call else []
-        if refused:
-            notices.append(_refused_notice(refused))
+        outcome = await run.follow(timeout_ms / 1000, ctx.cancelled, ctx.progress)
         if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
-            _to_background(ctx, task, started, tracked)
-            return _moved_to_background(task, started.run.output, timeout_ms)
-        run = started.run
-        if outcome != "done":
-            run.kill()
-        code = await run.done
-        run.output.finish(None)
-        reported_cwd = started.channels.reported_cwd()
-        started.cleanup()
-        if held := await _settle(ctx, tracked, command):
-            notices.append(held)
-        if reported_cwd is not None:
-            notices += _apply_cwd(ctx, reported_cwd)
-        if changed := _changed_files(ctx.session, before):
-            notices.append(
-                "This command changed files you have read: "
-                + ", ".join(changed)
-                + ". Read them again before editing them."
-            )
+            run.to_background()
+            return _moved_to_background(run.task, run.output, timeout_ms)
+        finished = await run.finish(outcome, ctx.cancelled)
         read_only = ctx.sandbox is SandboxMode.READ_ONLY
-        seen_at = sandbox_path(task.id)
+        seen_at = sandbox_path(run.task.id)
         return bash_result.finished(
-            command, code, outcome, run.output, notices, seen_at, timeout_ms, read_only
-        )
-
-
-def _refused_notice(refused: list[str]) -> str:
-    """The hosts the sandbox's proxy refused, and why: the model can ask for the right
-    thing (a host allowed) rather than retry without the sandbox."""
-    return (
-        "The sandbox's network proxy refused connections while this command ran: "
-        + "; ".join(refused)
-        + ". Only allowed hosts can be reached. If the command needs one, ask the user to "
-        "allow it (a sandbox.network.allowedDomains entry or a WebFetch(domain:HOST) rule)."
-    )
-
-
-async def _start(command: str, ctx: ToolContext, tracked: Tracked | None) -> launch.Started:
-    """The command planned (agentd/runs/launch.py) as the permission decision says, and
-    started, its output registered for the session's watchers (and what it changes
-    followed, when `tracked`)."""
-    session, config, outputs = ctx.session, ctx.services.config, ctx.services.outputs
-    tmp_dir = sandbox_policy.session_tmp_dir(session, config)
-    readers = _output_readers(session, config)
-    tasks_dir = outputs.make_tasks_dir(session.id, readers)
-
-    async def plan(channels: Channels) -> launch.LaunchPlan:
-        return await launch.plan_bash(
-            session,
-            config,
-            ctx.sandbox,
             command,
-            tmp_dir=tmp_dir,
-            tasks_dir=tasks_dir,
-            bash_env=channels.bash_env,
+            finished.code,
+            outcome,
+            finished.output,
+            finished.notices,
+            seen_at,
+            timeout_ms,
+            read_only,
         )
-
-    return await launch.start_bash(
-        plan,
-        tasks_dir,
-        readers,
-        config.task_output_bytes,
-        lambda output: outputs.add(session.id, ctx.tool_use_id, output),
-        tracked.watch_fds() if tracked is not None else None,
-    )
-
-
-async def _track(ctx: ToolContext) -> Tracked | None:
-    """Follow what the command changes (agentd/changes/) when it may write the workspace
-    in the sandbox. A command a person let run outside it is theirs."""
-    if ctx.sandbox in (SandboxMode.READ_ONLY, SandboxMode.UNSANDBOXED):
-        return None
-    return await ctx.services.changes.begin(ctx.session, ctx.fs_identity())
-
-
-def _untrack(ctx: ToolContext, tracked: Tracked | None) -> None:
-    if tracked is not None:
-        ctx.services.changes.close(tracked)
-
-
-async def _settle(ctx: ToolContext, tracked: Tracked | None, command: str) -> str:
-    """Hold what the finished command changed that makes code run later; ask a person.
-    The text says what happened (empty: nothing held)."""
-    if tracked is None:
-        return ""
-    tracker = ctx.services.changes
-    try:
-        held = await tracker.hold(tracked)
-        return await tracker.decide(
-            ctx.session,
-            tracked,
-            held,
-            made_by=made_by(command),
-            tool_use_id=ctx.tool_use_id,
-            cancelled=ctx.cancelled,
-        )
-    finally:
-        tracker.close(tracked)
-
-
-def _cwd_that_exists(ctx: ToolContext) -> list[str]:
-    """A cwd that no longer exists is moved to the first workspace root; the notice."""
-    session = ctx.session
-    if os.path.isdir(session.cwd):
-        return []
-    gone = session.cwd
-    _apply_cwd(ctx, session.workspace_roots[0])
-    return [f"The working directory {gone} no longer exists; the command ran in {session.cwd}."]
-
-
-def _to_background(
-    ctx: ToolContext, task: Task, started: launch.Started, tracked: Tracked | None
-) -> None:
-    """The run goes on as a background task; its channels go once it ends; what it
-    changes is checked while it runs and at its end."""
-    ctx.services.tasks.adopt(task, started.run)
-    if tracked is not None:
-        ctx.services.changes.follow(
-            ctx.session,
-            tracked,
-            started.run.done,
-            task_id=task.id,
-            made_by=made_by(task.command),
-            tool_use_id=ctx.tool_use_id,
-            notify=ctx.services.tasks.add_notice,
-        )
-    asyncio.ensure_future(_after(started.run, started.cleanup))
 
 
 def _background_result(task: Task) -> ToolResult:
-    return ToolResult.text(
+    result = ToolResult.text(
         f"Command running in background with ID: {task.id}. Output is being written "
         f"to: {task.output_path} (in Bash commands: {sandbox_path(task.id)}). You will be "
         "told when it finishes. Read that file (or `tail` it in Bash) to see its output so "
@@ -278,6 +137,8 @@ def _background_result(task: Task) -> ToolResult:
             "backgroundTaskId": task.id,
         },
     )
+    result.task = task
+    return result
 
 
 def _moved_to_background(task: Task, output: Output, timeout_ms: float) -> ToolResult:
@@ -290,7 +151,7 @@ def _moved_to_background(task: Task, output: Output, timeout_ms: float) -> ToolR
         "It is still running: do not start it again. Stop it with TaskStop if it is no "
         "longer needed; Read that file to see its output so far."
     )
-    return ToolResult.text(
+    result = ToolResult.text(
         text,
         data={
             "stdout": shown,
@@ -300,6 +161,8 @@ def _moved_to_background(task: Task, output: Output, timeout_ms: float) -> ToolR
             "timedOutAfterMs": timeout_ms,
         },
     )
+    result.task = task
+    return result
 
 
 def effective_timeout_ms(timeout: float | None) -> float:
@@ -308,97 +171,6 @@ def effective_timeout_ms(timeout: float | None) -> float:
     if timeout is None or timeout <= 0:
         return DEFAULT_TIMEOUT_MS
     return min(timeout, MAX_TIMEOUT_MS)
-
-
-async def _follow(run: Run, ctx: ToolContext, timeout: float) -> str:
-    """Report progress until the run ends ("done"), times out, or is cancelled.
-
-    Progress carries where the output file stands (its id and size) and the last line,
-    never the bytes: watchers read those from the file (ReadOutput), every one of them.
-    An update goes out when the output grew, else once every HEARTBEAT seconds.
-    """
-    deadline = time.monotonic() + timeout
-    cancelled = asyncio.ensure_future(ctx.cancelled.wait())
-    started = time.monotonic()
-    out = run.output
-    sent_size, sent_at = -1, started
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return "timeout"
-            waiting: set[asyncio.Future[Any]] = {run.done, cancelled}
-            done, _ = await asyncio.wait(
-                waiting,
-                timeout=min(PROGRESS_INTERVAL, remaining),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            if run.done in done:
-                if out.size != sent_size:
-                    await ctx.progress(**_where(out))
-                return "done"
-            if cancelled in done:
-                return "cancelled"
-            now = time.monotonic()
-            if out.size == sent_size and now - sent_at < HEARTBEAT:
-                continue
-            sent_size, sent_at = out.size, now
-            await ctx.progress(message=f"running {now - started:.0f}s", **_where(out))
-    finally:
-        cancelled.cancel()
-
-
-def _where(out: Output) -> dict[str, Any]:
-    return {"output_id": out.id, "output_size": out.size, "last_line": out.last_line}
-
-
-def _output_readers(session: Any, config: Any) -> int | None:
-    """The group that may read the session's output files: the session's own."""
-    return sandbox_policy.session_group(session, config)
-
-
-async def _after(run: Run, cleanup: Callable[[], None]) -> None:
-    await run.done
-    cleanup()
-
-
-def _apply_cwd(ctx: ToolContext, new_cwd: str) -> list[str]:
-    session = ctx.session
-    if new_cwd == session.cwd:
-        return []
-    with fsidentity.acting_as(ctx.fs_identity()):
-        checked = contained_cwd(new_cwd, session.workspace_roots)
-    previous = session.cwd
-    if checked is not None:
-        session.cwd = checked
-        notices: list[str] = []
-    else:
-        session.cwd = session.workspace_roots[0]
-        notices = [f"Shell cwd was reset to {session.cwd}"]
-    if session.cwd != previous:
-        ctx.services.on_cwd_changed(session, session.cwd, previous)
-    return notices
-
-
-def _read_files_state(session: Any) -> dict[str, tuple[int, int]]:
-    state: dict[str, tuple[int, int]] = {}
-    for path in list(session.read_state)[:500]:
-        try:
-            st = os.stat(path)
-        except OSError:
-            state[path] = (-1, -1)
-            continue
-        state[path] = (st.st_mtime_ns, st.st_size)
-    return state
-
-
-def _changed_files(session: Any, before: dict[str, tuple[int, int]]) -> list[str]:
-    after = _read_files_state(session)
-    return sorted(
-        os.path.relpath(p, session.cwd) if p.startswith(session.cwd + "/") else p
-        for p, v in after.items()
-        if before.get(p, v) != v
-    )
 
 
 TOOL = BashTool

@@ -25,6 +25,7 @@ from agentd.fs import identity as fsidentity
 from agentd.sessions.session import FileState, Session
 
 if TYPE_CHECKING:
+    from agentd.fs.temp_ledger import TempLedger
     from agentd.tools.base import ToolContext
 
 # Larger files are refused by the tools that rewrite a whole file in memory.
@@ -156,10 +157,11 @@ def remember(session: Session, path: str, data: bytes, st: os.stat_result, parti
     session.read_state[path] = FileState(digest(data), st.st_mtime_ns, len(data), partial)
 
 
-def write(loc: fsaccess.Located, data: bytes) -> None:
-    """Replace the file atomically (the only way the file tools write); OSError -> ToolError."""
+def write(loc: fsaccess.Located, data: bytes, ledger: TempLedger | None) -> None:
+    """Replace the file atomically (the only way the file tools write), its temp file
+    recorded in `ledger` first (Services.temp_ledger); OSError -> ToolError."""
     try:
-        fsaccess.write_atomic(loc, data)
+        fsaccess.write_atomic(loc, data, ledger)
     except IsADirectoryError:
         raise InputError(f"{loc.path} is a directory; give the path of a file.") from None
     except NotADirectoryError:

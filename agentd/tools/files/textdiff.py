@@ -183,14 +183,16 @@ def encoded_with_patch(
     return hunks, json.dumps(data), structs.to_value(data).SerializeToString(), structs.levels(data)
 
 
-async def with_patch(key: str, data: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+async def with_patch(
+    pool: offload.Offload, key: str, data: dict[str, Any], old: str, new: str
+) -> dict[str, Any]:
     """`data` (a tool's result data, final but for it) with PATCH_KEY set to the patch of
     `old` into `new`, in the place `data` already gives that key. Bounded and off the event
-    loop when it could take long, and then with its encodings made there too; `key` (the
-    session) decides whose turn it is in the worker queue (offload.py)."""
+    loop (in `pool`, the daemon's workers) when it could take long, and then with its
+    encodings made there too; `key` (the session) decides whose turn it is in the queue."""
     if inline_ok(old, new):
         data[PATCH_KEY] = structured_patch(old, new)
         return data
-    hunks, text, wire, depth = await offload.shared().run(key, encoded_with_patch, data, old, new)
+    hunks, text, wire, depth = await pool.run(key, encoded_with_patch, data, old, new)
     data[PATCH_KEY] = hunks
     return structs.EncodedDict(data, wire, text, depth)

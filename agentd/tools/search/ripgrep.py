@@ -83,7 +83,7 @@ def _sandbox_for(ctx: ToolContext, loc: fsaccess.Located) -> SandboxPolicy | Non
     if os.path.normpath(loc.root) == os.path.normpath(ctx.state_dir):
         return None
     readable = [r for r in ctx.roots("read") if r != ctx.state_dir]
-    return launch.search_policy(ctx.session, ctx.services.config, readable)
+    return launch.search_policy(ctx.session, ctx.services.config, ctx.services.sandbox, readable)
 
 
 def identity_of(root: SearchRoot) -> fsidentity.FsIdentity | None:

@@ -34,12 +34,23 @@ def output(tmp_path: Path) -> Iterator[tuple[str, int]]:
     os.close(fd)
 
 
+_FORKSERVER = client.Forkserver()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forkserver() -> Iterator[client.Forkserver]:
+    """One warm forkserver for the module's runs, as the daemon keeps one."""
+    _FORKSERVER.start()
+    yield _FORKSERVER
+    _FORKSERVER.close()
+
+
 async def _spawn(
     output: tuple[str, int], script: str, wall: float = 60, stdin: bool = False
 ) -> client.ShimRun:
     path, fd = output
     argv = ["sh", "-c", script]
-    run = await client.spawn(_policy(wall), argv, path, fd, 1 << 20, stdin=stdin)
+    run = await client.spawn(_FORKSERVER, _policy(wall), argv, path, fd, 1 << 20, stdin=stdin)
     if run is None:
         pytest.skip("this machine's sandbox chain cannot run under a shim (no setpriv)")
     return run
