@@ -68,12 +68,10 @@ def known_hosts_text(hosts: list[Host], known_hosts: str) -> str:
     return "".join(lines)
 
 
-def host_of(hosts: list[Host], known_hosts: str, host_key: bytes) -> Host | None:
-    """The configured host whose known keys hold `host_key`."""
-    for host in hosts:
-        if host_key in host_keys(known_hosts, host.name, host.port):
-            return host
-    return None
+def hosts_of(hosts: list[Host], known_hosts: str, host_key: bytes) -> list[Host]:
+    """Every configured host whose known keys hold `host_key`: one server may be known
+    under several names, and a decision about any of them is about it."""
+    return [h for h in hosts if host_key in host_keys(known_hosts, h.name, h.port)]
 
 
 def ruled(config: Config, session: Session, kind: str, host: Host, fp: str) -> str | None:

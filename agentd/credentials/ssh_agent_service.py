@@ -34,7 +34,7 @@ from agentd.credentials.ssh_agent_keys import FileKey, KeySourceError, Upstream
 from agentd.credentials.ssh_agent_record import Record
 from agentd.credentials.ssh_agent_rules import (
     Host,
-    host_of,
+    hosts_of,
     known_hosts_text,
     parse_hosts,
     rule_for,
@@ -60,7 +60,7 @@ RulesFn = Callable[[Session], Awaitable[NetworkRules]]
 
 @dataclass
 class _Bound:
-    host: Host
+    hosts: list[Host]  # every configured name of the host key (the first is shown)
     host_key: bytes
     session_id: bytes
 
@@ -302,13 +302,13 @@ class SshAgentService:
             raise Refused("a session bind with a session id of a wrong size")
         if not wire.verify(host_key, signature, session_id):
             raise Refused("a session bind whose host key signature does not verify")
-        host = host_of(self.hosts, self.known_hosts, host_key)
-        if host is None:
+        names = hosts_of(self.hosts, self.known_hosts, host_key)
+        if not names:
             raise Refused(
                 f"a session bind to a host key ({wire.fingerprint(host_key)}) that no host in "
                 f"ssh_agent_hosts has in {self.known_hosts}"
             )
-        conn.bound = _Bound(host, host_key, session_id)
+        conn.bound = _Bound(names, host_key, session_id)
         if conn.upstream is not None:
             with contextlib.suppress(KeySourceError):
                 await conn.upstream.bind(message)  # an older agent refuses it: fine
@@ -339,12 +339,12 @@ class SshAgentService:
             session = self.sessions.get(conn.session_id)
         except Exception:
             raise Refused("the session is closed") from None
-        host = bound.host
+        host = bound.hosts[0]
         # The user name is the sandbox's words: shown to a person only as plain text.
         user = (
             auth.user if auth.user.isprintable() and len(auth.user) <= 64 else ascii(auth.user[:64])
         )
-        who = await self._allowed(session, host, fp, user)
+        who = await self._allowed(session, bound.hosts, fp, user)
         if file_key is not None:
             signature = file_key.sign(data, flags)
         else:
@@ -359,17 +359,24 @@ class SshAgentService:
         )
         return bytes([wire.SIGN_RESPONSE]) + wire.string(signature)
 
-    async def _allowed(self, session: Session, host: Host, fp: str, user: str) -> str:
-        """Who allowed this key for this host in this session; Refused otherwise."""
+    async def _allowed(self, session: Session, names: list[Host], fp: str, user: str) -> str:
+        """Who allowed this key for this host in this session; Refused otherwise. The
+        host is every name its key is known by: a deny of any of them wins."""
+        host = names[0]
         rules = await self.rules_for(session)
-        by_network = rules.denying(host.name, host.port)
-        denied = by_network.shown if by_network else ruled(self.config, session, "deny", host, fp)
-        if denied is not None:
-            self.record.use(session.id, host, fp).refused += 1
-            raise Refused(f"{fp} for {host.shown}: denied by {denied}")
-        allowed = ruled(self.config, session, "allow", host, fp)
-        if allowed is not None:
-            return f"allowed by {allowed}"
+        for name in names:
+            by_network = rules.denying(name.name, name.port)
+            denied = (
+                by_network.shown if by_network else ruled(self.config, session, "deny", name, fp)
+            )
+            if denied is not None:
+                self.record.use(session.id, host, fp).refused += 1
+                also = f" (its host key is also {name.shown}'s)" if name != host else ""
+                raise Refused(f"{fp} for {host.shown}: denied by {denied}{also}")
+        for name in names:
+            allowed = ruled(self.config, session, "allow", name, fp)
+            if allowed is not None:
+                return f"allowed by {allowed}"
         agent = self._agents.get(session.id)
         if agent is None:
             raise Refused("the session's agent is closed")
