@@ -9,10 +9,13 @@ A signature, in order (agentd/credentials/ssh_agent_wire.py for the bytes):
    `ssh_agent_hosts`, and the bind is not for agent forwarding. One bind per connection.
 2. What is to be signed is a user-authentication request for that bound session (so no
    commit, no other host's challenge), naming the key asked for.
-3. Neither the session's network rules nor an `SshAgent(...)` deny rule deny the host,
-   and an `SshAgent(...)` allow rule of the config or the session, or a person, allows
-   this key for it: asked on first use on every attached terminal, as a network ask;
-   "always" adds the rule to the session (agentd/credentials/ssh_agent_rules.py).
+3. Neither the session's network rules nor an `SshAgent(...)` deny rule deny the host
+   (by any name its key is known by), and an `SshAgent(...)` allow rule of the config
+   or the session, or a person, allows this key for it: asked on first use on every
+   attached terminal, as a network ask; "always" adds the rule to the session
+   (agentd/credentials/ssh_agent_rules.py). While protected refs apply
+   (`credential_protected_refs`), a push over ssh could update them unread: only an
+   allow rule of the daemon's config signs then.
 Adding, removing, locking, unlocking keys and every other request are refused. Each
 signature and each refusal is a `permission_decided` event (tool "SshAgent").
 """
@@ -373,10 +376,20 @@ class SshAgentService:
                 self.record.use(session.id, host, fp).refused += 1
                 also = f" (its host key is also {name.shown}'s)" if name != host else ""
                 raise Refused(f"{fp} for {host.shown}: denied by {denied}{also}")
+        # A push over ssh travels encrypted past the daemon, unread: while protected refs
+        # apply, only the daemon's config (its operator) may allow a host.
+        unread = bool(self.config.credential_protected_refs)
         for name in names:
-            allowed = ruled(self.config, session, "allow", name, fp)
+            allowed = ruled(self.config, session, "allow", name, fp, sessions=not unread)
             if allowed is not None:
                 return f"allowed by {allowed}"
+        if unread:
+            self.record.use(session.id, host, fp).refused += 1
+            raise Refused(
+                f"{fp} for {host.shown}: agentd cannot read a push over ssh and protected "
+                "refs apply (credential_protected_refs); allow the host in the daemon's "
+                f'config (allow_rules = ["SshAgent({host.shown})"]) or push through a git route'
+            )
         agent = self._agents.get(session.id)
         if agent is None:
             raise Refused("the session's agent is closed")
