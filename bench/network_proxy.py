@@ -11,6 +11,9 @@ resolver map):
   - connection set-up: a new connection, a small request and its answer, --setups
     times in a row (proxied through a CONNECT tunnel, as https goes), p50 and p99, and
     what the proxy adds (goal: <= 1 ms at p50);
+  - forward requests: --requests small requests in a row on one kept-alive connection
+    (proxied as `GET http://host/...` to the proxy, each parsed and decided), p50 and
+    p99 per request, and what the proxy adds;
   - --concurrent connections at once from one session, each fetching 1 MiB;
   - the daemon's RSS and CPU seconds over each proxied phase.
 """
@@ -43,6 +46,7 @@ def serve(port_box: list[int], stop: threading.Event) -> None:
     server.settimeout(0.5)
 
     def one(conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # head, then body
         with conn:
             buf = b""
             while True:
@@ -52,7 +56,7 @@ def serve(port_box: list[int], stop: threading.Event) -> None:
                         return
                     buf += data
                 head, _, buf = buf.partition(b"\r\n\r\n")
-                size = int(head.split(b" ")[1].lstrip(b"/") or b"0")
+                size = int(head.split(b" ")[1].rsplit(b"/", 1)[-1] or b"0")
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size)
                 while size > 0:
                     part = CHUNK if size >= len(CHUNK) else CHUNK[:size]
@@ -87,6 +91,27 @@ def once():
     while not got.endswith(b"\0" * 16):
         got += s.recv(4096)
     s.close()
+    return (time.perf_counter() - t) * 1000
+for _ in range(20):
+    once()
+print(json.dumps(sorted(once() for _ in range(n))))
+"""
+
+FORWARD = r"""
+import json, socket, sys, time
+mode, host, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+if mode == "direct":
+    s = socket.create_connection(("127.0.0.1", port))
+    line = b"GET /16 HTTP/1.1\r\nHost: x\r\n\r\n"
+else:
+    s = socket.create_connection(("127.0.0.1", 3128))
+    line = f"GET http://{host}:{port}/16 HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+def once():
+    t = time.perf_counter()
+    s.sendall(line)
+    got = b""
+    while not got.endswith(b"\0" * 16):
+        got += s.recv(4096)
     return (time.perf_counter() - t) * 1000
 for _ in range(20):
     once()
@@ -147,7 +172,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gib", type=float, default=1.0)
     ap.add_argument("--setups", type=int, default=300)
+    ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--concurrent", type=int, default=200)
+    ap.add_argument("--only", choices=["download", "setup", "forward", "concurrent"])
     args = ap.parse_args()
     port_box: list[int] = []
     stop = threading.Event()
@@ -172,6 +199,9 @@ def main() -> None:
             fmt = "-w '%{speed_download}' -o /dev/null -s"
             bash(c, px, f"curl {fmt} http://{HOST}:{port}/1024")  # warm: namespace, proxy
 
+            def wanted(name: str) -> bool:
+                return args.only in (None, name)
+
             def phase(sid: str, command: str) -> tuple[str, dict[str, float]]:
                 rss0, cpu0 = memory_kb(pid)["VmRSS"], cpu_seconds(pid)
                 out = bash(c, sid, command)
@@ -179,42 +209,61 @@ def main() -> None:
                 cpu = round(cpu1 - cpu0, 2)
                 return out, {"rss_kb": rss1, "rss_kb_delta": rss1 - rss0, "cpu_s": cpu}
 
-            direct, d_res = phase(on, f"curl {fmt} --noproxy '*' http://127.0.0.1:{port}/{size}")
-            proxied, p_res = phase(px, f"curl {fmt} http://{HOST}:{port}/{size}")
-            d_bps, p_bps = float(direct.split()[0]), float(proxied.split()[0])
-            ratio = p_bps / d_bps
-            print(
-                f"download {args.gib:g} GiB: direct {d_bps / 1e9:.2f} GB/s, proxied "
-                f"{p_bps / 1e9:.2f} GB/s = {ratio:.0%} of direct (goal >= 80%: "
-                f"{verdict(ratio >= 0.8)}); daemon meanwhile {p_res} (direct: {d_res})"
-            )
-
-            py = "/usr/bin/python3 -c " + shlex.quote(SETUP)
-            d = json.loads(phase(on, f"{py} direct {HOST} {port} {args.setups}")[0])
-            out, p_res = phase(px, f"{py} proxied {HOST} {port} {args.setups}")
-            p = json.loads(out)
-
             def pct(xs: list[float], q: float) -> float:
                 return xs[min(len(xs) - 1, int(q / 100 * len(xs)))]
 
-            added50 = pct(p, 50) - pct(d, 50)
-            print(
-                f"connection set-up ({args.setups}, new connection + 16-byte answer): direct "
-                f"p50 {pct(d, 50):.3f} ms p99 {pct(d, 99):.3f} ms; proxied p50 "
-                f"{pct(p, 50):.3f} ms p99 {pct(p, 99):.3f} ms; added p50 {added50:.3f} ms "
-                f"p99 {pct(p, 99) - pct(d, 99):.3f} ms (goal <= 1 ms p50: "
-                f"{verdict(added50 <= 1.0)}); daemon meanwhile {p_res}"
-            )
+            if wanted("download"):
+                direct, d_res = phase(
+                    on, f"curl {fmt} --noproxy '*' http://127.0.0.1:{port}/{size}"
+                )
+                proxied, p_res = phase(px, f"curl {fmt} http://{HOST}:{port}/{size}")
+                d_bps, p_bps = float(direct.split()[0]), float(proxied.split()[0])
+                ratio = p_bps / d_bps
+                print(
+                    f"download {args.gib:g} GiB: direct {d_bps / 1e9:.2f} GB/s, proxied "
+                    f"{p_bps / 1e9:.2f} GB/s = {ratio:.0%} of direct (goal >= 80%: "
+                    f"{verdict(ratio >= 0.8)}); daemon meanwhile {p_res} (direct: {d_res})"
+                )
 
-            py = "/usr/bin/python3 -c " + shlex.quote(CONCURRENT)
-            d = json.loads(phase(on, f"{py} direct {HOST} {port} {args.concurrent}")[0])
-            out, p_res = phase(px, f"{py} proxied {HOST} {port} {args.concurrent}")
-            p = json.loads(out)
-            print(
-                f"{args.concurrent} concurrent connections x 1 MiB: direct {d['ok']} ok in "
-                f"{d['seconds']:.3f} s; proxied {p['ok']} ok in {p['seconds']:.3f} s; "
-                f"daemon meanwhile {p_res}"
-            )
+            for name, script, n, what in (
+                (
+                    "setup",
+                    SETUP,
+                    args.setups,
+                    "connection set-up ({n}, new connection + 16-byte answer)",
+                ),
+                (
+                    "forward",
+                    FORWARD,
+                    args.requests,
+                    "forward requests ({n} on one kept-alive connection, 16-byte answers)",
+                ),
+            ):
+                if not wanted(name):
+                    continue
+                py = "/usr/bin/python3 -c " + shlex.quote(script)
+                d = json.loads(phase(on, f"{py} direct {HOST} {port} {n}")[0])
+                out, p_res = phase(px, f"{py} proxied {HOST} {port} {n}")
+                p = json.loads(out)
+                added50 = pct(p, 50) - pct(d, 50)
+                goal = f" (goal <= 1 ms p50: {verdict(added50 <= 1.0)})" if name == "setup" else ""
+                print(
+                    f"{what.format(n=n)}: direct p50 {pct(d, 50):.3f} ms p99 {pct(d, 99):.3f} "
+                    f"ms; proxied p50 {pct(p, 50):.3f} ms p99 {pct(p, 99):.3f} ms; added p50 "
+                    f"{added50:.3f} ms p99 {pct(p, 99) - pct(d, 99):.3f} ms{goal}; daemon "
+                    f"meanwhile {p_res}"
+                )
+
+            if wanted("concurrent"):
+                py = "/usr/bin/python3 -c " + shlex.quote(CONCURRENT)
+                d = json.loads(phase(on, f"{py} direct {HOST} {port} {args.concurrent}")[0])
+                out, p_res = phase(px, f"{py} proxied {HOST} {port} {args.concurrent}")
+                p = json.loads(out)
+                print(
+                    f"{args.concurrent} concurrent connections x 1 MiB: direct {d['ok']} ok in "
+                    f"{d['seconds']:.3f} s; proxied {p['ok']} ok in {p['seconds']:.3f} s; "
+                    f"daemon meanwhile {p_res}"
+                )
     finally:
         proc.stop()
         stop.set()

@@ -1,6 +1,6 @@
 """The HTTP pieces a credential route's relay is made of: reading h11 events under a
 timeout, the hop-by-hop headers never passed on, masking a secret in a stream whatever
-its chunks, and holding a textual answer whole to rewrite its URLs."""
+its chunks and its spelling, and holding a textual answer whole to rewrite its URLs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import h11
 
-from agentd.credentials import paths
+from agentd.credentials import paths, spellings
 from agentd.credentials.config import Route
 from agentd.network.connection import CHUNK
 
@@ -33,17 +33,23 @@ HOP = frozenset(
 
 
 class Masker:
-    """Replaces each secret in a stream with `*`s of its length, across chunk borders."""
+    """Replaces each secret in a stream with `*`s as long as its spelling, in every
+    spelling a body can carry it in (spellings.py), across chunk borders."""
 
     def __init__(self, secrets: list[bytes]) -> None:
-        self.secrets = secrets
-        self.keep = max((len(s) for s in secrets), default=1) - 1
+        self.secrets = tuple(s for s in secrets if s)
+        longest = max((len(f) for f in spellings.forms(self.secrets)), default=0)
+        self.keep = max(spellings.MAX_SPELLING * longest - 1, 0)
         self.held = b""
 
     def mask(self, data: bytes) -> bytes:
-        for s in self.secrets:
-            data = data.replace(s, b"*" * len(s))
-        return data
+        spans = spellings.matches(data, self.secrets) if self.secrets else []
+        if not spans:
+            return data
+        out = bytearray(data)
+        for start, end in spans:
+            out[start:end] = b"*" * (end - start)
+        return bytes(out)
 
     def feed(self, data: bytes) -> bytes:
         data = self.mask(self.held + data)

@@ -220,3 +220,66 @@ def refusal(commands: Commands, why: str) -> bytes:
     if "report-status" in caps or "report-status-v2" in caps:
         return report
     return b""
+
+
+@dataclass(frozen=True, slots=True)
+class Advertised:
+    """What receive-pack advertised before a push: each ref's current tip, and the
+    symbolic refs it named (`symref=` capabilities)."""
+
+    tips: dict[str, str]
+    symrefs: dict[str, str]
+
+    def guarded(self, update: RefUpdate, patterns: tuple[str, ...]) -> str:
+        """Why the update is a push to a protected ref ("" when it is not): by its name,
+        by the ref a symbolic ref names, or by its old id being a protected ref's tip
+        (an alias the server keeps, which the advertisement lists under its own name)."""
+        if protected(update.ref, patterns):
+            return "protected"
+        target = self.symrefs.get(update.ref, "")
+        if target and protected(target, patterns):
+            return f"protected: a symbolic ref of {target}"
+        if not update.creation:
+            for ref, tip in sorted(self.tips.items()):
+                if tip == update.old and ref != update.ref and protected(ref, patterns):
+                    return f"protected: its old id is the tip of {ref}"
+        return ""
+
+
+def advertised(body: bytes) -> Advertised | None:
+    """receive-pack's advertisement (smart http: a `# service=` line first); None when
+    it cannot be read."""
+    pos = 0
+    tips: dict[str, str] = {}
+    symrefs: dict[str, str] = {}
+    lines: list[bytes] = []
+    try:
+        while pos + 4 <= len(body):
+            size = int(body[pos : pos + 4], 16)
+            if size == 0:
+                pos += 4
+                lines.append(b"")
+                continue
+            if size < 4 or pos + size > len(body):
+                return None
+            lines.append(body[pos + 4 : pos + size])
+            pos += size
+    except ValueError:
+        return None
+    if lines and lines[0].startswith(b"# service="):
+        lines = lines[2:] if len(lines) > 1 and lines[1] == b"" else lines[1:]
+    for line in lines:
+        if not line:
+            break
+        text, _, capabilities = line.rstrip(b"\n").partition(b"\0")
+        oid, _, ref = text.decode("utf-8", "replace").partition(" ")
+        if not _is_oid(oid):
+            return None
+        for capability in capabilities.decode("ascii", "replace").split():
+            name, _, value = capability.partition("=")
+            if name == "symref" and ":" in value:
+                source, _, target = value.partition(":")
+                symrefs[source] = target
+        if oid != ZERO:
+            tips[ref] = oid
+    return Advertised(tips, symrefs)

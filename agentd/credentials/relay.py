@@ -7,8 +7,10 @@ The sandbox never holds the secret: it is added to the request here, never to a
 redirect (a Location leaving the route is refused, one inside it is mapped back onto
 the route), and any echo of it in a response's headers or body is replaced with `*`s of
 the same length (Content-Length stays true; upstream compression is turned off so the
-bytes are the plain ones). A git push is held until its ref updates are read (push.py)
-and a person has answered when they must.
+bytes are the plain ones). A git push is held until its ref updates are read (push.py),
+the upstream's own advertisement is read (which refs are protected by what the server
+would update: a symbolic ref or alias of a protected ref), and a person has answered
+when they must.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import ssl
 from typing import NoReturn, Protocol
+from urllib.parse import unquote
 
 import h11
 
@@ -39,6 +42,9 @@ from agentd.network.connection import CHUNK, CONNECT_SECONDS, Decider, Request, 
 PUSH_HELD_BYTES = 64 * 1024 * 1024
 # Other request bodies are streamed once this much is buffered.
 BODY_HELD_BYTES = 1024 * 1024
+# receive-pack's advertisement read before a push, at most (a bigger one cannot be read:
+# every update of the push then asks).
+ADVERTISED_BYTES = 16 * 1024 * 1024
 
 
 class Routes(Protocol):
@@ -53,7 +59,13 @@ class Routes(Protocol):
     def tls(self, route: Route) -> ssl.SSLContext: ...
 
     async def push_allowed(
-        self, session_id: str, route: Route, path: str, commands: push.Commands, proven: set[str]
+        self,
+        session_id: str,
+        route: Route,
+        path: str,
+        commands: push.Commands,
+        proven: set[str],
+        advertised: push.Advertised | None,
     ) -> tuple[bool, str]: ...
 
     def used(self, session_id: str, route: Route, status: int) -> None: ...
@@ -198,7 +210,10 @@ class RouteConnection:
             # not by how many connections it opens.
             async with self.routes.holding(self.decider.session_id):
                 body, complete = await self._body(PUSH_HELD_BYTES)
-                refused = await self._push_check(route, request, upstream_path, body, complete)
+                advertised = await self._advertised(route, verdict.addresses, secret, upstream_path)
+                refused = await self._push_check(
+                    route, request, upstream_path, body, complete, advertised
+                )
             if refused is not None:
                 while not complete:
                     more, complete = await self._body(BODY_HELD_BYTES)
@@ -271,7 +286,13 @@ class RouteConnection:
     # --- pushes --------------------------------------------------------------------------
 
     async def _push_check(
-        self, route: Route, request: h11.Request, path: str, body: bytes, complete: bool
+        self,
+        route: Route,
+        request: h11.Request,
+        path: str,
+        body: bytes,
+        complete: bool,
+        advertised: push.Advertised | None,
     ) -> tuple[push.Commands | None, str] | None:
         """None when the push may go on; else what to answer."""
         encoding = b"".join(v for k, v in request.headers if k == b"content-encoding")
@@ -280,9 +301,62 @@ class RouteConnection:
             return None, read
         commands, proven = read
         allowed, why = await self.routes.push_allowed(
-            self.decider.session_id, route, path, commands, proven
+            self.decider.session_id, route, path, commands, proven, advertised
         )
         return None if allowed else (commands, why)
+
+    async def _advertised(
+        self, route: Route, addresses: list[str], secret: Secret, path: str
+    ) -> push.Advertised | None:
+        """The upstream's receive-pack advertisement, asked by the daemon itself just
+        before the push goes on (what the server would update, whatever the client
+        showed); None when it cannot be had or read."""
+        base, _, last = path.partition("?")[0].rpartition("/")
+        if unquote(last).lower() != "git-receive-pack":
+            return None
+        target = f"{base}/info/refs?service=git-receive-pack".encode()
+        headers = [
+            (b"Host", route.netloc.encode()),
+            (b"Accept-Encoding", b"identity"),
+            (b"User-Agent", b"git/agentd"),
+            (route.header.encode(), secret.header_value(route).encode()),
+        ]
+        for attempt in (1, 2):
+            reused = self._reusable(route)
+            try:
+                upstream = await self._connect(route, addresses)
+                await self._up(upstream, h11.Request(method="GET", target=target, headers=headers))
+                await self._up(upstream, h11.EndOfMessage())
+                status, body = await self._collected(upstream)
+            except (OSError, TimeoutError, h11.ProtocolError):
+                self._drop_upstream()
+                if attempt == 1 and reused:
+                    continue
+                return None
+            return push.advertised(body) if status == 200 and body is not None else None
+        return None
+
+    async def _collected(self, upstream: Upstream) -> tuple[int, bytes | None]:
+        """A whole answer from the upstream (its body None past ADVERTISED_BYTES)."""
+        status, parts, size = 0, [], 0
+        while True:
+            event = await next_event(upstream.conn, upstream.reader)
+            if isinstance(event, h11.Response):
+                status = event.status_code
+            elif isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > ADVERTISED_BYTES:
+                    self._drop_upstream()
+                    return status, None
+                parts.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                if upstream.conn.our_state is h11.DONE and upstream.conn.their_state is h11.DONE:
+                    upstream.conn.start_next_cycle()
+                else:
+                    self._drop_upstream()
+                return status, b"".join(parts)
+            elif not isinstance(event, h11.InformationalResponse):
+                raise OSError("the upstream closed")
 
     async def _push_answer(self, refused: tuple[push.Commands | None, str]) -> None:
         commands, why = refused

@@ -169,9 +169,15 @@ class CredentialService(Listener):
             use.last_ms = int(time.time() * 1000)
 
     async def push_allowed(
-        self, session_id: str, route: Route, path: str, commands: push.Commands, proven: set[str]
+        self,
+        session_id: str,
+        route: Route,
+        path: str,
+        commands: push.Commands,
+        proven: set[str],
+        advertised: push.Advertised | None,
     ) -> tuple[bool, str]:
-        decided = self._push_decided(session_id, route, path, commands, proven)
+        decided = self._push_decided(session_id, route, path, commands, proven, advertised)
         return await self.network.proxy_loop.on_daemon(decided)
 
     # --- on the daemon's loop -------------------------------------------------------------
@@ -183,17 +189,31 @@ class CredentialService(Listener):
             return "create"
         return "fast-forward" if update.ref in proven else "force (not a proven fast-forward)"
 
+    def _guarded(self, update: push.RefUpdate, advertised: push.Advertised | None) -> str:
+        """Why an update is a push to a protected ref ("" if not): by what the server
+        would update; when its advertisement could not be read, every update is."""
+        if advertised is None:
+            return "protected: the server's refs could not be read"
+        return advertised.guarded(update, self.config.protected_refs)
+
     async def _push_decided(
-        self, session_id: str, route: Route, path: str, commands: push.Commands, proven: set[str]
+        self,
+        session_id: str,
+        route: Route,
+        path: str,
+        commands: push.Commands,
+        proven: set[str],
+        advertised: push.Advertised | None,
     ) -> tuple[bool, str]:
         repository = f"https://{route.netloc}{path.removesuffix('/git-receive-pack')}"
+        guarded = {u.ref: self._guarded(u, advertised) for u in commands.updates}
         updates: list[PushedRef] = [
             {
                 "ref": u.ref,
                 "old": u.old,
                 "new": u.new,
                 "kind": self._kind(u, proven),
-                "protected": push.protected(u.ref, self.config.protected_refs),
+                "protected": bool(guarded[u.ref]),
             }
             for u in commands.updates
         ]
@@ -209,7 +229,7 @@ class CredentialService(Listener):
                 f"push to {repository} through route {route.name}:",
                 *(
                     f"{u['ref']}: {u['old'][:12]} -> {u['new'][:12]} ({u['kind']}"
-                    + (", protected)" if u["protected"] else ")")
+                    + (f", {guarded[u['ref']]})" if u["protected"] else ")")
                     for u in updates
                 ),
             ]

@@ -68,23 +68,24 @@ def known_hosts_text(hosts: list[Host], known_hosts: str) -> str:
     return "".join(lines)
 
 
-def host_of(hosts: list[Host], known_hosts: str, host_key: bytes) -> Host | None:
-    """The configured host whose known keys hold `host_key`."""
-    for host in hosts:
-        if host_key in host_keys(known_hosts, host.name, host.port):
-            return host
-    return None
+def hosts_of(hosts: list[Host], known_hosts: str, host_key: bytes) -> list[Host]:
+    """Every configured host whose known keys hold `host_key`: one server may be known
+    under several names, and a decision about any of them is about it."""
+    return [h for h in hosts if host_key in host_keys(known_hosts, h.name, h.port)]
 
 
-def ruled(config: Config, session: Session, kind: str, host: Host, fp: str) -> str | None:
+def ruled(
+    config: Config, session: Session, kind: str, host: Host, fp: str, sessions: bool = True
+) -> str | None:
     """The `SshAgent(HOST)` or `SshAgent(HOST KEY)` rule of the daemon's config or
-    the session's own that allows or denies (`kind`) this key for this host. Never
-    a workspace's: its settings may deny the host (network rules), never grant."""
+    the session's own (unless not `sessions`) that allows or denies (`kind`) this key
+    for this host. Never a workspace's: its settings may deny the host (network
+    rules), never grant."""
     wanted = {host.shown, f"{host.shown} {fp}"}
-    for source, texts in (
-        ("daemon config", getattr(config, f"{kind}_rules")),
-        ("session", getattr(session, f"{kind}_rules")),
-    ):
+    sources = [("daemon config", getattr(config, f"{kind}_rules"))]
+    if sessions:
+        sources.append(("session", getattr(session, f"{kind}_rules")))
+    for source, texts in sources:
         for text in texts:
             if ssh_rule_spec(text) in wanted:
                 return f"{text} ({source})"

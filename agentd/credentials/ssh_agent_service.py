@@ -9,10 +9,13 @@ A signature, in order (agentd/credentials/ssh_agent_wire.py for the bytes):
    `ssh_agent_hosts`, and the bind is not for agent forwarding. One bind per connection.
 2. What is to be signed is a user-authentication request for that bound session (so no
    commit, no other host's challenge), naming the key asked for.
-3. Neither the session's network rules nor an `SshAgent(...)` deny rule deny the host,
-   and an `SshAgent(...)` allow rule of the config or the session, or a person, allows
-   this key for it: asked on first use on every attached terminal, as a network ask;
-   "always" adds the rule to the session (agentd/credentials/ssh_agent_rules.py).
+3. Neither the session's network rules nor an `SshAgent(...)` deny rule deny the host
+   (by any name its key is known by), and an `SshAgent(...)` allow rule of the config
+   or the session, or a person, allows this key for it: asked on first use on every
+   attached terminal, as a network ask; "always" adds the rule to the session
+   (agentd/credentials/ssh_agent_rules.py). While protected refs apply
+   (`credential_protected_refs`), a push over ssh could update them unread: only an
+   allow rule of the daemon's config signs then.
 Adding, removing, locking, unlocking keys and every other request are refused. Each
 signature and each refusal is a `permission_decided` event (tool "SshAgent").
 """
@@ -34,7 +37,7 @@ from agentd.credentials.ssh_agent_keys import FileKey, KeySourceError, Upstream
 from agentd.credentials.ssh_agent_record import Record
 from agentd.credentials.ssh_agent_rules import (
     Host,
-    host_of,
+    hosts_of,
     known_hosts_text,
     parse_hosts,
     rule_for,
@@ -61,7 +64,7 @@ RulesFn = Callable[[Session], Awaitable[NetworkRules]]
 
 @dataclass
 class _Bound:
-    host: Host
+    hosts: list[Host]  # every configured name of the host key (the first is shown)
     host_key: bytes
     session_id: bytes
 
@@ -310,13 +313,13 @@ class SshAgentService:
             raise Refused("a session bind with a session id of a wrong size")
         if not wire.verify(host_key, signature, session_id):
             raise Refused("a session bind whose host key signature does not verify")
-        host = host_of(self.hosts, self.known_hosts, host_key)
-        if host is None:
+        names = hosts_of(self.hosts, self.known_hosts, host_key)
+        if not names:
             raise Refused(
                 f"a session bind to a host key ({wire.fingerprint(host_key)}) that no host in "
                 f"ssh_agent_hosts has in {self.known_hosts}"
             )
-        conn.bound = _Bound(host, host_key, session_id)
+        conn.bound = _Bound(names, host_key, session_id)
         if conn.upstream is not None:
             with contextlib.suppress(KeySourceError):
                 await conn.upstream.bind(message)  # an older agent refuses it: fine
@@ -347,12 +350,12 @@ class SshAgentService:
             session = self.sessions.get(conn.session_id)
         except Exception:
             raise Refused("the session is closed") from None
-        host = bound.host
+        host = bound.hosts[0]
         # The user name is the sandbox's words: shown to a person only as plain text.
         user = (
             auth.user if auth.user.isprintable() and len(auth.user) <= 64 else ascii(auth.user[:64])
         )
-        who = await self._allowed(session, host, fp, user)
+        who = await self._allowed(session, bound.hosts, fp, user)
         if file_key is not None:
             signature = file_key.sign(data, flags)
         else:
@@ -367,17 +370,34 @@ class SshAgentService:
         )
         return bytes([wire.SIGN_RESPONSE]) + wire.string(signature)
 
-    async def _allowed(self, session: Session, host: Host, fp: str, user: str) -> str:
-        """Who allowed this key for this host in this session; Refused otherwise."""
+    async def _allowed(self, session: Session, names: list[Host], fp: str, user: str) -> str:
+        """Who allowed this key for this host in this session; Refused otherwise. The
+        host is every name its key is known by: a deny of any of them wins."""
+        host = names[0]
         rules = await self.rules_for(session)
-        by_network = rules.denying(host.name, host.port)
-        denied = by_network.shown if by_network else ruled(self.config, session, "deny", host, fp)
-        if denied is not None:
+        for name in names:
+            by_network = rules.denying(name.name, name.port)
+            denied = (
+                by_network.shown if by_network else ruled(self.config, session, "deny", name, fp)
+            )
+            if denied is not None:
+                self.record.use(session.id, host, fp).refused += 1
+                also = f" (its host key is also {name.shown}'s)" if name != host else ""
+                raise Refused(f"{fp} for {host.shown}: denied by {denied}{also}")
+        # A push over ssh travels encrypted past the daemon, unread: while protected refs
+        # apply, only the daemon's config (its operator) may allow a host.
+        unread = bool(self.config.credential_protected_refs)
+        for name in names:
+            allowed = ruled(self.config, session, "allow", name, fp, sessions=not unread)
+            if allowed is not None:
+                return f"allowed by {allowed}"
+        if unread:
             self.record.use(session.id, host, fp).refused += 1
-            raise Refused(f"{fp} for {host.shown}: denied by {denied}")
-        allowed = ruled(self.config, session, "allow", host, fp)
-        if allowed is not None:
-            return f"allowed by {allowed}"
+            raise Refused(
+                f"{fp} for {host.shown}: agentd cannot read a push over ssh and protected "
+                "refs apply (credential_protected_refs); allow the host in the daemon's "
+                f'config (allow_rules = ["SshAgent({host.shown})"]) or push through a git route'
+            )
         agent = self._agents.get(session.id)
         if agent is None:
             raise Refused("the session's agent is closed")

@@ -199,12 +199,20 @@ class NetworkService:
                 writer.close()
                 return
             net.open += 1
+            task = asyncio.current_task()
+            if task is not None:
+                net.handling.add(task)
             try:
                 await handler(reader, writer, decider)
             except asyncio.CancelledError:
-                writer.close()  # the proxy's loop is stopping: the connection just ends
+                writer.close()  # the proxy's loop or the session is ending: so does this
+            except Exception:  # a handler's failure ends its connection, never the proxy
+                log.exception("session %s: a proxied connection failed", net.session_id)
+                writer.close()
             finally:
                 net.open -= 1
+                if task is not None:
+                    net.handling.discard(task)
 
         return handle
 
@@ -215,6 +223,8 @@ class NetworkService:
         if net is not None:
             for server in net.servers:
                 self.proxy_loop.call(server.close)
+            for task in list(net.handling):
+                self.proxy_loop.call(task.cancel)
             for fut in net.asking.values():
                 fut.cancel()
         if os.path.exists(path):

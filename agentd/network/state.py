@@ -41,6 +41,9 @@ class SessionNet:
     listening: bool = False
     calls: list[CallNet] = field(default_factory=list)
     open: int = 0
+    # The handler task of each open connection: owned here (asyncio's server drops its
+    # reference once the transport is handed to a tunnel), cancelled when the session ends.
+    handling: set[asyncio.Task[None]] = field(default_factory=set)
     counts: dict[str, int] = field(default_factory=dict)
     bytes_out: int = 0
     bytes_in: int = 0

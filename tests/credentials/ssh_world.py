@@ -104,7 +104,10 @@ def ssh_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshWorld]:
                 f'ssh_agent_hosts = ["{GIT}:{git_port}", "{ALLOWED}:{stranger_port}"]\n'
                 f'ssh_agent_key_files = ["{key_file}", "{rsa_file}"]\n'
                 f'ssh_agent_upstream = "{agent}"\n'
-                f'ssh_agent_known_hosts = "{known}"\n',
+                f'ssh_agent_known_hosts = "{known}"\n'
+                # No protected refs: the agent then signs by session rules and asks
+                # (test_ssh_agent_protected.py has them).
+                "credential_protected_refs = []\n",
             )
             daemon = start_daemon(base / "d", ["--config", str(config)])
             try:

@@ -102,3 +102,29 @@ def test_pushes_that_must_ask_are_refused_with_nobody_to_ask(routes: Routes, sid
 def git_pushes(client: Client, sid: str) -> list:
     """The session's journaled pushes."""
     return [e.git_push for e in client.attach(sid, follow=False) if e.HasField("git_push")]
+
+
+def test_a_push_to_a_servers_alias_of_a_protected_ref_asks(routes: Routes, sid) -> None:
+    """The server keeps refs/heads/trunk as a symbolic ref of refs/heads/main: a push to
+    trunk updates main. Judged by what the server would update (the old id is main's
+    tip), it asks as a push to main does; with nobody attached it is refused."""
+    client, s = sid
+    git_dir = str(routes.repos / "demo.git")
+    alias = ["git", "--git-dir", git_dir, "symbolic-ref"]
+    subprocess.run([*alias, "refs/heads/trunk", "refs/heads/main"], check=True)
+    try:
+        main_before = _upstream_head(routes, "refs/heads/main")
+        url = f"https://{GIT_HOST}:{routes.git_port}/demo.git"
+        out = bash(
+            client,
+            s,
+            f"git clone -q {url} w3 && cd w3 && echo z > Z && git add Z && "
+            f"git {IDENT} commit -qm z && git push origin HEAD:refs/heads/trunk 2>&1; "
+            "echo TRUNK=$?",
+        )
+        assert "TRUNK=1" in out and "[remote rejected]" in out, out
+        assert _upstream_head(routes, "refs/heads/main") == main_before
+        (refused,) = [p for p in git_pushes(client, s) if p.updates[0].ref == "refs/heads/trunk"]
+        assert not refused.allowed and refused.updates[0].protected, refused
+    finally:
+        subprocess.run([*alias, "--delete", "refs/heads/trunk"], check=True)

@@ -75,3 +75,40 @@ def test_malformed_commands_are_refused() -> None:
         except push.PushError:
             continue
         raise AssertionError(body)
+
+
+def _pkt(text: bytes) -> bytes:
+    return b"%04x" % (len(text) + 4) + text
+
+
+def test_the_advertisement_names_what_a_push_would_update() -> None:
+    main, other = "1" * 40, "2" * 40
+    body = (
+        _pkt(b"# service=git-receive-pack\n")
+        + b"0000"
+        + _pkt(
+            f"{main} refs/heads/main\0report-status symref=refs/heads/m:refs/heads/main\n".encode()
+        )
+        + _pkt(f"{main} refs/heads/alias\n".encode())
+        + _pkt(f"{other} refs/heads/feature\n".encode())
+        + b"0000"
+    )
+    seen = push.advertised(body)
+    assert seen is not None
+    assert seen.tips == {
+        "refs/heads/main": main,
+        "refs/heads/alias": main,
+        "refs/heads/feature": other,
+    }
+    patterns = ("refs/heads/main",)
+    new = "3" * 40
+    assert seen.guarded(push.RefUpdate(main, new, "refs/heads/main"), patterns) == "protected"
+    assert "symbolic ref of refs/heads/main" in seen.guarded(
+        push.RefUpdate(push.ZERO, new, "refs/heads/m"), patterns
+    )
+    assert "tip of refs/heads/main" in seen.guarded(
+        push.RefUpdate(main, new, "refs/heads/alias"), patterns
+    )
+    assert seen.guarded(push.RefUpdate(other, new, "refs/heads/feature"), patterns) == ""
+    assert seen.guarded(push.RefUpdate(push.ZERO, new, "refs/heads/new"), patterns) == ""
+    assert push.advertised(b"zzzz") is None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.credentials import spelled
 from tests.credentials.conftest import GIT_HOST, ROUTE_PORT, Routes
 from tests.sandbox._sandbox_attack import bash, guarded_py, guarded_sh
 
@@ -85,6 +86,21 @@ def test_an_upstream_echoing_the_token_has_it_masked(routes: Routes, sid) -> Non
     assert encoded not in out and encoded[:16] not in out, out
     out = raw(client, s, "GET /pypi/echo-auth")
     assert "you sent: ********" in out and routes.pypi_token not in out, out
+
+
+@pytest.mark.parametrize("route", ["git", "pypi"])
+def test_an_upstream_echoing_the_token_in_any_spelling_has_it_masked(
+    routes: Routes, sid, route: str
+) -> None:
+    """JSON, percent and HTML escapes, base64 and base64url of the token and of the
+    `user:token` pair, sent in 7-byte chunks: streamed (git) and held whole (pypi)."""
+    client, s = sid
+    url = f"http://127.0.0.1:{ROUTE_PORT}/{route}/echo-spellings"
+    out = bash(client, s, guarded_sh(f"curl -sS --max-time 60 {url}")).text
+    token = routes.git_token if route == "git" else routes.pypi_token
+    for name in spelled.every(token, "agentd-bot"):
+        assert f"\n{name}: " in "\n" + out, out
+    assert not spelled.leaks(out, token), out
 
 
 def test_a_redirect_out_of_the_route_is_not_passed_on(routes: Routes, sid) -> None:

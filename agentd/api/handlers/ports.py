@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import socket
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,12 +36,18 @@ from agentd_client.v1 import agentd_pb2 as pb
 log = logging.getLogger(__name__)
 
 # Bytes read from the sandbox's socket per message: big enough that gRPC's per-message
-# cost is small next to the copy, small next to the max message size.
-CHUNK = 1024 * 1024
+# cost is small next to the copy; small enough that what a stream holds (its window:
+# AHEAD chunks and the one gRPC is sending) times the connections a session may open
+# stays a small part of the daemon.
+CHUNK = 256 * 1024
 # Chunks read from the sandbox's socket ahead of gRPC taking them, per connection.
 AHEAD = 2
-# Forwarded connections open at once, all sessions together; past it, refused.
+# Forwarded connections open at once: all sessions together, one session, one client
+# (as it names itself: a courtesy cap; the session's is the one that holds). Past any
+# of them, refused: one client cannot take another session's forwards.
 MAX_OPEN = 256
+MAX_OPEN_PER_SESSION = 64
+MAX_OPEN_PER_CLIENT = 128
 
 
 class TooMany(Exhausted):
@@ -52,6 +60,8 @@ class PortHandlers:
         # Where proxied sessions' namespaces are (None: this daemon keeps none).
         self.network = network
         self.open = 0
+        self.by_session: Counter[str] = Counter()
+        self.by_client: Counter[str] = Counter()
         self._running: set[asyncio.Task[Any]] = set()
         self.stopping = False
 
@@ -61,6 +71,15 @@ class PortHandlers:
         self.stopping = True
         for task in self._running:
             task.cancel()
+
+    def _closed(self, session_id: str, who: str) -> None:
+        self.open -= 1
+        for counts, key in ((self.by_session, session_id), (self.by_client, who)):
+            counts[key] -= 1
+            if counts[key] <= 0:
+                del counts[key]
+        if self.open == 0:
+            _trim()
 
     def _session(self, session_id: str) -> Session:
         return self.sessions.get(require(session_id, "session_id"), open_only=True)
@@ -153,11 +172,28 @@ class PortHandlers:
         port = ports.checked_port(opening.port)
         host = ports.checked_host(opening.host)
         path = self._namespace(session, port)
+        who = client_identity(context)
         if self.open >= MAX_OPEN:
             raise TooMany(f"{MAX_OPEN} forwarded connections are open; close some first")
+        if self.by_session[session.id] >= MAX_OPEN_PER_SESSION:
+            raise TooMany(
+                f"session {session.id} has {MAX_OPEN_PER_SESSION} forwarded connections open; "
+                "close some first"
+            )
+        if self.by_client[who] >= MAX_OPEN_PER_CLIENT:
+            raise TooMany(
+                f"this client has {MAX_OPEN_PER_CLIENT} forwarded connections open; "
+                "close some first"
+            )
         loop = asyncio.get_running_loop()
-        sock = await loop.run_in_executor(None, ports.connect, path, port, host)
         self.open += 1
+        self.by_session[session.id] += 1
+        self.by_client[who] += 1
+        try:
+            sock = await loop.run_in_executor(None, ports.connect, path, port, host)
+        except BaseException:
+            self._closed(session.id, who)
+            raise
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
@@ -186,7 +222,7 @@ class PortHandlers:
             pump.how = "the daemon stopped" if self.stopping else "cancelled by the client"
             raise
         finally:
-            self.open -= 1
+            self._closed(session.id, who)
             if task is not None:
                 self._running.discard(task)
             sock.close()
@@ -201,6 +237,13 @@ class PortHandlers:
                     how=pump.how,
                 )
             )
+
+
+def _trim() -> None:
+    """Hand freed memory back to the system: the chunks of a flood of connections are
+    freed into malloc's arenas, which keep them resident otherwise."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _shown(sock: socket.socket) -> str:
