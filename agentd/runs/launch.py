@@ -113,6 +113,7 @@ def search_policy(session: Session, config: Config, readable: list[str]) -> Sand
         writable=[],
         read_only=readable,
         ro_binds=[],
+        ro_files=[],
         network=False,
         netns=None,
         env={},
