@@ -18,6 +18,7 @@ squat disturbs no other daemon on the machine.
 # ruff: noqa: F811  (pytest fixtures imported from _sandbox_attack, used as parameters)
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -137,15 +138,28 @@ def test_default_places_lie_in_no_directory_others_may_write() -> None:
     config = Config()
     for path in (config.tmp_owners_dir, config.state_dir):
         parent = os.path.dirname(os.path.normpath(path))
+        while not os.path.exists(parent):  # a fresh home has no ~/.local/state yet
+            parent = os.path.dirname(parent)
         assert not os.stat(parent).st_mode & 0o002, (path, parent)
 
 
-# Run as root in the daemon's own mount namespace: a /tmp of its own, then the
-# squatter (another uid) takes the names, then the daemon starts in it.
+# Run as root in the daemon's own mount namespace: a /tmp of its own, with what the
+# daemon runs from bound back in (argv[3]: those names in /tmp), then the squatter
+# (another uid) takes the names, then the daemon starts in it.
 SQUAT = r"""
-import os, subprocess, sys
+import ctypes, json, os, subprocess, sys
 subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+old_tmp = os.open("/tmp", os.O_PATH | os.O_DIRECTORY)
 subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/tmp"], check=True)
+libc = ctypes.CDLL(None, use_errno=True)
+MS_BIND, MS_REC = 4096, 16384
+for name in json.loads(sys.argv[3]):
+    os.mkdir("/tmp/" + name)
+    # Through the descriptor of the /tmp now covered (mount(8) would resolve the name anew).
+    source = "/proc/self/fd/%d/%s" % (old_tmp, name)
+    if libc.mount(source.encode(), ("/tmp/" + name).encode(), None, MS_BIND | MS_REC, None):
+        raise OSError(ctypes.get_errno(), "cannot bind " + source)
+os.close(old_tmp)
 pid = os.fork()
 if pid == 0:
     os.setgroups([])
@@ -159,15 +173,29 @@ if pid == 0:
     os._exit(0)
 _, status = os.waitpid(pid, 0)
 assert status == 0, status
-os.execv(sys.argv[4], sys.argv[4:])
+os.execv(sys.argv[5], sys.argv[5:])
 """
+
+
+def _run_from_tmp() -> list[str]:
+    """The names in /tmp that hold what the daemon runs from (its Python, its venv, this
+    checkout, its path): a clone under /tmp must not vanish under the daemon's tmpfs."""
+    used = [sys.executable, sys.prefix, sys.base_prefix, os.getcwd(), *sys.path]
+    used.append(str(Path(__file__).resolve().parents[2]))
+    names: set[str] = set()
+    for path in [*used, *map(os.path.realpath, used)]:
+        parts = Path(os.path.abspath(path)).parts
+        if len(parts) > 2 and parts[:2] == ("/", "tmp"):
+            names.add(parts[2])
+    return sorted(names)
 
 
 @pytest.fixture
 def squatted_daemon() -> Iterator[tuple[Client, int]]:
     base = Path(tempfile.mkdtemp(prefix="agentd-squat-", dir="/var/tmp"))
     uids = ",".join(str(u) for u in sorted({0, DEFAULT_UID, os.geteuid()}))
-    wrapper = ["unshare", "-m", sys.executable, "-c", SQUAT, str(SQUATTER), uids, "--"]
+    kept = json.dumps(_run_from_tmp())
+    wrapper = ["unshare", "-m", sys.executable, "-c", SQUAT, str(SQUATTER), uids, kept, "--"]
     daemon = start_daemon(base, wrapper=wrapper, socket=str(base / "agentd.sock"))
     try:
         with Client(daemon.socket, timeout=60) as c:
