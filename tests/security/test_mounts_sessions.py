@@ -40,7 +40,7 @@ from tests.sandbox._sandbox_attack import (  # noqa: F401  (fixtures are used by
     sec_client,
 )
 from tests.sandbox.conftest import DEFAULT_UID, sandbox_dir
-from tests.support.daemon import start_daemon
+from tests.support.daemon import start_daemon, top_names_under
 from tests.support.waiting import wait_until
 
 
@@ -177,24 +177,11 @@ os.execv(sys.argv[5], sys.argv[5:])
 """
 
 
-def _run_from_tmp() -> list[str]:
-    """The names in /tmp that hold what the daemon runs from (its Python, its venv, this
-    checkout, its path): a clone under /tmp must not vanish under the daemon's tmpfs."""
-    used = [sys.executable, sys.prefix, sys.base_prefix, os.getcwd(), *sys.path]
-    used.append(str(Path(__file__).resolve().parents[2]))
-    names: set[str] = set()
-    for path in [*used, *map(os.path.realpath, used)]:
-        parts = Path(os.path.abspath(path)).parts
-        if len(parts) > 2 and parts[:2] == ("/", "tmp"):
-            names.add(parts[2])
-    return sorted(names)
-
-
 @pytest.fixture
 def squatted_daemon() -> Iterator[tuple[Client, int]]:
     base = Path(tempfile.mkdtemp(prefix="agentd-squat-", dir="/var/tmp"))
     uids = ",".join(str(u) for u in sorted({0, DEFAULT_UID, os.geteuid()}))
-    kept = json.dumps(_run_from_tmp())
+    kept = json.dumps(top_names_under("/tmp"))  # a clone under /tmp must stay in view
     wrapper = ["unshare", "-m", sys.executable, "-c", SQUAT, str(SQUATTER), uids, kept, "--"]
     daemon = start_daemon(base, wrapper=wrapper, socket=str(base / "agentd.sock"))
     try:
