@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test proto lint format bench system-deps clean install install-user claude-code codex dist
+.PHONY: run test test-clones proto lint format bench system-deps clean install install-user claude-code codex dist
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -80,6 +80,11 @@ run: system-deps $(STAMP)
 
 test: system-deps $(STAMP) claude-code codex
 	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term
+
+# A slice of the suite from fresh clones of this checkout, one under /tmp and one in a
+# directory only its owner may enter: nothing may depend on where the checkout lives.
+test-clones: system-deps $(STAMP)
+	$(PY) scripts/test_clones.py
 
 claude-code: $(CLAUDE_CODE_STAMP)
 

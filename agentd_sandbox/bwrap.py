@@ -114,6 +114,10 @@ def _fill(out: MountList, policy: SandboxPolicy, identity: Identity) -> None:
         # The daemon's own files (staged configs, the output dir), shown at `dest`.
         fd = roots.open_top(os.path.realpath(source))
         out.add(Mount("ro-bind", dest, Role.GRANT, fd=fd))
+    for content, dest in policy.ro_files:
+        # Given by content: bwrap resolves a bound source as the sandbox identity (even
+        # a descriptor's, through its path), which may not reach where the caller is.
+        out.add(Mount("ro-bind-data", dest, Role.GRANT, fd=_content_fd(out, content)))
     if policy.home is None:
         out.add(Mount("dir", DEFAULT_HOME, Role.FIXUP))
     # Every mount point inside them exists now: the emptied homes and /run go read-only
@@ -167,6 +171,17 @@ def hides(policy: SandboxPolicy) -> Callable[[str], bool]:
         return inside and not any(mounts.under(path, s) for s in shown)
 
     return hidden
+
+
+def _content_fd(out: MountList, content: bytes) -> int:
+    """A memfd holding `content`, read from its start by bwrap (which then closes it)."""
+    fd = os.memfd_create("agentd-sandbox-file", os.MFD_CLOEXEC)
+    out.fds.append(fd)
+    view = memoryview(content)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 class _Roots:

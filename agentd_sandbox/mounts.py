@@ -13,7 +13,8 @@ not the name it was given), that nothing hidden is shown again:
   nothing the root did not;
 - no bind's source holds or lies in a secret unless that secret is hidden after it;
 - nothing else is bound onto a host file that a covered place hides (a sanitised copy
-  of a hidden git config would show what the original holds).
+  of a hidden git config would show what the original holds), and no file the caller
+  gives by content (a data mount, which shows no host file) stands in for one either.
 
 A list that breaks a rule fails the start (SandboxUnavailable): a bug in what builds
 the list is then a sandbox that does not start, never one that shows a hidden file.
@@ -40,11 +41,17 @@ class Role(enum.Enum):
 
 # Ops that show a source at a destination.
 BINDS = frozenset({"bind", "ro-bind", "ro-bind-try", "dev-bind"})
+# Ops that show content bwrap reads from a descriptor (a pipe or memfd), written into a
+# file of the sandbox's own: no host path is resolved, by bwrap or anyone.
+DATA = frozenset({"ro-bind-data"})
+# The mode of such a file: every process inside may read and run it (a helper script).
+DATA_PERMS = "0555"
 
 
 @dataclass(frozen=True)
 class Mount:
-    """One bwrap mount option. A bind has a `source` path or a descriptor `fd`."""
+    """One bwrap mount option. A bind has a `source` path or a descriptor `fd`; a data
+    mount (DATA) the descriptor its content is read from."""
 
     op: str  # bind, ro-bind, ro-bind-try, tmpfs, remount-ro, dir
     dest: str
@@ -53,6 +60,8 @@ class Mount:
     fd: int | None = None
 
     def argv(self) -> list[str]:
+        if self.op in DATA:
+            return ["--perms", DATA_PERMS, f"--{self.op}", str(self.fd), self.dest]
         if self.fd is not None:
             return [f"--{self.op}-fd", str(self.fd), self.dest]
         if self.source is not None:
@@ -101,6 +110,12 @@ def check(mounts: Iterable[Mount], covered: Iterable[str], secrets: Iterable[str
     hidden_at = {m.dest: i for i, m in enumerate(ordered) if m.role is Role.HIDE}
     roots: list[str] = []
     for index, mount in enumerate(ordered):
+        if mount.op in DATA:
+            if mount.fd is None:
+                raise _refused(mount, "it has no content")
+            if _stands_in(mount.dest, covered, ordered[:index]):
+                raise _refused(mount, "it would stand in for a hidden file of the host")
+            continue
         if mount.op not in BINDS or mount.role in (Role.HIDE, Role.COVER):
             continue
         try:

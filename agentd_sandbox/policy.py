@@ -35,7 +35,13 @@ class SandboxPolicy:
     # protected paths inside a writable root, or roots a read-only run may only read.
     read_only: list[str] = field(default_factory=list)
     # (host source, path inside): a file or directory shown read-only in place of another.
+    # bwrap resolves each source as the sandbox identity: it must be able to reach it.
     ro_binds: list[tuple[str, str]] = field(default_factory=list)
+    # (content, path inside): a small file of the caller's (a helper script) that bwrap
+    # writes inside and shows read-only (readable and executable by all). No host path is
+    # bound: the identity need not reach where the caller keeps it (a checkout in a
+    # private home, a venv, a Python under /root).
+    ro_files: list[tuple[bytes, str]] = field(default_factory=list)
     # Directories bwrap creates (as the sandbox identity, inside a writable root) and
     # covers with an empty read-only tmpfs, so a missing protected directory (.git/hooks)
     # cannot be filled.

@@ -14,6 +14,14 @@ SSH_PROXY_MOUNT = "/run/agentd-net/ssh-proxy"
 SSH_PROXY_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ssh-proxy")
 
 
+def ssh_proxy_script() -> bytes:
+    """The helper's text, which the sandbox is given by content (SandboxPolicy.ro_files),
+    never bound from here: this file lies in the daemon's checkout or venv, wherever
+    that is (a home only its owner may enter), and bwrap runs as the sandbox identity."""
+    with open(SSH_PROXY_SOURCE, "rb") as f:
+        return f.read()
+
+
 def proxy_environment(http_port: int = HTTP_PORT, socks_port: int = SOCKS_PORT) -> dict[str, str]:
     """Variables for curl, wget, pip, npm/yarn/pnpm, cargo, go and ssh-via-git."""
     http = f"http://{PROXY_HOST}:{http_port}"

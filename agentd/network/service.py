@@ -62,7 +62,8 @@ class Access:
 
     netns: str
     env: dict[str, str]
-    ro_binds: list[tuple[str, str]]
+    # (content, path inside): files the sandbox is given (SandboxPolicy.ro_files).
+    ro_files: list[tuple[bytes, str]]
 
 
 class _SessionDecider(Decider):
@@ -110,6 +111,7 @@ class NetworkService:
         self.has_listeners = has_listeners
         self.loop = loop
         self.dir = os.path.join(config.state_dir, "netns")
+        self._ssh_proxy = proxy_env.ssh_proxy_script()
         self._nets: dict[str, SessionNet] = {}
         # Calls of one session prepare their sandboxes at once, from several threads (a
         # batch's Glob and Grep): one of them makes the namespace and its listeners.
@@ -148,8 +150,7 @@ class NetworkService:
         )
         for listener in self.listeners:
             proxy_env.merge(env, listener.environment(session.id))
-        binds = [(proxy_env.SSH_PROXY_SOURCE, proxy_env.SSH_PROXY_MOUNT)]
-        return Access(net.path, env, binds)
+        return Access(net.path, env, [(self._ssh_proxy, proxy_env.SSH_PROXY_MOUNT)])
 
     def _open(self, session: Session) -> SessionNet:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)

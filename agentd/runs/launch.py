@@ -115,6 +115,7 @@ def search_policy(
         writable=[],
         read_only=readable,
         ro_binds=[],
+        ro_files=[],
         network=False,
         netns=None,
         env={},

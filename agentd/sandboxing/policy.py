@@ -141,8 +141,8 @@ def policy_for(
         pinned += protection.pinned
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
-    network, netns, ro_binds = _network(session, env, read_only, runtime)
-    ro_binds += _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
+    network, netns, ro_files = _network(session, env, read_only, runtime)
+    ro_binds = _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
     if read_only:
         writable = [tmp_dir]
         shown = [r for r in roots if not _contains(r, tmp_dir)]
@@ -160,6 +160,7 @@ def policy_for(
         network=network,
         netns=netns,
         ro_binds=ro_binds,
+        ro_files=ro_files,
         env=env,
         cwd=session.cwd,
         uid=ident[0] if ident else None,
@@ -173,9 +174,9 @@ def policy_for(
 
 def _network(
     session: Session, env: dict[str, str], read_only: bool, runtime: SandboxRuntime
-) -> tuple[bool, str | None, list[tuple[str, str]]]:
-    """(the host's network, the kept namespace to join, read-only binds) by the session's
-    mode; proxied: `env` gets the proxy's variables. A read-only run has none at all."""
+) -> tuple[bool, str | None, list[tuple[bytes, str]]]:
+    """(the host's network, the kept namespace to join, files given by content) by the
+    session's mode; proxied: `env` gets the proxy's variables. A read-only run has none."""
     mode = network_mode(session)
     if read_only or mode == "off":
         return False, None, []
@@ -191,7 +192,7 @@ def _network(
             f"Cannot prepare the sandbox: the session's network namespace cannot be made ({exc})"
         ) from None
     env.update(access.env)
-    return False, access.netns, list(access.ro_binds)
+    return False, access.netns, list(access.ro_files)
 
 
 def _ssh_agent(

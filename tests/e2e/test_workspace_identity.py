@@ -3,9 +3,9 @@ says how to fix it, and the fix works: a newcomer's first session as root, on a 
 under /root, through the real agentctl on a terminal.
 
 The machine's /root is not touched: the daemon and the newcomer's shell share a mount
-namespace of their own whose /root is an empty 0700 directory made here (with the
-interpreter's pyenv bound into it, as the venv's Python lives there), so `chmod o+x
-/root` changes that directory only.
+namespace of their own whose /root is an empty 0700 directory made here (with what they
+run from bound into it: the interpreter's pyenv, the checkout and its venv when they
+live under /root), so `chmod o+x /root` changes that directory only.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -26,7 +27,7 @@ import pytest
 from agentd_client import Client
 from agentd_client.core.errors import InvalidRequest
 from tests.support.ctl import AGENTCTL, OnPty
-from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.daemon import DaemonProcess, start_daemon, top_names_under
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a root daemon's identity drop")
 
@@ -37,10 +38,10 @@ def _private_root(base: Path) -> list[str]:
     home.mkdir(mode=0o700)
     binds = []
     real_home = Path("/root")
-    for name in (".pyenv",):  # the venv's interpreter, if it lives under /root
+    for name in top_names_under(str(real_home)):  # the interpreter, the checkout, the venv
         if (real_home / name).is_dir():
             (home / name).mkdir()
-            binds.append(f"mount --bind {real_home / name} {home / name}")
+            binds.append(shlex.join(["mount", "--bind", str(real_home / name), str(home / name)]))
     script = " && ".join([*binds, f"mount --rbind {home} /root", 'exec "$@"'])
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 from collections.abc import Iterator
 
 import pytest
 
+import agentd
 from agentd_client import Client
 
 from ._sandbox_attack import (  # noqa: F401  (fixtures are used by name)
@@ -93,6 +95,24 @@ def test_run_is_empty_and_read_only(sec_client: Client, sec_session: str) -> Non
     r = bash(sec_client, sec_session, guarded_sh(script))
     assert "RUN=0 VARRUN=0" in r.text, r.text
     assert "WROTE" not in r.text and "Read-only" in r.text, r.text
+
+
+def test_nothing_of_the_daemons_installation_is_bound_in(
+    sec_client: Client, sec_session: str
+) -> None:
+    """The ssh helper of a proxied session is given by content (issue #34): bwrap resolves
+    every bound path as the sandbox identity, which cannot reach a checkout or venv in a
+    home only its owner may enter (the sandbox could then never start)."""
+    installed = [os.path.dirname(agentd.__file__), sys.prefix, os.path.realpath(sys.prefix)]
+    # mountinfo's 4th field: the path inside its file system that each mount shows.
+    script = "cut -d' ' -f4 /proc/self/mountinfo; head -n1 /run/agentd-net/ssh-proxy; "
+    script += "test -x /run/agentd-net/ssh-proxy && echo RUNNABLE; "
+    script += "echo x >> /run/agentd-net/ssh-proxy && echo WROTE"
+    r = bash(sec_client, sec_session, guarded_sh(script))
+    assert "#!/bin/bash" in r.text and "RUNNABLE" in r.text, r.text
+    assert "WROTE" not in r.text, r.text
+    shown = r.text.splitlines()
+    assert not [p for p in shown if any(p.startswith(d + "/") for d in installed)], r.text
 
 
 @pytest.fixture

@@ -143,6 +143,37 @@ def test_a_stand_in_for_a_hidden_host_file_fails_the_start(ws: str, hidden_home:
         os.close(fd)
 
 
+def test_a_file_given_by_content_stands_in_for_no_hidden_host_file(hidden_home: str) -> None:
+    content = os.memfd_create("test", os.MFD_CLOEXEC)
+    try:
+        bad = [
+            Mount("tmpfs", "/home", Role.COVER),
+            Mount("ro-bind-data", f"{hidden_home}/secret", Role.GRANT, fd=content),
+        ]
+        with pytest.raises(SandboxUnavailable, match="stand in"):
+            check(bad, covered=["/tmp", "/home"], secrets=[])
+        check(
+            [bad[0], Mount("ro-bind-data", "/run/agentd-test-file", Role.GRANT, fd=content)],
+            covered=["/tmp", "/home", "/run"],
+            secrets=[],
+        )
+    finally:
+        os.close(content)
+
+
+async def test_a_file_given_by_content_is_shown_read_only_from_nowhere(ws: str) -> None:
+    # Its content is all the sandbox gets: no host path, so nothing the identity must
+    # reach (a helper kept in a checkout under /root, issue #34).
+    pol = SandboxPolicy(
+        writable=[ws], cwd=ws, ro_files=[(b"#!/bin/sh\necho HELPER-RAN\n", "/run/a/helper")]
+    )
+    script = "/run/a/helper; stat -c %a /run/a/helper; chmod u+w /run/a/helper; "
+    script += "echo x >> /run/a/helper && echo WROTE"
+    res = await run_capture(pol, ["sh", "-c", script])
+    assert res.out.split() == ["HELPER-RAN", "555"], (res.out, res.err)
+    assert "Read-only" in res.err, res.err
+
+
 def _linked_workspace(ws: str, target_dir: str) -> SandboxPolicy:
     """A workspace whose protected names are links to `target_dir` (and its secret), and
     the policy that names them as the daemon would."""

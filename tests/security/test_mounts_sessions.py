@@ -18,6 +18,7 @@ squat disturbs no other daemon on the machine.
 # ruff: noqa: F811  (pytest fixtures imported from _sandbox_attack, used as parameters)
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -39,7 +40,7 @@ from tests.sandbox._sandbox_attack import (  # noqa: F401  (fixtures are used by
     sec_client,
 )
 from tests.sandbox.conftest import DEFAULT_UID, sandbox_dir
-from tests.support.daemon import start_daemon
+from tests.support.daemon import start_daemon, top_names_under
 from tests.support.waiting import wait_until
 
 
@@ -144,12 +145,23 @@ def test_default_places_lie_in_no_directory_others_may_write() -> None:
         assert not os.stat(parent).st_mode & 0o002, (path, parent)
 
 
-# Run as root in the daemon's own mount namespace: a /tmp of its own, then the
-# squatter (another uid) takes the names, then the daemon starts in it.
+# Run as root in the daemon's own mount namespace: a /tmp of its own, with what the
+# daemon runs from bound back in (argv[3]: those names in /tmp), then the squatter
+# (another uid) takes the names, then the daemon starts in it.
 SQUAT = r"""
-import os, subprocess, sys
+import ctypes, json, os, subprocess, sys
 subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+old_tmp = os.open("/tmp", os.O_PATH | os.O_DIRECTORY)
 subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/tmp"], check=True)
+libc = ctypes.CDLL(None, use_errno=True)
+MS_BIND, MS_REC = 4096, 16384
+for name in json.loads(sys.argv[3]):
+    os.mkdir("/tmp/" + name)
+    # Through the descriptor of the /tmp now covered (mount(8) would resolve the name anew).
+    source = "/proc/self/fd/%d/%s" % (old_tmp, name)
+    if libc.mount(source.encode(), ("/tmp/" + name).encode(), None, MS_BIND | MS_REC, None):
+        raise OSError(ctypes.get_errno(), "cannot bind " + source)
+os.close(old_tmp)
 pid = os.fork()
 if pid == 0:
     os.setgroups([])
@@ -163,7 +175,7 @@ if pid == 0:
     os._exit(0)
 _, status = os.waitpid(pid, 0)
 assert status == 0, status
-os.execv(sys.argv[4], sys.argv[4:])
+os.execv(sys.argv[5], sys.argv[5:])
 """
 
 
@@ -171,7 +183,8 @@ os.execv(sys.argv[4], sys.argv[4:])
 def squatted_daemon() -> Iterator[tuple[Client, int]]:
     base = Path(tempfile.mkdtemp(prefix="agentd-squat-", dir="/var/tmp"))
     uids = ",".join(str(u) for u in sorted({0, DEFAULT_UID, os.geteuid()}))
-    wrapper = ["unshare", "-m", sys.executable, "-c", SQUAT, str(SQUATTER), uids, "--"]
+    kept = json.dumps(top_names_under("/tmp"))  # a clone under /tmp must stay in view
+    wrapper = ["unshare", "-m", sys.executable, "-c", SQUAT, str(SQUATTER), uids, kept, "--"]
     daemon = start_daemon(base, wrapper=wrapper, socket=str(base / "agentd.sock"))
     try:
         with Client(daemon.socket, timeout=60) as c:

@@ -60,6 +60,29 @@ class DaemonProcess:
             return self.proc.wait()
 
 
+# This checkout: a daemon the tests start imports agentd from it (an editable install).
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def runs_from() -> list[str]:
+    """Where a daemon or agentctl the tests start runs from, as named and as resolved: the
+    interpreter's installation, the venv, this checkout, every directory on the path. A
+    test that covers a directory (/tmp, /root) shows these again: the checkout may be
+    anywhere (issue #34)."""
+    named = [sys.executable, sys.prefix, sys.base_prefix, str(CHECKOUT), os.getcwd(), *sys.path]
+    return list(dict.fromkeys([*named, *map(os.path.realpath, named)]))
+
+
+def top_names_under(directory: str) -> list[str]:
+    """The names in `directory` that hold something runs_from() lists."""
+    names = set()
+    for path in runs_from():
+        rel = os.path.relpath(os.path.abspath(path), directory)
+        if rel != "." and not rel.startswith(".."):
+            names.add(rel.split(os.sep)[0])
+    return sorted(names)
+
+
 # Every owners dir a daemon of this run recorded its sessions' /tmp directories in: the
 # run removes those directories at its end (tests/conftest.py), as nothing else will.
 OWNERS_DIRS: set[str] = set()

@@ -5,10 +5,10 @@ made by logind), and the programs it starts see only that user's rights. The tes
 as root, so the user is made once (`useradd`, if missing) and each command runs as it
 through setpriv, with the environment a login shell has.
 
-The project's Python (a pyenv build) and the CLIs `make test` installs can live under
-/root, which is 0700: each command runs in a mount namespace of its own where /root is
-an empty tmpfs with just those directories bound back, at their own paths. Nothing
-else of the machine changes for it.
+The project's Python (a pyenv build), the CLIs `make test` installs, and the checkout
+with its venv can live under /root, which is 0700: each command runs in a mount
+namespace of its own where /root is an empty tmpfs with just those directories bound
+back, at their own paths. Nothing else of the machine changes for it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.support.daemon import runs_from
 
 NAME = "agentd-login"
 
@@ -135,6 +137,15 @@ def login_user(base: Path, also: list[str] | None = None) -> LoginUser:
         top = os.path.join(*parts[:2]) if parts[0] == ".cache" and len(parts) > 1 else parts[0]
         if top not in exposed:
             exposed.append(top)
+    # The checkout and its venv (what else the tests run from), where a clone under /root
+    # has them: each directory itself, under directories made in the namespace, as a 0700
+    # one on its way would keep the user out (issue #34).
+    for path in sorted(runs_from(), key=len):
+        sub = _under_root(path)
+        if sub is None or not os.path.isdir(path):
+            continue
+        if not any(sub == e or sub.startswith(e + os.sep) for e in exposed):
+            exposed.append(sub)
     stash = base / "root-stash"
     stash.mkdir(mode=0o700, exist_ok=True)
     user = LoginUser(NAME, entry.pw_uid, entry.pw_gid, home, base, stash, exposed)
