@@ -10,7 +10,7 @@ and Edit trim, TodoWrite's older item fields, WebFetch of a URL answering 4xx or
 127.0.0.1 for WebFetch), Read of notebooks that are not valid notebook JSON, and
 NotebookEdit changing a cell's type. Each call is compared as
 in test_oracle.py (is_error always, then the checks listed per call); where agentd
-differs on purpose, the call's entry in DIFFERENT says how and why (README.md,
+differs on purpose, the call's entry in DIFFERENT says how and why (docs/parity.md,
 "Differences from the reference", lists the same).
 """
 
@@ -366,7 +366,7 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     ("read_fifo", 0): (True, "the reference blocks on a FIFO; agentd never opens one"),
     ("tilde_paths", 1): (True, "~ is the session user's home, outside the workspace"),
     ("tilde_paths", 2): (True, "Bash's ~ is the sandbox's own home, where Write did not go"),
-    # Not errors, their texts differ: see the README's "Differences from the reference".
+    # Not errors, their texts differ: see docs/parity.md, "Differences from the reference".
     ("lenient_bash", 2): (False, "a negative timeout is the default, not an instant background"),
     ("lenient_read", 0): (False, "offset 0 numbers lines from 1, not 0"),
     ("bash_exits", 4): (True, "killed by a signal: 128 + its number, not the reference's shell's"),
@@ -378,7 +378,7 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     ("write_encodings", 8): (False, "(so the file holds the new text)"),
     ("write_encodings", 10): (False, "an old_string with CRLF matches a CRLF file's lines"),
     ("write_encodings", 11): (False, "(so the file was edited)"),
-    # Not errors; the content differs: see the README's "Differences from the reference".
+    # Not errors; the content differs: see docs/parity.md, "Differences from the reference".
     ("pdf_reads", 3): (False, "pages: a PDF of those pages, not one JPEG per page"),
     ("pdf_reads", 4): (False, "(the same)"),
     ("pdf_reads", 5): (False, "(the same)"),
