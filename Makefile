@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-clones proto lint format bench system-deps clean install install-user claude-code codex dist
+.PHONY: run test test-clones proto lint docs format bench system-deps clean install install-user claude-code codex dist
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -107,11 +107,23 @@ $(CODEX_STAMP): | system-deps
 proto: $(STAMP)
 	$(PY) scripts/gen_proto.py
 
+# The documentation site (mkdocs.yml, docs/): built with --strict, offline, into the venv
+# so the checkout stays clean. The reference pages come from the code (scripts/gen_docs.py;
+# tests/docs/test_docs.py checks they are up to date).
+SITE_DIR ?= $(VENV)/site
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(MKDOCS) build --strict --quiet --site-dir $(SITE_DIR)
+
+docs: $(STAMP)
+	$(PY) scripts/gen_docs.py
+	$(MKDOCS) build --strict --site-dir $(SITE_DIR)
+	@echo "the site: $(SITE_DIR)/index.html (or: $(MKDOCS) serve)"
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .
@@ -140,7 +152,7 @@ install:
 	chmod 0644 $(SYSTEMD_SYSTEM_DIR)/agentd.service
 	install -d -m 0755 $(CONFDIR)
 	test -e $(CONFDIR)/config.toml || \
-		printf '# agentd settings: see README.md, "Configuration".\n' > $(CONFDIR)/config.toml
+		printf '# agentd settings: see docs/configuration.md and docs/reference/config.md.\n' > $(CONFDIR)/config.toml
 	@echo "installed; now: systemctl daemon-reload && systemctl enable --now agentd"
 
 install-user:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentd")
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """agentd's command line (scripts/gen_docs.py renders it into the reference)."""
     parser = argparse.ArgumentParser(prog="agentd", description="The agentd daemon.")
     parser.add_argument("--version", action="version", version=f"agentd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -79,7 +80,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     tls_init.add_argument("--listen", help="the tcp_listen address to print (0.0.0.0:7777)")
     tls_init.add_argument("--days", type=int, default=825, help="validity (825)")
     tls_init.add_argument("--force", action="store_true", help="replace existing files")
-    return parser.parse_args(argv)
+    return parser
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def _tls_init(args: argparse.Namespace) -> int:

@@ -273,7 +273,7 @@ class Executor:
             if not isinstance(self.registry.get(call.name), ReadOnlyTool):
                 # The result of a call that may have changed something is committed
                 # before its caller hears it, so a crash never loses a result a client
-                # holds (~0.15 ms a call; README "What survives a crash"). A call that
+                # holds (~0.15 ms a call; docs/operations.md, "What survives a crash"). A call that
                 # only reads keeps the group commit's window.
                 store.flush()
         if caller_gone:

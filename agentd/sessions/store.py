@@ -4,7 +4,7 @@ each Bash call wrote, and trusted settings.
 One connection, owned by the event loop's thread. Commits are grouped: a write
 marks the store dirty and a commit follows within `flush_delay` seconds (or at
 once on `flush()`), so a tool call does not pay for a commit per event and its reply
-does not wait for one. The promise (README, "What survives a crash"): a daemon killed
+does not wait for one. The promise (docs/operations.md, "What survives a crash"): a daemon killed
 outright loses at most that window of journal, never a file a tool wrote (those are
 written atomically and fsynced before the call answers), never a trust decision
 (committed before its reply), nothing on a clean stop (close() commits).

@@ -223,7 +223,11 @@ class ReadTool(ReadOnlyTool[ReadInput]):
             result = pdfs.render_pdf(
                 loc.path, data, pages, (ident.uid, ident.gid) if ident else None
             )
-        elif ext == ".ipynb" and (notebook := notebooks.load_notebook(data)) is not None:
+        elif ext == ".ipynb":
+            try:
+                notebook = notebooks.load_notebook(data)
+            except notebooks.NotANotebook as exc:
+                raise ToolError(f"{exc} To see its bytes, run cat on it with Bash.") from None
             result = notebooks.render_notebook(args["file_path"], notebook, MAX_LARGE_CHARS)
         else:
             return self._text(args, session, loc, current)

@@ -1,4 +1,4 @@
-"""A background task outlives its daemon (README "Background tasks outlive the daemon")
+"""A background task outlives its daemon (docs/operations.md, "Background tasks outlive the daemon")
 and keeps a working ssh-agent: the sandbox sees the session's agent directory, not one
 daemon's socket, and the next daemon serves it (and the proxy) as it takes the task over,
 before any call of the session. Real daemons restarted with SIGTERM and kill -9, real

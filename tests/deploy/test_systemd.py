@@ -38,7 +38,7 @@ AGENTD = Path(sys.executable).parent / "agentd"
 # daemon need (user namespaces, SETUID/SETGID, mount syscalls, /proc for bwrap's own),
 # and the sessions' control groups (Delegate=yes, ProtectControlGroups=no: +0.2).
 # The user unit reaches 7.5: a user manager cannot drop capabilities or namespace the
-# file system without nesting bwrap in a second user namespace (see the README).
+# file system without nesting bwrap in a second user namespace (see docs/operations.md).
 MAX_EXPOSURE = {SYSTEM_UNIT: 4.5, USER_UNIT: 7.5}
 
 needs_systemd_analyze = pytest.mark.skipif(
@@ -81,13 +81,13 @@ def exposure(output: str) -> float:
 
 
 def rating(output: str) -> str:
-    """The figure and word systemd-analyze prints, as the README quotes it: "4.3 OK"."""
+    """The figure and word systemd-analyze prints, as docs/operations.md quotes it: "4.3 OK"."""
     match = re.search(r"Overall exposure level for \S+: (\d+\.\d+ [A-Z]+)", output)
     assert match, output
     return match.group(1)
 
 
-# Where the README quotes each unit's rating.
+# Where docs/operations.md quotes each unit's rating.
 README_RATING = {
     SYSTEM_UNIT: r"\*\*Hardening \(system unit\)\*\*, `systemd-analyze security --offline=true`: "
     r"\*\*(\d+\.\d+ [A-Z]+)\*\*",
@@ -140,8 +140,8 @@ def test_security_exposure(unit: Path, user_env: dict[str, str]) -> None:
     level = exposure(done.stdout)
     print(f"{unit.parent.name} unit exposure: {level}")
     assert level <= MAX_EXPOSURE[unit], done.stdout
-    # The README quotes what this systemd-analyze prints, figure and word.
-    quoted = re.search(README_RATING[unit], (ROOT / "README.md").read_text())
+    # docs/operations.md quotes what this systemd-analyze prints, figure and word.
+    quoted = re.search(README_RATING[unit], (ROOT / "docs" / "operations.md").read_text())
     assert quoted and quoted.group(1) == rating(done.stdout), (quoted, rating(done.stdout))
 
 

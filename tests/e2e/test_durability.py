@@ -141,7 +141,7 @@ def test_sessions_and_journal_survive_restart(tmp_path: Path, ws: Path) -> None:
 def test_sigkill_keeps_every_call_answered_before_the_commit_window(
     tmp_path: Path, ws: Path
 ) -> None:
-    """The promise (README, "What survives a crash"): journal writes are committed in
+    """The promise (docs/operations.md, "What survives a crash"): journal writes are committed in
     groups at most FLUSH_DELAY after the reply; a daemon killed outright keeps every call
     answered before that window, and its session."""
     from agentd.sessions.store import FLUSH_DELAY

@@ -5,9 +5,12 @@ binary bytes and of devices, `~` paths, Write with CRLF, inputs the reference ta
 leniently, Glob's order among equal mtimes and its listing of .git, Grep patterns with
 a line break, a large Bash output (`<persisted-output>`), images past the pixel budget
 or undecodable, PDFs as documents and their page limits, the line-end whitespace Write
-and Edit trim, and TodoWrite's older item fields. Each call is compared as
+and Edit trim, TodoWrite's older item fields, WebFetch of a URL answering 4xx or 5xx
+(a loopback server, tests/data/oracle/http_status.py; a daemon of this module's allows
+127.0.0.1 for WebFetch), Read of notebooks that are not valid notebook JSON, and
+NotebookEdit changing a cell's type. Each call is compared as
 in test_oracle.py (is_error always, then the checks listed per call); where agentd
-differs on purpose, the call's entry in DIFFERENT says how and why (README.md,
+differs on purpose, the call's entry in DIFFERENT says how and why (docs/parity.md,
 "Differences from the reference", lists the same).
 """
 
@@ -20,7 +23,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from tests.oracle.test_smoke import (
     reminder_only,
     wrapped,
 )
+from tests.support.daemon import start_daemon
 from tests.support.data import ORACLE
 
 CASES = json.loads((ORACLE / "cases_parity.json").read_text())
@@ -153,6 +157,30 @@ def glob_walk(c: Call) -> None:
     ordered = sorted(listed, key=lambda p: os.lstat(os.path.join(root, p)).st_mtime_ns)
     shown = [os.path.relpath(os.path.join(root, p), c.ws) for p in ordered]
     assert c.got.splitlines() == shown
+
+
+def status_as(c: Call) -> None:
+    """A 4xx/5xx answer is a result, not an error: the same status and no body, as the
+    reference (its note is prose)."""
+    for key in ("code", "codeText", "bytes"):
+        assert c.ours.data[key] == c.ref["structured"][key], (key, c.ours.data)
+    code, text = c.ref["structured"]["code"], c.ref["structured"]["codeText"]
+    assert c.got.splitlines()[0] == f"The server returned HTTP {code} {text}.", c.got
+    assert "Status" not in c.got, c.got  # the body was not read
+
+
+def cells_as(c: Call) -> None:
+    """The notebook's cells after the edit, as `json.dumps(..., sort_keys=True)` printed
+    them; a cell whose type changed carries the fields of its new type (see DIFFERENT)."""
+    want, got = json.loads(c.expected), json.loads(c.got)
+    for cell in want:
+        if cell["cell_type"] == "markdown":
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+        else:
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+    assert got == want, c.got
 
 
 def _block(content: Any, kind: str) -> list[dict[str, Any]]:
@@ -321,6 +349,15 @@ CHECKS: dict[str, list[list[Check]]] = {
     + [[exact], [same_data("newString")], [file_shows("s.py")]],
     "todo_old_fields": [[todos_as], [todos_as], [wrapped, mentions("todos", "activeForm")]]
     + [[todos_as]],
+    "webfetch_http_errors": [[exact]]
+    + [[status_as]] * 6
+    + [[same_data("code", "bytes")]]
+    + [[status_as]],
+    "read_notebook_invalid": [[wrapped, mentions("not valid JSON")]] * 2
+    + [[wrapped, mentions("cells")]] * 3
+    + [[wrapped, mentions("not valid JSON")], [wrapped], [exact]],
+    "notebook_cell_type_change": [[exact, same_data("type")], [exact], [cells_as], [exact]]
+    + [[cells_as], [exact], [exact], [cells_as], [exact]],
 }
 
 # Calls where agentd differs on purpose: (case, call) -> (our is_error, why).
@@ -329,7 +366,7 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     ("read_fifo", 0): (True, "the reference blocks on a FIFO; agentd never opens one"),
     ("tilde_paths", 1): (True, "~ is the session user's home, outside the workspace"),
     ("tilde_paths", 2): (True, "Bash's ~ is the sandbox's own home, where Write did not go"),
-    # Not errors, their texts differ: see the README's "Differences from the reference".
+    # Not errors, their texts differ: see docs/parity.md, "Differences from the reference".
     ("lenient_bash", 2): (False, "a negative timeout is the default, not an instant background"),
     ("lenient_read", 0): (False, "offset 0 numbers lines from 1, not 0"),
     ("bash_exits", 4): (True, "killed by a signal: 128 + its number, not the reference's shell's"),
@@ -341,7 +378,7 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     ("write_encodings", 8): (False, "(so the file holds the new text)"),
     ("write_encodings", 10): (False, "an old_string with CRLF matches a CRLF file's lines"),
     ("write_encodings", 11): (False, "(so the file was edited)"),
-    # Not errors; the content differs: see the README's "Differences from the reference".
+    # Not errors; the content differs: see docs/parity.md, "Differences from the reference".
     ("pdf_reads", 3): (False, "pages: a PDF of those pages, not one JPEG per page"),
     ("pdf_reads", 4): (False, "(the same)"),
     ("pdf_reads", 5): (False, "(the same)"),
@@ -349,17 +386,45 @@ DIFFERENT: dict[tuple[str, int], tuple[bool, str]] = {
     ("pdf_reads", 13): (False, "(the same)"),
     ("pdf_reads", 19): (False, "(the same)"),
     ("pdf_reads", 16): (True, "a PDF pypdf cannot parse is refused: the API would refuse it"),
+    # Not errors; the file differs: a cell whose type changes gets its new type's fields
+    # (a markdown cell has no outputs, a code cell has them), so the notebook stays valid.
+    ("notebook_cell_type_change", 2): (False, "code to markdown: no outputs left behind"),
+    ("notebook_cell_type_change", 4): (False, "markdown to code: outputs and a count"),
+    ("notebook_cell_type_change", 7): (False, "(the same cells)"),
 }
+
+# Cases that fetch from a loopback server: run on a daemon that lets WebFetch reach
+# 127.0.0.1, with the server speaking plain HTTP (agentd fetches loopback http as it is).
+WEB_CASES = {"webfetch_http_errors"}
+
+
+@pytest.fixture(scope="module")
+def web_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    base = tmp_path_factory.mktemp("agentd-web")
+    config = base / "config.toml"
+    config.write_text('webfetch_allow_private_hosts = ["127.0.0.1"]\n')
+    proc = start_daemon(base, ["--config", str(config)])
+    with Client(proc.socket, timeout=60) as c:
+        yield c
+    assert proc.stop() == 0, proc.log
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_parity_case(case: dict[str, Any], client: Client, case_workspace: Path) -> None:  # noqa: F811
+def test_parity_case(
+    case: dict[str, Any],
+    client: Client,
+    case_workspace: Path,  # noqa: F811
+    request: pytest.FixtureRequest,
+) -> None:
     case_id = case["id"]
+    if case_id in WEB_CASES:
+        client = request.getfixturevalue("web_client")
     ws = str(case_workspace)
     ref_calls = RESULTS[case_id]["calls"]
     setup = case.get("setup") or []
     # make_media.py makes the images and PDFs, as the recording's setup did.
     env = {**os.environ, "PYTHON": sys.executable, "ORACLE_DATA": str(ORACLE)}
+    env["ORACLE_SERVER_MODE"] = "--plain"
     for cmd in [setup] if isinstance(setup, str) else setup:
         subprocess.run(["bash", "-c", cmd], cwd=ws, check=True, env=env)
     if os.geteuid() == 0:
@@ -367,9 +432,15 @@ def test_parity_case(case: dict[str, Any], client: Client, case_workspace: Path)
     sid = client.create_session(ws, permission_mode="bypassPermissions").id
     blocks = [b for turn in case["turns"] for b in turn if "name" in b]
     assert len(blocks) == len(ref_calls) == len(CHECKS[case_id])
+    caps: dict[str, str] = {}
     for i, (block, ref, checks) in enumerate(zip(blocks, ref_calls, CHECKS[case_id], strict=True)):
-        args = _substitute(block["input"], ws, {})
-        c = Call(block["name"], args, ref, client.run_tool(sid, block["name"], args), ws)
+        args = _substitute(block["input"], ws, caps)
+        result = client.run_tool(sid, block["name"], args)
+        for var, rx in block.get("capture", {}).items():
+            m = re.search(rx, result.text)
+            assert m, f"{case_id}: capture {var} found nothing in {result.text!r}"
+            caps[var] = m.group(1)
+        c = Call(block["name"], args, ref, result, ws, dict(caps))
         if (case_id, i) in DIFFERENT:
             want_error = DIFFERENT[(case_id, i)][0]
         else:

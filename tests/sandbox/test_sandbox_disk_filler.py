@@ -2,7 +2,7 @@
 stops the journal, another session's Bash, or the daemon (issue 17 "Limits per
 session": the state keeps working).
 
-The choice (README, "The sandbox"): room is reserved, by the filesystem: ext2/3/4 keep
+The choice (docs/security.md, "The sandbox"): room is reserved, by the filesystem: ext2/3/4 keep
 blocks only root (or CAP_SYS_RESOURCE) may fill. Sandboxed commands are never root and
 hold no capability; what the daemon itself writes for a session (a large result saved
 for it, a Write) is written without the right to them (agentd/fs/reserve.py), so only

@@ -238,15 +238,16 @@ async def test_body_over_the_cap_is_cut_with_a_note(call, site: Site) -> None:
 # --- errors -------------------------------------------------------------------------------
 
 
-async def test_http_errors_are_errors_with_the_status(call, site: Site) -> None:
+async def test_http_errors_are_results_with_the_status(call, site: Site) -> None:
+    """As the reference: the status is the result (not a failed call), the body unread."""
     r = await fetch(call, site.url("/missing"))
-    assert r.is_error
-    assert "404 Not Found" in r.text
-    assert "no such page here" in r.text
-    assert r.data["code"] == 404
+    assert not r.is_error
+    assert r.text.startswith("The server returned HTTP 404 Not Found.")
+    assert "no such page here" not in r.text
+    assert r.data["code"] == 404 and r.data["bytes"] == 0
 
     r = await fetch(call, site.url("/broken"))
-    assert r.is_error and "500" in r.text and "Internal trouble" in r.text
+    assert not r.is_error and "500" in r.text and "Internal trouble" not in r.text
     # Errors are not cached: the next call asks the server again.
     await fetch(call, site.url("/broken"))
     assert site.hits["/broken"] == 2

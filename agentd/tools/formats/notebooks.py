@@ -108,11 +108,33 @@ def _output(output: dict[str, Any]) -> tuple[str, tuple[str, str] | None]:
     return text, image
 
 
-def load_notebook(data: bytes) -> dict[str, Any] | None:
+class NotANotebook(ValueError):
+    """The file named as a notebook is not one; the message says why, for the model."""
+
+
+def load_notebook(data: bytes) -> dict[str, Any]:
+    """The notebook in `data`, or NotANotebook: JSON whose top-level "cells" is a list of
+    objects, each with a string or list-of-strings "source" (what the reference accepts)."""
     try:
         notebook = json.loads(data)
-    except ValueError:
-        return None
-    return (
-        notebook if isinstance(notebook, dict) and isinstance(notebook.get("cells"), list) else None
+    except ValueError as exc:
+        raise NotANotebook(
+            f"The notebook file is not valid JSON (it may be truncated, damaged or still "
+            f"being written): {exc}."
+        ) from None
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list) or not all(_is_cell(c) for c in cells):
+        raise NotANotebook(
+            'The file is not a Jupyter notebook: its top-level "cells" must be a list of '
+            'cell objects, each with a "source" that is a string or a list of strings.'
+        )
+    return notebook
+
+
+def _is_cell(cell: object) -> bool:
+    if not isinstance(cell, dict):
+        return False
+    source = cell.get("source")
+    return isinstance(source, str) or (
+        isinstance(source, list) and all(isinstance(line, str) for line in source)
     )

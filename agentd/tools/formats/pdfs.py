@@ -11,7 +11,7 @@ The reference's rules (Claude Code 2.1.328, recorded in tests/data/oracle: pdf_r
   anything else is an input error. A range running past the last page stops there; one
   starting past it is refused. Page ranges are read whatever the file's size.
 
-Where agentd differs (README, "Differences from the reference"): the reference renders
+Where agentd differs (docs/parity.md, "Differences from the reference"): the reference renders
 the chosen pages to JPEG images with poppler's pdftoppm; agentd sends those pages as a
 PDF of their own (pypdf copies them), the same kind of document block as a whole read,
 so the API gives the model both each page's image and its text, and nothing renders a

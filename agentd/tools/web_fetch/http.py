@@ -76,6 +76,10 @@ async def _fetch_following(
                         )
                     current = target
                     continue
+                if resp.status_code >= 400:
+                    # As the reference: the status is the answer; an error page's body
+                    # is not read (it is often a login or a block page, not content).
+                    return current, resp, b"", False
                 body, cut = await _read_capped(resp)
                 return current, resp, body, cut
         raise ToolError(f"Fetching {url} gave more than {MAX_REDIRECTS} redirects; giving up.")
@@ -86,8 +90,7 @@ async def _page(url: str, resp: httpx.Response, body: bytes, cut: bool) -> Page:
     media_type = content_type.split(";", 1)[0].strip().lower()
     charset = resp.charset_encoding
     if resp.status_code >= 400:
-        # The error page, if it is text, tells the model what went wrong.
-        text = await asyncio.to_thread(to_text, body[:65536], media_type, charset) or ""
+        text = ""
     else:
         converted = await asyncio.to_thread(to_text, body, media_type, charset)
         if converted is None:

@@ -50,8 +50,9 @@ HTML is converted to markdown, with scripts and styles dropped. Images, PDFs and
 binary content are refused. Responses are kept for 15 minutes, so reading a long page
 part by part fetches it only once.
 
-Redirects within the same host are followed. A redirect to a different host is not:
-the result gives the new URL, and you call WebFetch again with it.
+A status of 400 or more is returned as the result (the status, not the body); it is not
+a failed call. Redirects within the same host are followed. A redirect to a different
+host is not: the result gives the new URL, and you call WebFetch again with it.
 
 Only public addresses can be fetched: localhost, private networks, link-local and
 cloud metadata addresses are refused unless the operator has allowed that host.
@@ -126,12 +127,16 @@ class WebFetch(Tool[WebFetchInput]):
             }
 
         if page.code >= 400:
+            # The status is a result, not a failed call (as the reference): the model reads
+            # it and decides; the body is not read.
+            status = f"{page.code} {page.code_text}".rstrip()
             message = (
-                f"Fetching {page.url} failed with HTTP {page.code} {page.code_text}".rstrip() + "."
+                f"The server returned HTTP {status}.\n\n"
+                f"Its body was not read. If the page needs a login, fetch it with a tool "
+                f"that has one (for example `gh` for GitHub, or an MCP server's fetch tool) "
+                f"instead of WebFetch."
             )
-            if page.text.strip():
-                message += f"\n\nThe response body was:\n{page.text[:2000]}"
-            return ToolResult.text(message, data(message), is_error=True)
+            return ToolResult.text(message, data(message))
 
         total = len(page.text)
         if offset and offset >= total:

@@ -8,7 +8,7 @@ terminal's size, raw, with the detach sequence; `-i` with this stdin sent to it.
 task is this client's own: if agentctl goes away without detaching, the daemon hangs
 it up. `attach-task TASK` joins a running task: its recent output first, then live;
 keys go in if it takes input. Several may attach at once: whoever types is typed (see
-README, "Interactive processes").
+docs/guides/interactive.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The README's own examples, run as they are written: its anthropic SDK loop and tool
-runner (against the fake Messages API), and its grpcurl call (against a daemon on the
+"""The documentation's own examples, run as they are written: the anthropic SDK loop and
+tool runner of docs/guides/anthropic-sdk.md (against the fake Messages API), and the
+grpcurl call of docs/guides/grpc.md (against a daemon on the
 default socket of a login user, under XDG_RUNTIME_DIR). Only the workspace path is
 put in for `/src/project`; the rest comes from the environment, as for a reader."""
 
@@ -19,12 +20,15 @@ from tests.support import data
 from tests.support.daemon import DaemonProcess, start_daemon
 from tests.support.fake_messages import running
 
-README = (data.ROOT / "README.md").read_text()
+# Every page a reader may copy from, the README included.
+PAGES = "\n".join(
+    p.read_text() for p in [data.ROOT / "README.md", *sorted((data.ROOT / "docs").rglob("*.md"))]
+)
 
 
 def _block(language: str, containing: str) -> str:
-    """The one fenced block of `language` in the README that holds `containing`."""
-    blocks = re.findall(rf"```{language}\n(.*?)```", README, re.S)
+    """The one fenced block of `language` in the pages that holds `containing`."""
+    blocks = re.findall(rf"```{language}\n(.*?)```", PAGES, re.S)
     found = [b for b in blocks if containing in b]
     assert len(found) == 1, f"{len(found)} {language} blocks hold {containing!r}"
     return found[0]
