@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from agentd_client.cli.main import build_parser
+from agentd_client.cli.tree import build_parser
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess, start_daemon

@@ -28,11 +28,14 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentd_client.core.client import Client, default_socket_path
-from agentd_client.core.errors import Unreachable, Usage, need
+from agentd_client.core.exits import Unreachable, Usage, need
 from agentd_client.core.files import write_atomic
+from agentd_client.core.paths import default_socket_path
+
+if TYPE_CHECKING:
+    from agentd_client.core.client import Client
 
 FIELDS = ("address", "socket", "token_file", "ca", "session")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -235,12 +238,17 @@ def _read_file(path: str, what: str, endpoint: Endpoint, private: bool = False) 
 
 
 def open_client(
-    endpoint: Endpoint, *, wait_for_ready: bool = True, factory: Callable[..., Any] = Client
+    endpoint: Endpoint, *, wait_for_ready: bool = True, factory: Callable[..., Any] | None = None
 ) -> Any:
     """A Client for the endpoint: the unix socket, or TLS with the token from its file.
 
     agentctl passes wait_for_ready=False: a person waiting should hear at once that
-    the daemon is not there, not after a deadline. `factory=AsyncClient` for asyncio."""
+    the daemon is not there, not after a deadline. `factory=AsyncClient` for asyncio;
+    Client by default (imported here: resolving an endpoint needs no gRPC)."""
+    if factory is None:
+        from agentd_client.core.client import Client
+
+        factory = Client
     if not endpoint.address:
         return factory(endpoint.socket or None, wait_for_ready=wait_for_ready)
     # Without a token file the call goes out without a token, and the daemon's refusal

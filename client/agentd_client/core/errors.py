@@ -48,14 +48,58 @@ from __future__ import annotations
 
 import grpc
 
-OK = 0
-TOOL_FAILED = 1
-UNREACHABLE = 2
-REFUSED = 3
-MODEL_FAILED = 4
-USAGE = 64
-MISSING = 69
-INTERRUPTED = 130
+# agentctl's exit codes and one-line errors live in exits.py (no gRPC, so agentctl's
+# parser answers without loading it); here for the callers that import them from errors.
+from agentd_client.core.exits import (
+    EXIT_CODES_HELP,
+    INTERRUPTED,
+    MISSING,
+    MODEL_FAILED,
+    OK,
+    REFUSED,
+    TOOL_FAILED,
+    UNREACHABLE,
+    USAGE,
+    CliError,
+    Missing,
+    ModelFailed,
+    Refused,
+    Unreachable,
+    Usage,
+    need,
+)
+
+__all__ = [
+    "EXIT_CODES_HELP",
+    "INTERRUPTED",
+    "MISSING",
+    "MODEL_FAILED",
+    "OK",
+    "REFUSED",
+    "TOOL_FAILED",
+    "UNREACHABLE",
+    "USAGE",
+    "AgentdError",
+    "AlreadyExists",
+    "Cancelled",
+    "CliError",
+    "DeadlineExceeded",
+    "InternalError",
+    "InvalidRequest",
+    "Missing",
+    "ModelFailed",
+    "NotFound",
+    "Refused",
+    "SessionClosed",
+    "SessionNotFound",
+    "Unauthenticated",
+    "Unavailable",
+    "Unreachable",
+    "Usage",
+    "from_grpc",
+    "from_rpc_error",
+    "need",
+]
 
 
 class AgentdError(grpc.RpcError):
@@ -147,61 +191,6 @@ def from_grpc(exc: grpc.RpcError) -> AgentdError:
     error = cls(details, code)
     error.__cause__ = exc
     return error
-
-
-EXIT_CODES_HELP = """\
-exit status:
-  0    ok
-  1    the tool call failed (its result is an error)
-  2    cannot reach the daemon (not running; wrong address, CA, token file or context)
-  3    the daemon refused the request (wrong token, unknown session, invalid input)
-  4    the model's API failed (agentctl agent)
-  64   the command line is wrong
-  69   the command needs a part of agentctl that is not installed (an extra)
-  130  interrupted (Ctrl-C; a running call is cancelled first)
-  128+N  ended by signal N (143 SIGTERM, 129 SIGHUP; a running call is cancelled first)"""
-
-
-class CliError(Exception):
-    exit_code = REFUSED
-
-    def __init__(self, message: str, grpc_status: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.grpc_status = grpc_status
-
-
-class Unreachable(CliError):
-    exit_code = UNREACHABLE
-
-
-class Refused(CliError):
-    exit_code = REFUSED
-
-
-class ModelFailed(CliError):
-    exit_code = MODEL_FAILED
-
-
-class Usage(CliError):
-    exit_code = USAGE
-
-
-class Missing(CliError):
-    exit_code = MISSING
-
-
-def need(module: str, extra: str, what: str) -> None:
-    """Raises Missing, in one line saying what to install, unless `module` imports: the
-    command adds the extra from where this agentd-client came from (agentd_client.core.origin)."""
-    import importlib
-
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        from agentd_client.core.origin import install_command
-
-        raise Missing(f"{what} needs the {module} package: {install_command(extra)}") from None
 
 
 def _first_line(text: str | None) -> str:

@@ -20,7 +20,7 @@ import termios
 import tty
 from collections.abc import Iterator
 
-from agentd_client.core.errors import Usage
+from agentd_client.core.exits import Usage
 from agentd_client.terminal import streams as terminal
 
 DEFAULT_DETACH = "ctrl-p,ctrl-q"
