@@ -72,7 +72,13 @@ def main() -> None:
             env=env,
         )
         session = json.loads(made.stdout)["id"]
-        rows = {"python -c pass": [sys.executable, "-c", "pass"]}
+        rows = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            # The floor of any command that reaches the daemon: gRPC and the API's stubs.
+            "python -c 'import grpc, stubs'": [
+                sys.executable, "-c", "import grpc; from agentd_client.v1 import agentd_pb2_grpc"
+            ],
+        }  # fmt: skip
         rows.update(_rows(d.socket, session, None, ""))
         if args.against:
             tree = os.path.abspath(args.against)
