@@ -69,13 +69,13 @@ def namespace(service: NetworkService | None, session: Session) -> str:
     mode = network_mode(session)
     if mode == "on":
         raise NotForwardable(
-            f'session {session.id} uses the dev box\'s own network (network "on"): what it '
+            f'session {session.label} uses the dev box\'s own network (network "on"): what it '
             "starts listens on the dev box's loopback; reach it with `ssh -L "
             "PORT:127.0.0.1:PORT` to the dev box instead"
         )
     if mode == "off":
         raise NotForwardable(
-            f'session {session.id} has no network (network "off"): each call gets a fresh '
+            f'session {session.label} has no network (network "off"): each call gets a fresh '
             "namespace that ends with it, so nothing it starts can be reached; use a session "
             "with the default (proxied) network"
         )

@@ -162,7 +162,7 @@ def test_sessions_by_name_prefix_and_default(
     assert dup.returncode == 3 and "already open" in ctl.one_line(dup.stderr)
     # Unknown: refused, exit 3, one line.
     r = ctl.run("--socket", daemon.socket, "session", "show", "no-such-session")
-    assert r.returncode == 3 and "no session named 'no-such-session'" in ctl.one_line(r.stderr)
+    assert r.returncode == 3 and "no session 'no-such-session'" in ctl.one_line(r.stderr)
 
 
 def test_session_ls_has_a_header(daemon: DaemonProcess, client: Client, workspace: Path) -> None:

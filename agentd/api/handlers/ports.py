@@ -73,7 +73,7 @@ class PortHandlers:
             )
         if not ports.exists(path):
             raise ports.NotForwardable(
-                f"nothing listens in session {session.id}'s sandbox yet (no command has run "
+                f"nothing listens in session {session.label}'s sandbox yet (no command has run "
                 "there); start the server, e.g. as a background task, then forward"
             )
         return path
