@@ -99,6 +99,10 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("credentials",): [],
         ("mcp", "install"): ["claude-code", "--workspace", str(workspace)],
         ("ports",): [sid],
+        # No ask is pending: refused (exit 3), the error as JSON on stderr.
+        ("approve",): ["-s", sid, "ABCD"],
+        ("deny",): ["ABCD"],
+        ("always",): ["ABCD"],
     }  # fmt: skip
 
 
@@ -120,9 +124,10 @@ def test_json_on_every_command_is_json(
         needs_socket = words[0] != "context" and words[0] != "completion"
         head = ["--socket", daemon.socket] if needs_socket else []
         r = ctl.run(*head, *words, *extra, "--json", env=env)
-        expected = 3 if words == ("cancel",) else 0
+        refused = {("cancel",), ("approve",), ("deny",), ("always",)}
+        expected = 3 if words in refused else 0
         assert r.returncode == expected, (words, r.stdout, r.stderr)
-        out = r.stdout.strip()
+        out = r.stdout.strip() or ("{}" if words in refused else "")
         assert out, words
         if words == ("attach",):
             values = [json.loads(line) for line in out.splitlines()]

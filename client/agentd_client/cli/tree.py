@@ -156,6 +156,25 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--deny", action="append", default=[])
     pr.add_argument("--ask", action="append", default=[])
 
+    for word, help, func in (
+        ("approve", "allow a pending ask once, by the code attach shows", "asks:cmd_approve"),
+        ("deny", "deny a pending ask, by its code", "asks:cmd_deny"),
+        (
+            "always",
+            "allow a pending ask and keep its rule in the session, by its code",
+            "asks:cmd_always",
+        ),
+    ):
+        ans = top.leaf(word, help, func)
+        ans.add_argument("code", metavar="CODE", help="the ask's four-character code")
+        session_option(ans, help="the ask's session (default: every open session)")
+        if word == "always":
+            ans.add_argument(
+                "--rule", help="one of the narrower rules the ask offers (default: its first)"
+            )
+        else:
+            ans.set_defaults(rule="")
+
     net = top.leaf(
         "network",
         "a session's network: its mode, the hosts it reached or was refused; allow or deny "
