@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 MCP_SERVE = "mcp:cmd_mcp"
 
 
-def _rpc_failure(exc: BaseException, where: str) -> CliError | None:
+def _rpc_failure(exc: BaseException, where: str, ca: str | None = None) -> CliError | None:
     """A failed RPC said for a person, or None if `exc` is not one. gRPC is looked at
     only if a command loaded it."""
     grpc = sys.modules.get("grpc")
@@ -29,7 +29,7 @@ def _rpc_failure(exc: BaseException, where: str) -> CliError | None:
         return None
     from agentd_client.core.errors import from_rpc_error
 
-    return from_rpc_error(exc, where)
+    return from_rpc_error(exc, where, ca)
 
 
 def _with_daemon(args: argparse.Namespace) -> int:
@@ -46,7 +46,8 @@ def _with_daemon(args: argparse.Namespace) -> int:
         with contexts.open_client(endpoint, wait_for_ready=False) as client:
             return func(client, args)
     except Exception as exc:
-        if (error := _rpc_failure(exc, endpoint.where)) is None:
+        ca = endpoint.ca if endpoint.address else None
+        if (error := _rpc_failure(exc, endpoint.where, ca)) is None:
             raise
         raise error from None
 

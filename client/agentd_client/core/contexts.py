@@ -13,8 +13,9 @@ forwarded over SSH), and optionally a default session. The file is
     token_file = "/home/me/.config/agentd/devbox/token"
     session = "web"
 
-Precedence, highest first: flags; then `--context NAME` as a whole; then the
-environment (`AGENTD_ADDRESS`, `AGENTD_TOKEN_FILE`, `AGENTD_CA`, `AGENTD_SOCKET`,
+Precedence, highest first: flags, each overriding one field (`--address` keeps the
+context's CA and token file, as kubectl's `--server` does); then `--context NAME` as a
+whole; then the environment (`AGENTD_ADDRESS`, `AGENTD_TOKEN_FILE`, `AGENTD_CA`, `AGENTD_SOCKET`,
 `AGENTD_SESSION`); then `AGENTD_CONTEXT` or the file's current context; then the
 default unix socket.
 """
@@ -194,8 +195,17 @@ def resolve(flags: dict[str, str | None], context_flag: str | None) -> Endpoint:
     env_layer = {} if context_flag else {k: os.environ.get(v, "") for k, v in _ENV.items()}
     flag_layer = {k: v or "" for k, v in flags.items()}
     for layer, label in ((env_layer, "environment"), (flag_layer, "flag")):
-        if layer.get("address") or layer.get("socket"):
-            # A new endpoint replaces the old one whole: its address, socket, CA and token.
+        if label == "flag" and layer.get("address") and layer.get("socket"):
+            raise Usage("give --address or --socket, not both")
+        if label == "flag" and (layer.get("address") or layer.get("socket")):
+            # A flag overrides one field, as kubectl's --server does: the context's CA,
+            # token file and session stay; only the other kind of endpoint goes.
+            other = "socket" if layer.get("address") else "address"
+            setattr(endpoint, other, "")
+            endpoint.sources.pop(other, None)
+        elif layer.get("address") or layer.get("socket"):
+            # A new endpoint from the environment replaces the old one whole: its address,
+            # socket, CA and token (a shell that exports AGENTD_ADDRESS means that daemon).
             for key in ("address", "socket", "token_file", "ca"):
                 setattr(endpoint, key, "")
                 endpoint.sources.pop(key, None)

@@ -203,13 +203,21 @@ def _why(detail: str) -> str:
     return detail.rpartition(" error: ")[2] if " error: " in detail else detail
 
 
-def from_rpc_error(exc: grpc.RpcError, where: str) -> CliError:
-    """The failure of an RPC to the daemon at `where`, said so a person knows what to do."""
+def from_rpc_error(exc: grpc.RpcError, where: str, ca: str | None = None) -> CliError:
+    """The failure of an RPC to the daemon at `where`, said so a person knows what to do;
+    `ca`: the CA file given ("" for none: the system's roots), when known."""
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
     detail = _first_line(exc.details() if hasattr(exc, "details") else str(exc))
     status = code.name if code else "UNKNOWN"
     if code == grpc.StatusCode.UNAVAILABLE:
         if "CERTIFICATE_VERIFY_FAILED" in detail or "certificate verify failed" in detail:
+            if ca == "":
+                return Unreachable(
+                    f"cannot reach agentd at {where}: its TLS certificate is not signed by a "
+                    "CA this machine trusts, and no CA was given: pass --ca (the daemon's "
+                    "ca.pem) or use a context that has it",
+                    status,
+                )
             return Unreachable(
                 f"cannot reach agentd at {where}: its TLS certificate is not signed by the "
                 "given CA (check --ca or the context's ca)",
