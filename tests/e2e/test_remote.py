@@ -341,6 +341,8 @@ def test_address_flag_keeps_the_contexts_ca_and_token(remote: Remote) -> None:
     assert add.returncode == 0, add.stderr
     status = ctl.run("--context", "moved", "--address", remote.address, "status", env=env)
     assert status.returncode == 0, status.stderr
+    # Over TCP it says where it reached the daemon, not a socket path of another machine.
+    assert f"on {remote.address}" in status.stdout and ".sock" not in status.stdout
     shown = ctl.run(
         "--context", "moved", "--address", remote.address, "context", "show", "--json", env=env
     )

@@ -68,8 +68,9 @@ class PortHandlers:
         path = ports.namespace(service, session)
         if port is not None and port in ports.proxy_ports(service):
             raise ports.NotForwardable(
-                f"port {port} in the sandbox is agentd's own proxy, not a server of the "
-                "session's; forward the port your server listens on (`agentctl ports`)"
+                f"port {port} in the sandbox is agentd's own (its proxy or credential routes), "
+                "not a server of the session's; forward the port your server listens on "
+                "(`agentctl ports`)"
             )
         if not ports.exists(path):
             raise ports.NotForwardable(

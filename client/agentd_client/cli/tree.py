@@ -18,6 +18,19 @@ from agentd_client.core.exits import EXIT_CODES_HELP
 from agentd_client.integrations.defaults import DEFAULT_MODEL
 from agentd_client.terminal.rawterm import DEFAULT_DETACH
 
+# The permission modes a session may have (the daemon's agentd/sessions/session.py).
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+# What `mcp install` takes for each client, as people spell it.
+MCP_CLIENTS = {
+    "claude-code": "claude-code",
+    "claude": "claude-code",
+    "claudecode": "claude-code",
+    "claude_code": "claude-code",
+    "cc": "claude-code",
+    "codex": "codex",
+    "openai-codex": "codex",
+    "codex-cli": "codex",
+}
 # Bytes of a task's past output `attach-task` shows first.
 REPLAY_BYTES = 16384
 
@@ -66,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         leaf = sess.leaf(name, help, func)
         leaf.add_argument("session", nargs="?", help="name, id or id prefix")
+        if name == "close":
+            leaf.add_argument(
+                "-f", "--force", action="store_true", help="close it even if tasks are running"
+            )
     gc = sess.leaf(
         "gc",
         "close idle sessions and delete what closed ones left (journal, output, files)",
@@ -149,12 +166,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cf.add_argument("command")
 
-    pr = top.leaf("perms", "change a session's permission mode and rules", "permissions:cmd_perms")
+    pr = top.leaf(
+        "perms",
+        "show a session's permission mode and rules, or change them",
+        "permissions:cmd_perms",
+    )
     session_option(pr)
-    pr.add_argument("--mode")
-    pr.add_argument("--allow", action="append", default=[])
-    pr.add_argument("--deny", action="append", default=[])
-    pr.add_argument("--ask", action="append", default=[])
+    pr.add_argument(
+        "--mode",
+        choices=PERMISSION_MODES,
+        help="default (ask what the rules and classifier do not allow), acceptEdits (file "
+        "edits in the workspace too), plan (read only), bypassPermissions (allow all but "
+        "deny rules), dontAsk (deny what would ask)",
+    )
+    pr.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="add an allow rule, as Claude Code writes them: Bash(git commit:*), "
+        "Edit(src/**), WebFetch(domain:example.com) (repeatable)",
+    )
+    pr.add_argument(
+        "--deny", action="append", default=[], metavar="RULE", help="add a deny rule (wins)"
+    )
+    pr.add_argument(
+        "--ask",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="add a rule that always asks, even where another allows",
+    )
 
     for word, help, func in (
         ("approve", "allow a pending ask once, by the code attach shows", "asks:cmd_approve"),
@@ -211,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
         daemon=False,
         connection=True,
     )
-    inst.add_argument("client", choices=["claude-code", "codex"], help="the MCP client")
+    inst.add_argument(
+        "client",
+        type=_mcp_client,
+        metavar="{claude-code,codex}",
+        help="the MCP client (also: claude, cc; openai-codex)",
+    )
     inst.add_argument("--workspace", required=True, help="the workspace the client runs in")
     session_option(inst)
 
@@ -253,6 +300,16 @@ def build_parser() -> argparse.ArgumentParser:
     _exec(top)
     _forward(top)
     return p
+
+
+def _mcp_client(word: str) -> str:
+    """An MCP client's name as people spell it, as `mcp install` knows it."""
+    found = MCP_CLIENTS.get(word.strip().lower())
+    if found is None:
+        raise argparse.ArgumentTypeError(
+            f"unknown MCP client {word!r}: use claude-code (or claude, cc) or codex"
+        )
+    return found
 
 
 def _agent(top: Tree) -> None:
