@@ -72,3 +72,14 @@ def test_attach_says_where_it_is_before_any_event(
     assert r.returncode == 0, r.stderr
     first = r.stdout.splitlines()[0]
     assert first.startswith("attached to session quiet-one (") and "closed" in first, first
+
+
+def test_client_status_is_a_typed_object(daemon: DaemonProcess, client: Client) -> None:
+    from agentd_client import Status
+
+    st = client.status()
+    assert isinstance(st, Status) and st.pid == daemon.proc.pid
+    assert st.state is not None and st.state.used_bytes >= 0
+    assert repr(st).startswith("Status(version=")  # readable, not a protobuf dump
+    shown = json.loads(ctl.run("--socket", daemon.socket, "status", "--json").stdout)
+    assert shown["pid"] == daemon.proc.pid and isinstance(shown["state"]["max_bytes"], int)

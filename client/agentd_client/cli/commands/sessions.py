@@ -26,7 +26,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
 def cmd_status(c: Client, args: argparse.Namespace) -> int:
     st = c.status()
     if args.json:
-        print_json(as_dict(st))
+        print_json(st.to_dict())
         return OK
     # Over TCP the daemon's socket is a path on another machine: say where we reached it.
     endpoint = getattr(args, "endpoint", None)
@@ -38,7 +38,7 @@ def cmd_status(c: Client, args: argparse.Namespace) -> int:
         f"asks pending: {st.pending_asks}  tasks taken over at start: {st.tasks_readopted}"
     )
     print(f"state dir: {one(st.state_dir)}")
-    if st.HasField("state"):
+    if st.state is not None:
         u = st.state
         cap = f" of {_bytes(u.max_bytes)} cap" if u.max_bytes else " (no cap)"
         idle = f"{_duration(u.session_idle_seconds)}" if u.session_idle_seconds else "never"
