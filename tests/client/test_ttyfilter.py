@@ -56,10 +56,18 @@ def test_what_reaches_past_the_screen_is_dropped_however_it_is_split(name: str) 
         assert _through(data, split) == b"before  after\r\n", (name, split)
 
 
-def test_8_bit_controls_are_dropped_and_what_follows_is_text() -> None:
-    data = "a\u009b31mb\u009d52;c;QQ==\u009cc \u00e9".encode()
-    for split in (None, 1):
-        assert _through(data, split) == "a31mb52;c;QQ==c \u00e9".encode()
+def test_8_bit_controls_are_never_run_and_what_follows_is_text() -> None:
+    r = "\ufffd\ufffd"  # each byte of the UTF-8 C1 control, shown as what it is
+    data = "a\u009b31mb\u009d52;c;QQ==\u009cc \u00e9\u4e2d\U0001f600".encode()
+    for split in (None, 1, 2, 3):
+        want = f"a{r}31mb{r}52;c;QQ=={r}c \u00e9\u4e2d\U0001f600".encode()
+        assert _through(data, split) == want, split
+
+
+def test_a_raw_8_bit_control_is_not_passed_to_an_8_bit_terminal() -> None:
+    # Not UTF-8: a terminal in an 8-bit locale would read 0x9b as CSI, 0x9d as OSC.
+    out = _through(b"x\x9b31m\x9d0;t\x07 \xff")
+    assert not any(0x80 <= b <= 0x9F for b in out.replace("\ufffd".encode(), b"")), out
 
 
 def test_what_draws_passes_as_written() -> None:

@@ -23,10 +23,22 @@ import threading
 
 ESC = 0x1B
 BEL = 0x07
-# Ground: the bytes that need a look (all else is text). Allowed C0: BEL BS HT LF VT FF CR,
-# SO and SI (tracked); 0xC2 may start an 8-bit C1 control in UTF-8 (U+0080..U+009F).
-_SPECIAL = re.compile(rb"[\x00-\x06\x0e-\x1f\xc2]")
-_DROPPED_C0 = frozenset(range(0x00, 0x07)) | frozenset(range(0x10, 0x1B)) | {0x1C, 0x1D, 0x1E, 0x1F}
+# Ground: a run of text passed as it is: the allowed C0 controls (BEL BS HT LF VT FF CR),
+# printable ASCII, and well-formed UTF-8 but for the 8-bit C1 controls (U+0080..U+009F,
+# which a terminal may run as CSI, OSC, ...). A byte that is none of these (a C0 control
+# not allowed, a stray or overlong byte that an 8-bit terminal would read as C1) is shown
+# as U+FFFD; SO and SI are tracked; ESC starts a sequence.
+_ASCII = re.compile(rb"[\x07-\x0d\x20-\x7f]+")
+_TEXT = re.compile(
+    rb"(?:[\x07-\x0d\x20-\x7f]|\xc2[\xa0-\xbf]|[\xc3-\xdf][\x80-\xbf]"
+    rb"|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+    rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2})+"
+)
+# The start of a UTF-8 character cut by the end of a read: held for the next one.
+_CUT = re.compile(rb"(?:[\xc2-\xdf]|[\xe0-\xef][\x80-\xbf]?|[\xf0-\xf4][\x80-\xbf]{0,2})\Z")
+REPLACEMENT = "\ufffd".encode()
+# A whole CSI in one read (the common case), taken at once; else byte by byte.
+_WHOLE_CSI = re.compile(rb"\x1b\[([\x20-\x3f]{0,%d})([\x40-\x7e])" % 256)
 
 # A sequence longer than this is not one a program draws with: dropped.
 MAX_CSI = 256
@@ -81,6 +93,7 @@ class TerminalFilter:
         self._seq = bytearray()  # the sequence being read (CSI, OSC, ESC+intermediates)
         self._string = ""  # the kind of string being skipped or read: osc, dcs, ...
         self._overflow = False
+        self._cut = b""  # a UTF-8 character's first bytes, cut by the end of a read
         self.dec: dict[int, bool] = {}  # DEC modes the task changed, as they stand now
         self.ansi: dict[int, bool] = {}
         self.sgr = False  # a style other than the default is in effect
@@ -100,33 +113,38 @@ class TerminalFilter:
         with self._lock:
             if self._closed:
                 return b""
+            if self._cut:
+                data, self._cut = self._cut + data, b""
             out = bytearray()
             i, n = 0, len(data)
             while i < n:
-                if self._state == "ground":
-                    m = _SPECIAL.search(data, i)
-                    end = m.start() if m else n
-                    if end > i:
-                        self._text(data[i:end], out)
-                    if m is None:
-                        break
-                    i = end
-                    b = data[i]
-                    if b == ESC:
-                        self._state = "esc"
-                        self._seq = bytearray()
-                    elif b == 0xC2:
-                        self._state = "c2"
-                    elif b == 0x0E:
-                        self.shifted = True
-                        out.append(b)
-                    elif b == 0x0F:
-                        self.shifted = False
-                        out.append(b)
-                    # else: a C0 control not allowed (NUL, ENQ, ...): dropped
-                    i += 1
+                if self._state != "ground":
+                    i = self._step(data, i, out)
                     continue
-                i = self._step(data, i, out)
+                m = _ASCII.match(data, i) or _TEXT.match(data, i)
+                if m is not None:
+                    self._text(m.group(), out)
+                    i = m.end()
+                    continue
+                b = data[i]
+                if b == ESC and (csi := _WHOLE_CSI.match(data, i)) is not None:
+                    self._csi(csi.group(1), csi.group(2)[0], out)
+                    i = csi.end()
+                    continue
+                if b == ESC:
+                    self._state = "esc"
+                    self._seq = bytearray()
+                elif b in (0x0E, 0x0F):
+                    self.shifted = b == 0x0E
+                    out.append(b)
+                elif _CUT.match(data, i):
+                    self._cut = data[i:]  # the rest of the character comes next
+                    break
+                elif b >= 0x80:
+                    out += REPLACEMENT  # not UTF-8: shown as what it is, never run
+                    self.at_line_start = False
+                # else: a C0 control not allowed (NUL, ENQ, ...): dropped
+                i += 1
             return bytes(out)
 
     def _text(self, run: bytes, out: bytearray) -> None:
@@ -139,13 +157,6 @@ class TerminalFilter:
         """One byte (or a run of a string's bytes) in a state other than ground."""
         b = data[i]
         state = self._state
-        if state == "c2":
-            self._state = "ground"
-            if 0x80 <= b <= 0x9F:
-                return i + 1  # an 8-bit C1 control: dropped
-            out.append(0xC2)
-            self.at_line_start = False
-            return i  # the next byte is read in ground
         if state in ("string", "string_esc"):
             return self._string_bytes(data, i, out)
         if b in (0x18, 0x1A):  # CAN, SUB: the sequence is abandoned
