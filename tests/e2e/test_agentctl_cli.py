@@ -219,9 +219,11 @@ def test_exit_codes(daemon: DaemonProcess, session_id: str, tmp_path: Path) -> N
         "--socket", daemon.socket, "call", "-s", session_id, "Read", '{"file_path": "x"}'
     )
     assert failed.returncode == 1
-    bad_input = ctl.run("--socket", daemon.socket, "perms", "-s", session_id, "--mode", "nope")
-    assert bad_input.returncode == 3
+    bad_input = ctl.run("--socket", daemon.socket, "perms", "-s", session_id, "--allow", "Bash(")
+    assert bad_input.returncode == 3, bad_input.stderr
     assert "INVALID_ARGUMENT" in ctl.one_line(bad_input.stderr)
+    bad_mode = ctl.run("--socket", daemon.socket, "perms", "-s", session_id, "--mode", "nope")
+    assert bad_mode.returncode == 64 and "invalid choice" in ctl.one_line(bad_mode.stderr)
     usage = ctl.run("--socket", daemon.socket, "session", "gc", "--idle", "soon")
     assert usage.returncode == 64 and "duration" in ctl.one_line(usage.stderr)
     assert ctl.run("no-such-command").returncode == 64
@@ -248,7 +250,8 @@ def test_attach_from_now_skips_the_past(
     after_last = ctl.run("--socket", daemon.socket, "attach", session_id, "--from", str(last))
     assert after_last.returncode == 0, after_last.stderr
     assert after_last.stdout.strip().endswith("session closed")
-    assert len(after_last.stdout.strip().splitlines()) == 1
+    header, *shown = after_last.stdout.strip().splitlines()
+    assert header.startswith("attached to session ") and len(shown) == 1, after_last.stdout
     now = ctl.run("--socket", daemon.socket, "attach", session_id, "--from", "now", "--json")
     assert now.returncode == 0 and now.stdout == "", now.stdout
 
