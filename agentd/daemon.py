@@ -306,7 +306,7 @@ class Daemon:
         # open sessions and keep theirs).
         if swept := self.groups.sweep(self._session_open):
             log.info("removed the control groups of %d sessions no longer open", swept)
-        self.server = Server(self.config, self.servicer)
+        self.server = Server(self.config, self.servicer, self.sessions)
         await self.server.start()
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.

@@ -126,10 +126,10 @@ def _parsers() -> list[tuple[str, argparse.ArgumentParser, str]]:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "client"))
     from agentd.__main__ import build_parser as agentd_parser
-    from agentd_client.cli.main import build_parser as agentctl_parser
+    from agentd_client.cli.tree import build_parser as agentctl_parser
 
     return [
-        ("agentctl", agentctl_parser(), "client/agentd_client/cli/main.py"),
+        ("agentctl", agentctl_parser(), "client/agentd_client/cli/tree.py"),
         ("agentd", agentd_parser(), "agentd/__main__.py"),
     ]
 

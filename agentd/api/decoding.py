@@ -30,6 +30,15 @@ class Undecodable:
     error: str
 
 
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request decoded but refused before its handler (an ambiguous session name:
+    names.py), answered with this status and message."""
+
+    status: grpc.StatusCode
+    message: str
+
+
 class RateLimitedLog:
     """One warning now, then at most one per `every` seconds, counting those left out."""
 
@@ -53,7 +62,9 @@ class RateLimitedLog:
 _log = RateLimitedLog()
 
 
-async def _refuse(context: grpc.aio.ServicerContext, bad: Undecodable) -> None:
+async def _refuse(context: grpc.aio.ServicerContext, bad: Undecodable | Refusal) -> None:
+    if isinstance(bad, Refusal):
+        await context.abort(bad.status, bad.message)
     _log.warning(f"undecodable request to {bad.method}: {bad.error}")
     await context.abort(
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -63,7 +74,7 @@ async def _refuse(context: grpc.aio.ServicerContext, bad: Undecodable) -> None:
 
 async def _checked(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
     async for request in requests:
-        if isinstance(request, Undecodable):
+        if isinstance(request, Undecodable | Refusal):
             await _refuse(context, request)
         yield request
 
@@ -74,7 +85,7 @@ def _guard(behavior: Callable[..., Any], streaming_request: bool) -> Callable[..
     async def first(request: Any, context: Any) -> Any:
         if streaming_request:
             return _checked(request, context)
-        if isinstance(request, Undecodable):
+        if isinstance(request, Undecodable | Refusal):
             await _refuse(context, request)
         return request
 

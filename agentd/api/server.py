@@ -22,12 +22,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from agentd.api import reflection
 from agentd.api.decoding import DecodeGuard
+from agentd.api.names import SessionNames
 from agentd.api.service import Servicer
 from agentd.api.tls import load_server_pair, load_token
 from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
 from agentd.foundation.privdir import ensure_private_dir
+from agentd.sessions.session import SessionManager
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -143,8 +145,14 @@ def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.Hea
 
 
 class Server:
-    def __init__(self, config: Config, servicer: Servicer) -> None:
+    def __init__(
+        self, config: Config, servicer: Servicer, sessions: SessionManager | None = None
+    ) -> None:
         self.config = config
+        # Every request's session_id may be a name or an id prefix (names.py).
+        self._names: list[grpc.aio.ServerInterceptor] = (
+            [SessionNames(sessions)] if sessions is not None else []
+        )
         options = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -161,7 +169,7 @@ class Server:
         self._health: list[health.aio.HealthServicer] = []
         # The TCP settings are checked first: a fault there leaves no socket behind.
         tcp = self._tcp_server(config, servicer, options) if config.tcp_listen else None
-        unix = grpc.aio.server(options=options, interceptors=[DecodeGuard()])
+        unix = grpc.aio.server(options=options, interceptors=[DecodeGuard(), *self._names])
         self._health.append(_add_services(unix, servicer))
         prepare_socket(config.socket_path)
         old_umask = os.umask(0o177)
@@ -186,7 +194,8 @@ class Server:
         key_pem, cert_pem = load_server_pair(config.tls_cert, config.tls_key)
         _check_port_free(config.tcp_listen)
         tcp = grpc.aio.server(
-            options=[*options, *TCP_OPTIONS], interceptors=[TokenAuth(token), DecodeGuard()]
+            options=[*options, *TCP_OPTIONS],
+            interceptors=[TokenAuth(token), DecodeGuard(), *self._names],
         )
         self._health.append(_add_services(tcp, servicer))
         creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])

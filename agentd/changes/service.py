@@ -312,7 +312,7 @@ class ChangeTracker:
         if session.permission_mode == "dontAsk":
             refused = "the session is in dontAsk mode, where what needs a person is refused"
         elif not self._asker.has_listeners(session.id):
-            refused = f"nobody was attached to session {session.id} to approve them"
+            refused = f"nobody was attached to session {session.label} to approve them"
         else:
             answer = await self._asker.ask(
                 session.id,

@@ -41,7 +41,8 @@ class NotFound(AgentdError):
 class SessionNotFound(NotFound):
     def __init__(self, session_id: str) -> None:
         super().__init__(
-            f"no session with id {session_id!r}; list sessions with `agentctl session ls`"
+            f"no session {session_id[:80]!r} (by id, name or unique id prefix); list "
+            "sessions with `agentctl session ls`"
         )
 
 

@@ -65,13 +65,13 @@ def namespace(service: NetworkService | None, session: Session) -> str:
     mode = network_mode(session)
     if mode == "on":
         raise NotForwardable(
-            f'session {session.id} uses the dev box\'s own network (network "on"): what it '
+            f'session {session.label} uses the dev box\'s own network (network "on"): what it '
             "starts listens on the dev box's loopback; reach it with `ssh -L "
             "PORT:127.0.0.1:PORT` to the dev box instead"
         )
     if mode == "off":
         raise NotForwardable(
-            f'session {session.id} has no network (network "off"): each call gets a fresh '
+            f'session {session.label} has no network (network "off"): each call gets a fresh '
             "namespace that ends with it, so nothing it starts can be reached; use a session "
             "with the default (proxied) network"
         )
@@ -82,11 +82,16 @@ def namespace(service: NetworkService | None, session: Session) -> str:
 
 
 def proxy_ports(service: NetworkService | None) -> frozenset[int]:
-    """The ports agentd's own proxy listens on in every session's namespace: not the
-    session's servers, never forwarded (the laptop would borrow the session's egress)."""
+    """The ports agentd's own listeners use in every session's namespace (the proxy, and
+    the credential routes' when routes are configured): not the session's servers, never
+    listed nor forwarded (the laptop would borrow the session's egress or its secrets)."""
     if service is None:
         return frozenset()
-    return frozenset({service.config.network_http_port, service.config.network_socks_port})
+    config = service.config
+    own = {config.network_http_port, config.network_socks_port}
+    if config.credential_routes:
+        own.add(config.credential_route_port)
+    return frozenset(own)
 
 
 def exists(path: str) -> bool:

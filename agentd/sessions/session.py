@@ -90,6 +90,12 @@ class Session:
     read_state: ReadState = field(default_factory=ReadState)
     todos: list[TodoPayload] = field(default_factory=list)
 
+    @property
+    def label(self) -> str:
+        """The session as a person knows it, for messages: its name and a short id when
+        it has a name, else its id."""
+        return f"{self.name!r} ({self.id[:12]})" if self.name else self.id
+
 
 # read_state is stored row by row (Store.save_read_state), not in the session's body.
 _SESSION_FIELDS = tuple(f.name for f in fields(Session) if f.name != "read_state")
@@ -283,7 +289,7 @@ class SessionManager:
         if session is None:
             raise SessionNotFound(session_id)
         if open_only and session.closed:
-            raise SessionClosedError(session_id)
+            raise SessionClosedError(session.label)
         return session
 
     def list(self, include_closed: bool = False) -> list[Session]:
@@ -318,7 +324,7 @@ class SessionManager:
         """Delete a closed session for good: its rows, journal included, and its memory."""
         session = self.get(session_id)
         if not session.closed:
-            raise InvalidRequest(f"session {session_id} is open; close it first")
+            raise InvalidRequest(f"session {session.label} is open; close it first")
         self._store.delete_session(session_id)
         self._sessions.pop(session_id, None)
         self._logs.pop(session_id, None)

@@ -34,6 +34,7 @@ _LAZY = {
     "PermissionAsk": "agentd_client.core.approver",
     "Progress": "agentd_client.core.calls",
     "Session": "agentd_client.core.calls",
+    "Status": "agentd_client.core.status",
     "Stream": "agentd_client.core.client",
     "Task": "agentd_client.core.calls",
     "TextBlock": "agentd_client.core.calls",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from agentd_client.core.contexts import connect
     from agentd_client.core.errors import AgentdError
     from agentd_client.core.paths import default_socket_path
+    from agentd_client.core.status import Status
 
 
 def __getattr__(name: str) -> Any:
@@ -87,6 +89,7 @@ __all__ = [
     "PermissionAsk",
     "Progress",
     "Session",
+    "Status",
     "Stream",
     "Task",
     "TextBlock",

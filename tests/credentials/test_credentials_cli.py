@@ -43,3 +43,26 @@ def test_credentials_lists_sources_routes_and_their_sessions(routes: Routes, net
     }
     for secret in (routes.git_token, routes.pypi_token):
         assert secret not in text and secret not in json.dumps(shown)
+
+
+def test_the_route_listener_is_neither_listed_nor_forwarded(
+    routes: Routes, net_workspace: Path
+) -> None:
+    """agentd's own route listener (127.0.0.1:3130 in the session's namespace) is not a
+    server of the session's: `ports` leaves it out and a forward of it is refused."""
+    import grpc
+    import pytest
+
+    from agentd_client.v1 import agentd_pb2 as pb
+
+    with routes.client() as client:
+        sid = client.create_session(str(net_workspace), permission_mode="bypassPermissions").id
+        ran = client.run_tool(
+            sid, "Bash", {"command": "curl -s -o /dev/null http://127.0.0.1:3130/"}
+        )
+        assert not ran.is_error, ran.text
+        listed = client.stub.ListPorts(pb.ListPortsRequest(session_id=sid))
+        assert 3130 not in [p.port for p in listed.ports], listed
+        with pytest.raises(grpc.RpcError) as refused:
+            client.stub.StartForward(pb.StartForwardRequest(session_id=sid, port=3130))
+        assert "agentd's own" in (refused.value.details() or "")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from agentd_client.cli.main import build_parser
+from agentd_client.cli.tree import build_parser
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess, start_daemon
@@ -99,6 +99,10 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("credentials",): [],
         ("mcp", "install"): ["claude-code", "--workspace", str(workspace)],
         ("ports",): [sid],
+        # No ask is pending: refused (exit 3), the error as JSON on stderr.
+        ("approve",): ["-s", sid, "ABCD"],
+        ("deny",): ["ABCD"],
+        ("always",): ["ABCD"],
     }  # fmt: skip
 
 
@@ -120,9 +124,10 @@ def test_json_on_every_command_is_json(
         needs_socket = words[0] != "context" and words[0] != "completion"
         head = ["--socket", daemon.socket] if needs_socket else []
         r = ctl.run(*head, *words, *extra, "--json", env=env)
-        expected = 3 if words == ("cancel",) else 0
+        refused = {("cancel",), ("approve",), ("deny",), ("always",)}
+        expected = 3 if words in refused else 0
         assert r.returncode == expected, (words, r.stdout, r.stderr)
-        out = r.stdout.strip()
+        out = r.stdout.strip() or ("{}" if words in refused else "")
         assert out, words
         if words == ("attach",):
             values = [json.loads(line) for line in out.splitlines()]
@@ -162,7 +167,7 @@ def test_sessions_by_name_prefix_and_default(
     assert dup.returncode == 3 and "already open" in ctl.one_line(dup.stderr)
     # Unknown: refused, exit 3, one line.
     r = ctl.run("--socket", daemon.socket, "session", "show", "no-such-session")
-    assert r.returncode == 3 and "no session named 'no-such-session'" in ctl.one_line(r.stderr)
+    assert r.returncode == 3 and "no session 'no-such-session'" in ctl.one_line(r.stderr)
 
 
 def test_session_ls_has_a_header(daemon: DaemonProcess, client: Client, workspace: Path) -> None:
@@ -214,9 +219,11 @@ def test_exit_codes(daemon: DaemonProcess, session_id: str, tmp_path: Path) -> N
         "--socket", daemon.socket, "call", "-s", session_id, "Read", '{"file_path": "x"}'
     )
     assert failed.returncode == 1
-    bad_input = ctl.run("--socket", daemon.socket, "perms", "-s", session_id, "--mode", "nope")
-    assert bad_input.returncode == 3
+    bad_input = ctl.run("--socket", daemon.socket, "perms", "-s", session_id, "--allow", "Bash(")
+    assert bad_input.returncode == 3, bad_input.stderr
     assert "INVALID_ARGUMENT" in ctl.one_line(bad_input.stderr)
+    bad_mode = ctl.run("--socket", daemon.socket, "perms", "-s", session_id, "--mode", "nope")
+    assert bad_mode.returncode == 64 and "invalid choice" in ctl.one_line(bad_mode.stderr)
     usage = ctl.run("--socket", daemon.socket, "session", "gc", "--idle", "soon")
     assert usage.returncode == 64 and "duration" in ctl.one_line(usage.stderr)
     assert ctl.run("no-such-command").returncode == 64
@@ -243,7 +250,8 @@ def test_attach_from_now_skips_the_past(
     after_last = ctl.run("--socket", daemon.socket, "attach", session_id, "--from", str(last))
     assert after_last.returncode == 0, after_last.stderr
     assert after_last.stdout.strip().endswith("session closed")
-    assert len(after_last.stdout.strip().splitlines()) == 1
+    header, *shown = after_last.stdout.strip().splitlines()
+    assert header.startswith("attached to session ") and len(shown) == 1, after_last.stdout
     now = ctl.run("--socket", daemon.socket, "attach", session_id, "--from", "now", "--json")
     assert now.returncode == 0 and now.stdout == "", now.stdout
 

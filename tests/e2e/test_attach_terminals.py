@@ -163,3 +163,31 @@ def test_every_terminal_gets_a_commands_output_in_full(
             assert at["last"] < end and "exit 0" in written[end]
             # Progress is a status line, not a stream of "running" lines.
             assert not any("… running" in ln for ln in written)
+
+
+def test_one_key_answers_and_the_enter_after_it_answers_nothing_else(
+    daemon: DaemonProcess, client: Client, workspace: Path
+) -> None:
+    sid = client.create_session(str(workspace), permission_mode="default").id
+    with attached(daemon, sid) as (term, _):
+        _ready(term, client, sid, "one-key-ready")
+        t, out = _in_background(lambda: client.run_tool(sid, "Bash", {"command": "touch k1"}))
+        _asking(term, "touch k1")
+        term.send("y")  # no Enter
+        t.join(60)
+        assert not out["r"].is_error, out["r"].text
+        assert (workspace / "k1").exists()
+        # "y" then the habitual Enter, with the next request asked at once: the Enter
+        # belongs to the "y", so the next one is still asked, not denied by default.
+        t1, out1 = _in_background(lambda: client.run_tool(sid, "Bash", {"command": "touch k2"}))
+        _asking(term, "touch k2")
+        t2, out2 = _in_background(lambda: client.run_tool(sid, "Bash", {"command": "touch k3"}))
+        term.wait_for("1 more waiting")
+        term.send("y\r")
+        t1.join(60)
+        assert not out1["r"].is_error, term.text()
+        _asking(term, "touch k3")
+        assert t2.is_alive()  # still asked
+        term.send("n")
+        t2.join(60)
+        assert out2["r"].is_error and not (workspace / "k3").exists()

@@ -176,7 +176,7 @@ def test_agentctl_end_to_end(daemon: DaemonProcess, workspace: Path) -> None:
     assert "destructive" in verdict["categories"]
     assert verdict.get("read_only") is False
 
-    assert f"closed {sid}" in _ctl(daemon, "session", "close", sid).stdout
+    assert f"closed {sid}" in _ctl(daemon, "session", "close", "-f", sid).stdout
     assert sid not in _ctl(daemon, "session", "ls").stdout
     assert sid in _ctl(daemon, "session", "ls", "--all").stdout
 

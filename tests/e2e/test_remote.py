@@ -328,3 +328,29 @@ def test_tls_init_names_the_config_file_the_daemon_reads(tmp_path: Path, where: 
         assert f"listening on tcp:{address}" in daemon.log
     finally:
         daemon.stop()
+
+
+def test_address_flag_keeps_the_contexts_ca_and_token(remote: Remote) -> None:
+    """`--address` overrides one field of the context, as kubectl's `--server` does."""
+    env = remote.env
+    add = ctl.run(
+        "context", "add", "moved", "--address", "127.0.0.1:9",
+        "--ca", str(remote.tls / "ca.pem"), "--token-file", str(remote.tls / "token"),
+        env=env,
+    )  # fmt: skip
+    assert add.returncode == 0, add.stderr
+    status = ctl.run("--context", "moved", "--address", remote.address, "status", env=env)
+    assert status.returncode == 0, status.stderr
+    # Over TCP it says where it reached the daemon, not a socket path of another machine.
+    assert f"on {remote.address}" in status.stdout and ".sock" not in status.stdout
+    shown = ctl.run(
+        "--context", "moved", "--address", remote.address, "context", "show", "--json", env=env
+    )
+    where = json.loads(shown.stdout)
+    assert where["address"] == remote.address and where["ca"] == str(remote.tls / "ca.pem")
+    assert where["token_file"] == str(remote.tls / "token") and where["context"] == "moved"
+    # No CA anywhere: the refusal says so, and does not blame a CA never given.
+    nowhere = {**env, "AGENTD_CLIENT_CONFIG": str(remote.tls / "none.toml")}
+    bare = ctl.run("--address", remote.address, "status", env=nowhere)
+    assert bare.returncode == 2
+    assert "no CA was given" in ctl.one_line(bare.stderr), bare.stderr

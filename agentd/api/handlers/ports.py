@@ -90,12 +90,13 @@ class PortHandlers:
         path = ports.namespace(service, session)
         if port is not None and port in ports.proxy_ports(service):
             raise ports.NotForwardable(
-                f"port {port} in the sandbox is agentd's own proxy, not a server of the "
-                "session's; forward the port your server listens on (`agentctl ports`)"
+                f"port {port} in the sandbox is agentd's own (its proxy or credential routes), "
+                "not a server of the session's; forward the port your server listens on "
+                "(`agentctl ports`)"
             )
         if not ports.exists(path):
             raise ports.NotForwardable(
-                f"nothing listens in session {session.id}'s sandbox yet (no command has run "
+                f"nothing listens in session {session.label}'s sandbox yet (no command has run "
                 "there); start the server, e.g. as a background task, then forward"
             )
         return path

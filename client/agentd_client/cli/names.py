@@ -1,39 +1,21 @@
-"""Sessions by name or by unique id prefix, resolved client-side from ListSessions.
+"""Sessions by name or by unique id prefix, and durations for `session gc --idle`.
 
-Resolved in the client so any daemon that lists sessions serves it, and so an
-ambiguous reference can list its candidates. Order: a full id; a name (the open
-session of that name: the daemon refuses a second open one; else the closed ones,
-which may share it); a unique id prefix. Durations for `session gc --idle` too.
+The daemon resolves a name or an id prefix in every request (agentd/api/names.py), so a
+command asks it once (GetSession) for the id it then uses, and an ambiguous reference is
+refused there, naming its candidates.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import time
 
-from agentd_client.core.client import Client, Session
-from agentd_client.core.errors import Refused, Usage
+from agentd_client.core.client import Client
+from agentd_client.core.errors import Usage
 
 _FULL_ID = re.compile(r"^[0-9a-f]{32}$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def describe(s: Session) -> str:
-    state = "closed" if s.closed else "open"
-    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_ms / 1000))
-    return f"{s.id}  {s.name or '-'}  {state}  created {created}"
-
-
-def _one(ref: str, matches: list[Session], how: str) -> Session:
-    if len(matches) == 1:
-        return matches[0]
-    listed = "\n  ".join(describe(s) for s in matches)
-    raise Refused(
-        f"session {ref!r} is ambiguous: {len(matches)} sessions match by {how}; "
-        f"use more of the id:\n  {listed}"
-    )
 
 
 def of_args(client: Client, args: argparse.Namespace) -> str:
@@ -47,15 +29,7 @@ def resolve(client: Client, ref: str) -> str:
         raise Usage("no session given: pass --session NAME|ID, or set AGENTD_SESSION")
     if _FULL_ID.match(ref):
         return ref
-    sessions = client.list_sessions(include_closed=True)
-    named = [s for s in sessions if s.name == ref]
-    if named:
-        open_named = [s for s in named if not s.closed]
-        return _one(ref, open_named or named, "name").id
-    prefixed = [s for s in sessions if s.id.startswith(ref.lower())]
-    if prefixed:
-        return _one(ref, prefixed, "id prefix").id
-    raise Refused(f"no session named {ref!r} or with an id starting so; see `agentctl session ls`")
+    return client.get_session(ref).id
 
 
 def parse_duration(text: str) -> float:

@@ -16,6 +16,7 @@ from agentd_client.core.calls import Event, Session, Task, ToolResult
 from agentd_client.core.channel import open_channel
 from agentd_client.core.client import DEFAULT_TIMEOUT, _Base
 from agentd_client.core.errors import from_grpc
+from agentd_client.core.status import Status
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 
@@ -92,7 +93,7 @@ class AsyncClient(_Base):
             getattr(self.stub, call.rpc)(call.request, **self._options(call, timeout))
         )
 
-    async def status(self, *, timeout: float | None = None) -> pb.Status:
+    async def status(self, *, timeout: float | None = None) -> Status:
         return await self._unary(rpc.status(), timeout)
 
     async def create_session(

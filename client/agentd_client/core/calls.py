@@ -227,7 +227,9 @@ def _spec(t: pb.ToolSpec, hints: bool) -> dict[str, Any]:
 
 
 def status() -> Call:
-    return Call("GetStatus", pb.GetStatusRequest(), safe=True)
+    from agentd_client.core.status import Status
+
+    return Call("GetStatus", pb.GetStatusRequest(), Status.from_pb, safe=True)
 
 
 def create_session(

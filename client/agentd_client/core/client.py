@@ -16,6 +16,7 @@ from agentd_client.core.approver import Approver, Decide
 from agentd_client.core.calls import Event, Session, Task, ToolResult
 from agentd_client.core.channel import default_socket_path, open_channel
 from agentd_client.core.errors import from_grpc
+from agentd_client.core.status import Status
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_client.v1 import agentd_pb2_grpc as pb_grpc
 
@@ -122,7 +123,7 @@ class Client(_Base):
     def _stream(self, call: rpc.Call, timeout: float | None) -> Stream[Any]:
         return Stream(getattr(self.stub, call.rpc)(call.request, **self._options(call, timeout)))
 
-    def status(self, *, timeout: float | None = None) -> pb.Status:
+    def status(self, *, timeout: float | None = None) -> Status:
         return self._unary(rpc.status(), timeout)
 
     def create_session(

@@ -13,8 +13,9 @@ forwarded over SSH), and optionally a default session. The file is
     token_file = "/home/me/.config/agentd/devbox/token"
     session = "web"
 
-Precedence, highest first: flags; then `--context NAME` as a whole; then the
-environment (`AGENTD_ADDRESS`, `AGENTD_TOKEN_FILE`, `AGENTD_CA`, `AGENTD_SOCKET`,
+Precedence, highest first: flags, each overriding one field (`--address` keeps the
+context's CA and token file, as kubectl's `--server` does); then `--context NAME` as a
+whole; then the environment (`AGENTD_ADDRESS`, `AGENTD_TOKEN_FILE`, `AGENTD_CA`, `AGENTD_SOCKET`,
 `AGENTD_SESSION`); then `AGENTD_CONTEXT` or the file's current context; then the
 default unix socket.
 """
@@ -28,11 +29,14 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentd_client.core.client import Client, default_socket_path
-from agentd_client.core.errors import Unreachable, Usage, need
+from agentd_client.core.exits import Unreachable, Usage, need
 from agentd_client.core.files import write_atomic
+from agentd_client.core.paths import default_socket_path
+
+if TYPE_CHECKING:
+    from agentd_client.core.client import Client
 
 FIELDS = ("address", "socket", "token_file", "ca", "session")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -191,8 +195,17 @@ def resolve(flags: dict[str, str | None], context_flag: str | None) -> Endpoint:
     env_layer = {} if context_flag else {k: os.environ.get(v, "") for k, v in _ENV.items()}
     flag_layer = {k: v or "" for k, v in flags.items()}
     for layer, label in ((env_layer, "environment"), (flag_layer, "flag")):
-        if layer.get("address") or layer.get("socket"):
-            # A new endpoint replaces the old one whole: its address, socket, CA and token.
+        if label == "flag" and layer.get("address") and layer.get("socket"):
+            raise Usage("give --address or --socket, not both")
+        if label == "flag" and (layer.get("address") or layer.get("socket")):
+            # A flag overrides one field, as kubectl's --server does: the context's CA,
+            # token file and session stay; only the other kind of endpoint goes.
+            other = "socket" if layer.get("address") else "address"
+            setattr(endpoint, other, "")
+            endpoint.sources.pop(other, None)
+        elif layer.get("address") or layer.get("socket"):
+            # A new endpoint from the environment replaces the old one whole: its address,
+            # socket, CA and token (a shell that exports AGENTD_ADDRESS means that daemon).
             for key in ("address", "socket", "token_file", "ca"):
                 setattr(endpoint, key, "")
                 endpoint.sources.pop(key, None)
@@ -235,12 +248,17 @@ def _read_file(path: str, what: str, endpoint: Endpoint, private: bool = False) 
 
 
 def open_client(
-    endpoint: Endpoint, *, wait_for_ready: bool = True, factory: Callable[..., Any] = Client
+    endpoint: Endpoint, *, wait_for_ready: bool = True, factory: Callable[..., Any] | None = None
 ) -> Any:
     """A Client for the endpoint: the unix socket, or TLS with the token from its file.
 
     agentctl passes wait_for_ready=False: a person waiting should hear at once that
-    the daemon is not there, not after a deadline. `factory=AsyncClient` for asyncio."""
+    the daemon is not there, not after a deadline. `factory=AsyncClient` for asyncio;
+    Client by default (imported here: resolving an endpoint needs no gRPC)."""
+    if factory is None:
+        from agentd_client.core.client import Client
+
+        factory = Client
     if not endpoint.address:
         return factory(endpoint.socket or None, wait_for_ready=wait_for_ready)
     # Without a token file the call goes out without a token, and the daemon's refusal

@@ -48,14 +48,58 @@ from __future__ import annotations
 
 import grpc
 
-OK = 0
-TOOL_FAILED = 1
-UNREACHABLE = 2
-REFUSED = 3
-MODEL_FAILED = 4
-USAGE = 64
-MISSING = 69
-INTERRUPTED = 130
+# agentctl's exit codes and one-line errors live in exits.py (no gRPC, so agentctl's
+# parser answers without loading it); here for the callers that import them from errors.
+from agentd_client.core.exits import (
+    EXIT_CODES_HELP,
+    INTERRUPTED,
+    MISSING,
+    MODEL_FAILED,
+    OK,
+    REFUSED,
+    TOOL_FAILED,
+    UNREACHABLE,
+    USAGE,
+    CliError,
+    Missing,
+    ModelFailed,
+    Refused,
+    Unreachable,
+    Usage,
+    need,
+)
+
+__all__ = [
+    "EXIT_CODES_HELP",
+    "INTERRUPTED",
+    "MISSING",
+    "MODEL_FAILED",
+    "OK",
+    "REFUSED",
+    "TOOL_FAILED",
+    "UNREACHABLE",
+    "USAGE",
+    "AgentdError",
+    "AlreadyExists",
+    "Cancelled",
+    "CliError",
+    "DeadlineExceeded",
+    "InternalError",
+    "InvalidRequest",
+    "Missing",
+    "ModelFailed",
+    "NotFound",
+    "Refused",
+    "SessionClosed",
+    "SessionNotFound",
+    "Unauthenticated",
+    "Unavailable",
+    "Unreachable",
+    "Usage",
+    "from_grpc",
+    "from_rpc_error",
+    "need",
+]
 
 
 class AgentdError(grpc.RpcError):
@@ -149,61 +193,6 @@ def from_grpc(exc: grpc.RpcError) -> AgentdError:
     return error
 
 
-EXIT_CODES_HELP = """\
-exit status:
-  0    ok
-  1    the tool call failed (its result is an error)
-  2    cannot reach the daemon (not running; wrong address, CA, token file or context)
-  3    the daemon refused the request (wrong token, unknown session, invalid input)
-  4    the model's API failed (agentctl agent)
-  64   the command line is wrong
-  69   the command needs a part of agentctl that is not installed (an extra)
-  130  interrupted (Ctrl-C; a running call is cancelled first)
-  128+N  ended by signal N (143 SIGTERM, 129 SIGHUP; a running call is cancelled first)"""
-
-
-class CliError(Exception):
-    exit_code = REFUSED
-
-    def __init__(self, message: str, grpc_status: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.grpc_status = grpc_status
-
-
-class Unreachable(CliError):
-    exit_code = UNREACHABLE
-
-
-class Refused(CliError):
-    exit_code = REFUSED
-
-
-class ModelFailed(CliError):
-    exit_code = MODEL_FAILED
-
-
-class Usage(CliError):
-    exit_code = USAGE
-
-
-class Missing(CliError):
-    exit_code = MISSING
-
-
-def need(module: str, extra: str, what: str) -> None:
-    """Raises Missing, in one line saying what to install, unless `module` imports: the
-    command adds the extra from where this agentd-client came from (agentd_client.core.origin)."""
-    import importlib
-
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        from agentd_client.core.origin import install_command
-
-        raise Missing(f"{what} needs the {module} package: {install_command(extra)}") from None
-
-
 def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
 
@@ -214,13 +203,21 @@ def _why(detail: str) -> str:
     return detail.rpartition(" error: ")[2] if " error: " in detail else detail
 
 
-def from_rpc_error(exc: grpc.RpcError, where: str) -> CliError:
-    """The failure of an RPC to the daemon at `where`, said so a person knows what to do."""
+def from_rpc_error(exc: grpc.RpcError, where: str, ca: str | None = None) -> CliError:
+    """The failure of an RPC to the daemon at `where`, said so a person knows what to do;
+    `ca`: the CA file given ("" for none: the system's roots), when known."""
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
     detail = _first_line(exc.details() if hasattr(exc, "details") else str(exc))
     status = code.name if code else "UNKNOWN"
     if code == grpc.StatusCode.UNAVAILABLE:
         if "CERTIFICATE_VERIFY_FAILED" in detail or "certificate verify failed" in detail:
+            if ca == "":
+                return Unreachable(
+                    f"cannot reach agentd at {where}: its TLS certificate is not signed by a "
+                    "CA this machine trusts, and no CA was given: pass --ca (the daemon's "
+                    "ca.pem) or use a context that has it",
+                    status,
+                )
             return Unreachable(
                 f"cannot reach agentd at {where}: its TLS certificate is not signed by the "
                 "given CA (check --ca or the context's ca)",

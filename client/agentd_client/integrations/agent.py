@@ -26,11 +26,9 @@ from agentd_client.core.calls import ToolResult
 from agentd_client.core.client import Client
 from agentd_client.core.errors import AgentdError
 from agentd_client.integrations import conversation as conv
+from agentd_client.integrations.defaults import DEFAULT_MODEL
 from agentd_client.v1 import agentd_pb2 as pb
 
-# A current model; the installed SDK's table says when a model retires (retirement()), and
-# tests/e2e/test_agentctl_agent.py fails once it lists this one.
-DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_MAX_TOKENS = 8192
 DEFAULT_MAX_TURNS = 50
 CACHE = {"type": "ephemeral"}

@@ -3,8 +3,11 @@ asks now, and what the person types.
 
 One is asked at a time, and only once the terminal has caught up with the session (what
 a replay shows is history, never asked). An answer goes to the request that was on the
-screen when Enter was pressed; keys typed while nothing is asked answer nothing, and a
-new request starts with an empty answer, so a `y` meant for one never answers another.
+screen when Enter was pressed, or at once for a one-key answer (y, n, a, or the digit of
+a narrower rule, typed first); keys typed while nothing is asked answer nothing, a new
+request starts with an empty answer, and an Enter right after a one-key answer (the
+habit of lines) is dropped, so a `y` meant for one never answers another (nor does its
+Enter deny the next: the rest of a "yes" typed out is no answer, and asks again).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from agentd_client.v1 import agentd_pb2 as pb
 
 # (request_id, decision, scope, rule) -> the daemon's ResolvePermissionResponse
 Resolve = Callable[[str, str, str, str], Any]
+# An Enter typed within this many seconds of a one-key answer, as the next key, is its.
+ENTER_AFTER_S = 1.5
 
 
 class Asking:
@@ -34,6 +39,8 @@ class Asking:
         self.editor = keys.LineEditor()
         self.changed = False  # the prompt on the screen must be drawn again
         self.asked = 0  # times a reply was no answer: a plain terminal asks again
+        self.one_key = True  # a single y/n/a/digit answers without Enter (a key-at-a-time tty)
+        self._enter_until = 0.0  # an Enter before this (as the next key) ends a one-key answer
 
     def add(self, x: pb.PermissionRequested) -> None:
         self.pending[x.request_id] = x
@@ -79,12 +86,38 @@ class Asking:
             self.editor.feed(data)
             self.editor.clear()  # typed with no question asked: answers nothing
             return False
+        if data[:1] in (b"\r", b"\n") and time.monotonic() < self._enter_until:
+            data = data[1:]  # the Enter of the one-key answer before
+        self._enter_until = 0.0
+        if self.one_key and not self.editor.text and (key := self._one_key(data)):
+            self._answer(key)
+            self._enter_until = time.monotonic() + ENTER_AFTER_S
+            data = data[1:]
+            if data[:1] in (b"\r", b"\n"):
+                data = data[1:]
+                self._enter_until = 0.0
+            self.changed = True
+            if not data or self.current is None:
+                return True
         for line in self.editor.feed(data):
             self._answer(line)
             if self.current is None:
                 break
         self.changed = True
         return True
+
+    def _one_key(self, data: bytes) -> str:
+        """The answer a first key gives alone, or "" (then it is typed as a line)."""
+        key = data[:1].decode("ascii", errors="ignore").lower()
+        if not key:
+            return ""
+        assert self.current is not None
+        rules = prompt.choices(self.pending[self.current])
+        if key in "yn" or (key == "a" and rules and rules[0]):
+            return key
+        if key.isdigit() and 1 <= int(key) < len(rules) <= 10:
+            return key
+        return ""
 
     def rows(self) -> list[Row]:
         if self.current is None:

@@ -12,6 +12,8 @@ from google.protobuf.message import Message
 
 from agentd_client.core import structs
 from agentd_client.terminal import sanitize
+from agentd_client.terminal.jsonout import print_json as print_json
+from agentd_client.terminal.jsonout import print_json_line as print_json_line
 from agentd_client.v1 import agentd_pb2 as pb
 
 
@@ -65,14 +67,6 @@ def outcome(name: str, result: pb.ToolResult) -> str:
         return _first_line(text)
     lines = text.count("\n") + 1 if text.strip() else 0
     return _first_line(text) if lines == 1 else f"{lines} lines" if lines else "no output"
-
-
-def print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, sort_keys=True))
-
-
-def print_json_line(value: Any) -> None:
-    print(json.dumps(value, sort_keys=True), flush=True)
 
 
 def event_head(e: pb.Event) -> str:

@@ -35,6 +35,7 @@ import grpc
 from agentd_client.core.errors import from_grpc
 from agentd_client.terminal import hangup, rawterm
 from agentd_client.terminal import streams as terminal
+from agentd_client.terminal.ttyfilter import TerminalFilter
 from agentd_client.v1 import agentd_pb2 as pb
 
 READ_SIZE = 65536
@@ -86,12 +87,17 @@ class TaskLink:
         self._interrupts = 0
         self._end_line = EndLine()
         self._input_gone = False
+        # A raw link's output to a terminal: through the allow-list, its modes undone.
+        self.screen_filter = TerminalFilter()
 
     # the threads
     def _follow(self) -> None:
         # On a terminal the bytes go through the sanitiser unless it is raw (a person
-        # asked for the task's terminal); to a pipe or file, as printed (docker exec's way).
-        raw = self.raw or not terminal.is_tty()
+        # asked for the task's terminal: then through the terminal filter); to a pipe or
+        # file, as printed (docker exec's way).
+        on_tty = terminal.is_tty()
+        raw = self.raw or not on_tty
+        filtered = self.raw and on_tty
         out = terminal.raw_stdout() if raw else sys.stdout.buffer
         try:
             for chunk in self.client.stub.ReadOutput(
@@ -100,6 +106,8 @@ class TaskLink:
                 )
             ):
                 shown = self._end_line.feed(chunk.data, chunk.done)
+                if shown and filtered:
+                    shown = self.screen_filter.feed(shown)
                 if shown:
                     out.write(shown)  # sanitized unless raw (terminal.py)
                     out.flush()
@@ -218,7 +226,7 @@ class TaskLink:
         try:
             if self.raw:
                 self._resize()  # this terminal's size, if another had it before
-                with rawterm.raw_mode(0):
+                with rawterm.raw_mode(0, self.screen_filter.restore):
                     how = self._loop()
             else:
                 while True:

@@ -2,14 +2,13 @@
 `agentctl attach-task`): raw mode, the detach key sequence, and the terminal given back.
 
 In raw mode every key goes to the process as typed (Ctrl-C is a byte its terminal turns
-into SIGINT, not agentctl's), and its output reaches the person's terminal as the bytes
-it printed: that is the point of a terminal (colours, a full-screen editor), and it
-means those bytes can do to the person's terminal whatever any program run there could
-(change the title, switch screens, hide the cursor, turn on mouse reporting). Two
-things keep the person in charge: the detach sequence (docker's Ctrl-P Ctrl-Q by
-default) is read here and never sent, so a process that swallows every key cannot keep
-them; and on every way out the terminal's modes are restored and the state a program
-may leave behind is reset (RESET below), without clearing what is on the screen.
+into SIGINT, not agentctl's), and its output reaches the person's terminal through an
+allow-list (ttyfilter.py): what a program needs to draw passes, what would reach past
+the screen (the clipboard, the title, device control strings) does not. Two things keep
+the person in charge: the detach sequence (docker's Ctrl-P Ctrl-Q by default) is read
+here and never sent, so a process that swallows every key cannot keep them; and on every
+way out the terminal's modes are restored and what the task set is undone (the filter's
+restore()), without clearing what is on the screen or moving the cursor.
 """
 
 from __future__ import annotations
@@ -18,21 +17,12 @@ import contextlib
 import os
 import termios
 import tty
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from agentd_client.core.errors import Usage
+from agentd_client.core.exits import Usage
 from agentd_client.terminal import streams as terminal
 
 DEFAULT_DETACH = "ctrl-p,ctrl-q"
-# Normal screen, cursor shown, attributes, charsets, mouse reporting, bracketed paste,
-# keypad and origin modes and the scroll region back to their defaults: what a program
-# that died (or a hostile one) may have left switched. Not a full reset (ESC c), which
-# would clear the person's screen and scrollback.
-RESET = (
-    b"\x1b[?1049l\x1b[?47l\x1b[?25h\x1b[0m\x1b(B\x1b)B\x0f"
-    b"\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l"
-    b"\x1b[?2004l\x1b[?1l\x1b>\x1b[?6l\x1b[r\x1b[?7h\r\n"
-)
 
 
 def parse_detach_keys(spec: str) -> bytes:
@@ -86,9 +76,10 @@ class DetachMatcher:
 
 
 @contextlib.contextmanager
-def raw_mode(fd: int) -> Iterator[None]:
-    """The terminal on `fd` raw while inside; restored, and RESET written to stdout,
-    whatever ends it (an exception, a signal turned into one, the task's end)."""
+def raw_mode(fd: int, restore: Callable[[], bytes]) -> Iterator[None]:
+    """The terminal on `fd` raw while inside; restored, and `restore()` (what undoes the
+    task's modes) written to stdout, whatever ends it (an exception, a signal turned into
+    one, the task's end)."""
     saved = termios.tcgetattr(fd)
     try:
         tty.setraw(fd, termios.TCSANOW)
@@ -98,7 +89,7 @@ def raw_mode(fd: int) -> Iterator[None]:
             termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
         with contextlib.suppress(OSError, ValueError):
             out = terminal.raw_stdout()  # our own sequences, not the task's
-            out.write(RESET)
+            out.write(restore())
             out.flush()
 
 

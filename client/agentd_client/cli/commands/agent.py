@@ -14,7 +14,6 @@ from agentd_client.core import contexts
 from agentd_client.core.calls import ToolResult
 from agentd_client.core.client import Client
 from agentd_client.core.errors import INTERRUPTED, OK, ModelFailed, Refused, Usage, need
-from agentd_client.integrations.agent import DEFAULT_MODEL
 from agentd_client.terminal import sanitize
 from agentd_client.terminal.display import as_dict, print_json_line
 from agentd_client.v1 import agentd_pb2 as pb
@@ -29,36 +28,6 @@ CONFIG_KEYS = {
     "max_tokens": int,
     "budget": int,
 }
-
-
-def add_commands(top: Any) -> None:
-    a = top.leaf(
-        "agent",
-        "run an agent loop (the anthropic API) on a session's tools; every attached "
-        "terminal watches it, and --resume continues it from anywhere (Ctrl-C stops it)",
-        cmd_agent,
-    )
-    which = a.add_mutually_exclusive_group()
-    which.add_argument(
-        "--session",
-        "-s",
-        help="the session to work in (default $AGENTD_SESSION), a new conversation",
-    )
-    which.add_argument("--workspace", action="append", help="a new session on this root")
-    which.add_argument(
-        "--resume", metavar="SESSION", help="continue the session's latest conversation"
-    )
-    a.add_argument("prompt", help="what to do; - reads it from stdin")
-    a.add_argument("--mode", help="the new session's permission mode (with --workspace)")
-    a.add_argument("--net", action="store_true", help="the new session's Bash may use the net")
-    a.add_argument("--model", help=f"default: [agent] model in client.toml, else {DEFAULT_MODEL}")
-    a.add_argument("--system", help="the system prompt (default: agentd's own)")
-    a.add_argument("--system-file", help="read the system prompt from this file")
-    a.add_argument("--max-turns", type=int, help="model turns in this run (default 50)")
-    a.add_argument("--max-tokens", type=int, help="tokens of one model response (default 8192)")
-    a.add_argument(
-        "--budget", type=int, help="stop once this run used this many tokens (default: none)"
-    )
 
 
 def _config() -> dict[str, Any]:

@@ -8,6 +8,7 @@ import sys
 from agentd_client.cli import names
 from agentd_client.core.client import Client
 from agentd_client.core.errors import Usage
+from agentd_client.terminal.sanitize import line as one
 
 
 def _after_seq(c: Client, session_id: str, start: str) -> int:
@@ -24,6 +25,13 @@ def _after_seq(c: Client, session_id: str, start: str) -> int:
 def cmd_attach(c: Client, args: argparse.Namespace) -> int:
     session_id = names.of_args(c, args)
     after = args.after_seq if args.after_seq is not None else _after_seq(c, session_id, args.start)
+    if not args.json:
+        # Said at once, so a quiet session does not look like a hang.
+        s = c.get_session(session_id)
+        who = f"{one(s.name)} ({s.id})" if s.name else s.id
+        since = "from the start" if after == 0 else f"after event {after}"
+        then = "closed: its history only" if s.closed else "open: then live (Ctrl-C leaves)"
+        print(f"attached to session {who}, {s.last_seq} events, {since}; {then}", flush=True)
     from agentd_client.core import contexts
     from agentd_client.terminal.attach import AttachView
 

@@ -151,6 +151,8 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
                     follower.wait(output_id, timeout=60)  # its last bytes before the result
                 follower.stop()
                 result = ToolResult.from_pb(update.result)
+                if result.is_error and not args.json:
+                    _did_you_mean(c, args.tool, result)
                 on_screen = live is sys.stdout and bool(last_byte)
                 if on_screen and last_byte != b"\n":
                     print()  # what follows starts on a line of its own
@@ -176,6 +178,24 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
             )
         return hangup.exit_code(exc, INTERRUPTED)
     raise Refused("the daemon ended the call without a result")
+
+
+def _did_you_mean(c: Client, tool: str, result: ToolResult) -> None:
+    """A tool name the daemon does not know, said for a person: the one meant, if its
+    spelling differs only in case or by a little (`bash` -> Bash)."""
+    if "No such tool available" not in result.text:
+        return
+    import difflib
+
+    known = [t["name"] for t in c.list_tools()]
+    same_case = [k for k in known if k.lower() == tool.lower()]
+    close = same_case or difflib.get_close_matches(tool, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}? " if close else ""
+    print(
+        f"agentctl: no tool {one(tool)}; {hint}`agentctl tools` lists them (names are "
+        "case-sensitive)",
+        file=sys.stderr,
+    )
 
 
 def cmd_cancel(c: Client, args: argparse.Namespace) -> int:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 
 from agentd_client.core import contexts
-from agentd_client.core.errors import OK
-from agentd_client.terminal.display import print_json
+from agentd_client.core.exits import OK
+from agentd_client.terminal.jsonout import print_json
 
 
 def cmd_context_add(args: argparse.Namespace) -> int:

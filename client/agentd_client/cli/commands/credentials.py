@@ -70,11 +70,3 @@ def _ssh_agent(agent: Any) -> None:
             f"{use.signatures} signed, {use.refused} refused"
             + (f", allowed by {one(use.allowed_by)}" if use.allowed_by else "")
         )
-
-
-def add_commands(top: Any) -> None:
-    top.leaf(
-        "credentials",
-        "credential sources and routes, and which sessions used them",
-        cmd_credentials,
-    )

@@ -34,9 +34,6 @@ from agentd_client.terminal.own_ask import OwnAsk
 from agentd_client.terminal.sanitize import line as one
 from agentd_client.v1 import agentd_pb2 as pb
 
-# attach-task shows this much of what the task printed before, by default.
-REPLAY_BYTES = 16384
-
 
 def _call(method: Any, request: Any, timeout: float | None = 60) -> Any:
     try:
@@ -185,44 +182,3 @@ def cmd_task_signal(c: Client, args: argparse.Namespace) -> int:
     else:
         print(f"sent SIG{one(args.signal.upper().removeprefix('SIG'))} to task {one(task_id)}")
     return OK
-
-
-def _task_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", help="the task id (agentctl tasks)")
-    p.add_argument("--session", "-s", help="its session (default: the open session that has it)")
-
-
-def add_commands(top: Any) -> None:
-    """exec, attach-task, task-input, task-signal, on agentctl's command tree."""
-    ex = top.leaf(
-        "exec",
-        "run a command in a session's sandbox as a task you drive (-it: a terminal)",
-        cmd_exec,
-    )
-    ex.add_argument("-i", "--interactive", action="store_true", help="send this stdin to it")
-    ex.add_argument("-t", "--tty", action="store_true", help="on a terminal of this one's size")
-    ex.add_argument("--detach-keys", default=rawterm.DEFAULT_DETACH, help="default ctrl-p,ctrl-q")
-    ex.add_argument("session_ref", metavar="SESSION", help="session name, id or id prefix")
-    ex.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command")
-    at = top.leaf(
-        "attach-task",
-        "connect this terminal to a running task: its output, your keys",
-        cmd_attach_task,
-    )
-    _task_args(at)
-    at.add_argument(
-        "--replay", type=int, default=REPLAY_BYTES, help="bytes of past output shown first"
-    )
-    at.add_argument("--no-stdin", action="store_true", help="watch only; send no keys")
-    at.add_argument("--detach-keys", default=rawterm.DEFAULT_DETACH, help="default ctrl-p,ctrl-q")
-    ti = top.leaf(
-        "task-input", "send stdin (or --data) to a task's stdin; --close ends it", cmd_task_input
-    )
-    _task_args(ti)
-    ti.add_argument("--data", help="send this text instead of reading stdin")
-    ti.add_argument("--close", action="store_true", help="then close its stdin (EOF)")
-    ts = top.leaf(
-        "task-signal", "send INT, TERM, HUP or KILL to a task's processes", cmd_task_signal
-    )
-    _task_args(ts)
-    ts.add_argument("signal", help="INT, TERM, HUP or KILL")

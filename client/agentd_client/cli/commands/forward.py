@@ -273,29 +273,3 @@ def cmd_ports(c: Client, args: argparse.Namespace) -> int:
             f"{one(p.address):<24} {p.port:>5}  {'yes' if p.forwardable else 'no':<7}  {who}",
         )
     return 0
-
-
-def add_commands(top: Any) -> None:
-    """`forward` and `ports`, on agentctl's command tree (each has --json)."""
-    fw = top.leaf(
-        "forward",
-        "reach a port of a session's sandbox from this machine, over agentctl's connection",
-        cmd_forward,
-    )
-    fw.add_argument("session_name", metavar="SESSION", help="session name, id or id prefix")
-    fw.add_argument(
-        "spec", metavar="[LOCAL:]PORT", help="the sandbox's port (and the local one; 0: any)"
-    )
-    fw.add_argument(
-        "--bind",
-        default="127.0.0.1",
-        help="the local address to listen on (default 127.0.0.1; 0.0.0.0 lets your whole "
-        "network reach the sandbox's server)",
-    )
-    ps = top.leaf("ports", "what listens in a session's sandbox", cmd_ports)
-    ps.add_argument(
-        "session_name",
-        metavar="SESSION",
-        nargs="?",
-        help="session name, id or id prefix (default $AGENTD_SESSION)",
-    )

@@ -87,6 +87,7 @@ def cmd_mcp_install(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
+                "client": args.client,
                 "files": files,
                 "server": server,
                 "daemon": endpoint.where,

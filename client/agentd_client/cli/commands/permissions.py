@@ -9,6 +9,7 @@ from agentd_client.cli import names
 from agentd_client.core.client import Client
 from agentd_client.core.errors import OK
 from agentd_client.terminal.display import print_json
+from agentd_client.terminal.sanitize import line as one
 
 
 def cmd_classify(c: Client, args: argparse.Namespace) -> int:
@@ -20,12 +21,14 @@ def cmd_perms(c: Client, args: argparse.Namespace) -> int:
     s = c.update_permissions(
         names.of_args(c, args), mode=args.mode or "", allow=args.allow, deny=args.deny, ask=args.ask
     )
-    print_json(
-        {
-            "permission_mode": s.permission_mode,
-            "allow": list(s.allow_rules),
-            "deny": list(s.deny_rules),
-            "ask": list(s.ask_rules),
-        }
-    )
+    rules = {"allow": list(s.allow_rules), "deny": list(s.deny_rules), "ask": list(s.ask_rules)}
+    if args.json:
+        print_json({"permission_mode": s.permission_mode, **rules})
+        return OK
+    print(f"session {one(s.name or s.id)}: mode {one(s.permission_mode)}")
+    for kind, listed in rules.items():
+        if listed:
+            print(f"  {kind}: " + ", ".join(one(r) for r in listed))
+        else:
+            print(f"  {kind}: (none)")
     return OK

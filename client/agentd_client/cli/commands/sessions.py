@@ -8,7 +8,7 @@ import time
 
 from agentd_client.cli import names
 from agentd_client.core.client import Client
-from agentd_client.core.errors import OK, Usage
+from agentd_client.core.errors import OK, Refused, Usage
 from agentd_client.terminal.display import as_dict, print_json
 from agentd_client.terminal.sanitize import line as one
 
@@ -26,19 +26,19 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
 def cmd_status(c: Client, args: argparse.Namespace) -> int:
     st = c.status()
     if args.json:
-        print_json(as_dict(st))
+        print_json(st.to_dict())
         return OK
-    print(
-        f"agentd {one(st.version)} (pid {st.pid}) up {st.uptime_seconds:.0f}s on "
-        f"{one(st.socket_path)}"
-    )
+    # Over TCP the daemon's socket is a path on another machine: say where we reached it.
+    endpoint = getattr(args, "endpoint", None)
+    where = endpoint.address if endpoint is not None and endpoint.address else st.socket_path
+    print(f"agentd {one(st.version)} (pid {st.pid}) up {st.uptime_seconds:.0f}s on {one(where)}")
     print(
         f"calls served: {st.calls_served}  calls running: {st.running_calls}  "
         f"tasks running: {st.running_tasks}  sessions open: {st.open_sessions}  "
         f"asks pending: {st.pending_asks}  tasks taken over at start: {st.tasks_readopted}"
     )
     print(f"state dir: {one(st.state_dir)}")
-    if st.HasField("state"):
+    if st.state is not None:
         u = st.state
         cap = f" of {_bytes(u.max_bytes)} cap" if u.max_bytes else " (no cap)"
         idle = f"{_duration(u.session_idle_seconds)}" if u.session_idle_seconds else "never"
@@ -130,7 +130,16 @@ def cmd_session_show(c: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_session_close(c: Client, args: argparse.Namespace) -> int:
-    s = c.close_session(names.of_args(c, args))
+    sid = names.of_args(c, args)
+    running = [t.id for t in c.list_tasks(sid) if t.status == "running"]
+    if running and not args.force:
+        shown = ", ".join(one(t) for t in running[:5]) + (" ..." if len(running) > 5 else "")
+        raise Refused(
+            f"session {one(args.session or sid)} has {len(running)} running task"
+            f"{'s' if len(running) > 1 else ''} ({shown}); closing stops them: add -f/--force, "
+            "or stop them first (agentctl tasks stop)"
+        )
+    s = c.close_session(sid)
     if args.json:
         print_json(as_dict(s))
     else:

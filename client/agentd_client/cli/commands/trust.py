@@ -115,19 +115,3 @@ def cmd_trust_revoke(c: Client, args: argparse.Namespace) -> int:
         for e in gone:
             print(f"revoked {one(e.path)} (sha256 {one(e.sha256)})")
     return 0
-
-
-def add_commands(top: Any) -> None:
-    """The `trust` group, on agentctl's command tree (each leaf has --json)."""
-    tr = top.group(
-        "trust", "trusted workspace settings content: ls, approve, revoke", "trust_command"
-    )
-    ls = tr.leaf("ls", "trusted contents, and open sessions' settings files", cmd_trust_ls)
-    ls.add_argument("--path", help="only this settings file (or a workspace's settings.json)")
-    ap = tr.leaf("approve", "trust a settings file's current content", cmd_trust_approve)
-    ap.add_argument("path", help="WS/.claude/settings.json, settings.local.json, or WS")
-    ap.add_argument("--sha256", help="the content to trust (default: show it and ask)")
-    ap.add_argument("--yes", action="store_true", help="do not ask; trust the content shown")
-    rv = tr.leaf("revoke", "drop approvals of a settings file", cmd_trust_revoke)
-    rv.add_argument("path")
-    rv.add_argument("--sha256", help="only this content (default: every approved one)")

@@ -1,0 +1,105 @@
+"""The pieces agentctl's command tree is built from: a parser whose usage errors exit 64,
+leaves that each take --json and the connection options, and commands named as
+"module:function" strings imported only when that command runs (as pip names its
+commands), so building the tree loads no gRPC, protobuf or SDK."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from agentd_client.core.exits import Usage
+
+# Options that say where the daemon is; accepted before or after the command.
+CONNECTION = ("socket", "address", "token_file", "ca", "context")
+
+# Where a command's "module:function" is looked up.
+COMMANDS = "agentd_client.cli.commands"
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors exit 64, so 2 keeps meaning "cannot reach the daemon"."""
+
+    def error(self, message: str) -> Any:
+        raise Usage(f"{message} (see `{self.prog} --help`)")
+
+
+class ShowVersion(argparse.Action):
+    """--version: the installed distribution's version, read only when asked for (reading
+    the installed distributions' metadata costs more than the rest of the parse)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from agentd_client.cli.version import version
+
+        print(f"agentctl {version()}")
+        parser.exit()
+
+
+def command(ref: str) -> Callable[..., int]:
+    """The function a leaf names: "sessions:cmd_status" -> cli.commands.sessions.cmd_status."""
+    module, _, name = ref.partition(":")
+    func: Callable[..., int] = getattr(importlib.import_module(f"{COMMANDS}.{module}"), name)
+    return func
+
+
+def connection_options(p: argparse.ArgumentParser, default: Any) -> None:
+    g = p.add_argument_group("where the daemon is (also AGENTD_* variables, and contexts)")
+    g.add_argument(
+        "--socket", default=default, help="the daemon's unix socket (instead of the context's)"
+    )
+    g.add_argument(
+        "--address",
+        default=default,
+        help="HOST:PORT of its TLS listener (the context's CA and token file still apply)",
+    )
+    g.add_argument("--token-file", default=default, help="a file holding the bearer token")
+    g.add_argument("--ca", default=default, help="the CA certificate that signed the daemon's")
+    g.add_argument("--context", default=default, help="a context from `agentctl context ls`")
+
+
+def json_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for machines"
+    )
+
+
+class Tree:
+    """Adds leaf commands so each one has --json and the connection options."""
+
+    def __init__(self, sub: Any) -> None:
+        self.sub = sub
+
+    def leaf(
+        self,
+        name: str,
+        help: str,
+        func: str,
+        *,
+        daemon: bool = True,
+        connection: bool | None = None,
+    ) -> argparse.ArgumentParser:
+        """`func` is "module:function" in cli/commands, imported when the command runs."""
+        p = self.sub.add_parser(name, help=help, description=help)
+        json_option(p)
+        if daemon if connection is None else connection:
+            connection_options(p, argparse.SUPPRESS)
+        p.set_defaults(func=func, needs_daemon=daemon)
+        return p
+
+    def group(self, name: str, help: str, dest: str, required: bool = True) -> Tree:
+        p = self.sub.add_parser(name, help=help, description=help)
+        return Tree(p.add_subparsers(dest=dest, required=required, parser_class=Parser))
+
+
+def session_option(p: argparse.ArgumentParser, default: Any = None, help: str = "") -> None:
+    p.add_argument(
+        "--session",
+        "-s",
+        default=default,
+        help=help or "session name, id or unique id prefix (default $AGENTD_SESSION)",
+    )
