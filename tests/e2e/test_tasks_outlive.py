@@ -107,18 +107,26 @@ def _wait_end(c: Client, sid: str, task_id: str, timeout: float = 30):  # type: 
 
 
 def test_kill9_restarts_lose_no_line_and_taskstop_leaves_nothing(node: Node, ws: str) -> None:
-    n = 400  # a numbered line every 10 ms: ~4 s
+    # A numbered line every 10 ms, held at lines 100 and 200 until the test opens a gate:
+    # each kill -9 lands while the task writes, however long a restart takes on a
+    # loaded machine, and never after the count has ended.
+    n = 300
+    script = (
+        f"for i in $(seq 1 {n}); do echo line-$i; sleep 0.01; "
+        'case $i in 100|200) while [ ! -e "gate-$i" ]; do sleep 0.05; done;; esac; '
+        "done; echo done"
+    )
     with node.client() as c:
         sid = _session(c, ws)
-        counting = _background(
-            c, sid, f"for i in $(seq 1 {n}); do echo line-$i; sleep 0.01; done; echo done"
-        )
+        counting = _background(c, sid, script)
         sleeper = _background(c, sid, "sleep 7331.25")
         output = Path(_task(c, sid, counting).output_path)
-    for _ in range(2):
-        # Killed while it counts: once it has written more since it was last taken over.
-        more = _count_lines(output) + 20
-        wait_until(lambda more=more: _count_lines(output) >= more, what="the count goes on")
+    for gate in (100, 200):
+        wait_until(lambda gate=gate: _count_lines(output) >= gate, 60, f"the count reaches {gate}")
+        (Path(ws) / f"gate-{gate}").touch()
+        # Killed while it counts: once it has written more since the gate opened.
+        more = gate + 20
+        wait_until(lambda more=more: _count_lines(output) >= more, 60, "the count goes on")
         node.restart(signal.SIGKILL)
         with node.client() as c:
             assert _task(c, sid, sleeper).status == "running"
