@@ -227,7 +227,11 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(daemon.stop()))
     loop.add_signal_handler(signal.SIGHUP, _reload, daemon, args)
     _stall_for_tests(loop)
-    await daemon.start()
+    try:
+        await daemon.start()
+    except BaseException:
+        daemon.abandon()
+        raise
     logs.announce(
         f"agentd serving on unix:{config.socket_path} (state in {config.state_dir})",
         config.log_format,

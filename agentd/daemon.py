@@ -412,5 +412,18 @@ class Daemon:
         self.store.close()
         self._stopped.set()
 
+    def abandon(self) -> None:
+        """A start that failed (a live socket, a bad certificate): the threads and
+        processes made so far end, and nothing on disk is touched (namespaces and
+        directories may belong to another daemon, or to the next one)."""
+        self.network.proxy_loop.stop()
+        if self.ssh_agent is not None:
+            self.ssh_agent.served.stop()
+        self.forkserver.close()
+        self.offload.close()
+        self.loop_watch.stop()
+        self.changes.stop()
+        self.store.close()
+
     async def wait(self) -> None:
         await self._stopped.wait()

@@ -137,6 +137,13 @@ def start_daemon(
         stdin=subprocess.DEVNULL,
         env=proc_env,
     )
+    # A `--socket` among `extra_args` comes last on the command line, so it is the one served.
+    args = extra_args or []
+    for flag, value in zip(args, args[1:], strict=False):
+        if flag == "--socket":
+            socket = value
+        elif flag == "--state-dir":
+            state_dir = value
     daemon = DaemonProcess(socket, state_dir, proc)
     ready = threading.Event()
 
