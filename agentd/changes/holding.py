@@ -84,8 +84,10 @@ def find(
     touched: set[str],
     moves: list[tuple[str, str]],
     existed_before: Callable[[str], bool | None],
+    links: dict[str, str] | None = None,
 ) -> list[Held]:
-    """The code-bearing changes among `touched` (absolute paths) and `moves`."""
+    """The code-bearing changes among `touched` (absolute paths) and `moves`; `links`:
+    paths (relative) that are other names of known code-bearing files, held as such."""
     root = baseline.root
     held: list[Held] = []
     moved_away: list[str] = []
@@ -128,6 +130,12 @@ def find(
             item = _unreadable(baseline, table, rel, exc)
         if item is not None:
             held.append(item)
+    for rel, other in sorted((links or {}).items()):
+        if any(h.rel == rel for h in held):
+            continue
+        why = code_bearing(baseline, table, other) or baseline.reasons.get(other, "")
+        note = f"it is another name (a hard link) of {other}: writing it writes that file"
+        held.append(Held(root, rel, ADDED, why, note=note))
     return held
 
 

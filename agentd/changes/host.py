@@ -40,6 +40,7 @@ class HostWatch:
         self._buf = b""
         self._events: list[Event] = []
         self._lost = False
+        self._names: set[str] = set()  # known code-bearing files' names, told to the process
 
     def watch(self, root: str) -> bool:
         """Follow `root`'s filesystem (started on first use); False when it cannot."""
@@ -59,6 +60,24 @@ class HostWatch:
             log.warning("cannot watch %s for new code-bearing files: %s", root, exc)
             self._lost = True
             return False
+
+    def learn(self, names: set[str]) -> None:
+        """Forward events naming these too (the names of known code-bearing files, such
+        as a .vscode/settings.json): a person's edit of one is then seen, and adopted,
+        where a change no event names is held."""
+        new = {n for n in names - self._names if 0 < len(os.fsencode(n)) < 256}
+        if not new:
+            return
+        self._names |= new
+        if self._sync >= 0:
+            self._tell(new)
+
+    def _tell(self, names: set[str]) -> None:
+        data = b"".join(b"n" + bytes([len(b)]) + b for b in map(os.fsencode, sorted(names)))
+        try:
+            os.write(self._sync, data)
+        except OSError:
+            self._lost = True
 
     def _start(self) -> None:
         self.stop()
@@ -88,6 +107,8 @@ class HostWatch:
         asyncio.get_running_loop().add_reader(read, self._readable)
         self._marked.clear()
         self._lost = True  # what happened before it watched is not known
+        if self._names:
+            self._tell(self._names)
 
     def _readable(self) -> None:
         try:
@@ -138,6 +159,8 @@ class HostWatch:
         and whether some were lost (then the roots must be walked again)."""
         events, self._events = self._events, []
         lost, self._lost = self._lost, False
+        if lost:
+            return set(), True  # the roots are walked: naming what was kept buys nothing
         resolver = Resolver(roots)
         paths: set[str] = set()
         try:

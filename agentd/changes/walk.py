@@ -48,6 +48,9 @@ class Baseline:
     extra_files: dict[str, str] = field(default_factory=dict)  # named by a git config
     complete: bool = True
     content_bytes: int = 0
+    # Code-bearing paths that changed with no event explaining it -> why: held at the
+    # next hold (their entry stays the last known good).
+    suspects: dict[str, str] = field(default_factory=dict)
     # The entries of the baseline this one refreshes: reused when their stat is unchanged.
     previous: dict[str, Entry] = field(default_factory=dict, repr=False)
 
@@ -87,13 +90,19 @@ def scan(root: str, table: Table) -> Baseline:
 
 
 def rescan(
-    baseline: Baseline, table: Table, skip: set[str], also: set[str] | None = None
+    baseline: Baseline,
+    table: Table,
+    skip: set[str],
+    also: set[str] | None = None,
+    unsure: frozenset[tuple[int, int]] = frozenset(),
 ) -> Baseline:
     """A fresh baseline of what `baseline` knows: its git directories and units walked
     again, its other entries and the listed names at the root looked at again (a stat
-    each; content re-read only when the stat changed). Paths in `skip` keep their old
-    entry: a running command has touched them, so what they hold now is not known good."""
-    fresh = Baseline(baseline.root, previous=baseline.entries)
+    each; content re-read only when the stat changed, or when the file is in `unsure`,
+    (device, inode) of files open for writing). Paths in `skip` keep their old entry: a
+    running command has touched them, so what they hold now is not known good."""
+    previous = {rel: e for rel, e in baseline.entries.items() if tuple(e.key[:2]) not in unsure}
+    fresh = Baseline(baseline.root, previous=previous)
     for rel in sorted(baseline.git_dirs):
         _walk(fresh, table, rel, _GIT, "")
     for rel, why in sorted(baseline.units.items()):
