@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from agentd.changes import files, walk
 from agentd.changes.files import Entry
 from agentd.changes.walk import Baseline
+from agentd.sandboxing import homes
 from agentd.sandboxing.codebearing import Table
 
 ADDED, CHANGED, DELETED, MOVED = "added", "changed", "deleted", "moved"
@@ -75,6 +76,10 @@ def code_bearing(baseline: Baseline, table: Table, rel: str, *, is_dir: bool = F
     for unit, why in baseline.units.items():
         if rel.startswith(unit + "/"):
             return why
+    for home in baseline.homes:  # a dotfile or dot-directory at a home's top, new or not
+        below = rel[len(home) + 1 :] if home else rel
+        if (not home or rel.startswith(home + "/")) and below.startswith("."):
+            return homes.REASON
     return ""
 
 
