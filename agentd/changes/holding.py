@@ -155,12 +155,12 @@ def _unreadable(baseline: Baseline, table: Table, rel: str, exc: OSError) -> Hel
 
 def _judge(baseline: Baseline, table: Table, rel: str, existed: bool | None) -> Held | None:
     root = baseline.root
-    after = files.read_entry(root, rel)
-    if after is not None and after.kind == files.DIR:
-        return None  # a directory is held by what it holds
     why = code_bearing(baseline, table, rel)
     if not why:
         return None
+    after = files.read_entry(root, rel)
+    if after is not None and after.kind == files.DIR:
+        return None  # a directory is held by what it holds
     before = baseline.entries.get(rel)
     if before is not None and before.same(after):
         return None

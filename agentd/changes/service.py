@@ -206,7 +206,9 @@ class ChangeTracker:
                 elif old.suspects:
                     fresh.suspects.update(old.suspects)
             else:
-                unsure = frozenset(await asyncio.to_thread(known.open_for_writing, uid))
+                unsure = frozenset(
+                    await asyncio.to_thread(known.open_for_writing, uid) if old.entries else ()
+                )
                 fresh = await asyncio.to_thread(
                     call_as, identity, walk.rescan, old, self._table, skip, also, unsure
                 )
@@ -287,7 +289,13 @@ class ChangeTracker:
         for root in tracked.roots:
             key = (root, tracked.identity)
             others: set[str] = set()
-            if by_events:  # who else wrote meanwhile: the person (host watch), other runs
+            restated: set[str] = set()
+            baseline = self._baselines.get(key)
+            if by_events and baseline is not None and baseline.entries:
+                restated = await asyncio.to_thread(
+                    call_as, tracked.identity, self._restated, baseline, taken, uid
+                )
+            if restated:  # who else wrote meanwhile: the person (host watch), other runs
                 await self._host_news(root)
                 others = await self._touched_by_others(root, but=tracked.id)
             async with self._lock(key):
@@ -297,8 +305,9 @@ class ChangeTracker:
                 made = [p[len(root) + 1 :] for p in taken.made_dirs if p.startswith(root + "/")]
                 if by_events:
                     others |= self._pending.get(key, set())
+                    restated -= others
                     items = await asyncio.to_thread(
-                        call_as, tracked.identity, self._find, baseline, taken, uid, others
+                        call_as, tracked.identity, self._find, baseline, taken, restated
                     )
                 else:
                     items, new_dirs = await asyncio.to_thread(
@@ -329,20 +338,25 @@ class ChangeTracker:
             )
         return held
 
-    def _find(
-        self, baseline: Baseline, taken: Any, uid: int | None, others: set[str]
-    ) -> list[Held]:
+    @staticmethod
+    def _restated(baseline: Baseline, taken: Any, uid: int | None) -> set[str]:
+        """Known code-bearing files that changed though the run's events do not name
+        them: their stat moved, or a sandboxed process holds them open for writing."""
+        prefix = baseline.root.rstrip("/") + "/"
+        unsure = known.open_for_writing(uid)
+        return {r for r in known.restated(baseline, unsure) if prefix + r not in taken.touched}
+
+    def _find(self, baseline: Baseline, taken: Any, restated: set[str]) -> list[Held]:
         """By the run's events, matched by identity as well as by name: the paths it
         touched, the known code-bearing files those are other names of (and those names
-        themselves, as links), the known ones whose stat moved or that a sandboxed process
-        holds open for writing, unless an event names another writer (`others`,
-        relative: the person, another run), and the suspects no event explained."""
+        themselves, as links), the known ones that changed with no other writer's event
+        (`restated`), and the suspects no event explained."""
         root = baseline.root
         prefix = root.rstrip("/") + "/"
         touched = set(taken.touched)
         ids = known.by_identity(baseline)
         links: dict[str, str] = {}
-        for path in taken.touched:
+        for path in taken.touched if ids else ():
             if not path.startswith(prefix) or (ident := known.identity_of(path)) is None:
                 continue
             other = ids.get(ident)
@@ -350,9 +364,7 @@ class ChangeTracker:
             if other is not None and other != rel:
                 touched.add(prefix + other)
                 links[rel] = other
-        unsure = known.open_for_writing(uid)
-        restated = known.restated(baseline, unsure)
-        touched |= {prefix + r for r in restated if r not in others or r in links.values()}
+        touched |= {prefix + rel for rel in restated}
         touched |= {prefix + rel for rel in baseline.suspects}
         return holding.find(
             baseline, self._table, touched, taken.moves, taken.existed_before, links
