@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from agentd.changes import files, walk
 from agentd.changes.files import Entry
 from agentd.changes.walk import Baseline
-from agentd.sandboxing import homes
+from agentd.sandboxing import gitconfig, homes
 from agentd.sandboxing.codebearing import Table
 
 ADDED, CHANGED, DELETED, MOVED = "added", "changed", "deleted", "moved"
@@ -166,6 +166,9 @@ def _judge(baseline: Baseline, table: Table, rel: str, existed: bool | None) -> 
         return None
     if before is None and after is None:
         return None
+    if after is not None and _inert_config(baseline, rel, after):
+        baseline.record(rel, after, why)  # what git itself writes: the new known good
+        return None
     if after is None:
         assert before is not None
         item = Held(root, rel, DELETED, why, before=before)
@@ -185,6 +188,24 @@ def _judge(baseline: Baseline, table: Table, rel: str, existed: bool | None) -> 
             )
         return item
     return Held(root, rel, CHANGED, why, before=before, after=after)
+
+
+def _inert_config(baseline: Baseline, rel: str, after: Entry | None) -> bool:
+    """A git directory's config that holds only keys git writes in ordinary work (a
+    clone's core, remote and branch) and runs nothing: judged by content, it passes."""
+    if after is None or after.kind != files.FILE or after.content is None:
+        return False
+    if os.path.basename(rel) not in ("config", "config.worktree"):
+        return False
+    gitdir = walk.git_dir_of(baseline, rel)
+    if gitdir is None or os.path.relpath(rel, gitdir) not in ("config", "config.worktree"):
+        return False
+    try:  # one name only: a config that is another file's link changes with that file
+        if os.lstat(os.path.join(baseline.root, rel)).st_nlink != 1:
+            return False
+    except OSError:
+        return False
+    return gitconfig.inert(after.content)
 
 
 def _rel(root: str, path: str) -> str | None:

@@ -58,6 +58,7 @@ def test_rebase_state_that_would_run_a_command_on_continue_is_held(
     r = client.run_tool(sid, "Bash", {"command": command})
     assert "done" in r.text, r.text
     assert any("/sub/.git/rebase-merge/" in p for p in held_paths(r.text)), r.text
+    assert "its work is not complete" in r.text, r.text  # not a plain success
     ran = person_runs([*GIT, "rebase", "--continue"], cwd=sub, writable=[str(workspace)])
     assert not marker(workspace).exists(), ran.out
 
