@@ -78,21 +78,19 @@ def open_for_writing(uid: int | None) -> set[tuple[int, int]]:
 
 
 def _writable_fds(base: str, found: set[tuple[int, int]]) -> None:
+    """A descriptor's link in /proc/PID/fd carries its open mode in its own mode bits
+    (owner write: open for writing): one lstat per descriptor, a stat per writable one."""
     try:
         fds = os.listdir(f"{base}/fd")
     except OSError:
         return
     for fd in fds:
+        link = f"{base}/fd/{fd}"
         try:
-            with open(f"{base}/fdinfo/{fd}", "rb") as info:
-                flags_line = next(
-                    (line for line in info if line.startswith(b"flags:")), b"flags: 0"
-                )
-            flags = int(flags_line.split()[1], 8)
-            if flags & os.O_ACCMODE == os.O_RDONLY:
+            if not os.lstat(link).st_mode & stat.S_IWUSR:
                 continue
-            st = os.stat(f"{base}/fd/{fd}")
-        except (OSError, ValueError, IndexError):
+            st = os.stat(link)
+        except OSError:
             continue
         if stat.S_ISREG(st.st_mode):
             found.add((st.st_dev, st.st_ino))
