@@ -9,14 +9,26 @@ import contextlib
 import fcntl
 import logging
 import os
+import struct
 import subprocess
 import sys
+from dataclasses import replace
 
 from agentd.changes import fanotify
 from agentd.changes.fanotify import Event
 from agentd.changes.resolve import Resolver
 
 log = logging.getLogger(__name__)
+
+
+def fsid_of(path: str) -> bytes:
+    """The filesystem id fanotify reports for files on `path`'s filesystem (statfs
+    f_fsid: its two 32-bit words, as the kernel lays them out)."""
+    try:
+        return struct.pack("<Q", os.statvfs(path).f_fsid & 0xFFFFFFFFFFFFFFFF)
+    except OSError:
+        return b""
+
 
 _F_SETPIPE_SZ = 1031
 _PIPE_BYTES = 1 << 20
@@ -38,8 +50,10 @@ class HostWatch:
         self._proc: subprocess.Popen[bytes] | None = None
         self._marked: set[int] = set()
         self._buf = b""
-        self._events: list[Event] = []
-        self._lost = False
+        # Events since the last take, each once (a build rewriting one name is one).
+        self._events: dict[Event, None] = {}
+        self._lost = False  # everything may have been missed
+        self._lost_fsids: set[bytes] = set()  # events of these filesystems were dropped
         self._names: set[str] = set()  # known code-bearing files' names, told to the process
 
     def watch(self, root: str) -> bool:
@@ -136,10 +150,23 @@ class HostWatch:
                 if self._waiting and not (first := self._waiting.pop(0)).done():
                     first.set_result(None)
             elif not event.marker:
-                self._events.append(event)
-        if len(self._events) > _MAX_EVENTS:
-            self._events.clear()
+                self.keep(event)
+
+    def keep(self, event: Event) -> None:
+        """Hold `event` for the next take; past _MAX_EVENTS, it is dropped and only its
+        own filesystem counts as having lost events (one session's churn walks no other
+        session's workspace)."""
+        event = replace(event, mask=0, pid=0)
+        if event in self._events:
+            return
+        if len(self._events) < _MAX_EVENTS:
+            self._events[event] = None
+            return
+        fid = event.dir or event.new_dir or event.old_dir or event.obj
+        if fid is None:
             self._lost = True
+        else:
+            self._lost_fsids.add(fid.fsid)
 
     async def sync(self) -> None:
         """Wait until every change made before now is told (or count it lost)."""
@@ -154,13 +181,15 @@ class HostWatch:
         except (OSError, TimeoutError):
             self._lost = True
 
-    def take(self, roots: list[str]) -> tuple[set[str], bool]:
+    def take(self, roots: list[str]) -> tuple[set[str], set[str]]:
         """Paths named since the last take (a worker thread's job: it resolves handles),
-        and whether some were lost (then the roots must be walked again)."""
-        events, self._events = self._events, []
+        and the roots that may have missed some (they must be walked again)."""
+        events, self._events = list(self._events), {}
         lost, self._lost = self._lost, False
+        lost_fsids, self._lost_fsids = self._lost_fsids, set()
         if lost:
-            return set(), True  # the roots are walked: naming what was kept buys nothing
+            return set(), set(roots)  # walked again: naming what was kept buys nothing
+        missed = {r for r in roots if lost_fsids and fsid_of(r) in lost_fsids}
         resolver = Resolver(roots)
         paths: set[str] = set()
         try:
@@ -174,7 +203,7 @@ class HostWatch:
                         paths.add(os.path.join(parent, name))
         finally:
             resolver.close()
-        return paths, lost
+        return paths, missed
 
     def stop(self) -> None:
         if self._read >= 0:

@@ -242,19 +242,21 @@ class ChangeTracker:
 
     async def _host_news(self, root: str) -> None:
         """What the host watch saw since the last look, handed to each baseline it
-        concerns; lost events make every baseline walk again."""
+        concerns; lost events make the baselines of the roots that lost them walk again."""
         if self._host is None:
             return
         self._host.watch(root)  # before any walk of it: what happens after is seen
         await self._host.sync()
         roots = sorted({r for r, _ in self._baselines} | {root})
-        paths, lost = await asyncio.to_thread(self._host.take, roots)
-        if lost and self._baselines:
+        paths, missed = await asyncio.to_thread(self._host.take, roots)
+        stale = {key for key in self._baselines if key[0] in missed}
+        if stale:
             log.info(
-                "file events were lost: the workspaces are walked again, and every "
-                "code-bearing difference no event explains is held"
+                "file events were lost: %d workspace(s) are walked again, and every "
+                "code-bearing difference no event explains is held",
+                len({root for root, _ in stale}),
             )
-            self._stale |= set(self._baselines)
+            self._stale |= stale
         for path in paths:
             for key in self._baselines:
                 prefix = key[0].rstrip("/") + "/"
