@@ -37,6 +37,7 @@ from typing import Any
 
 from agentd.foundation.errors import StateDamaged, StorageFull
 from agentd.sessions import schema, store_faults
+from agentd.sessions.lost_count import LostCount
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,21 @@ class Store:
         # When a write last failed for want of space (time.time()), 0 while writes work.
         self.full_since = 0.0
         self._full_logged = 0.0
-        # Events that could not be journaled for want of space, since the start.
-        self.unjournaled = 0
+        # Events that could not be journaled for want of space, ever (lost_count.py).
+        self._lost = LostCount(os.path.dirname(path))
+        # Whether the open transaction holds only the probe of a full disk (its commit
+        # proves nothing about room for a real write).
+        self._probe_only = False
+
+    @property
+    def unjournaled(self) -> int:
+        """Events that could not be journaled for want of space, across restarts."""
+        return self._lost.value
+
+    @unjournaled.setter
+    def unjournaled(self, value: int) -> None:
+        if value != self._lost.value:
+            self._lost.set(value)
 
     @staticmethod
     def _open(path: str) -> sqlite3.Connection:
@@ -219,12 +233,14 @@ class Store:
             self._flush_handle = None
         if self.full_since and not self._pending_writes:
             # An empty commit succeeds on a full disk: write something, so the commit
-            # below says whether there is room.
+            # below says whether there is room (for the probe: not yet for a real write).
             self._write(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)",
                 (str(time.time()),),
             )
-        wrote = self._pending_writes
+            self._probe_only = True
+        wrote = 0 if self._probe_only else self._pending_writes
+        self._probe_only = False
         try:
             if self._db.in_transaction:
                 self._db.execute("COMMIT")
@@ -246,7 +262,8 @@ class Store:
         ):
             self._checkpoint_asked = now
             self._checkpoint_wanted.set()
-        # Only a commit that held writes says the disk has room again.
+        # Only a commit that held real writes says the disk has room again: a probe's
+        # few bytes may fit where the write that was refused does not.
         if self.full_since and wrote:
             log.warning(
                 "state disk writable again after %.0fs (%d journal events lost meanwhile)",
@@ -290,6 +307,7 @@ class Store:
         with contextlib.suppress(sqlite3.Error):
             self._db.execute("COMMIT")
         self._db.close()
+        self._lost.close()
 
     # sessions
     def save_session(self, session_id: str, created_ms: int, body: dict[str, Any]) -> None:
