@@ -24,6 +24,25 @@ from __future__ import annotations
 
 import grpc
 
+# The most of a client's own input an error message quotes, and the longest message an
+# RPC ends with (a status's details travel in metadata, which has a size limit of its own).
+QUOTE_CHARS = 80
+MESSAGE_CHARS = 2000
+
+
+def quoted(value: str, limit: int = QUOTE_CHARS) -> str:
+    """`value` as an error message quotes client input: repr'd, cut to `limit`."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
+def bounded(message: str) -> str:
+    """An RPC error's message, cut to MESSAGE_CHARS."""
+    if len(message) <= MESSAGE_CHARS:
+        return message
+    return message[:MESSAGE_CHARS] + f"… ({len(message)} characters)"
+
 
 class AgentdError(Exception):
     status: grpc.StatusCode = grpc.StatusCode.INTERNAL
@@ -40,7 +59,7 @@ class NotFound(AgentdError):
 class SessionNotFound(NotFound):
     def __init__(self, session_id: str) -> None:
         super().__init__(
-            f"no session with id {session_id!r}; list sessions with `agentctl session ls`"
+            f"no session with id {quoted(session_id)}; list sessions with `agentctl session ls`"
         )
 
 
@@ -52,7 +71,8 @@ class SessionClosed(AgentdError):
     status = grpc.StatusCode.FAILED_PRECONDITION
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id} is closed; create a new one")
+        shown = session_id if len(session_id) <= QUOTE_CHARS else quoted(session_id)
+        super().__init__(f"session {shown} is closed; create a new one")
 
 
 class Unavailable(AgentdError):

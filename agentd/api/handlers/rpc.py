@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from agentd.foundation.errors import AgentdError, InvalidRequest
+from agentd.foundation.errors import AgentdError, InvalidRequest, bounded
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def unary(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return await method(self, request, context)
         except AgentdError as exc:
-            await context.abort(exc.status, str(exc))
+            await context.abort(exc.status, bounded(str(exc)))
         except asyncio.CancelledError:
             raise
         except grpc.aio.AbortError:
@@ -51,7 +51,7 @@ def stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIter
             async for item in method(self, request, context):
                 yield item
         except AgentdError as exc:
-            await context.abort(exc.status, str(exc))
+            await context.abort(exc.status, bounded(str(exc)))
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception:
