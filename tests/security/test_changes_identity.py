@@ -203,3 +203,13 @@ def test_a_host_watch_that_died_does_not_adopt_what_no_event_explains(
             client.run_tool(sid, "TaskStop", {"task_id": task_id})
     finally:
         proc.stop()
+
+
+def test_a_flood_of_ordinary_changes_is_not_held(client: Client, sid: str, existing: Path) -> None:
+    command = (
+        "python3 -c \"import os\nfor d in range(50):\n os.makedirs(f'build/{d}')\n"
+        " for f in range(100): open(f'build/{d}/o{f}.o', 'w').write('x')\" && echo done"
+    )
+    r = client.run_tool(sid, "Bash", {"command": command, "timeout": 300_000})
+    assert r.text.strip() == "done", r.text
+    assert len(list((existing / "build").rglob("*.o"))) == 5000
