@@ -55,6 +55,7 @@ class HostWatch:
         self._lost = False  # everything may have been missed
         self._lost_fsids: set[bytes] = set()  # events of these filesystems were dropped
         self._names: set[str] = set()  # known code-bearing files' names, told to the process
+        self._untold: list[bytes] = []  # records of names not yet written to it
 
     def watch(self, root: str) -> bool:
         """Follow `root`'s filesystem (started on first use); False when it cannot."""
@@ -80,18 +81,25 @@ class HostWatch:
         as a .vscode/settings.json): a person's edit of one is then seen, and adopted,
         where a change no event names is held."""
         new = {n for n in names - self._names if 0 < len(os.fsencode(n)) < 256}
-        if not new:
-            return
         self._names |= new
-        if self._sync >= 0:
-            self._tell(new)
+        self._untold += [b"n" + bytes([len(b)]) + b for b in map(os.fsencode, sorted(new))]
+        self._tell()
 
-    def _tell(self, names: set[str]) -> None:
-        data = b"".join(b"n" + bytes([len(b)]) + b for b in map(os.fsencode, sorted(names)))
-        try:
-            os.write(self._sync, data)
-        except OSError:
-            self._lost = True
+    def _tell(self) -> None:
+        """Write what is still untold, one record a write: each is far below PIPE_BUF,
+        so a full pipe takes it whole or not at all (the rest waits for the next look;
+        the event loop never blocks on the watch)."""
+        if self._sync < 0:
+            return
+        while self._untold:
+            try:
+                os.write(self._sync, self._untold[0])
+            except BlockingIOError:
+                return
+            except OSError:
+                self._lost = True
+                return
+            self._untold.pop(0)
 
     def _start(self) -> None:
         self.stop()
@@ -121,8 +129,9 @@ class HostWatch:
         asyncio.get_running_loop().add_reader(read, self._readable)
         self._marked.clear()
         self._lost = True  # what happened before it watched is not known
-        if self._names:
-            self._tell(self._names)
+        os.set_blocking(sync_write, False)
+        self._untold = [b"n" + bytes([len(b)]) + b for b in map(os.fsencode, sorted(self._names))]
+        self._tell()
 
     def _readable(self) -> None:
         try:
@@ -173,6 +182,7 @@ class HostWatch:
         if self._sync < 0 or self._read < 0:
             self._lost = True
             return
+        self._tell()  # names first: the sync then covers their events too
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
             os.write(self._sync, b"s")

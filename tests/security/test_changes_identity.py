@@ -213,3 +213,14 @@ def test_a_flood_of_ordinary_changes_is_not_held(client: Client, sid: str, exist
     r = client.run_tool(sid, "Bash", {"command": command, "timeout": 300_000})
     assert r.text.strip() == "done", r.text
     assert len(list((existing / "build").rglob("*.o"))) == 5000
+
+
+def test_the_persons_own_edit_between_calls_is_theirs(
+    client: Client, sid: str, existing: Path
+) -> None:
+    client.run_tool(sid, "Bash", {"command": "true"})  # the settings are known
+    mine = b'{"permissions": {"deny": []}}\n'
+    (existing / SETTINGS).write_bytes(mine)  # the person's editor: an event names it
+    r = client.run_tool(sid, "Bash", {"command": "echo done"})
+    assert r.text.strip() == "done", r.text
+    assert (existing / SETTINGS).read_bytes() == mine
