@@ -48,6 +48,9 @@ _FULL_LOG_EVERY = 60.0
 # Bytes of write-ahead log after which a checkpoint is asked for (SQLite's default
 # auto-checkpoint is 1,000 pages, about this).
 CHECKPOINT_BYTES = 4 * 1024 * 1024
+# Seconds after which what the log holds is copied into the database anyway: the log
+# never holds the only copy of the journal for long (a damaged log loses at most this).
+CHECKPOINT_SECONDS = 30.0
 
 
 # The longest a journaled event waits for its commit (see the module docstring).
@@ -71,6 +74,7 @@ class Store:
         self._db.execute("PRAGMA wal_autocheckpoint=0")
         self._checkpoint_wanted = threading.Event()
         self._checkpoint_asked = 0.0
+        self._uncheckpointed = False  # commits since the last checkpoint
         self._closing = False
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop, name="wal-checkpoint", daemon=True
@@ -262,6 +266,8 @@ class Store:
         ):
             self._checkpoint_asked = now
             self._checkpoint_wanted.set()
+        if wrote:
+            self._uncheckpointed = True
         # Only a commit that held real writes says the disk has room again: a probe's
         # few bytes may fit where the write that was refused does not.
         if self.full_since and wrote:
@@ -282,15 +288,19 @@ class Store:
             self._dirty()
 
     def _checkpoint_loop(self) -> None:
-        """Copy the log into the database when it grew (PASSIVE: never waits for, nor
-        blocks, the writer or the readers)."""
+        """Copy the log into the database when it grew, and at least every
+        CHECKPOINT_SECONDS while commits come (PASSIVE: never waits for, nor blocks, the
+        writer or the readers)."""
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             while True:
-                self._checkpoint_wanted.wait()
+                asked = self._checkpoint_wanted.wait(CHECKPOINT_SECONDS)
                 self._checkpoint_wanted.clear()
                 if self._closing:
                     return
+                if not asked and not self._uncheckpointed:
+                    continue  # nothing committed since the last one
+                self._uncheckpointed = False
                 try:
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as exc:
