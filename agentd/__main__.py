@@ -64,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--state-dir", help="the daemon's state dir")
     stop.add_argument("--tasks", action="store_true", help="stop its background tasks too")
     stop.add_argument("--json", action="store_true", help="print the result as JSON")
+    backup = sub.add_parser(
+        "backup", help="copy the state database while the daemon runs (restore: see README)"
+    )
+    backup.add_argument("out", help="the file to write (must not exist)")
+    backup.add_argument("--config", help="TOML config file")
+    backup.add_argument("--state-dir", help="the daemon's state dir")
+    backup.add_argument("--json", action="store_true", help="print the result as JSON")
     tls = sub.add_parser("tls", help="TLS for the TCP listener")
     tls_sub = tls.add_subparsers(dest="tls_command", required=True)
     tls_init = tls_sub.add_parser(
@@ -136,6 +143,27 @@ def _stop(args: argparse.Namespace) -> int:
         tasks = f"; {result['tasks_stopped']} task(s) stopped" if args.tasks else ""
         print(f"agentd: {result['daemon']}{tasks}")
     return 0 if result["daemon"] != "still stopping" else 1
+
+
+def _backup(args: argparse.Namespace) -> int:
+    import json
+    import sqlite3
+
+    from agentd.cli import backup as backing_up
+    from agentd.foundation.config import Config
+    from agentd.foundation.errors import AgentdError
+
+    try:
+        config = Config.load(args.config, state_dir=args.state_dir)
+        result = backing_up.backup(config, args.out)
+    except (AgentdError, OSError, sqlite3.Error) as exc:
+        print(f"agentd: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"agentd: backed up {result['sessions']} session(s) to {result['path']}")
+    return 0
 
 
 def _load(args: argparse.Namespace) -> Config:
@@ -247,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         return _tls_init(args)
     if args.command == "stop":
         return _stop(args)
+    if args.command == "backup":
+        return _backup(args)
     import asyncio
 
     from agentd.foundation import logs

@@ -309,6 +309,11 @@ class Executor:
             )
             validation.validate(tool.name, args, tool.input_schema)
             await tool.validate_input(args, ctx)
+            if not tool.is_read_only(args) and (problem := self.sessions.store.check()):
+                # The journal is gone or replaced: nothing it changes would be kept.
+                return ToolResult.error(
+                    f"{tool.name} was not run: {problem}. Tools that only read still work."
+                )
             if not tool.is_read_only(args) and (not recorded or self.sessions.storage_full()):
                 # What it changes could not be journaled: refused, before anyone is asked.
                 return ToolResult.error(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from agentd.changes import files, walk
 from agentd.changes.files import Entry
 from agentd.changes.walk import Baseline
+from agentd.sandboxing import gitconfig, homes
 from agentd.sandboxing.codebearing import Table
 
 ADDED, CHANGED, DELETED, MOVED = "added", "changed", "deleted", "moved"
@@ -75,6 +76,10 @@ def code_bearing(baseline: Baseline, table: Table, rel: str, *, is_dir: bool = F
     for unit, why in baseline.units.items():
         if rel.startswith(unit + "/"):
             return why
+    for home in baseline.homes:  # a dotfile or dot-directory at a home's top, new or not
+        below = rel[len(home) + 1 :] if home else rel
+        if (not home or rel.startswith(home + "/")) and below.startswith("."):
+            return homes.REASON
     return ""
 
 
@@ -84,8 +89,10 @@ def find(
     touched: set[str],
     moves: list[tuple[str, str]],
     existed_before: Callable[[str], bool | None],
+    links: dict[str, str] | None = None,
 ) -> list[Held]:
-    """The code-bearing changes among `touched` (absolute paths) and `moves`."""
+    """The code-bearing changes among `touched` (absolute paths) and `moves`; `links`:
+    paths (relative) that are other names of known code-bearing files, held as such."""
     root = baseline.root
     held: list[Held] = []
     moved_away: list[str] = []
@@ -128,6 +135,12 @@ def find(
             item = _unreadable(baseline, table, rel, exc)
         if item is not None:
             held.append(item)
+    for rel, other in sorted((links or {}).items()):
+        if any(h.rel == rel for h in held):
+            continue
+        why = code_bearing(baseline, table, other) or baseline.reasons.get(other, "")
+        note = f"it is another name (a hard link) of {other}: writing it writes that file"
+        held.append(Held(root, rel, ADDED, why, note=note))
     return held
 
 
@@ -142,16 +155,19 @@ def _unreadable(baseline: Baseline, table: Table, rel: str, exc: OSError) -> Hel
 
 def _judge(baseline: Baseline, table: Table, rel: str, existed: bool | None) -> Held | None:
     root = baseline.root
-    after = files.read_entry(root, rel)
-    if after is not None and after.kind == files.DIR:
-        return None  # a directory is held by what it holds
     why = code_bearing(baseline, table, rel)
     if not why:
         return None
+    after = files.read_entry(root, rel)
+    if after is not None and after.kind == files.DIR:
+        return None  # a directory is held by what it holds
     before = baseline.entries.get(rel)
     if before is not None and before.same(after):
         return None
     if before is None and after is None:
+        return None
+    if after is not None and _inert_config(baseline, rel, after):
+        baseline.record(rel, after, why)  # what git itself writes: the new known good
         return None
     if after is None:
         assert before is not None
@@ -172,6 +188,24 @@ def _judge(baseline: Baseline, table: Table, rel: str, existed: bool | None) -> 
             )
         return item
     return Held(root, rel, CHANGED, why, before=before, after=after)
+
+
+def _inert_config(baseline: Baseline, rel: str, after: Entry | None) -> bool:
+    """A git directory's config that holds only keys git writes in ordinary work (a
+    clone's core, remote and branch) and runs nothing: judged by content, it passes."""
+    if after is None or after.kind != files.FILE or after.content is None:
+        return False
+    if os.path.basename(rel) not in ("config", "config.worktree"):
+        return False
+    gitdir = walk.git_dir_of(baseline, rel)
+    if gitdir is None or os.path.relpath(rel, gitdir) not in ("config", "config.worktree"):
+        return False
+    try:  # one name only: a config that is another file's link changes with that file
+        if os.lstat(os.path.join(baseline.root, rel)).st_nlink != 1:
+            return False
+    except OSError:
+        return False
+    return gitconfig.inert(after.content)
 
 
 def _rel(root: str, path: str) -> str | None:

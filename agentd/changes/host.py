@@ -9,14 +9,26 @@ import contextlib
 import fcntl
 import logging
 import os
+import struct
 import subprocess
 import sys
+from dataclasses import replace
 
 from agentd.changes import fanotify
 from agentd.changes.fanotify import Event
 from agentd.changes.resolve import Resolver
 
 log = logging.getLogger(__name__)
+
+
+def fsid_of(path: str) -> bytes:
+    """The filesystem id fanotify reports for files on `path`'s filesystem (statfs
+    f_fsid: its two 32-bit words, as the kernel lays them out)."""
+    try:
+        return struct.pack("<Q", os.statvfs(path).f_fsid & 0xFFFFFFFFFFFFFFFF)
+    except OSError:
+        return b""
+
 
 _F_SETPIPE_SZ = 1031
 _PIPE_BYTES = 1 << 20
@@ -38,8 +50,12 @@ class HostWatch:
         self._proc: subprocess.Popen[bytes] | None = None
         self._marked: set[int] = set()
         self._buf = b""
-        self._events: list[Event] = []
-        self._lost = False
+        # Events since the last take, each once (a build rewriting one name is one).
+        self._events: dict[Event, None] = {}
+        self._lost = False  # everything may have been missed
+        self._lost_fsids: set[bytes] = set()  # events of these filesystems were dropped
+        self._names: set[str] = set()  # known code-bearing files' names, told to the process
+        self._untold: list[bytes] = []  # records of names not yet written to it
 
     def watch(self, root: str) -> bool:
         """Follow `root`'s filesystem (started on first use); False when it cannot."""
@@ -59,6 +75,31 @@ class HostWatch:
             log.warning("cannot watch %s for new code-bearing files: %s", root, exc)
             self._lost = True
             return False
+
+    def learn(self, names: set[str]) -> None:
+        """Forward events naming these too (the names of known code-bearing files, such
+        as a .vscode/settings.json): a person's edit of one is then seen, and adopted,
+        where a change no event names is held."""
+        new = {n for n in names - self._names if 0 < len(os.fsencode(n)) < 256}
+        self._names |= new
+        self._untold += [b"n" + bytes([len(b)]) + b for b in map(os.fsencode, sorted(new))]
+        self._tell()
+
+    def _tell(self) -> None:
+        """Write what is still untold, one record a write: each is far below PIPE_BUF,
+        so a full pipe takes it whole or not at all (the rest waits for the next look;
+        the event loop never blocks on the watch)."""
+        if self._sync < 0:
+            return
+        while self._untold:
+            try:
+                os.write(self._sync, self._untold[0])
+            except BlockingIOError:
+                return
+            except OSError:
+                self._lost = True
+                return
+            self._untold.pop(0)
 
     def _start(self) -> None:
         self.stop()
@@ -88,6 +129,9 @@ class HostWatch:
         asyncio.get_running_loop().add_reader(read, self._readable)
         self._marked.clear()
         self._lost = True  # what happened before it watched is not known
+        os.set_blocking(sync_write, False)
+        self._untold = [b"n" + bytes([len(b)]) + b for b in map(os.fsencode, sorted(self._names))]
+        self._tell()
 
     def _readable(self) -> None:
         try:
@@ -115,16 +159,30 @@ class HostWatch:
                 if self._waiting and not (first := self._waiting.pop(0)).done():
                     first.set_result(None)
             elif not event.marker:
-                self._events.append(event)
-        if len(self._events) > _MAX_EVENTS:
-            self._events.clear()
+                self.keep(event)
+
+    def keep(self, event: Event) -> None:
+        """Hold `event` for the next take; past _MAX_EVENTS, it is dropped and only its
+        own filesystem counts as having lost events (one session's churn walks no other
+        session's workspace)."""
+        event = replace(event, mask=0, pid=0)
+        if event in self._events:
+            return
+        if len(self._events) < _MAX_EVENTS:
+            self._events[event] = None
+            return
+        fid = event.dir or event.new_dir or event.old_dir or event.obj
+        if fid is None:
             self._lost = True
+        else:
+            self._lost_fsids.add(fid.fsid)
 
     async def sync(self) -> None:
         """Wait until every change made before now is told (or count it lost)."""
         if self._sync < 0 or self._read < 0:
             self._lost = True
             return
+        self._tell()  # names first: the sync then covers their events too
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         try:
             os.write(self._sync, b"s")
@@ -133,11 +191,15 @@ class HostWatch:
         except (OSError, TimeoutError):
             self._lost = True
 
-    def take(self, roots: list[str]) -> tuple[set[str], bool]:
+    def take(self, roots: list[str]) -> tuple[set[str], set[str]]:
         """Paths named since the last take (a worker thread's job: it resolves handles),
-        and whether some were lost (then the roots must be walked again)."""
-        events, self._events = self._events, []
+        and the roots that may have missed some (they must be walked again)."""
+        events, self._events = list(self._events), {}
         lost, self._lost = self._lost, False
+        lost_fsids, self._lost_fsids = self._lost_fsids, set()
+        if lost:
+            return set(), set(roots)  # walked again: naming what was kept buys nothing
+        missed = {r for r in roots if lost_fsids and fsid_of(r) in lost_fsids}
         resolver = Resolver(roots)
         paths: set[str] = set()
         try:
@@ -151,7 +213,7 @@ class HostWatch:
                         paths.add(os.path.join(parent, name))
         finally:
             resolver.close()
-        return paths, lost
+        return paths, missed
 
     def stop(self) -> None:
         if self._read >= 0:

@@ -63,7 +63,7 @@ def _names(buf: bytes, pos: int, end: int) -> list[bytes]:
     return found
 
 
-def keep(buf: bytes, triggers: frozenset[bytes]) -> list[bytes]:
+def keep(buf: bytes, triggers: frozenset[bytes] | set[bytes]) -> list[bytes]:
     """The records of `buf` that name a trigger (and overflow marks)."""
     out: list[bytes] = []
     meta = fanotify.METADATA
@@ -80,10 +80,27 @@ def keep(buf: bytes, triggers: frozenset[bytes]) -> list[bytes]:
     return out
 
 
+def told(data: bytes, triggers: set[bytes]) -> tuple[bytes, bytes]:
+    """What the daemon wrote on SYNC: `s` asks for a sync mark, `n` + a length byte +
+    a name adds a trigger. The syncs asked (one byte each), and an incomplete tail."""
+    asked = bytearray()
+    i = 0
+    while i < len(data):
+        if data[i : i + 1] == b"n":
+            if i + 2 > len(data) or i + 2 + data[i + 1] > len(data):
+                break
+            triggers.add(bytes(data[i + 2 : i + 2 + data[i + 1]]))
+            i += 2 + data[i + 1]
+        else:
+            asked.append(data[i])
+            i += 1
+    return bytes(asked), data[i:]
+
+
 def run(group: int, out: int, sync: int) -> None:
     """Forward kept records one write each: a record is far below PIPE_BUF, so it is
     written whole or not at all, and the daemon never reads half of one."""
-    triggers = trigger_names(table())
+    triggers = set(trigger_names(table()))
     os.set_blocking(out, False)
     poller = select.poll()
     poller.register(group, select.POLLIN)
@@ -96,6 +113,7 @@ def run(group: int, out: int, sync: int) -> None:
     between.register(out, select.POLLERR)
     owed_lost = False
     read_last = False
+    pending = b""
     while True:
         ready = dict((between if read_last else poller).poll(BATCH_MS if read_last else None))
         read_last = False
@@ -103,9 +121,10 @@ def run(group: int, out: int, sync: int) -> None:
             return
         if not ready:
             continue  # the pause after a read is over
-        asked = os.read(sync, 64) if sync in ready else b""
-        if sync in ready and not asked:
+        got = os.read(sync, 65536) if sync in ready else b""
+        if sync in ready and not got:
             return  # the daemon is gone
+        asked, pending = told(pending + got, triggers)
         records: list[bytes] = []
         while chunk := fanotify.read_available(group):
             records += keep(chunk, triggers)

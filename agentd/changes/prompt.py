@@ -70,6 +70,17 @@ def notice(items: list[Held], made_by: str, verdict: str) -> str:
         "later outside the sandbox (git configs and hooks, editor and agent settings, "
         f"package-manager and shell configuration). They were reverted at once:\n{listed}\n"
         f"Why they count:\n{why}\n"
-        f"{verdict} Do not try to make these changes another way; if one is needed, ask "
-        "the user to make or approve it."
+        f"{verdict}{_incomplete(verdict)} Do not try to make these changes another way; "
+        "if one is needed, ask the user to make or approve it."
+    )
+
+
+def _incomplete(verdict: str) -> str:
+    """Said when the changes stay reverted: the command's exit status no longer tells
+    whether its work is done."""
+    if not verdict.startswith("They stay reverted"):
+        return ""
+    return (
+        " Whatever the command's exit status says, its work is not complete: what it "
+        "wrote to these files is not in place."
     )

@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from agentd.changes import fanotify, holding, prompt, resolve, walk
+from agentd.changes import fanotify, holding, known, persist, prompt, resolve, walk
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
 from agentd.changes.tracked import Tracked
@@ -86,6 +86,9 @@ def events_work() -> str:
 class ChangeTracker:
     def __init__(self, config: Config, asker: Asker) -> None:
         self._dir = os.path.join(config.state_dir, "changes")
+        self._saved_dir = os.path.join(self._dir, "baselines")
+        self._saved: dict[_Key, str] = {}  # the signature of each baseline as saved
+        self._loaded: set[_Key] = set()  # keys whose first walk was compared with a saved one
         self._asker = asker
         self._check = config.changes_check_seconds
         self._table = codebearing.table()
@@ -173,49 +176,100 @@ class ChangeTracker:
     async def _refresh(self, root: str, identity: FsIdentity | None) -> None:
         """Make the baseline of (`root`, `identity`) current: the first time, and when
         the host watch lost events, or in scan mode, by a walk of the whole tree; else by
-        a look at what it knows and at the listed names that appeared meanwhile."""
+        a look at what it knows and at the listed names that appeared meanwhile.
+
+        What differs from the last known good with no event explaining it (a write
+        through a mapping, events lost, a daemon restart) is not adopted: it stays a
+        suspect, held at the next hold (known.py)."""
         key = (root, identity)
         await self._host_news(root)
         async with self._lock(key):
             skip = await self._touched_by_others(root)
             old = self._baselines.get(key)
             also = self._pending.pop(key, set())
+            uid = identity.uid if identity is not None else None
             if old is None or key in self._stale or self.mode == SCAN:
+                stale = key in self._stale
                 self._stale.discard(key)
                 fresh = await asyncio.to_thread(call_as, identity, walk.scan, root, self._table)
                 for rel in skip:  # what a running command touched is not known good
                     fresh.forget(rel)
                     if old is not None and rel in old.entries:
                         fresh.record(rel, old.entries[rel], old.reasons[rel])
+                if old is None:
+                    saved = await asyncio.to_thread(persist.load, self._saved_path(key), root)
+                    if saved is not None:
+                        self._loaded.add(key)
+                        known.settle(saved, fresh, set(), skip, known.WHILE_AWAY, new_too=True)
+                elif stale:
+                    known.settle(old, fresh, also, skip, known.UNSEEN, new_too=True)
+                elif old.suspects:
+                    fresh.suspects.update(old.suspects)
             else:
-                fresh = await asyncio.to_thread(
-                    call_as, identity, walk.rescan, old, self._table, skip, also
+                unsure = frozenset(
+                    await asyncio.to_thread(known.open_for_writing, uid) if old.entries else ()
                 )
+                fresh = await asyncio.to_thread(
+                    call_as, identity, walk.rescan, old, self._table, skip, also, unsure
+                )
+                known.settle(old, fresh, also, skip, known.UNSEEN, new_too=False)
             self._baselines[key] = fresh
+            if self._host is not None:
+                self._host.learn({os.path.basename(rel) for rel in fresh.entries})
+            await self._save(key, fresh)
+
+    def _saved_path(self, key: _Key) -> str:
+        root, identity = key
+        who = "" if identity is None else f"{identity.uid}:{identity.gid}:{identity.groups}"
+        return persist.path_for(self._saved_dir, root, who)
+
+    async def _save(self, key: _Key, baseline: Baseline) -> None:
+        """Keep the root's known good in the state when it changed (persist.py)."""
+        sig = persist.signature(baseline)
+        if self._saved.get(key) == sig:
+            return
+        try:
+            await asyncio.to_thread(self._write_saved, key, baseline)
+        except Exception as exc:  # noqa: BLE001 - a state dir gone wrong: say it, go on
+            log.warning("cannot keep the known-good files of %s in the state: %s", key[0], exc)
+            return
+        self._saved[key] = sig
+
+    def _write_saved(self, key: _Key, baseline: Baseline) -> None:
+        ensure_private_dir(self._dir, "change logs")
+        ensure_private_dir(self._saved_dir, "known-good files")
+        persist.save(self._saved_path(key), baseline)
 
     async def _host_news(self, root: str) -> None:
         """What the host watch saw since the last look, handed to each baseline it
-        concerns; lost events make every baseline walk again."""
+        concerns; lost events make the baselines of the roots that lost them walk again."""
         if self._host is None:
             return
         self._host.watch(root)  # before any walk of it: what happens after is seen
         await self._host.sync()
         roots = sorted({r for r, _ in self._baselines} | {root})
-        paths, lost = await asyncio.to_thread(self._host.take, roots)
-        if lost:
-            self._stale |= set(self._baselines)
+        paths, missed = await asyncio.to_thread(self._host.take, roots)
+        stale = {key for key in self._baselines if key[0] in missed}
+        if stale:
+            log.info(
+                "file events were lost: %d workspace(s) are walked again, and every "
+                "code-bearing difference no event explains is held",
+                len({root for root, _ in stale}),
+            )
+            self._stale |= stale
         for path in paths:
             for key in self._baselines:
                 prefix = key[0].rstrip("/") + "/"
                 if path.startswith(prefix):
                     self._pending.setdefault(key, set()).add(path[len(prefix) :])
 
-    async def _touched_by_others(self, root: str) -> set[str]:
-        """Paths below `root` that runs still going have touched (relative)."""
+    async def _touched_by_others(self, root: str, but: str = "") -> set[str]:
+        """Paths below `root` that runs still going (but run `but`) have touched
+        (relative)."""
         out: set[str] = set()
         prefix = root.rstrip("/") + "/"
         for other in list(self._active.values()):
-            if root not in other.roots:
+            if root not in other.roots or other.id == but:
                 continue
             paths = await asyncio.to_thread(other.touched_paths)
             out |= {p[len(prefix) :] for p in paths if p.startswith(prefix)}
@@ -233,23 +287,29 @@ class ChangeTracker:
         taken = await asyncio.to_thread(tracked.take)
         by_events = tracked.events and taken.complete and (taken.ended or not final)
         held: list[Held] = []
+        uid = tracked.identity.uid if tracked.identity is not None else None
         for root in tracked.roots:
             key = (root, tracked.identity)
+            others: set[str] = set()
+            restated: set[str] = set()
+            baseline = self._baselines.get(key)
+            if by_events and baseline is not None and baseline.entries:
+                restated = await asyncio.to_thread(
+                    call_as, tracked.identity, self._restated, baseline, taken, uid
+                )
+            if restated:  # who else wrote meanwhile: the person (host watch), other runs
+                await self._host_news(root)
+                others = await self._touched_by_others(root, but=tracked.id)
             async with self._lock(key):
                 baseline = self._baselines.get(key)
                 if baseline is None:
                     continue
                 made = [p[len(root) + 1 :] for p in taken.made_dirs if p.startswith(root + "/")]
                 if by_events:
+                    others |= self._pending.get(key, set())
+                    restated -= others
                     items = await asyncio.to_thread(
-                        call_as,
-                        tracked.identity,
-                        holding.find,
-                        baseline,
-                        self._table,
-                        taken.touched,
-                        taken.moves,
-                        taken.existed_before,
+                        call_as, tracked.identity, self._find, baseline, taken, restated
                     )
                 else:
                     items, new_dirs = await asyncio.to_thread(
@@ -265,6 +325,10 @@ class ChangeTracker:
                     items,
                     made,
                 )
+                for item in items:  # said after the revert: a note there means "not put back"
+                    if unseen := baseline.suspects.get(item.rel):
+                        item.note = f"{item.note}; {unseen}" if item.note else unseen
+                baseline.suspects.clear()
             held += items
         for item in held:
             log.warning(
@@ -276,6 +340,38 @@ class ChangeTracker:
             )
         return held
 
+    @staticmethod
+    def _restated(baseline: Baseline, taken: Any, uid: int | None) -> set[str]:
+        """Known code-bearing files that changed though the run's events do not name
+        them: their stat moved, or a sandboxed process holds them open for writing."""
+        prefix = baseline.root.rstrip("/") + "/"
+        unsure = known.open_for_writing(uid)
+        return {r for r in known.restated(baseline, unsure) if prefix + r not in taken.touched}
+
+    def _find(self, baseline: Baseline, taken: Any, restated: set[str]) -> list[Held]:
+        """By the run's events, matched by identity as well as by name: the paths it
+        touched, the known code-bearing files those are other names of (and those names
+        themselves, as links), the known ones that changed with no other writer's event
+        (`restated`), and the suspects no event explained."""
+        root = baseline.root
+        prefix = root.rstrip("/") + "/"
+        touched = set(taken.touched)
+        ids = known.by_identity(baseline)
+        links: dict[str, str] = {}
+        for path in taken.touched if ids else ():
+            if not path.startswith(prefix) or (ident := known.identity_of(path)) is None:
+                continue
+            other = ids.get(ident)
+            rel = path[len(prefix) :]
+            if other is not None and other != rel:
+                touched.add(prefix + other)
+                links[rel] = other
+        touched |= {prefix + rel for rel in restated}
+        touched |= {prefix + rel for rel in baseline.suspects}
+        return holding.find(
+            baseline, self._table, touched, taken.moves, taken.existed_before, links
+        )
+
     def _scan_changes(self, baseline: Baseline) -> tuple[list[Held], list[str]]:
         """Without events (or with some lost): a walk of the root, compared with its
         baseline, says which code-bearing files differ; and the code-bearing
@@ -285,7 +381,7 @@ class ChangeTracker:
         new_dirs += [g for g in now.git_dirs if g not in baseline.git_dirs]
         touched = {
             os.path.join(baseline.root, rel)
-            for rel in set(now.entries) | set(baseline.entries)
+            for rel in set(now.entries) | set(baseline.entries) | set(baseline.suspects)
             if not (now.entries.get(rel) and now.entries[rel].same(baseline.entries.get(rel)))
         }
 
@@ -330,6 +426,9 @@ class ChangeTracker:
         if refused:
             return prompt.notice(items, made_by, f"They stay reverted: {refused}.")
         failed = await asyncio.to_thread(call_as, tracked.identity, self._reapply, items)
+        for key, baseline in list(self._baselines.items()):
+            if any(item.root == key[0] for item in items):
+                await self._save(key, baseline)
         verdict = "A person approved them: they are in place now, as the command wrote them."
         if failed:
             verdict += " Except: " + "; ".join(failed) + "."
@@ -373,9 +472,10 @@ class ChangeTracker:
         notify: Callable[[str, str], None],
     ) -> None:
         """Follow again a task a previous daemon left running: its reader has gone on
-        writing its log. What the task touched before now is not known good, so it is
-        left out of the baseline this daemon builds: a file it made is held, one it
-        changed is held as changed from an unknown content."""
+        writing its log. What the task touched before now is not known good: compared
+        with the known good the last daemon kept, each difference is held; with none
+        kept, it is left out of the baseline this daemon builds (a file it made is held,
+        one it changed is held as changed from an unknown content)."""
         path = os.path.join(self._dir, f"{task_id}.log")
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
@@ -388,6 +488,8 @@ class ChangeTracker:
         for root in roots:
             await self._refresh(root, identity)
             baseline = self._baselines[(root, identity)]
+            if (root, identity) in self._loaded:
+                continue  # every difference from the kept known good is a suspect already
             prefix = root.rstrip("/") + "/"
             for touched in touched_before:
                 if touched.startswith(prefix):

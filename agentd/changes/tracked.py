@@ -54,6 +54,13 @@ class Tracked:
     # Held while the change set is read or changed: by worker threads only (collect can
     # take a while on a long log; the event loop must never wait for it).
     _reading: threading.Lock = field(default_factory=threading.Lock)
+    # Guards the count of readers and the close: held for a few instructions, by anyone.
+    # A close while a reader reads (another run's refresh looks at this one's log) is
+    # left to the last reader: the log's descriptor is never closed, or reused, under it.
+    _guard: threading.Lock = field(default_factory=threading.Lock)
+    _readers: int = 0
+    _closing: bool = False
+    _keep_log: bool = False
 
     def __post_init__(self) -> None:
         self.changes = ChangeSet(list(self.roots))
@@ -78,8 +85,27 @@ class Tracked:
     def collect(self) -> bool:
         """Read what the log holds beyond what was read; whether anything new came.
         (A worker thread's job: it resolves handles, a system call per new directory.)"""
-        with self._reading:
-            return self._collect()
+        if not self._enter():
+            return False
+        try:
+            with self._reading:
+                return self._collect()
+        finally:
+            self._leave()
+
+    def _enter(self) -> bool:
+        with self._guard:
+            if self._closing:
+                return False
+            self._readers += 1
+            return True
+
+    def _leave(self) -> None:
+        with self._guard:
+            self._readers -= 1
+            last = self._closing and self._readers == 0
+        if last:
+            self._close_now()
 
     def _collect(self) -> bool:
         if self.log < 0:
@@ -101,28 +127,50 @@ class Tracked:
     def take(self) -> Taken:
         """Read the log on, and take what changed since the last take (a worker
         thread's job)."""
-        with self._reading:
-            if self.events:
-                self._collect()
-            changes = self.changes
-            touched = changes.take_touched()
-            moves = changes.moves[self._moves_seen :]
-            self._moves_seen = len(changes.moves)
-            existed = {p: changes.existed_before(p) for p in touched}
-            return Taken(
-                touched, moves, changes.complete, changes.ended, changes.made_dirs(), existed
-            )
+        entered = self._enter()
+        try:
+            with self._reading:
+                if self.events and entered:
+                    self._collect()
+                return self._take()
+        finally:
+            if entered:
+                self._leave()
+
+    def _take(self) -> Taken:
+        changes = self.changes
+        touched = changes.take_touched()
+        moves = changes.moves[self._moves_seen :]
+        self._moves_seen = len(changes.moves)
+        existed = {p: changes.existed_before(p) for p in touched}
+        return Taken(touched, moves, changes.complete, changes.ended, changes.made_dirs(), existed)
 
     def touched_paths(self) -> list[str]:
         """Every path the run touched so far, the log read on (a worker thread's job)."""
-        with self._reading:
-            if self.events:
-                self._collect()
-            return self.changes.paths()
+        entered = self._enter()
+        try:
+            with self._reading:
+                if self.events and entered:
+                    self._collect()
+                return self.changes.paths()
+        finally:
+            if entered:
+                self._leave()
 
     def close(self, *, keep_log: bool = False) -> None:
         """Let go of the run; its log goes too unless `keep_log` (a task that outlives
-        this daemon: the next one reads on)."""
+        this daemon: the next one reads on). While a worker reads the log, the last one
+        to finish closes it."""
+        with self._guard:
+            if self._closing:
+                return
+            self._closing, self._keep_log = True, keep_log
+            now = self._readers == 0
+        if now:
+            self._close_now()
+
+    def _close_now(self) -> None:
+        keep_log = self._keep_log
         for fd in (self.group, self.log):
             if fd >= 0:
                 with contextlib.suppress(OSError):

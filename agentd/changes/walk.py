@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from agentd.changes import files
 from agentd.changes.files import Entry
-from agentd.sandboxing import gitconfig
+from agentd.sandboxing import gitconfig, homes
 from agentd.sandboxing.codebearing import Table
 
 # Bounds of one baseline: past them the rest is kept as digests (removable, not
@@ -32,8 +32,8 @@ _GIT_ROOT_ENTRIES = ("config", "config.worktree", "commondir", "gitdir")
 _GIT_NAMES = frozenset(_GIT_ROOT_ENTRIES)
 # Names whose appearance makes their directory a repository (by its content).
 _GIT_MAKERS = frozenset({"HEAD", "objects", "refs", "commondir"})
-_GIT_DEEP_ENTRIES = ("info/attributes", "objects/info/alternates")
-_PLAIN, _UNIT, _GIT, _NEST, _HOOKS = "plain", "unit", "git", "nest", "hooks"
+_GIT_DEEP_ENTRIES = ("objects/info/alternates", "objects/info/http-alternates")
+_PLAIN, _UNIT, _GIT, _NEST, _HOOKS, _INFO = "plain", "unit", "git", "nest", "hooks", "info"
 
 
 @dataclass
@@ -45,9 +45,13 @@ class Baseline:
     reasons: dict[str, str] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)  # directories held whole -> why
     git_dirs: set[str] = field(default_factory=set)
+    homes: set[str] = field(default_factory=set)  # directories that are homes (homes.py)
     extra_files: dict[str, str] = field(default_factory=dict)  # named by a git config
     complete: bool = True
     content_bytes: int = 0
+    # Code-bearing paths that changed with no event explaining it -> why: held at the
+    # next hold (their entry stays the last known good).
+    suspects: dict[str, str] = field(default_factory=dict)
     # The entries of the baseline this one refreshes: reused when their stat is unchanged.
     previous: dict[str, Entry] = field(default_factory=dict, repr=False)
 
@@ -87,13 +91,19 @@ def scan(root: str, table: Table) -> Baseline:
 
 
 def rescan(
-    baseline: Baseline, table: Table, skip: set[str], also: set[str] | None = None
+    baseline: Baseline,
+    table: Table,
+    skip: set[str],
+    also: set[str] | None = None,
+    unsure: frozenset[tuple[int, int]] = frozenset(),
 ) -> Baseline:
     """A fresh baseline of what `baseline` knows: its git directories and units walked
     again, its other entries and the listed names at the root looked at again (a stat
-    each; content re-read only when the stat changed). Paths in `skip` keep their old
-    entry: a running command has touched them, so what they hold now is not known good."""
-    fresh = Baseline(baseline.root, previous=baseline.entries)
+    each; content re-read only when the stat changed, or when the file is in `unsure`,
+    (device, inode) of files open for writing). Paths in `skip` keep their old entry: a
+    running command has touched them, so what they hold now is not known good."""
+    previous = {rel: e for rel, e in baseline.entries.items() if tuple(e.key[:2]) not in unsure}
+    fresh = Baseline(baseline.root, previous=previous)
     for rel in sorted(baseline.git_dirs):
         _walk(fresh, table, rel, _GIT, "")
     for rel, why in sorted(baseline.units.items()):
@@ -183,26 +193,38 @@ def is_git_dir(root: str, rel: str) -> bool:
 
 
 def git_dir_of(baseline: Baseline, rel: str) -> str | None:
-    """The git directory `rel` would be an entry of (config, hooks/…, info/attributes,
-    objects/info/alternates, commondir, gitdir), if that directory is one: known, named
-    .git, or a repository by its content. None for any other path (no file looked at)."""
+    """The git directory `rel` lies in, if any: the nearest known one or one named .git
+    (or a repository found on disk below its modules/ or worktrees/), else, for the
+    entries that make a directory a repository's (config, hooks/…, info/attributes,
+    objects/info/alternates, commondir, gitdir), that directory if it is one by its
+    content. None for any other path."""
     parts = rel.split("/")
+    outer = 0
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i - 1] == ".git" or "/".join(parts[:i]) in baseline.git_dirs:
+            outer = i
+            break
+    if outer:
+        nested = parts[outer] in ("modules", "worktrees")
+        for i in range(len(parts) - 1, outer, -1):
+            candidate = "/".join(parts[:i])
+            if candidate in baseline.git_dirs or (nested and is_git_dir(baseline.root, candidate)):
+                return candidate
+        return "/".join(parts[:outer])
     if parts[-1] in _GIT_NAMES and len(parts) >= 2:
-        candidate = parts[:-1]
+        head = parts[:-1]
     elif parts[-2:-1] == ["info"] and parts[-1] == "attributes" and len(parts) >= 3:
-        candidate = parts[:-2]
+        head = parts[:-2]
     elif parts[-3:] == ["objects", "info", "alternates"] and len(parts) >= 4:
-        candidate = parts[:-3]
+        head = parts[:-3]
     elif "hooks" in parts[:-1]:
         last = len(parts) - 2 - parts[-2::-1].index("hooks")
-        candidate = parts[:last]
+        head = parts[:last]
     else:
         return None
-    if not candidate:
+    if not head:
         return None
-    gitdir = "/".join(candidate)
-    if gitdir in baseline.git_dirs or candidate[-1] == ".git":
-        return gitdir
+    gitdir = "/".join(head)
     return gitdir if is_git_dir(baseline.root, gitdir) else None
 
 
@@ -245,10 +267,21 @@ def _list(
         mode = _GIT
     if mode == _GIT:
         baseline.git_dirs.add(rel)
-        _git_entries(baseline, table, fd, rel, names, stack, depth)
+        _git_entries(baseline, table, fd, rel, listing, stack, depth)
         return
     prefix = f"{rel}/" if rel else ""
+    home = mode == _PLAIN and homes.is_home(os.path.join(baseline.root, rel), names)
+    if home:
+        baseline.homes.add(rel)
     for name, is_dir in listing:
+        if home and name.startswith(".") and name != ".git":
+            child = prefix + name
+            if is_dir:
+                baseline.units.setdefault(child, homes.REASON)
+                _push(stack, fd, name, child, _UNIT, baseline.units[child], depth + 1)
+            else:
+                _keep(baseline, fd, name, child, _reason(table, child) or homes.REASON)
+            continue
         if mode == _NEST:
             if is_dir and depth < NEST_DEPTH:
                 _push(stack, fd, name, prefix + name, _NEST, "", depth + 1)
@@ -258,6 +291,13 @@ def _list(
                 _push(stack, fd, name, prefix + name, _UNIT, why, depth + 1)
             else:
                 _keep(baseline, fd, name, prefix + name, why)
+            continue
+        if mode == _INFO:  # a git dir's info/: all but what git writes there as data
+            if info_why := table.in_git_dir(f"info/{name}" + ("/x" if is_dir else "")):
+                if is_dir:
+                    _push(stack, fd, name, prefix + name, _UNIT, info_why, depth + 1)
+                else:
+                    _keep(baseline, fd, name, prefix + name, info_why)
             continue
         if mode == _HOOKS:  # a git dir's hooks/: what the list counts there (not *.sample)
             if is_dir:
@@ -299,28 +339,33 @@ def _git_entries(
     table: Table,
     fd: int,
     rel: str,
-    names: set[str],
+    listing: list[tuple[str, bool]],
     stack: list[tuple[int, str, str, str, int]],
     depth: int,
 ) -> None:
-    for name in _GIT_ROOT_ENTRIES:
-        if name in names:
-            with contextlib.suppress(OSError):
-                if (entry := files.read_at(fd, name)) is not None and entry.kind != files.DIR:
-                    baseline.record(os.path.join(rel, name), entry, table.in_git_dir(name) or "")
-    for sub in _GIT_DEEP_ENTRIES:
-        if sub.split("/")[0] in names:
-            with contextlib.suppress(OSError):
-                with files.parent_of(baseline.root, os.path.join(rel, sub)) as sub_fd:
-                    entry = files.read_at(sub_fd, os.path.basename(sub))
-                if entry is not None and entry.kind != files.DIR:
-                    baseline.record(os.path.join(rel, sub), entry, table.in_git_dir(sub) or "")
-    if "hooks" in names:
-        hooks = os.path.join(rel, "hooks")
-        _push(stack, fd, "hooks", hooks, _HOOKS, "", depth + 1)
-    for nested in ("modules", "worktrees"):
-        if nested in names:
-            _push(stack, fd, nested, os.path.join(rel, nested), _NEST, "", depth + 1)
+    """A git directory's entries: what git writes in ordinary work is passed over
+    unread (objects/, refs/, logs/, the index…), everything else recorded."""
+    for name, is_dir in listing:
+        child = os.path.join(rel, name)
+        if not is_dir:
+            if why := table.in_git_dir(name):
+                _keep(baseline, fd, name, child, why)
+        elif name == "hooks":
+            _push(stack, fd, name, child, _HOOKS, "", depth + 1)
+        elif name in ("modules", "worktrees"):
+            _push(stack, fd, name, child, _NEST, "", depth + 1)
+        elif name == "info":
+            _push(stack, fd, name, child, _INFO, "", depth + 1)
+        elif name == "objects":
+            for sub in _GIT_DEEP_ENTRIES:
+                with contextlib.suppress(OSError):
+                    with files.parent_of(baseline.root, os.path.join(rel, sub)) as sub_fd:
+                        entry = files.read_at(sub_fd, os.path.basename(sub))
+                    if entry is not None and entry.kind != files.DIR:
+                        why = table.in_git_dir(sub) or ""
+                        baseline.record(os.path.join(rel, sub), entry, why)
+        elif why := table.in_git_dir(f"{name}/x"):
+            _push(stack, fd, name, child, _UNIT, why, depth + 1)
 
 
 def _push(

@@ -25,6 +25,25 @@ answer, not a broken request.
 
 from __future__ import annotations
 
+# The most of a client's own input an error message quotes, and the longest message an
+# RPC ends with (a status's details travel in metadata, which has a size limit of its own).
+QUOTE_CHARS = 80
+MESSAGE_CHARS = 2000
+
+
+def quoted(value: str, limit: int = QUOTE_CHARS) -> str:
+    """`value` as an error message quotes client input: repr'd, cut to `limit`."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
+def bounded(message: str) -> str:
+    """An RPC error's message, cut to MESSAGE_CHARS."""
+    if len(message) <= MESSAGE_CHARS:
+        return message
+    return message[:MESSAGE_CHARS] + f"… ({len(message)} characters)"
+
 
 class AgentdError(Exception):
     """Something a client asked for cannot be done; the message says what to do next."""
@@ -41,7 +60,7 @@ class NotFound(AgentdError):
 class SessionNotFound(NotFound):
     def __init__(self, session_id: str) -> None:
         super().__init__(
-            f"no session {session_id[:80]!r} (by id, name or unique id prefix); list "
+            f"no session {quoted(session_id)} (by id, name or unique id prefix); list "
             "sessions with `agentctl session ls`"
         )
 
@@ -57,7 +76,8 @@ class FailedPrecondition(AgentdError):
 
 class SessionClosed(FailedPrecondition):
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id} is closed; create a new one")
+        shown = session_id if len(session_id) <= QUOTE_CHARS else quoted(session_id)
+        super().__init__(f"session {shown} is closed; create a new one")
 
 
 class Exhausted(AgentdError):

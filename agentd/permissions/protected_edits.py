@@ -13,6 +13,7 @@ from agentd.permissions.matching import RuleMatcher
 from agentd.permissions.paths import is_within
 from agentd.permissions.rules import EDIT_TOOLS, SourcedRule
 from agentd.permissions.settings import MergedSettings
+from agentd.sandboxing import homes
 from agentd.sandboxing.codebearing import table
 from agentd.sandboxing.protected import protected_name
 from agentd.sessions.session import Session
@@ -38,6 +39,11 @@ def protected_reason(call: Call, session: Session) -> str:
             return (
                 f"{path} is a protected path ({name} holds configuration that makes code "
                 f"run later{why}), so a change to it always needs a person's approval"
+            )
+        if roots and (dot := homes.dot_entry(max(roots, key=len), rel)):
+            return (
+                f"{path} is a protected path ({dot} is in a home directory: {homes.REASON}), "
+                "so a change to it always needs a person's approval"
             )
     return ""
 

@@ -64,6 +64,28 @@ class Match:
     name: str = ""  # the components that matched (".vscode", ".cargo/config.toml")
 
 
+_OTHER = "git does not write this in ordinary work"
+
+
+@dataclass(frozen=True, slots=True)
+class GitOrdinary:
+    """What git writes in ordinary work inside a git directory: it passes; the rest is held."""
+
+    files: tuple[str, ...] = ()  # fnmatch patterns of entries at the top
+    dirs: frozenset[str] = frozenset()  # directories at the top, whole
+    info: frozenset[str] = frozenset()  # entries of info/
+    other: str = _OTHER
+
+    def passes(self, comps: list[str]) -> bool:
+        if not comps:
+            return True
+        if comps[0] in self.dirs:
+            return True
+        if comps[0] == "info":
+            return len(comps) == 1 or (len(comps) == 2 and comps[1] in self.info)
+        return len(comps) == 1 and any(fnmatch.fnmatchcase(comps[0], p) for p in self.files)
+
+
 class Table:
     """The list, indexed so that a walk of 100,000 names costs a set lookup per name."""
 
@@ -72,10 +94,12 @@ class Table:
         names: tuple[NameRule, ...],
         git: tuple[GitRule, ...],
         git_config: tuple[GitConfigRule, ...],
+        ordinary: GitOrdinary | None = None,
     ) -> None:
         self.names = names
         self.git = git
         self.git_config = git_config
+        self.ordinary = ordinary or GitOrdinary()
         # Rules whose patterns have no wildcard, by the component that must be present
         # (a directory's first, a file's last); the rest are tried one by one.
         self._whole: dict[str, list[NameRule]] = {}
@@ -122,17 +146,21 @@ class Table:
         return _fits(comps[-n:], rule.parts)
 
     def in_git_dir(self, rel_in_git: str) -> str | None:
-        """Why the path `rel_in_git` below a git directory counts, or None."""
+        """Why the path `rel_in_git` below a git directory counts, or None: a listed
+        entry for its reason, what git writes in ordinary work not at all, anything
+        else for `ordinary.other` (the list is inverted inside a git directory)."""
         comps = _components(rel_in_git)
         for rule in self.git:
             n = len(rule.parts)
-            if comps and any(fnmatch.fnmatchcase(comps[-1], x) for x in rule.exclude):
+            inside = tuple(comps[:n]) == rule.parts if rule.whole else tuple(comps) == rule.parts
+            if not inside:
                 continue
-            if rule.whole and tuple(comps[:n]) == rule.parts:
-                return f"git: {rule.reason}"
-            if not rule.whole and tuple(comps) == rule.parts:
-                return f"git: {rule.reason}"
-        return None
+            if comps and any(fnmatch.fnmatchcase(comps[-1], x) for x in rule.exclude):
+                return None
+            return f"git: {rule.reason}"
+        if self.ordinary.passes(comps):
+            return None
+        return f"git: {self.ordinary.other}"
 
     def git_entry_names(self) -> frozenset[str]:
         """First components of the git rules (config, hooks, info, objects, …)."""
@@ -226,10 +254,18 @@ def _config_rule(raw: dict[str, object]) -> GitConfigRule:
 def parse(text: str) -> Table:
     """A Table from the TOML text of codebearing.toml."""
     data = tomllib.loads(text)
+    raw = data.get("git_ordinary", {})
+    ordinary = GitOrdinary(
+        tuple(str(x) for x in raw.get("files", [])),
+        frozenset(str(x) for x in raw.get("dirs", [])),
+        frozenset(str(x) for x in raw.get("info", [])),
+        str(raw.get("other", _OTHER)),
+    )
     return Table(
         tuple(_name_rule(r) for r in data.get("names", [])),
         tuple(_git_rule(r) for r in data.get("git", [])),
         tuple(_config_rule(r) for r in data.get("git_config", [])),
+        ordinary,
     )
 
 

@@ -225,6 +225,25 @@ def _kept(section: str, sub: str | None, key: str) -> bool:
     return (section, key) in _SUBSECTION
 
 
+def inert(data: bytes) -> bool:
+    """Whether a git config holds nothing but keys git writes in ordinary work and that
+    run nothing (the lists above: what `git init`, `clone`, `remote`, `branch -u` and
+    `submodule` write), each with a plain value. Anything else (a program, an include,
+    a hooks path, an unknown key, a config git could not read) is not."""
+    if len(data) > MAX_BYTES:
+        return False
+    try:
+        entries = parse(data.decode("utf-8"))
+    except (UnicodeDecodeError, ParseError):
+        return False
+    for section, sub, key, value in entries:
+        if not _kept(section, sub, key):
+            return False
+        if any(ord(ch) < 32 and ch != "\t" for ch in value) or "\x7f" in value:
+            return False
+    return True
+
+
 def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\t", "\\t") + '"'
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pwd
 import re
@@ -19,6 +20,8 @@ from agentd.sessions import gids
 from agentd.sessions.event_types import SessionClosed, TodoPayload
 from agentd.sessions.events import EventLog, Replay
 from agentd.sessions.store import Store
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -334,7 +337,12 @@ class SessionManager:
         if session.closed:
             return session
         for hook in self.on_close:
-            await hook(session)
+            # Each under its own error handling: one that fails is logged, the others
+            # still run, and the session ends closed.
+            try:
+                await hook(session)
+            except Exception:
+                _log.exception("closing session %s: a close step failed", session_id)
         session.closed = True
         session.closed_ms = int(time.time() * 1000)
         self.save(session)

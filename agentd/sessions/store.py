@@ -37,6 +37,7 @@ from typing import Any
 
 from agentd.foundation.errors import StateDamaged, StorageFull
 from agentd.sessions import schema, store_faults
+from agentd.sessions.lost_count import LostCount
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ _FULL_LOG_EVERY = 60.0
 # Bytes of write-ahead log after which a checkpoint is asked for (SQLite's default
 # auto-checkpoint is 1,000 pages, about this).
 CHECKPOINT_BYTES = 4 * 1024 * 1024
+# Seconds after which what the log holds is copied into the database anyway: the log
+# never holds the only copy of the journal for long (a damaged log loses at most this).
+CHECKPOINT_SECONDS = 30.0
 
 
 # The longest a journaled event waits for its commit (see the module docstring).
@@ -70,6 +74,7 @@ class Store:
         self._db.execute("PRAGMA wal_autocheckpoint=0")
         self._checkpoint_wanted = threading.Event()
         self._checkpoint_asked = 0.0
+        self._uncheckpointed = False  # commits since the last checkpoint
         self._closing = False
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop, name="wal-checkpoint", daemon=True
@@ -88,8 +93,21 @@ class Store:
         # When a write last failed for want of space (time.time()), 0 while writes work.
         self.full_since = 0.0
         self._full_logged = 0.0
-        # Events that could not be journaled for want of space, since the start.
-        self.unjournaled = 0
+        # Events that could not be journaled for want of space, ever (lost_count.py).
+        self._lost = LostCount(os.path.dirname(path))
+        # Whether the open transaction holds only the probe of a full disk (its commit
+        # proves nothing about room for a real write).
+        self._probe_only = False
+
+    @property
+    def unjournaled(self) -> int:
+        """Events that could not be journaled for want of space, across restarts."""
+        return self._lost.value
+
+    @unjournaled.setter
+    def unjournaled(self, value: int) -> None:
+        if value != self._lost.value:
+            self._lost.set(value)
 
     @staticmethod
     def _open(path: str) -> sqlite3.Connection:
@@ -222,12 +240,14 @@ class Store:
             self._flush_handle = None
         if self.full_since and not self._pending_writes:
             # An empty commit succeeds on a full disk: write something, so the commit
-            # below says whether there is room.
+            # below says whether there is room (for the probe: not yet for a real write).
             self._write(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)",
                 (str(time.time()),),
             )
-        wrote = self._pending_writes
+            self._probe_only = True
+        wrote = 0 if self._probe_only else self._pending_writes
+        self._probe_only = False
         try:
             if self._db.in_transaction:
                 self._db.execute("COMMIT")
@@ -249,7 +269,10 @@ class Store:
         ):
             self._checkpoint_asked = now
             self._checkpoint_wanted.set()
-        # Only a commit that held writes says the disk has room again.
+        if wrote:
+            self._uncheckpointed = True
+        # Only a commit that held real writes says the disk has room again: a probe's
+        # few bytes may fit where the write that was refused does not.
         if self.full_since and wrote:
             log.warning(
                 "state disk writable again after %.0fs (%d journal events lost meanwhile)",
@@ -268,15 +291,19 @@ class Store:
             self._dirty()
 
     def _checkpoint_loop(self) -> None:
-        """Copy the log into the database when it grew (PASSIVE: never waits for, nor
-        blocks, the writer or the readers)."""
+        """Copy the log into the database when it grew, and at least every
+        CHECKPOINT_SECONDS while commits come (PASSIVE: never waits for, nor blocks, the
+        writer or the readers)."""
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             while True:
-                self._checkpoint_wanted.wait()
+                asked = self._checkpoint_wanted.wait(CHECKPOINT_SECONDS)
                 self._checkpoint_wanted.clear()
                 if self._closing:
                     return
+                if not asked and not self._uncheckpointed:
+                    continue  # nothing committed since the last one
+                self._uncheckpointed = False
                 try:
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 except sqlite3.Error as exc:
@@ -293,6 +320,7 @@ class Store:
         with contextlib.suppress(sqlite3.Error):
             self._db.execute("COMMIT")
         self._db.close()
+        self._lost.close()
 
     # sessions
     def save_session(self, session_id: str, created_ms: int, body: dict[str, Any]) -> None:

@@ -49,8 +49,18 @@ def test_a_git_directory_counts_by_its_entries_not_its_name() -> None:
                   "objects/info/alternates", "commondir", "gitdir"):  # fmt: skip
         assert t.in_git_dir(entry), entry
     for entry in ("index", "HEAD", "refs/heads/config", "objects/ab/cdef", "info/exclude",
-                  "hooks/pre-commit.sample"):  # fmt: skip
+                  "hooks/pre-commit.sample", "FETCH_HEAD", "ORIG_HEAD", "packed-refs",
+                  "COMMIT_EDITMSG", "logs/HEAD", "description", "config.lock",
+                  "objects/pack/pack-1.idx"):  # fmt: skip
         assert t.in_git_dir(entry) is None, entry
+
+
+def test_inside_a_git_directory_what_git_does_not_write_in_ordinary_work_counts() -> None:
+    t = table()
+    for entry in ("rebase-merge/git-rebase-todo", "rebase-apply/next", "sequencer/todo",
+                  "unknown", "info/whatever", "objects/info/http-alternates",
+                  "tools/run.sh"):  # fmt: skip
+        assert t.in_git_dir(entry), entry
 
 
 def test_the_file_tools_ask_for_the_same_names_and_anything_in_a_git_directory() -> None:

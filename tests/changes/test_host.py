@@ -73,3 +73,28 @@ def test_an_unwatched_files_writes_are_not_reported() -> None:
     names = {e.name for e in events}
     assert "other.txt" in names
     assert "agentd.db-wal" not in names
+
+
+def test_events_dropped_on_one_filesystem_stale_only_its_roots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One session's churn past the cap walks again only the workspaces on the
+    filesystem whose events were dropped, not every session's."""
+    from agentd.changes import host
+    from agentd.changes.fanotify import Event, Fid
+
+    busy = Path(tempfile.mkdtemp(prefix="agentd-host-", dir="/var/tmp"))
+    quiet = Path(tempfile.mkdtemp(prefix="agentd-host-", dir="/dev/shm"))
+    assert host.fsid_of(str(busy)) != host.fsid_of(str(quiet))
+    monkeypatch.setattr(host, "_MAX_EVENTS", 10)
+    watch = HostWatch()
+    try:
+        churn = Fid(host.fsid_of(str(busy)), b"\x01\x00\x00\x00" + b"x" * 8)
+        for i in range(50):
+            watch.keep(Event(0x2, 5, dir=churn, name=f"config{i % 20}"))
+        watch.keep(Event(0x2, 5, dir=churn, name="config0"))  # a repeat costs nothing
+        _, missed = watch.take([str(busy), str(quiet)])
+    finally:
+        watch.stop()
+        subprocess.run(["rm", "-rf", str(busy), str(quiet)], check=False)
+    assert missed == {str(busy)}

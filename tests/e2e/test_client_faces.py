@@ -241,3 +241,11 @@ async def test_an_approver_of_an_unknown_session_says_so(daemon: DaemonProcess) 
     async with AsyncClient(daemon.socket) as a:
         with pytest.raises(errors.SessionNotFound):
             await a.approver("nope", lambda ask: True).start()
+
+
+def test_an_error_quotes_a_clients_input_only_cut_to_a_bound(client: Client) -> None:
+    """A 70,000-character session id is NOT_FOUND, not RESOURCE_EXHAUSTED about the size
+    of the metadata its whole echo would have made."""
+    with pytest.raises(errors.SessionNotFound) as nf:
+        client.get_session("x" * 70_000)
+    assert "70000 characters" in str(nf.value) and len(str(nf.value)) < 1000

@@ -288,7 +288,16 @@ def test_deleted_database_is_reported_while_running(tmp_path: Path, workspace: P
     daemon = start_daemon(tmp_path / "d")
     try:
         db = Path(daemon.state_dir) / "agentd.db"
-        db.unlink()
+        with Client(daemon.socket, timeout=60) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            db.unlink()
+            # At once, not at the next periodic check: a writing call is refused, not
+            # acknowledged into a journal the next start will not find.
+            r = c.run_tool(sid, "Write", {"file_path": str(workspace / "w.txt"), "content": "x"})
+            assert r.is_error and "was deleted" in r.text, r.text
+            assert not (workspace / "w.txt").exists()
+            read = c.run_tool(sid, "Glob", {"pattern": "*"})
+            assert not read.is_error, read.text
         line = daemon.wait_for_log("was deleted while agentd runs")
         assert "restore it from a backup" in line
         with Client(daemon.socket, timeout=60) as c:

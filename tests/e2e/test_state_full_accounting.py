@@ -1,6 +1,6 @@
 """A full state disk is counted truthfully (issue 18, item 3): every event missing from
-the journal is counted in the status and the metrics, and the log says "writable
-again" only when a commit that held writes succeeded.
+the journal is counted in the status and the metrics, across restarts, and the log says
+"writable again" only when a commit that held real writes succeeded.
 
 On a full disk SQLite rolls a failed commit's whole group back; the events in it were
 counted nowhere and an empty commit's success was taken for "writable again".
@@ -54,6 +54,14 @@ def test_lost_events_are_counted(workspace: Path) -> None:
             assert after.events_unjournaled == missing, (after.events_unjournaled, missing)
         finally:
             assert daemon.stop() == 0, daemon.log
+        # The count is kept outside the database that could not take them: a restart
+        # still says how many events the journal is missing.
+        again = start_daemon(base)
+        try:
+            with Client(again.socket, timeout=30) as c:
+                assert c.status().state.events_unjournaled == missing
+        finally:
+            assert again.stop() == 0, again.log
     log = daemon.log
     assert "Traceback" not in log, log
     # "writable again" once, after the real commit, never while the disk was full.

@@ -76,6 +76,26 @@ def test_git_clones_and_fetches_over_http(net_client, sid, tmp_path):
         assert "403" in out and f"{UNLISTED}:{port}" in out, out
 
 
+def test_an_unattended_git_clone_leaves_a_working_repository(
+    net_client, sid, net_workspace, tmp_path
+):
+    servers.bare_repo(tmp_path, "demo", "MARKER-CLONE")
+    with servers.git_http(tmp_path) as port:
+        out = bash(net_client, sid, f"git clone -q http://{GIT}:{port}/demo.git cloned && echo OK")
+        # Nobody is attached: a held config would stay reverted. What git wrote passes.
+        assert "OK" in out and "held" not in out, out
+        out = bash(
+            net_client,
+            sid,
+            "git -C cloned remote get-url origin && git -C cloned pull -q && "
+            "git -C cloned status -sb | head -1",
+        )
+    assert f"http://{GIT}:{port}/demo.git" in out, out
+    assert "## main...origin/main" in out, out
+    config = (net_workspace / "cloned" / ".git" / "config").read_text()
+    assert '[remote "origin"]' in config and '[branch "main"]' in config, config
+
+
 def test_git_clones_over_ssh_through_the_proxy(net_client, sid, net_workspace, tmp_path):
     bare = servers.bare_repo(tmp_path, "demo", "MARKER-SSH")
     key = net_workspace / "id_test"

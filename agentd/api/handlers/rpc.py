@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from agentd.api.errors import status_of
-from agentd.foundation.errors import AgentdError, InvalidRequest
+from agentd.foundation.errors import AgentdError, InvalidRequest, bounded
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ def unary(method: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return await method(self, request, context)
         except AgentdError as exc:
-            await context.abort(status_of(exc), str(exc))
+            await context.abort(status_of(exc), bounded(str(exc)))
         except asyncio.CancelledError:
             raise
         except grpc.aio.AbortError:
@@ -52,7 +52,7 @@ def stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIter
             async for item in method(self, request, context):
                 yield item
         except AgentdError as exc:
-            await context.abort(status_of(exc), str(exc))
+            await context.abort(status_of(exc), bounded(str(exc)))
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception:
