@@ -76,19 +76,22 @@ def test_the_image_has_the_containerfiles_files() -> None:
 
 
 def test_the_locks_name_what_the_image_holds() -> None:
-    """Every Debian package and Python distribution in the image is the version its
-    lock file pins (build.sh refuses others), and the image carries both locks."""
+    """Every Debian package and Python distribution in the image is named, with its
+    version, by the lock files it carries in /etc/agentd; the Python ones are those
+    requirements.lock pins (the build installs them as constraints). Debian's are
+    packages.lock's unless the mirror moved on since (build.sh says so)."""
     out = pod.podman(
         "run", "--rm", "--network=none", "--entrypoint", "sh", pod.IMAGE, "-c",
         "dpkg-query -W -f '${Package}=${Version}\\n'; echo ---;"
-        " /opt/agentd/venv/bin/pip freeze --all --exclude agentd --exclude agentd-client",
+        " /opt/agentd/venv/bin/pip freeze --all --exclude agentd --exclude agentd-client;"
+        " echo ---; cat /etc/agentd/packages.lock; echo ---; cat /etc/agentd/requirements.lock",
     ).stdout  # fmt: skip
-    debs, _, wheels = out.partition("---\n")
-    image_dir = ROOT / "deploy" / "image"
+    debs, wheels, debs_lock, wheels_lock = out.split("---\n")
 
-    def pinned(name: str) -> set[str]:
-        text = (image_dir / name).read_text()
-        return {line for line in text.splitlines() if line and not line.startswith("#")}
+    def pinned(text: str) -> set[str]:
+        return {ln.lower() for ln in text.splitlines() if ln and not ln.startswith("#")}
 
-    assert set(debs.split()) == pinned("packages.lock")
-    assert {w.lower() for w in wheels.split()} == {w.lower() for w in pinned("requirements.lock")}
+    assert pinned(debs) == pinned(debs_lock)
+    assert pinned(wheels) == pinned(wheels_lock)
+    repo_lock = (ROOT / "deploy" / "image" / "requirements.lock").read_text()
+    assert pinned(wheels) == pinned(repo_lock)
