@@ -4,7 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-clones proto lint docs format bench system-deps clean install install-user claude-code codex dist
+.PHONY: run test test-clones proto lint docs format bench system-deps clean install install-user \
+	claude-code codex dist image image-deps test-image
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -177,6 +178,34 @@ dist: $(STAMP)
 	$(PY) -m pip wheel -q --wheel-dir $(DIST) "./client[$(CLIENT_EXTRAS)]"
 	rm -rf client/build
 	@ls $(DIST)/agentd_client-*.whl
+
+# `make image`: agentd's image with no registry (deploy/image/build.sh): Debian's
+# packages by mmdebstrap, agentd's own wheels, imported with podman as
+# localhost/agentd:VERSION and :latest. `make test-image` builds it and runs the pod
+# tests (tests/image/): the manifests' pod run by `podman kube play`.
+image: image-deps
+	deploy/image/build.sh
+
+# podman and runc (crun refuses a cgroup v1 host with a cgroup2 mount), and the ids a
+# pod with a user namespace of its own (hostUsers: false) is given: podman takes them
+# from the "containers" ranges in /etc/subuid and /etc/subgid.
+image-deps:
+	@missing=""; \
+	command -v mmdebstrap >/dev/null || missing="$$missing mmdebstrap"; \
+	command -v podman >/dev/null || missing="$$missing podman"; \
+	command -v runc >/dev/null || missing="$$missing runc"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing system packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@for f in /etc/subuid /etc/subgid; do \
+		grep -q '^containers:' $$f 2>/dev/null || echo 'containers:2147483647:2147483648' >> $$f; \
+	done
+
+# One worker, in the machine's own mount namespace: podman's mounts must be seen by
+# every podman call (make test's workers each mount in a namespace of their own).
+test-image: system-deps $(STAMP) image
+	AGENTD_IMAGE_TESTS=1 $(VENV)/bin/pytest -q -p no:xdist tests/image
 
 clean:
 	rm -rf $(VENV) .pytest_cache
