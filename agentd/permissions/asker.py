@@ -5,11 +5,16 @@ client sees it, and waits. The first `resolve` wins and is announced to all as a
 `permission_resolved` event; a later answer gets accepted=False and a message saying
 who answered first. No answer within the timeout is a deny (decided_by "timeout"),
 never an allow. With nobody attached there is nobody to ask: the caller denies at once.
+
+The timeout is the call's own if it gave one (`call_timeout`, set around a RunTool),
+else its session's (`Session.ask_timeout_seconds`), else the daemon's
+(`permission_timeout_seconds`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 import uuid
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentd.foundation import metrics
+from agentd.foundation.errors import InvalidRequest, SessionNotFound
 from agentd.permissions.decision import Behavior
 from agentd.sessions import event_types
 from agentd.sessions.session import SessionManager
@@ -27,6 +33,26 @@ log = logging.getLogger(__name__)
 
 # How many answered requests are remembered, to tell a late answer who came first.
 _REMEMBERED = 1024
+# Bounds of an ask timeout a session or a call may set, in seconds.
+MIN_TIMEOUT = 1.0
+MAX_TIMEOUT = 86400.0
+# The ask timeout of the tool call running in this context (0: none of its own).
+call_timeout: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "ask_call_timeout", default=0.0
+)
+
+
+def checked_timeout(seconds: float, what: str) -> float:
+    """`seconds` if it is a valid ask timeout (0 meaning "not set"); InvalidRequest
+    saying the bounds otherwise."""
+    if seconds == 0:
+        return 0.0
+    if not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:  # NaN fails this too
+        raise InvalidRequest(
+            f"{what} {seconds:g}s is out of range: give 1s to 24h (e.g. 90s, 10m), "
+            "or 0 for the daemon's default"
+        )
+    return float(seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +101,16 @@ class Asker:
     def pending_ids(self, session_id: str) -> list[str]:
         return [rid for rid, p in self._pending.items() if p.session_id == session_id]
 
+    def timeout_for(self, session_id: str) -> float:
+        """How long an ask made now waits: the call's, the session's, or the daemon's."""
+        if seconds := call_timeout.get():
+            return seconds
+        try:
+            session = self.sessions.get(session_id)
+        except SessionNotFound:
+            return self.timeout_seconds
+        return session.ask_timeout_seconds or self.timeout_seconds
+
     def has_listeners(self, session_id: str) -> bool:
         return self.sessions.log(session_id).subscriber_count > 0
 
@@ -98,7 +134,8 @@ class Asker:
             return Answer(Behavior.DENY, "once", "cancelled")  # never shown: nobody waits for it
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
-        expires_ms = int((time.time() + self.timeout_seconds) * 1000)
+        timeout = self.timeout_for(session_id)
+        expires_ms = int((time.time() + timeout) * 1000)
         choices = tuple(rule_choices)
         events = self.sessions.log(session_id)
         if announce is not None:
@@ -133,7 +170,7 @@ class Asker:
             waiters.add(stop)
         try:
             done, _ = await asyncio.wait(
-                waiters, timeout=self.timeout_seconds, return_when=asyncio.FIRST_COMPLETED
+                waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
             if stop is not None:

@@ -7,7 +7,10 @@ on its own, word by word as the classifier split its argv: its prefix for rule m
 two words more (`python3 -c`), that command exactly, and last the whole command exactly.
 A word is written into a rule as it is written in the command, quotes and all, since
 allow rules match a command's literal text; so `python3 -c 'from x import y; print(1)'`
-offers `Bash(python3 -c:*)`, never a rule cut at the `;` inside the quotes.
+offers `Bash(python3 -c:*)`, never a rule cut at the `;` inside the quotes. git's
+options before its subcommand are kept as written (`Bash(git -C dir commit:*)`), since
+`Bash(git commit:*)` does not match that spelling; a `-c` only with an inert key
+(git_globals).
 
 Every candidate is then parsed as a rule and matched against the call by the same code
 that decides calls (matching.RuleMatcher.allowed), alone in the allow list: one that
@@ -29,6 +32,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from agentd.foundation.errors import InvalidRequest
+from agentd.permissions import git_globals
 from agentd.permissions.call import Call
 from agentd.permissions.matching import RuleMatcher
 from agentd.permissions.rules import EDIT_TOOLS, SourcedRule, parse_rule, url_host
@@ -95,6 +99,12 @@ def _bash_candidates(call: Call, matcher: RuleMatcher) -> list[str]:
         words = _literal_words(first.text)
         prefix = first.prefix.split()
         n = len(prefix)
+        # `git -C dir -c user.name=x commit`: the prefix as written carries the options
+        # before the subcommand (git_globals says which may be carried).
+        at = git_globals.subcommand_at(first.argv) if prefix[:1] == ["git"] else None
+        if at is not None and at > 1 and list(first.argv[at : at + n - 1]) == prefix[1:]:
+            prefix = [w or "" for w in first.argv[: at + n - 1]]
+            n = len(prefix)
         # Prefix rules only where the classifier's prefix is the command's first words as
         # written, and only over words known before the command runs.
         if (

@@ -1,5 +1,6 @@
 """A person's change to a session's permissions (`agentctl perms`): a mode, and rules to
-add. Every part is checked before anything changes, so a bad rule changes nothing."""
+add, how long its asks wait. Every part is checked before anything changes, so a bad
+rule changes nothing."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class PermissionUpdate:
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
+    # Seconds its asks wait (0: the daemon's default); None keeps the session's.
+    ask_timeout_seconds: float | None = None
 
 
 def update_permissions(session: Session, update: PermissionUpdate) -> None:
@@ -29,6 +32,8 @@ def update_permissions(session: Session, update: PermissionUpdate) -> None:
         parse_rule(rule)  # raises InvalidRequest with what is wrong
     if update.mode:
         session.permission_mode = update.mode
+    if update.ask_timeout_seconds is not None:
+        session.ask_timeout_seconds = update.ask_timeout_seconds
     session.allow_rules.extend(r for r in update.allow if r not in session.allow_rules)
     session.deny_rules.extend(r for r in update.deny if r not in session.deny_rules)
     session.ask_rules.extend(r for r in update.ask if r not in session.ask_rules)

@@ -1,8 +1,11 @@
 """A session's event log: sequence numbers, journal, fan-out to attached clients, replay.
 
-Every event gets the session's next sequence number. Events worth keeping go to
-the journal (SQLite); progress events are live only: they can be many, and they
-say only where a command's output file stands (its bytes are read from the file).
+Every event worth keeping gets the session's next sequence number and goes to the
+journal (SQLite), so the numbers a person sees run without holes and resuming after
+any of them replays exactly what followed. Progress events (and an agent's streamed
+text) are live only: they can be many, and they say only where a command's output
+file stands (its bytes are read from the file). They take no number of their own:
+they carry the seq of the last journaled event, the point to resume after.
 
 What an attached client costs the daemon is bounded whatever the journal's size:
 replay reads the journal a page at a time on another thread, as the client takes
@@ -158,12 +161,14 @@ class EventLog:
         return len(self._subscribers)
 
     def emit(self, body: EventBody) -> Event:
-        self._seq += 1
+        live = event_types.live_only(body)
+        if not live:
+            self._seq += 1
         kind, payload = journal.encode(body)
         text = json_text(payload)
         event = Event(self._seq, self.session_id, int(time.time() * 1000), body, len(text))
         self.last_time_ms = event.time_ms
-        if not event_types.live_only(body):
+        if not live:
             try:
                 self._store.append_event(
                     self.session_id, event.seq, event.time_ms, kind, text, journal.VERSION
@@ -178,7 +183,7 @@ class EventLog:
                 continue
             if sub.bytes + event.size > self._backlog_bytes and sub.backlog:
                 # Behind: drop what it has not taken; the journal has the rest.
-                sub.lost_from = sub.backlog[0].seq
+                sub.lost_from = sub.last_seq + 1
                 sub.backlog.clear()
                 sub.bytes = 0
             else:
@@ -220,6 +225,11 @@ class EventLog:
                     continue
                 event = sub.backlog.popleft()
                 sub.bytes -= event.size
+                if event_types.live_only(event.body):
+                    # Live only: emitted after this subscriber registered, so new to it.
+                    if event.seq >= sub.last_seq:
+                        yield event
+                    continue
                 if event.seq <= sub.last_seq:
                     continue
                 sub.last_seq = event.seq
@@ -237,7 +247,8 @@ class EventLog:
         lost_from = sub.lost_from
         assert lost_from is not None
         sub.lost_from = None  # from here on it takes live events again
-        gap = event_types.Gap(from_seq=lost_from, to_seq=lost_to)
+        # Only live events lost (nothing journaled since): the gap names the last one.
+        gap = event_types.Gap(from_seq=min(lost_from, lost_to), to_seq=lost_to)
         yield Event(0, self.session_id, int(time.time() * 1000), gap)
         async for event in self._journal(sub, lost_to):
             yield event

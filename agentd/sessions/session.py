@@ -87,6 +87,8 @@ class Session:
     # "proxied", "off" or "on" (network_mode); "" in sessions stored before it existed.
     network: str = ""
     allow_unsandboxed: bool = False
+    # How long its asks wait for an answer, in seconds; 0: the daemon's default.
+    ask_timeout_seconds: float = 0.0
     # Directories outside the workspace roots that tools may use (additionalDirectories).
     additional_dirs: list[str] = field(default_factory=list)
     # path -> state at the last Read (or write by a tool) in this session
@@ -185,6 +187,7 @@ class SessionManager:
         allow_unsandboxed: bool = False,
         owner_uid: int | None = None,
         network: str = "",
+        ask_timeout_seconds: float = 0.0,
     ) -> Session:
         if not workspace_roots:
             raise InvalidRequest("a session needs at least one workspace root (--workspace DIR)")
@@ -234,6 +237,7 @@ class SessionManager:
             allow_network=allow_network,
             network=network or ("on" if allow_network else self._config.network_default),
             allow_unsandboxed=allow_unsandboxed,
+            ask_timeout_seconds=ask_timeout_seconds,
         )
         self._assign_gid(session)
         for admit in self.admit:

@@ -63,6 +63,27 @@ CLASS = [
     ("sudo apt-get install x", ["Bash(sudo apt-get install x)"]),
     # A `*` would match more than the command shown: the prefix alone.
     ("rm *.pyc", ["Bash(rm:*)"]),
+    # git's options before the subcommand, as written (`Bash(git commit:*)` does not
+    # match these spellings, in Claude Code nor here): an inert `-c`, a `-C dir`.
+    (
+        "git -c user.name=x commit -m y",
+        [
+            "Bash(git -c user.name=x commit:*)",
+            "Bash(git -c user.name=x commit -m:*)",
+            "Bash(git -c user.name=x commit -m y)",
+        ],
+    ),
+    (
+        "git -C sub --no-pager commit -m y",
+        [
+            "Bash(git -C sub --no-pager commit:*)",
+            "Bash(git -C sub --no-pager commit -m:*)",
+            "Bash(git -C sub --no-pager commit -m y)",
+        ],
+    ),
+    # A `-c` that names a program: only the command exactly, never a prefix.
+    ("git -c core.hooksPath=/evil commit -m y", ["Bash(git -c core.hooksPath=/evil commit -m y)"]),
+    ("git -c user.name=x -c alias.ci=!sh ci", ["Bash(git -c user.name=x -c alias.ci=!sh ci)"]),
 ]
 
 

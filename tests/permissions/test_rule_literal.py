@@ -107,6 +107,33 @@ async def test_the_readme_rules_still_allow_what_they_name(env: Env) -> None:
         assert (await env.bash(command)).decided_by == ASKED, command
 
 
+CODE_RUNNING_GIT = [
+    "git -c core.hooksPath=/tmp/evil commit -m x",
+    "git -c core.pager=/tmp/evil commit -m x",
+    "git -c core.sshCommand=/tmp/evil commit -m x",
+    "git -c core.fsmonitor=/tmp/evil commit -m x",
+    "git -c alias.commit='!touch /tmp/pwned' commit -m x",
+    "git -c include.path=/tmp/evil.cfg commit -m x",
+    "git -c user.name=x -c core.hooksPath=/tmp/evil commit -m x",
+    "git -c core.hooksPath=/tmp/evil -c user.name=x commit -m x",
+    "git -C /tmp/evil commit -m x",
+    "git --git-dir=/tmp/evil commit -m x",
+    "git --config-env=core.hooksPath=EVIL commit -m x",
+]
+
+
+@pytest.mark.parametrize("command", CODE_RUNNING_GIT)
+async def test_a_commit_rule_never_allows_a_git_option_before_the_subcommand(
+    env: Env, command: str
+) -> None:
+    """`Bash(git commit:*)` matches the literal prefix, as Claude Code does: options
+    between `git` and `commit` (a `-c` that runs a program above all) are not its to allow.
+    A rule carrying an inert `-c` allows that spelling and no `-c` added to it."""
+    env.session.allow_rules += ["Bash(git commit:*)", "Bash(git -c user.name=x commit:*)"]
+    assert (await env.bash(command)).decided_by == ASKED, command
+    assert (await env.bash("git -c user.name=x commit -m x")).decided_by == "rule"
+
+
 async def test_an_exact_rule_names_the_whole_command(env: Env) -> None:
     env.session.allow_rules.append("Bash(make build > build.log)")
     assert (await env.bash("make build > build.log")).decided_by == "rule"
@@ -179,7 +206,7 @@ async def test_every_combination_of_unseen_parts(env: Env) -> None:
     ("command", "rule"),
     [
         ("npm run build -- --prod", "Bash(npm run build:*)"),
-        ("git -c user.name=x commit -m y", "Bash(git -c user.name=x commit -m y)"),
+        ("git -c user.name=x commit -m y", "Bash(git -c user.name=x commit:*)"),
         ("FOO=1 make build", "Bash(make:*)"),
     ],
 )

@@ -115,9 +115,46 @@ def test_live_events_after_the_gap_are_not_lost(tmp_path: Path, live_only: bool)
         kind = "progress" if live_only else "cwd_changed"
         log.emit(Progress(tool_use_id="t") if live_only else CwdChanged(cwd="/a", previous="/b"))
         got += await _take(agen, 1)
-        assert got[-1].kind == kind and got[-1].seq == 51
+        # A live event takes no number: it carries the last journaled one's.
+        assert got[-1].kind == kind and got[-1].seq == (50 if live_only else 51)
         log.close()
         assert [e async for e in agen] == []
+        store.close()
+
+    asyncio.run(main())
+
+
+def test_journaled_numbers_have_no_holes_and_live_events_carry_the_last(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = Store(str(tmp_path / "s.db"))
+        log = EventLog("s1", store, Replay())
+        counted = asyncio.Event()
+        agen = log.subscribe(0, _setter(counted))
+        pending = asyncio.ensure_future(agen.__anext__())
+        await counted.wait()
+        log.emit(CwdChanged(cwd="/a", previous="/b"))
+        for _ in range(3):
+            log.emit(Progress(tool_use_id="t"))
+        log.emit(CwdChanged(cwd="/b", previous="/a"))
+        log.emit(Progress(tool_use_id="t"))
+        log.emit(CwdChanged(cwd="/c", previous="/b"))
+        got = [await pending, *await _take(agen, 6)]
+        assert [(e.kind, e.seq) for e in got] == [
+            ("cwd_changed", 1),
+            ("progress", 1),
+            ("progress", 1),
+            ("progress", 1),
+            ("cwd_changed", 2),
+            ("progress", 2),
+            ("cwd_changed", 3),
+        ]
+        assert log.last_seq == 3
+        # Resuming after a progress event's seq replays what followed it, nothing lost.
+        replay = await _take(log.replay(1), 2)
+        assert [e.seq for e in replay] == [2, 3]
+        # A restarted daemon goes on from the journal's last number.
+        log.close()
+        assert EventLog("s1", store, Replay()).last_seq == 3
         store.close()
 
     asyncio.run(main())

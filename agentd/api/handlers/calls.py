@@ -17,6 +17,7 @@ from agentd.calls.executor import (
     result_payload,
 )
 from agentd.foundation.errors import InvalidRequest
+from agentd.permissions import asker
 from agentd.sessions.event_types import Progress
 from agentd.sessions.session import SessionManager
 from agentd_client.core import structs
@@ -38,6 +39,11 @@ def _tool_use(call: pb.ToolUse, where: str = "call") -> ToolUse:
     except ValueError as exc:
         raise InvalidRequest(f"{exc}; a tool's input must be a JSON object") from None
     return ToolUse(call.tool_use_id or new_tool_use_id(), name, args)
+
+
+def _ask_timeout(request: pb.RunToolRequest) -> float:
+    """The call's own ask timeout (0: none), checked."""
+    return asker.checked_timeout(request.ask_timeout_seconds, "ask_timeout_seconds")
 
 
 async def _stream_calls(
@@ -75,8 +81,11 @@ class CallHandlers:
     ) -> AsyncIterator[pb.ToolCallUpdate | bytes]:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         call = _tool_use(request.call)
+        timeout = _ask_timeout(request)
 
         async def run(sink: UpdateSink) -> None:
+            if timeout:
+                asker.call_timeout.set(timeout)  # this task's context: the call's asks
             result = await self.executor.run_one(session, call, sink)
             await sink(result_payload(call.tool_use_id, result))
 
@@ -88,7 +97,13 @@ class CallHandlers:
         """The result as a serialized ToolResult (wire.result_bytes), sent as it is."""
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         call = _tool_use(request.call)
-        result = await self.executor.run_one(session, call, _ignore_updates)
+        timeout = _ask_timeout(request)
+        token = asker.call_timeout.set(timeout) if timeout else None
+        try:
+            result = await self.executor.run_one(session, call, _ignore_updates)
+        finally:
+            if token is not None:
+                asker.call_timeout.reset(token)
         return result_bytes(result_payload(call.tool_use_id, result))
 
     @stream

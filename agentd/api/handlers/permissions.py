@@ -9,6 +9,7 @@ from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.api.wire import session_to_pb
 from agentd.foundation.errors import InvalidRequest
 from agentd.permissions import Asker
+from agentd.permissions.asker import checked_timeout
 from agentd.permissions.session_update import PermissionUpdate, update_permissions
 from agentd.sessions.session import SessionManager
 from agentd_client.v1 import agentd_pb2 as pb
@@ -29,6 +30,11 @@ class PermissionHandlers:
             allow=tuple(request.add_allow),
             deny=tuple(request.add_deny),
             ask=tuple(request.add_ask),
+            ask_timeout_seconds=(
+                checked_timeout(request.ask_timeout_seconds, "ask_timeout_seconds")
+                if request.HasField("ask_timeout_seconds")
+                else None
+            ),
         )
         update_permissions(session, update)
         self.sessions.save(session)

@@ -8,6 +8,7 @@ from agentd.api.handlers.rpc import require, unary
 from agentd.api.wire import session_to_pb, struct_or_none
 from agentd.network.service import NetworkService
 from agentd.permissions.approvals import Approvals
+from agentd.permissions.asker import checked_timeout
 from agentd.sessions.retention import Reaper
 from agentd.sessions.session import SessionManager
 from agentd_client.core import structs
@@ -40,6 +41,7 @@ class SessionHandlers:
             allow_network=request.allow_network,
             allow_unsandboxed=request.allow_unsandboxed,
             network=request.network,
+            ask_timeout_seconds=checked_timeout(request.ask_timeout_seconds, "ask_timeout_seconds"),
         )
         return session_to_pb(session)
 

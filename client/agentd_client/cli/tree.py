@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="proxied (the default: out only through agentd's proxy, hosts allowed by name), "
         "off, or on",
     )
+    n.add_argument(
+        "--ask-timeout",
+        metavar="DURATION",
+        help="how long its asks wait for an answer before they deny: 90s, 10m, 1h (1s to "
+        "24h; default: the daemon's permission_timeout_seconds)",
+    )
     ls = sess.leaf("ls", "list sessions", "sessions:cmd_session_ls")
     ls.add_argument("--all", action="store_true", help="closed ones too")
     for name, help, func in (
@@ -102,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     call = top.leaf("call", "run one tool call (Ctrl-C cancels it)", "calls:cmd_call")
     session_option(call)
     call.add_argument("--id", help="tool_use_id (default: generated)")
+    call.add_argument(
+        "--ask-timeout",
+        metavar="DURATION",
+        help="how long an ask of this call waits for an answer: 90s, 10m (1s to 24h; "
+        "default: the session's)",
+    )
     call.add_argument("tool")
     call.add_argument("input", help="the input as JSON, or - to read it from stdin")
 
@@ -193,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="RULE",
         help="add a rule that always asks, even where another allows",
+    )
+    pr.add_argument(
+        "--ask-timeout",
+        metavar="DURATION",
+        help="how long the session's asks wait for an answer: 90s, 10m, 1h (1s to 24h; "
+        "0: the daemon's default)",
     )
 
     for word, help, func in (

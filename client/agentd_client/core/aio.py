@@ -107,10 +107,12 @@ class AsyncClient(_Base):
         permission_mode: str = "",
         allow_network: bool = False,
         network: str = "",
+        ask_timeout: float = 0,
         timeout: float | None = None,
     ) -> Session:
+        """`ask_timeout`: seconds its asks wait for an answer (0: the daemon's)."""
         call = rpc.create_session(
-            workspace, cwd, env, name, labels, permission_mode, allow_network, network
+            workspace, cwd, env, name, labels, permission_mode, allow_network, network, ask_timeout
         )
         return await self._unary(call, timeout)
 
@@ -147,9 +149,10 @@ class AsyncClient(_Base):
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         ask: Sequence[str] = (),
+        ask_timeout: float | None = None,
         timeout: float | None = None,
     ) -> Session:
-        call = rpc.update_permissions(session_id, mode, allow, deny, ask)
+        call = rpc.update_permissions(session_id, mode, allow, deny, ask, ask_timeout)
         return await self._unary(call, timeout)
 
     async def list_tools(
@@ -164,10 +167,13 @@ class AsyncClient(_Base):
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
         *,
+        ask_timeout: float = 0,
         timeout: float | None = None,
     ) -> AsyncStream[pb.ToolCallUpdate]:
         """Progress updates, then the result; `async for` them, cancel() to stop."""
-        return self._stream(rpc.stream_tool(session_id, name, input, tool_use_id), timeout)
+        return self._stream(
+            rpc.stream_tool(session_id, name, input, tool_use_id, ask_timeout), timeout
+        )
 
     async def run_tool(
         self,
@@ -176,9 +182,12 @@ class AsyncClient(_Base):
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
         *,
+        ask_timeout: float = 0,
         timeout: float | None = None,
     ) -> ToolResult:
-        return await self._unary(rpc.run_tool(session_id, name, input, tool_use_id), timeout)
+        return await self._unary(
+            rpc.run_tool(session_id, name, input, tool_use_id, ask_timeout), timeout
+        )
 
     async def run_tools(
         self, session_id: str, calls: Iterable[Any], *, timeout: float | None = None

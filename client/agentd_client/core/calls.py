@@ -241,6 +241,7 @@ def create_session(
     permission_mode: str,
     allow_network: bool,
     network: str = "",
+    ask_timeout: float = 0,
 ) -> Call:
     roots = [workspace] if isinstance(workspace, str) else list(workspace)
     request = pb.CreateSessionRequest(
@@ -253,6 +254,8 @@ def create_session(
         allow_network=allow_network,
         network=network,
     )
+    if ask_timeout:
+        request.ask_timeout_seconds = ask_timeout
     return Call("CreateSession", request)
 
 
@@ -281,7 +284,12 @@ def collect_sessions(
 
 
 def update_permissions(
-    session_id: str, mode: str, allow: Sequence[str], deny: Sequence[str], ask: Sequence[str]
+    session_id: str,
+    mode: str,
+    allow: Sequence[str],
+    deny: Sequence[str],
+    ask: Sequence[str],
+    ask_timeout: float | None = None,
 ) -> Call:
     request = pb.UpdatePermissionsRequest(
         session_id=session_id,
@@ -290,6 +298,8 @@ def update_permissions(
         add_deny=list(deny),
         add_ask=list(ask),
     )
+    if ask_timeout is not None:
+        request.ask_timeout_seconds = ask_timeout
     return Call("UpdatePermissions", request)
 
 
@@ -303,16 +313,37 @@ def list_tools(hints: bool = False) -> Call:
 
 
 def stream_tool(
-    session_id: str, name: str, input: Mapping[str, Any] | str, tool_use_id: str | None
+    session_id: str,
+    name: str,
+    input: Mapping[str, Any] | str,
+    tool_use_id: str | None,
+    ask_timeout: float = 0,
 ) -> Call:
-    request = pb.RunToolRequest(session_id=session_id, call=tool_use(name, input, tool_use_id))
+    request = _run_tool_request(session_id, name, input, tool_use_id, ask_timeout)
     return Call("RunTool", request, tool=True)
 
 
-def run_tool(
-    session_id: str, name: str, input: Mapping[str, Any] | str, tool_use_id: str | None
-) -> Call:
+def _run_tool_request(
+    session_id: str,
+    name: str,
+    input: Mapping[str, Any] | str,
+    tool_use_id: str | None,
+    ask_timeout: float,
+) -> pb.RunToolRequest:
     request = pb.RunToolRequest(session_id=session_id, call=tool_use(name, input, tool_use_id))
+    if ask_timeout:
+        request.ask_timeout_seconds = ask_timeout
+    return request
+
+
+def run_tool(
+    session_id: str,
+    name: str,
+    input: Mapping[str, Any] | str,
+    tool_use_id: str | None,
+    ask_timeout: float = 0,
+) -> Call:
+    request = _run_tool_request(session_id, name, input, tool_use_id, ask_timeout)
     return Call("CallTool", request, ToolResult.from_pb, tool=True)
 
 

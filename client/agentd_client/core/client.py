@@ -137,10 +137,12 @@ class Client(_Base):
         permission_mode: str = "",
         allow_network: bool = False,
         network: str = "",
+        ask_timeout: float = 0,
         timeout: float | None = None,
     ) -> Session:
+        """`ask_timeout`: seconds its asks wait for an answer (0: the daemon's)."""
         call = rpc.create_session(
-            workspace, cwd, env, name, labels, permission_mode, allow_network, network
+            workspace, cwd, env, name, labels, permission_mode, allow_network, network, ask_timeout
         )
         return self._unary(call, timeout)
 
@@ -177,9 +179,12 @@ class Client(_Base):
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         ask: Sequence[str] = (),
+        ask_timeout: float | None = None,
         timeout: float | None = None,
     ) -> Session:
-        return self._unary(rpc.update_permissions(session_id, mode, allow, deny, ask), timeout)
+        return self._unary(
+            rpc.update_permissions(session_id, mode, allow, deny, ask, ask_timeout), timeout
+        )
 
     def list_tools(
         self, *, hints: bool = False, timeout: float | None = None
@@ -195,11 +200,14 @@ class Client(_Base):
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
         *,
+        ask_timeout: float = 0,
         timeout: float | None = None,
     ) -> Stream[pb.ToolCallUpdate]:
         """Progress updates, then the result, as the daemon sends them; cancel() the
         stream to stop listening (cancel(session, id) stops the call itself)."""
-        return self._stream(rpc.stream_tool(session_id, name, input, tool_use_id), timeout)
+        return self._stream(
+            rpc.stream_tool(session_id, name, input, tool_use_id, ask_timeout), timeout
+        )
 
     def run_tool(
         self,
@@ -208,10 +216,11 @@ class Client(_Base):
         input: Mapping[str, Any] | str,
         tool_use_id: str | None = None,
         *,
+        ask_timeout: float = 0,
         timeout: float | None = None,
     ) -> ToolResult:
         """One call's result (its progress reaches attached clients; see stream_tool)."""
-        return self._unary(rpc.run_tool(session_id, name, input, tool_use_id), timeout)
+        return self._unary(rpc.run_tool(session_id, name, input, tool_use_id, ask_timeout), timeout)
 
     def run_tools(
         self, session_id: str, calls: Iterable[Any], *, timeout: float | None = None

@@ -70,8 +70,12 @@ def outcome(name: str, result: pb.ToolResult) -> str:
 
 
 def event_head(e: pb.Event) -> str:
-    """`[  seq hh:mm:ss]`, how every event line starts."""
+    """`[  seq hh:mm:ss]`, how every event line starts. Progress is live only and has no
+    number of its own (it carries the one before it): its column is blank, so the
+    numbers a person reads are the journal's, without holes."""
     stamp = time.strftime("%H:%M:%S", time.localtime(e.time_ms / 1000))
+    if e.WhichOneof("kind") == "progress":
+        return f"[{'':>5} {stamp}]"
     return f"[{e.seq:>5} {stamp}]"
 
 

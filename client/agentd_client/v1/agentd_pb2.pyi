@@ -66,7 +66,7 @@ class StateUsage(_message.Message):
     def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ..., database_problem: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings", "network", "network_summary")
+    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings", "network", "network_summary", "ask_timeout_seconds")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +101,7 @@ class Session(_message.Message):
     IGNORED_SETTINGS_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     NETWORK_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ASK_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -121,7 +122,8 @@ class Session(_message.Message):
     ignored_settings: _containers.RepeatedCompositeFieldContainer[IgnoredSettings]
     network: str
     network_summary: _struct_pb2.Struct
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ..., network: _Optional[str] = ..., network_summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    ask_timeout_seconds: float
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ..., network: _Optional[str] = ..., network_summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., ask_timeout_seconds: _Optional[float] = ...) -> None: ...
 
 class IgnoredSettings(_message.Message):
     __slots__ = ("path", "sha256", "widens", "reason")
@@ -136,7 +138,7 @@ class IgnoredSettings(_message.Message):
     def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed", "network")
+    __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed", "network", "ask_timeout_seconds")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -160,6 +162,7 @@ class CreateSessionRequest(_message.Message):
     ALLOW_NETWORK_FIELD_NUMBER: _ClassVar[int]
     ALLOW_UNSANDBOXED_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
+    ASK_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     workspace_roots: _containers.RepeatedScalarFieldContainer[str]
     cwd: str
     env: _containers.ScalarMap[str, str]
@@ -169,7 +172,8 @@ class CreateSessionRequest(_message.Message):
     allow_network: bool
     allow_unsandboxed: bool
     network: str
-    def __init__(self, workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., permission_mode: _Optional[str] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., network: _Optional[str] = ...) -> None: ...
+    ask_timeout_seconds: float
+    def __init__(self, workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., permission_mode: _Optional[str] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., network: _Optional[str] = ..., ask_timeout_seconds: _Optional[float] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ("session_id",)
@@ -226,18 +230,20 @@ class CollectSessionsResponse(_message.Message):
     def __init__(self, sessions: _Optional[_Iterable[_Union[CollectedSession, _Mapping]]] = ...) -> None: ...
 
 class UpdatePermissionsRequest(_message.Message):
-    __slots__ = ("session_id", "permission_mode", "add_allow", "add_deny", "add_ask")
+    __slots__ = ("session_id", "permission_mode", "add_allow", "add_deny", "add_ask", "ask_timeout_seconds")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     PERMISSION_MODE_FIELD_NUMBER: _ClassVar[int]
     ADD_ALLOW_FIELD_NUMBER: _ClassVar[int]
     ADD_DENY_FIELD_NUMBER: _ClassVar[int]
     ADD_ASK_FIELD_NUMBER: _ClassVar[int]
+    ASK_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     permission_mode: str
     add_allow: _containers.RepeatedScalarFieldContainer[str]
     add_deny: _containers.RepeatedScalarFieldContainer[str]
     add_ask: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, session_id: _Optional[str] = ..., permission_mode: _Optional[str] = ..., add_allow: _Optional[_Iterable[str]] = ..., add_deny: _Optional[_Iterable[str]] = ..., add_ask: _Optional[_Iterable[str]] = ...) -> None: ...
+    ask_timeout_seconds: float
+    def __init__(self, session_id: _Optional[str] = ..., permission_mode: _Optional[str] = ..., add_allow: _Optional[_Iterable[str]] = ..., add_deny: _Optional[_Iterable[str]] = ..., add_ask: _Optional[_Iterable[str]] = ..., ask_timeout_seconds: _Optional[float] = ...) -> None: ...
 
 class ListToolsRequest(_message.Message):
     __slots__ = ()
@@ -284,12 +290,14 @@ class ToolUse(_message.Message):
     def __init__(self, tool_use_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class RunToolRequest(_message.Message):
-    __slots__ = ("session_id", "call")
+    __slots__ = ("session_id", "call", "ask_timeout_seconds")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_FIELD_NUMBER: _ClassVar[int]
+    ASK_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     call: ToolUse
-    def __init__(self, session_id: _Optional[str] = ..., call: _Optional[_Union[ToolUse, _Mapping]] = ...) -> None: ...
+    ask_timeout_seconds: float
+    def __init__(self, session_id: _Optional[str] = ..., call: _Optional[_Union[ToolUse, _Mapping]] = ..., ask_timeout_seconds: _Optional[float] = ...) -> None: ...
 
 class RunToolsRequest(_message.Message):
     __slots__ = ("session_id", "calls")

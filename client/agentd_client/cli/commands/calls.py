@@ -114,7 +114,8 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
     live = None if args.json else sys.stdout if terminal.is_tty() else None
     if live is None and not args.json and terminal.is_tty(sys.stderr):
         live = sys.stderr
-    stream = c.stream_tool(session_id, args.tool, text, tool_use_id)
+    ask_timeout = names.parse_duration(args.ask_timeout) if args.ask_timeout else 0
+    stream = c.stream_tool(session_id, args.tool, text, tool_use_id, ask_timeout=ask_timeout)
     last_byte = bytearray()  # of the output shown live; empty while none was
 
     def to_terminal(output_id: str, data: bytes) -> None:
