@@ -131,3 +131,13 @@ def test_sighup_reloads_the_network_settings(
         mark = len(daemon.log_lines)
         daemon.proc.send_signal(signal.SIGHUP)
         daemon.wait_for_log("reloaded:", after=mark)
+
+
+def test_a_command_moved_to_the_background_keeps_its_refused_hosts_note(
+    client: Client, net_workspace: Path, origin: Origin
+) -> None:
+    sid = client.create_session(str(net_workspace), permission_mode="bypassPermissions").id
+    command = f"curl -sS --max-time 60 http://unlisted-host.test:{origin.port}/; sleep 60"
+    r = client.run_tool(sid, "Bash", {"command": command, "timeout": 5_000})
+    assert "moved to the background" in r.text, r.text
+    assert f"unlisted-host.test:{origin.port}" in _refused_note(r.text), r.text
