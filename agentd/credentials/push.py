@@ -243,12 +243,13 @@ def _pkt(data: bytes) -> bytes:
 
 def refusal(commands: Commands, why: str) -> bytes:
     """receive-pack's answer refusing every update: git shows `! [remote rejected]
-    <ref> (why)` per ref and the message on its side band."""
+    <ref> (agentd: why)` per ref and `remote: agentd: why` from its side band (the
+    prefix once: a reason that starts with agentd's name gets none)."""
     report = _pkt(b"unpack ok\n")
     reason = why.replace("\n", " ")[:200].encode()
     said = reason if reason.startswith(b"agentd") else b"agentd: " + reason
     for update in commands.updates:
-        report += _pkt(b"ng " + update.ref.encode() + b" " + reason + b"\n")
+        report += _pkt(b"ng " + update.ref.encode() + b" " + said + b"\n")
     report += b"0000"
     caps = commands.capabilities
     if "side-band-64k" in caps or "side-band" in caps:

@@ -60,6 +60,7 @@ def test_commands_and_fast_forwards(tmp_path: Path) -> None:
     answer = push.refusal(commands, "refused by alice")
     # git shows the side band's line as `remote: agentd: refused by alice`, once.
     assert b"\x02agentd: refused by alice\n" in answer and b"agentd: agentd" not in answer
+    assert b"ng refs/heads/main agentd: refused by alice\n" in answer
     answer = push.refusal(commands, "agentd could not read the push")
     assert b"\x02agentd could not read" in answer
 
