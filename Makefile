@@ -4,8 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-clones proto lint docs format bench system-deps clean install install-user \
-	claude-code codex dist image image-deps test-image
+.PHONY: run run-background stop test test-clones proto lint docs format bench system-deps clean \
+	install install-user claude-code codex dist image image-deps test-image
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -42,20 +42,26 @@ CODEX_DIR ?= $(HOME)/.cache/agentd/codex
 CODEX_STAMP := $(CODEX_DIR)/.installed-$(CODEX_VERSION)
 
 $(PY):
+	@echo "==> creating the virtualenv $(VENV) (python3 -m venv)"
 	python3 -m venv $(VENV)
 
 # Reinstall when the project's metadata changes. The client is its own distribution
 # (client/pyproject.toml) that the daemon depends on: both are installed editable in
 # one resolve, so agentd-client comes from ./client and never from an index.
 $(STAMP): pyproject.toml client/pyproject.toml | $(PY)
+	@echo "==> upgrading pip in $(VENV)"
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e './client[$(CLIENT_EXTRAS)]' -e '.[dev]'
+	@echo "==> installing agentd, agentctl and their dependencies into $(VENV)" \
+		"(pip: a few minutes on a fresh machine; each package is named as it comes)"
+	set -o pipefail; $(PY) -m pip install --progress-bar off -e './client[$(CLIENT_EXTRAS)]' -e '.[dev]' \
+		| { grep -E --line-buffered '^(Collecting|Successfully installed)' || true; }
 	@# A venv from before the split: removing the old agentd removed the agentctl
 	@# script it used to own; the client's install puts it back.
 	$(PY) -m pip install -q --no-deps -e ./client
 	touch $(STAMP)
 
 system-deps:
+	@echo "==> checking the system packages agentd needs (bwrap, ripgrep, git, gcc...)"
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v rg >/dev/null || missing="$$missing ripgrep"; \
@@ -72,12 +78,21 @@ system-deps:
 	command -v curl >/dev/null || missing="$$missing curl"; \
 	/usr/bin/python3 -c 'import pip' 2>/dev/null || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
-		echo "installing system packages:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		echo "==> installing system packages with apt-get:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 
 run: system-deps $(STAMP)
+	@echo "==> starting agentd in the foreground (Ctrl-C stops it; make run-background does not hold a terminal)"
 	$(VENV)/bin/agentd serve
+
+# The daemon in the background for a person's session (no systemd needed): its log in
+# the state dir; `make stop` stops it.
+run-background: system-deps $(STAMP)
+	$(VENV)/bin/agentd serve --detach
+
+stop:
+	$(VENV)/bin/agentd stop
 
 test: system-deps $(STAMP) claude-code codex
 	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term

@@ -31,7 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentd", description="The agentd daemon.")
     parser.add_argument("--version", action="version", version=f"agentd {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the daemon in the foreground")
+    serve = sub.add_parser("serve", help="run the daemon (in the foreground unless --detach)")
+    serve.add_argument(
+        "--detach",
+        action="store_true",
+        help="run in the background, logging to STATE_DIR/agentd.log; `agentd stop` stops it",
+    )
     serve.add_argument("--config", help="TOML config file")
     serve.add_argument("--socket", dest="socket_path", help="unix socket path")
     serve.add_argument("--state-dir", help="where sessions, journal and outputs live")
@@ -264,7 +269,17 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
         f"agentd serving on unix:{config.socket_path} (state in {config.state_dir})",
         config.log_format,
     )
+    if config.log_format != "json":
+        logs.announce(NEXT_STEP, config.log_format)
     await daemon.wait()
+
+
+# What a person who started the daemon in a terminal does next.
+NEXT_STEP = (
+    "agentd: next, in another terminal: `agentctl status`, then "
+    "`agentctl session new --workspace DIR --name NAME`; Ctrl-C stops the daemon "
+    "(`agentd serve --detach` or `make run-background` runs it in the background)"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     except AgentdError as exc:
         print(f"agentd: {exc}", file=sys.stderr)
         return 2
+    if args.detach:
+        from agentd.cli import detach
+
+        return detach.start(config, sys.argv[1:] if argv is None else argv)
     logs.setup(config.log_level, config.log_format)
     try:
         asyncio.run(_serve(config, args))

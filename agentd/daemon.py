@@ -71,7 +71,17 @@ log = logging.getLogger(__name__)
 STATE_CHECK_SECONDS = 5.0
 
 # Settings a SIGHUP applies to the running daemon; any other change waits for a restart.
-LIVE_SETTINGS = ("allow_rules", "deny_rules", "ask_rules", "trusted_settings", "log_level")
+LIVE_SETTINGS = (
+    "allow_rules",
+    "deny_rules",
+    "ask_rules",
+    "trusted_settings",
+    "log_level",
+    "network_allowed_domains",
+    "network_denied_domains",
+    "network_presets",
+    "network_allow_private_hosts",
+)
 
 
 def _sandbox_report() -> dict[str, Any]:
@@ -361,12 +371,15 @@ class Daemon:
         # Parses every rule and trusted entry: a bad one raises here. People's approvals
         # stay in the store and come along.
         settings = SettingsLoader(new, TrustStore(new, self.store))
+        network_rules = self.network_rules.checked(new)
         self.notifier.reloading()
         for key in live:
             setattr(self.config, key, getattr(new, key))
         settings.config = self.config
         self.permissions.settings = settings
         self.permissions.approvals.settings = settings
+        network_rules()  # the next connection of every session decides by them
+        self.network.allow_private(self.config.network_allow_private_hosts)
         logs.set_level(self.config.log_level)
         self.notifier.reloaded(self.status_line())
         summary = "reloaded: " + (", ".join(live) if live else "nothing changed")

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import threading
 import zlib
+from collections import ChainMap, OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 ZERO = "0" * 40
@@ -21,6 +24,8 @@ _REF_DELTA = 7
 # Objects read from a pack at most, to prove a fast-forward (a push of a huge history
 # is "not proven", so it asks).
 _MAX_OBJECTS = 100_000
+# Commits remembered per route from the packs it relayed, at most (the oldest go first).
+KNOWN_COMMITS = 200_000
 
 
 class PushError(Exception):
@@ -155,7 +160,33 @@ def commit_parents(pack: bytes) -> dict[str, list[str]] | None:
     return parents
 
 
-def fast_forward(update: RefUpdate, parents: dict[str, list[str]] | None) -> bool:
+class KnownCommits:
+    """Commits (id -> parents) read from the packs a route relayed before: a push whose
+    objects went up earlier sends an empty pack, and its fast-forward is proven through
+    these. Each id was hashed from its commit's bytes, so a hostile pack cannot make up
+    an ancestry: it can only tell the truth about commits it holds."""
+
+    def __init__(self, limit: int = KNOWN_COMMITS) -> None:
+        self._limit = limit
+        self._parents: OrderedDict[str, list[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def learn(self, parents: Mapping[str, list[str]]) -> None:
+        with self._lock:
+            for oid, ps in parents.items():
+                self._parents[oid] = ps
+                self._parents.move_to_end(oid)
+            while len(self._parents) > self._limit:
+                self._parents.popitem(last=False)
+
+    def with_pack(self, parents: Mapping[str, list[str]] | None) -> Mapping[str, list[str]]:
+        """The pack's commits over a copy of those known (read while others learn)."""
+        with self._lock:
+            known = dict(self._parents)
+        return ChainMap(dict(parents or {}), known)
+
+
+def fast_forward(update: RefUpdate, parents: Mapping[str, list[str]] | None) -> bool:
     """Whether the pack proves `old` an ancestor of `new`."""
     if update.creation or update.deletion:
         return False
@@ -176,9 +207,12 @@ def fast_forward(update: RefUpdate, parents: dict[str, list[str]] | None) -> boo
     return False
 
 
-def read(encoding: bytes, body: bytes, complete: bool) -> tuple[Commands, set[str]] | str:
-    """A receive-pack body's commands and the refs its pack proves fast-forwards; or
-    why it cannot be read (the push is then refused)."""
+def read(
+    encoding: bytes, body: bytes, complete: bool, known: KnownCommits | None = None
+) -> tuple[Commands, set[str]] | str:
+    """A receive-pack body's commands and the refs its pack (with the commits `known`
+    from earlier packs) proves fast-forwards; or why it cannot be read (the push is then
+    refused). The pack's commits are learnt into `known`."""
     encoding = encoding.lower()
     plain = body
     if encoding == b"gzip":
@@ -195,7 +229,12 @@ def read(encoding: bytes, body: bytes, complete: bool) -> tuple[Commands, set[st
     except PushError as exc:
         return f"agentd could not read the push ({exc})"
     parents = commit_parents(plain[commands.pack_offset :]) if complete else None
-    return commands, {u.ref for u in commands.updates if fast_forward(u, parents)}
+    if known is None:
+        return commands, {u.ref for u in commands.updates if fast_forward(u, parents)}
+    if parents:
+        known.learn(parents)
+    graph = known.with_pack(parents)
+    return commands, {u.ref for u in commands.updates if fast_forward(u, graph)}
 
 
 def _pkt(data: bytes) -> bytes:
@@ -204,15 +243,17 @@ def _pkt(data: bytes) -> bytes:
 
 def refusal(commands: Commands, why: str) -> bytes:
     """receive-pack's answer refusing every update: git shows `! [remote rejected]
-    <ref> (why)` per ref and the message on its side band."""
+    <ref> (agentd: why)` per ref and `remote: agentd: why` from its side band (the
+    prefix once: a reason that starts with agentd's name gets none)."""
     report = _pkt(b"unpack ok\n")
     reason = why.replace("\n", " ")[:200].encode()
+    said = reason if reason.startswith(b"agentd") else b"agentd: " + reason
     for update in commands.updates:
-        report += _pkt(b"ng " + update.ref.encode() + b" " + reason + b"\n")
+        report += _pkt(b"ng " + update.ref.encode() + b" " + said + b"\n")
     report += b"0000"
     caps = commands.capabilities
     if "side-band-64k" in caps or "side-band" in caps:
-        out = _pkt(b"\x02agentd: " + reason + b"\n")
+        out = _pkt(b"\x02" + said + b"\n")
         step = 990 if "side-band" in caps and "side-band-64k" not in caps else 65000
         for i in range(0, len(report), step):
             out += _pkt(b"\x01" + report[i : i + step])

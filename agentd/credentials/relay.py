@@ -70,6 +70,8 @@ class Routes(Protocol):
 
     def used(self, session_id: str, route: Route, status: int) -> None: ...
 
+    def known_commits(self, route: Route) -> push.KnownCommits: ...
+
     def holding(self, session_id: str) -> asyncio.Lock: ...
 
 
@@ -296,7 +298,7 @@ class RouteConnection:
     ) -> tuple[push.Commands | None, str] | None:
         """None when the push may go on; else what to answer."""
         encoding = b"".join(v for k, v in request.headers if k == b"content-encoding")
-        read = push.read(encoding, body, complete)
+        read = push.read(encoding, body, complete, self.routes.known_commits(route))
         if isinstance(read, str):
             return None, read
         commands, proven = read

@@ -53,6 +53,8 @@ class Use:
 class RouteState:
     route: Route
     sessions: dict[str, Use] = field(default_factory=dict)
+    # Commits of the packs pushed through it: proves a later push's fast-forward.
+    commits: push.KnownCommits = field(default_factory=push.KnownCommits)
 
 
 class CredentialService(Listener):
@@ -168,6 +170,9 @@ class CredentialService(Listener):
             use.refused += status in (401, 403)
             use.last_ms = int(time.time() * 1000)
 
+    def known_commits(self, route: Route) -> push.KnownCommits:
+        return self.state[route.name].commits
+
     async def push_allowed(
         self,
         session_id: str,
@@ -226,12 +231,10 @@ class CredentialService(Listener):
             allowed, who = False, "refused: this push asks a person and none is attached"
         else:
             reasons = [
-                f"push to {repository} through route {route.name}:",
-                *(
-                    f"{u['ref']}: {u['old'][:12]} -> {u['new'][:12]} ({u['kind']}"
-                    + (f", {guarded[u['ref']]})" if u["protected"] else ")")
-                    for u in updates
-                ),
+                f"{u['ref']}: "
+                + (guarded[u["ref"]] if u["protected"] else u["kind"])
+                + f" (route {route.name} asks a person for these)"
+                for u in asks
             ]
             tool_input = {"repository": repository, "route": route.name, "updates": updates}
             allowed, who = await self.ask_push(session_id, tool_use_id, tool_input, reasons)
@@ -258,7 +261,7 @@ class CredentialService(Listener):
             "allowed" if allowed else "refused",
             who,
         )
-        return allowed, who if allowed else f"agentd: {who}"
+        return allowed, who
 
     # --- what people see -------------------------------------------------------------------
 

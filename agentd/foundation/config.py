@@ -174,8 +174,8 @@ class Config:
     # ("example.com", "*.example.com", either with ":port"); denied ones win.
     network_allowed_domains: list[str] = field(default_factory=list)
     network_denied_domains: list[str] = field(default_factory=list)
-    # Named sets of allowed hosts (agentd/network/presets.toml): "package-registries",
-    # "github".
+    # Named sets of allowed hosts (agentd/network/presets.toml): "pypi", "npm",
+    # "package-registries", "github"; a session adds one with `agentctl network --preset`.
     network_presets: list[str] = field(default_factory=list)
     # Hosts the proxy may connect to although they resolve to loopback, private,
     # link-local or other internal addresses: names, addresses or networks.

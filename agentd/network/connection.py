@@ -83,6 +83,17 @@ async def tcp_connect(
     raise failure or OSError("no address to connect to")
 
 
+def refused_line(host: str, verdict: Verdict) -> str:
+    """Why one host was refused, and what would allow it when a rule would (a private
+    address or a deny rule is refused whatever is added): for a command's result."""
+    if not verdict.hint:
+        return verdict.reason
+    return (
+        f"{verdict.reason} (a WebFetch(domain:{verdict.hint.split(':')[0]}) rule or the "
+        f"sandbox.network.allowedDomains entry {verdict.hint!r} would allow it)"
+    )
+
+
 def refusal_body(request: Request, verdict: Verdict) -> str:
     """What a refused program shows: the host, why, and what would allow it."""
     lines = [f"agentd refused the connection to {request.host}:{request.port}: {verdict.reason}."]

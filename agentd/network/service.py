@@ -31,7 +31,14 @@ from agentd.foundation.config import Config
 from agentd.network import env as proxy_env
 from agentd.network import netns
 from agentd.network.address import AllowList, internal_reason, literal_address
-from agentd.network.connection import Decider, Handler, Listener, Request, Verdict
+from agentd.network.connection import (
+    Decider,
+    Handler,
+    Listener,
+    Request,
+    Verdict,
+    refused_line,
+)
 from agentd.network.http_proxy import serve_http
 from agentd.network.loop import ServiceLoop
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
@@ -256,15 +263,23 @@ class NetworkService:
 
     def begin_call(self, session_id: str, tool_use_id: str, command: str) -> CallNet:
         call = CallNet(tool_use_id, command)
-        net = self._nets.get(session_id)
-        if net is not None:
-            net.calls.append(call)
+        # The session's first proxied call opens its namespace after this: the state it
+        # opens with is this one, so the call's refusals are counted from the start.
+        net = self._nets.setdefault(
+            session_id, SessionNet(session_id, os.path.join(self.dir, session_id))
+        )
+        net.calls.append(call)
         return call
 
     def running_call(self, session_id: str) -> CallNet | None:
         """The session's first running call (what a connection is attributed to)."""
         net = self._nets.get(session_id)
         return net.calls[0] if net is not None and net.calls else None
+
+    def allow_private(self, hosts: list[str]) -> None:
+        """The operator's private hosts, replaced (a reload): the next connection checks
+        its addresses against them."""
+        self.private = AllowList(hosts)
 
     def end_call(self, session_id: str, call: CallNet) -> list[str]:
         """What was refused while the call ran, one line per host, for its result."""
@@ -299,6 +314,9 @@ class NetworkService:
         literal = literal_address(host)
         if literal is not None:
             named = rules.naming(literal, port)
+            if named is None and (refused := self._private(host, literal)) is not None:
+                # No rule would allow it: the address guard refuses it whatever the rules.
+                return refused
             if named is None:
                 return Verdict(
                     False,
@@ -323,16 +341,22 @@ class NetworkService:
             return Verdict(False, reason=f"{host} resolves to no address")
         return self._checked(host, addresses, how, hint)
 
+    def _private(self, host: str, address: str) -> Verdict | None:
+        """The refusal of an internal address the operator did not list; None if not one."""
+        reason = internal_reason(address)
+        if not reason or self.private.allows(host, address):
+            return None
+        shown = host if host == address else f"{host} resolves to {address},"
+        return Verdict(
+            False,
+            reason=f"{shown} a {reason} address; only hosts the operator lists in "
+            "network_allow_private_hosts may be inside this machine or its network",
+        )
+
     def _checked(self, host: str, addresses: list[str], how: str, hint: str) -> Verdict:
         for address in addresses:
-            reason = internal_reason(address)
-            if reason and not self.private.allows(host, address):
-                shown = host if host == address else f"{host} resolves to {address},"
-                return Verdict(
-                    False,
-                    reason=f"{shown} a {reason} address; only hosts the operator lists in "
-                    "network_allow_private_hosts may be inside this machine or its network",
-                )
+            if (refused := self._private(host, address)) is not None:
+                return refused
         return Verdict(True, addresses, how, hint)
 
     async def _resolve(self, host: str, port: int) -> list[str]:
@@ -383,7 +407,7 @@ class NetworkService:
             net.hosts.pop(next(iter(net.hosts)))
         if not verdict.allowed:
             for call in net.calls:
-                call.refused.setdefault(where, verdict.reason)
+                call.refused.setdefault(where, refused_line(host, verdict))
         key = (where, decision, verdict.reason)
         if key in net.journaled:
             return

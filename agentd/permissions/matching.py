@@ -47,7 +47,7 @@ class RuleMatcher:
                 if None not in cmd.argv and bash_spec_matches(spec, " ".join(cmd.argv)):
                     return True
             return False
-        if call.url and spec.startswith("domain:"):
+        if call.url and spec.startswith(("domain:", "preset:")):
             return domain_matches(spec, call.url)
         if call.path:
             bases = [sourced.base] if sourced.base else list(session.workspace_roots)

@@ -50,6 +50,11 @@ def _domain_rules(rules: list[SourcedRule]) -> list[Sourced]:
         rule = sourced.rule
         if rule.tool != "WebFetch" or not rule.specifier:
             continue
+        if rule.specifier.startswith("preset:"):
+            name = rule.specifier.removeprefix("preset:").strip()
+            hosts = presets().get(name, ("", ()))[1]
+            out += [Sourced(parse_pattern(h), f"{rule.text}, {sourced.source}") for h in hosts]
+            continue
         try:
             pattern = parse_pattern(rule.specifier.removeprefix("domain:"))
         except ValueError:
@@ -75,6 +80,16 @@ class NetworkRulesSource:
     def __init__(self, config: Config, settings: Callable[[], SettingsLoader]) -> None:
         self._allowed, self._denied = _configured(config)
         self._settings = settings
+
+    def checked(self, config: Config) -> Callable[[], None]:
+        """The config's entries and presets parsed (InvalidRequest names a bad one), and
+        what puts them in place: a reload checks every part before it changes any."""
+        allowed, denied = _configured(config)
+
+        def apply() -> None:
+            self._allowed, self._denied = allowed, denied
+
+        return apply
 
     async def __call__(self, session: Session) -> NetworkRules:
         merged = await self._settings().for_session(session)

@@ -21,6 +21,7 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from agentd.foundation.errors import InvalidRequest
+from agentd.network.rules import presets
 from agentd.permissions import paths
 
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
@@ -94,11 +95,19 @@ def _parse(text: str) -> Rule:
             )
         if spec == ":*":
             raise InvalidRequest(f"invalid permission rule {text!r}: empty command prefix")
+    elif tool == "WebFetch" and spec.startswith("preset:"):
+        name = spec[len("preset:") :].strip()
+        known = presets()
+        if name not in known:
+            raise InvalidRequest(
+                f"invalid permission rule {text!r}: no network preset {name!r}; there are "
+                + ", ".join(sorted(known))
+            )
     elif tool == "WebFetch":
         if not spec.startswith("domain:") or not spec[len("domain:") :].strip():
             raise InvalidRequest(
                 f"invalid permission rule {text!r}: WebFetch rules name a host, "
-                "e.g. 'WebFetch(domain:example.com)'"
+                "e.g. 'WebFetch(domain:example.com)' or 'WebFetch(preset:pypi)'"
             )
     elif tool in PATH_TOOLS and "\0" in spec:
         raise InvalidRequest(f"invalid permission rule {text!r}: NUL in path")
@@ -146,6 +155,11 @@ def url_host(url: str) -> str:
 
 
 def domain_matches(spec: str, url: str) -> bool:
+    """`domain:HOST` (or `*.DOMAIN`), or `preset:NAME`: any of the preset's hosts."""
+    if spec.startswith("preset:"):
+        preset = presets().get(spec[len("preset:") :].strip())
+        hosts = preset[1] if preset else ()
+        return any(domain_matches(f"domain:{h}", url) for h in hosts if ":" not in h)
     want = spec[len("domain:") :].strip().lower()
     host = url_host(url)
     if not host:

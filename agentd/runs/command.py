@@ -367,8 +367,8 @@ def _refused_notice(refused: list[str]) -> str:
     return (
         "The sandbox's network proxy refused connections while this command ran: "
         + "; ".join(refused)
-        + ". Only allowed hosts can be reached. If the command needs one, ask the user to "
-        "allow it (a sandbox.network.allowedDomains entry or a WebFetch(domain:HOST) rule)."
+        + ". Only allowed hosts can be reached. If the command needs one of them, ask the "
+        "user for what its line names; do not retry without the sandbox."
     )
 
 

@@ -128,3 +128,27 @@ def test_a_push_to_a_servers_alias_of_a_protected_ref_asks(routes: Routes, sid) 
         assert not refused.allowed and refused.updates[0].protected, refused
     finally:
         subprocess.run([*alias, "--delete", "refs/heads/trunk"], check=True)
+
+
+def test_a_fast_forward_whose_objects_went_up_before_is_proven(routes: Routes, sid) -> None:
+    """The commits went up with one branch; moving another branch onto them sends an
+    empty pack. The route proves the fast-forward from the commits it relayed before,
+    so it goes through unasked."""
+    client, s = sid
+    url = f"https://{GIT_HOST}:{routes.git_port}/demo.git"
+    out = bash(
+        client,
+        s,
+        # base starts on a commit of its own: a branch on main's tip is main's alias.
+        f"git clone -q {url} w3 && cd w3 && echo x > X && git add X && "
+        f"git {IDENT} commit -qm x && git push -q origin HEAD:refs/heads/base && "
+        f"echo y > Y && git add Y && git {IDENT} commit -qm y && "
+        "git push -q origin HEAD:refs/heads/feat && "
+        "git push origin HEAD:refs/heads/base 2>&1; echo RC=$?; echo HEAD=$(git rev-parse HEAD)",
+    )
+    assert "RC=0" in out, out
+    head = out.split("HEAD=", 1)[1].split()[0]
+    assert _upstream_head(routes, "refs/heads/base") == head
+    last = git_pushes(client, s)[-1]
+    assert last.updates[0].ref == "refs/heads/base", last
+    assert last.updates[0].kind == "fast-forward" and last.allowed, last

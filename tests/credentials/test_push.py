@@ -57,8 +57,31 @@ def test_commands_and_fast_forwards(tmp_path: Path) -> None:
     assert not push.fast_forward(forced, parents)  # not an ancestor: a force push
     assert created.creation and gone.deletion
     assert not push.fast_forward(main, None)  # no readable pack proves nothing
-    answer = push.refusal(commands, "agentd: refused")
-    assert b"ng refs/heads/main agentd: refused" in answer
+    answer = push.refusal(commands, "refused by alice")
+    # git shows the side band's line as `remote: agentd: refused by alice`, once.
+    assert b"\x02agentd: refused by alice\n" in answer and b"agentd: agentd" not in answer
+    assert b"ng refs/heads/main agentd: refused by alice\n" in answer
+    answer = push.refusal(commands, "agentd could not read the push")
+    assert b"\x02agentd could not read" in answer
+
+
+def test_an_empty_packs_fast_forward_is_proven_by_the_commits_known(tmp_path: Path) -> None:
+    """The commits went up in an earlier push: moving another branch onto them sends no
+    objects, and the route's known commits prove the fast-forward."""
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "1")
+    old = git(tmp_path, "rev-parse", "HEAD").decode().strip()
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "2")
+    new = git(tmp_path, "rev-parse", "HEAD").decode().strip()
+    pack = git(tmp_path, "pack-objects", "--stdout", "--revs", data=f"{new}\n^{old}\n".encode())
+    empty = git(tmp_path, "pack-objects", "--stdout", "--revs", data=f"{new}\n^{new}\n".encode())
+    first = pkt(f"{push.ZERO} {new} refs/heads/feat\0report-status\n".encode()) + b"0000"
+    later = pkt(f"{old} {new} refs/heads/base\0report-status\n".encode()) + b"0000"
+    known = push.KnownCommits()
+    assert push.read(b"", later + empty, True, known)[1] == set()  # type: ignore[index]
+    push.read(b"", first + pack, True, known)
+    assert push.read(b"", later + empty, True, known)[1] == {"refs/heads/base"}  # type: ignore[index]
+    assert push.read(b"", later + empty, True)[1] == set()  # type: ignore[index]
 
 
 def test_protected_patterns() -> None:

@@ -67,6 +67,9 @@ def test_a_protected_push_is_asked_on_an_attached_terminal(
             caller.start()
             seen = _read_until(master, b"[y/N")
             assert b"GitPush" in seen and b"refs/heads/main" in seen, seen
+            # A sentence, not the input's JSON.
+            assert f"GitPush wants: push to {url}: main: ".encode() in seen, seen
+            assert b'{"repository"' not in seen, seen
             os.write(master, answer.encode() + b"\n")
             caller.join(120)
             text = out["r"].text  # type: ignore[attr-defined]
@@ -75,6 +78,7 @@ def test_a_protected_push_is_asked_on_an_attached_terminal(
                 assert "RC=0" in text and after != before, text
             else:
                 assert "RC=1" in text and "[remote rejected]" in text and after == before, text
+                assert "remote: agentd: refused by" in text and "agentd: agentd" not in text, text
             # The attached terminal shows the push, its ref and who decided.
             shown = _read_until(master, b"refs/heads/main")
             assert (b"pushed to" if pushed else b"push refused") in shown, shown

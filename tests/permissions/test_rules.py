@@ -109,3 +109,12 @@ def test_domain() -> None:
 def test_path_patterns(spec: str, path: str, expected: bool) -> None:
     pattern = anchor_pattern(spec, base="/ws", cwd="/ws", home="/home/u")
     assert matches(pattern, path) is expected
+
+
+def test_a_preset_rule_names_a_known_preset_and_matches_its_hosts() -> None:
+    assert parse_rule("WebFetch(preset:pypi)").specifier == "preset:pypi"
+    with pytest.raises(InvalidRequest, match="no network preset 'pypy'.*npm"):
+        parse_rule("WebFetch(preset:pypy)")
+    assert domain_matches("preset:pypi", "https://files.pythonhosted.org/x.whl")
+    assert domain_matches("preset:npm", "https://registry.npmjs.org/left-pad")
+    assert not domain_matches("preset:pypi", "https://registry.npmjs.org/left-pad")

@@ -108,7 +108,7 @@ class BashTool(Tool[BashInput]):
         outcome = await run.follow(timeout_ms / 1000, ctx.cancelled, ctx.progress)
         if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
             run.to_background()
-            return _moved_to_background(run.task, run.output, timeout_ms)
+            return _moved_to_background(run.task, run.output, timeout_ms, run.notices)
         finished = await run.finish(outcome, ctx.cancelled)
         read_only = ctx.sandbox is SandboxMode.READ_ONLY
         seen_at = sandbox_path(run.task.id)
@@ -141,7 +141,11 @@ def _background_result(task: Task) -> ToolResult:
     return result
 
 
-def _moved_to_background(task: Task, output: Output, timeout_ms: float) -> ToolResult:
+def _moved_to_background(
+    task: Task, output: Output, timeout_ms: float, notices: list[str]
+) -> ToolResult:
+    """Its output so far, where it goes on, and the notices of its time in the foreground
+    (the hosts its proxy refused)."""
     shown, _ = head_and_tail(output, MAX_OUTPUT_CHARS)
     seconds = f"{timeout_ms / 1000:g}s"
     text = (f"{shown.rstrip(chr(10))}\n" if shown.strip() else "") + (
@@ -151,6 +155,7 @@ def _moved_to_background(task: Task, output: Output, timeout_ms: float) -> ToolR
         "It is still running: do not start it again. Stop it with TaskStop if it is no "
         "longer needed; Read that file to see its output so far."
     )
+    text = "\n".join([text, *notices])
     result = ToolResult.text(
         text,
         data={

@@ -243,6 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow", action="append", default=[], help="HOST or *.DOMAIN (a WebFetch(domain:) rule)"
     )
     net.add_argument("--deny", action="append", default=[], help="HOST or *.DOMAIN; deny wins")
+    net.add_argument(
+        "--preset",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="allow a named set of hosts (pypi, npm, package-registries, github): a "
+        "WebFetch(preset:NAME) rule",
+    )
 
     tree_groups.agent(top)
 

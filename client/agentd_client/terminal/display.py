@@ -37,9 +37,29 @@ def input_of(x: Any) -> dict[str, Any]:
     return structs.from_struct(x.input, "input")
 
 
+def push_sentence(inp: dict[str, Any]) -> str:
+    """A GitPush ask's input as a person reads it: "push to REPO: main: abc123 ->
+    def456 (fast-forward)"; "" when it is not one."""
+    updates = inp.get("updates")
+    if not isinstance(inp.get("repository"), str) or not isinstance(updates, list):
+        return ""
+    parts = []
+    for u in updates:
+        if not isinstance(u, dict):
+            return ""
+        ref = str(u.get("ref", "")).removeprefix("refs/heads/")
+        old, new = (str(u.get(k, ""))[:12] for k in ("old", "new"))
+        kind = str(u.get("kind", "")) + (", protected" if u.get("protected") else "")
+        parts.append(f"{ref}: {old} -> {new} ({kind})")
+    return f"push to {inp['repository']}: " + "; ".join(parts)
+
+
 def input_text(x: Any, limit: int = 200) -> str:
-    """A call's input as one safe line of JSON, cut at `limit` characters."""
-    return sanitize.line(json.dumps(input_of(x), ensure_ascii=False)[:limit])
+    """A call's input as one safe line (a push as a sentence, else JSON), cut at
+    `limit` characters."""
+    inp = input_of(x)
+    text = push_sentence(inp) or json.dumps(inp, ensure_ascii=False)
+    return sanitize.line(text[:limit])
 
 
 def _first_line(text: str, limit: int = 160) -> str:

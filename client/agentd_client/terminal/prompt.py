@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from agentd_client.terminal import sanitize
-from agentd_client.terminal.display import input_of, request_code
+from agentd_client.terminal.display import input_of, push_sentence, request_code
 from agentd_client.terminal.screen import Row
 
 # Lines of a prompt's diff shown on a terminal (the daemon sends at most 240).
@@ -26,6 +26,8 @@ DIFF_LINES = 240
 def _what(x: Any) -> tuple[str, str]:
     """(verb, the asked-about input as it was sent)."""
     inp = input_of(x)
+    if pushed := push_sentence(inp):
+        return "", pushed
     for key, verb in (
         ("command", "to run"),
         ("file_path", "to change"),
