@@ -76,6 +76,8 @@ system-deps:
 	command -v ssh >/dev/null || missing="$$missing openssh-client"; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	command -v curl >/dev/null || missing="$$missing curl"; \
+	command -v direnv >/dev/null || missing="$$missing direnv"; \
+	command -v nvim >/dev/null || missing="$$missing neovim"; \
 	/usr/bin/python3 -c 'import pip' 2>/dev/null || missing="$$missing python3-pip"; \
 	if [ -n "$$missing" ]; then \
 		echo "==> installing system packages with apt-get:$$missing"; \

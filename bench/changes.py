@@ -2,12 +2,14 @@
 the change tracker (agentd/changes/) against the same tool without it, interleaved in
 one run, and the candidates that were not chosen, measured on the same tree.
 
-    .venv/bin/python bench/changes.py [--files N] [--rounds N]
+    .venv/bin/python bench/changes.py [--files N] [--rounds N] [--flood N] [--flood-rounds N]
 
 Rows:
 - a call (`true`, and one that writes a file) without tracking, then with it (fanotify
   events read by the run's reader; the baseline refreshed by stat);
 - the same with `changes_tracking = "scan"` (the fallback: a walk per call);
+- a call that writes `--flood` new files (a build's output, 100,000 by default) without
+  tracking, then with it: what a flood of ordinary events costs the call;
 - the one-time cost: the first call's walk that builds the root's baseline, and its
   memory;
 - the candidates, per call: a metadata snapshot (lstat of every path), the code-bearing
@@ -22,6 +24,7 @@ import asyncio
 import ctypes
 import os
 import resource
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -133,6 +136,21 @@ def overlay_probe() -> str:
     return "; ".join(out)
 
 
+def flood_command(files: int, into: str) -> str:
+    """A build's output: `files` new files, 1,000 per directory, under `into`."""
+    script = (
+        "import os, sys\n"
+        "n, into = int(sys.argv[1]), sys.argv[2]\n"
+        "for i in range(n):\n"
+        "    d = os.path.join(into, str(i // 1000))\n"
+        "    if i % 1000 == 0:\n"
+        "        os.makedirs(d)\n"
+        "    with open(os.path.join(d, f'o{i}.o'), 'w') as f:\n"
+        "        f.write('x')\n"
+    )
+    return f"python3 -c {shlex.quote(script)} {files} {shlex.quote(into)}"
+
+
 def timed(fn, rounds: int) -> list[float]:  # type: ignore[no-untyped-def]
     samples = []
     for _ in range(rounds):
@@ -184,6 +202,15 @@ async def main_async(args: argparse.Namespace) -> None:
                     await h.call(command)
                     samples.setdefault(key, []).append((time.perf_counter() - t) * 1000)
 
+        flood: dict[str, list[float]] = {}
+        for i in range(args.flood_rounds):
+            for name in ("none", "events"):
+                into = os.path.join(ws, "build", f"{name}-{i}")
+                t = time.perf_counter()
+                await harnesses[name].call(flood_command(args.flood, into))
+                flood.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+                shutil.rmtree(into)
+
         table = codebearing.table()
         alt = {
             "metadata snapshot (lstat all)": timed(lambda: snapshot(ws), 5),
@@ -214,6 +241,12 @@ async def main_async(args: argparse.Namespace) -> None:
             ms = samples[f"{label:14} {name}"]
             p50 = percentile(ms, 50)
             print(f"{label:14} {name:25} {p50:8.1f} {percentile(ms, 90):8.1f} {p50 / base:7.2f}x")
+    base = percentile(flood["none"], 50)
+    for name in ("none", "events"):
+        p50 = percentile(flood[name], 50)
+        label = f"writes {args.flood} files"
+        print(f"{label:20} {name:19} {p50:8.1f} {max(flood[name]):8.1f} {p50 / base:7.2f}x")
+    print(f"  ({args.flood_rounds} interleaved rounds of the flood; second column: max)")
     print(
         f"first call (baseline walk, once per root): {first:.0f} ms; "
         f"baseline: {len(baseline.entries)} files, {baseline.content_bytes} bytes kept; "
@@ -229,6 +262,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--flood", type=int, default=100_000, help="files a flood call writes")
+    parser.add_argument("--flood-rounds", type=int, default=3)
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -286,6 +286,8 @@ class ChangeTracker:
         may have missed events: then the roots are scanned)."""
         taken = await asyncio.to_thread(tracked.take)
         by_events = tracked.events and taken.complete and (taken.ended or not final)
+        if tracked.events and not taken.complete:
+            log.info("run %s lost file events: its workspaces are walked", tracked.id)
         held: list[Held] = []
         uid = tracked.identity.uid if tracked.identity is not None else None
         for root in tracked.roots:

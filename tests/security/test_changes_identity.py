@@ -224,3 +224,36 @@ def test_the_persons_own_edit_between_calls_is_theirs(
     r = client.run_tool(sid, "Bash", {"command": "echo done"})
     assert r.text.strip() == "done", r.text
     assert (existing / SETTINGS).read_bytes() == mine
+
+
+# A flood of events no reader folds: a mode change of each of 10,000 files, round after
+# round, past the run's change log cap (64 MiB; the run's fanotify queue is unlimited,
+# so the cap is where a flood loses events), then the settings are written.
+FLOOD = textwrap.dedent(
+    """\
+    import os
+    os.makedirs("flood")
+    names = [f"flood/{i}" for i in range(10000)]
+    for name in names:
+        open(name, "w").close()
+    for r in range(120):
+        for name in names:
+            os.chmod(name, 0o600 if r % 2 else 0o644)
+    with open("app/.claude/settings.json", "w") as f:
+        f.write("{}")
+    print("done")
+    """
+)
+
+
+def test_a_change_made_after_a_flood_lost_events_is_held(
+    client: Client, sid: str, existing: Path, daemon: DaemonProcess
+) -> None:
+    (existing / "flood.py").write_text(FLOOD)
+    as_sandbox_user(existing)
+    mark = len(daemon.log_lines)
+    r = client.run_tool(sid, "Bash", {"command": "python3 flood.py", "timeout": 600_000})
+    daemon.wait_for_log("lost file events", after=mark, timeout=5)
+    assert "done" in r.text, r.text
+    assert str(existing / SETTINGS) in held_paths(r.text), r.text
+    assert (existing / SETTINGS).read_bytes() == DENY
