@@ -193,10 +193,12 @@ class Executor:
         in_place: bool = True,
         *,
         interactive: Interactive | None = None,
+        ask_timeout: float = 0.0,
     ) -> ToolResult:
         """Run a call: progress goes to `sink`; the result is journaled and returned.
         `in_place`: up to its first wait, in the caller's turn of the loop (eager.py);
-        `interactive`: a person will drive its command (StartTask, agentd/calls/tasks.py)."""
+        `interactive`: a person will drive its command (StartTask, agentd/calls/tasks.py);
+        `ask_timeout`: how long its asks wait, as its caller asked (0: the session's)."""
         log_ = self.sessions.log(session.id)
         started = time.monotonic()
         unjournaled = self.sessions.store.unjournaled
@@ -228,6 +230,7 @@ class Executor:
             progress=progress,
             services=self.services,
             interactive=interactive,
+            ask_timeout=ask_timeout,
         )
         key = (session.id, call.tool_use_id)
         # A Task of its own only if the call waits (eager.py): most calls end at once.

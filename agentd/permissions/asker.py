@@ -6,7 +6,7 @@ client sees it, and waits. The first `resolve` wins and is announced to all as a
 who answered first. No answer within the timeout is a deny (decided_by "timeout"),
 never an allow. With nobody attached there is nobody to ask: the caller denies at once.
 
-The timeout is the call's own if it gave one (`call_timeout`, set around a RunTool),
+The timeout is the call's own if it gave one (`ToolContext.ask_timeout`, from RunTool),
 else its session's (`Session.ask_timeout_seconds`), else the daemon's
 (`permission_timeout_seconds`).
 """
@@ -14,7 +14,6 @@ else its session's (`Session.ask_timeout_seconds`), else the daemon's
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import time
 import uuid
@@ -36,10 +35,6 @@ _REMEMBERED = 1024
 # Bounds of an ask timeout a session or a call may set, in seconds.
 MIN_TIMEOUT = 1.0
 MAX_TIMEOUT = 86400.0
-# The ask timeout of the tool call running in this context (0: none of its own).
-call_timeout: contextvars.ContextVar[float] = contextvars.ContextVar(
-    "ask_call_timeout", default=0.0
-)
 
 
 def checked_timeout(seconds: float, what: str) -> float:
@@ -101,10 +96,10 @@ class Asker:
     def pending_ids(self, session_id: str) -> list[str]:
         return [rid for rid, p in self._pending.items() if p.session_id == session_id]
 
-    def timeout_for(self, session_id: str) -> float:
-        """How long an ask made now waits: the call's, the session's, or the daemon's."""
-        if seconds := call_timeout.get():
-            return seconds
+    def timeout_for(self, session_id: str, call_timeout: float = 0.0) -> float:
+        """How long an ask waits: the call's, the session's, or the daemon's."""
+        if call_timeout:
+            return call_timeout
         try:
             session = self.sessions.get(session_id)
         except SessionNotFound:
@@ -125,6 +120,7 @@ class Asker:
         rule_choices: tuple[str, ...] = (),
         cancelled: asyncio.Event | None = None,
         announce: Callable[[str, int], Awaitable[None]] | None = None,
+        timeout: float = 0.0,
     ) -> Answer:
         """Publish a request and wait for the first answer, the timeout, or cancellation.
         `rule_choices`: what an "always" answer may add, the suggested rule first.
@@ -134,7 +130,7 @@ class Asker:
             return Answer(Behavior.DENY, "once", "cancelled")  # never shown: nobody waits for it
         request_id = f"perm_{uuid.uuid4().hex[:20]}"
         loop = asyncio.get_running_loop()
-        timeout = self.timeout_for(session_id)
+        timeout = self.timeout_for(session_id, timeout)
         expires_ms = int((time.time() + timeout) * 1000)
         choices = tuple(rule_choices)
         events = self.sessions.log(session_id)

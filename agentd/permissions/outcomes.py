@@ -155,6 +155,7 @@ class Outcomes:
             rule_choices=ask.rule_choices,
             cancelled=ctx.cancelled,
             announce=waiting(ctx, "waiting for permission"),
+            timeout=ctx.ask_timeout,
         )
         if answer.scope == "always" and (rule := answer.rule or ask.suggested_rule):
             allow = answer.decision is Behavior.ALLOW
@@ -177,7 +178,8 @@ class Outcomes:
         if answer.decided_by == "timeout":
             reason = (
                 f"Permission to use {call.describe()} was not granted: nobody answered within "
-                f"{self.asker.timeout_seconds:g}s, so it is denied. Ask the user to approve it "
+                f"{self.asker.timeout_for(session.id, ctx.ask_timeout):g}s, so it is denied. "
+                "Ask the user to approve it "
                 "or to add an allow rule, or do something that needs no approval."
             )
         elif answer.decided_by == "cancelled":

@@ -126,6 +126,9 @@ class ToolContext:
     # A person will drive the command (a PTY or stdin): set by StartTask only, never
     # from the model's input (agentd/calls/tasks.py).
     interactive: Interactive | None = None
+    # How long this call's asks wait for a person (0: the session's or the daemon's):
+    # what the caller gave with the request, never the model's input.
+    ask_timeout: float = 0.0
 
     def roots(self, mode: Literal["read", "write"] = "read") -> list[str]:
         """Where this call may touch files: the workspace, granted paths, and for reads the

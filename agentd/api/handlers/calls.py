@@ -84,9 +84,7 @@ class CallHandlers:
         timeout = _ask_timeout(request)
 
         async def run(sink: UpdateSink) -> None:
-            if timeout:
-                asker.call_timeout.set(timeout)  # this task's context: the call's asks
-            result = await self.executor.run_one(session, call, sink)
+            result = await self.executor.run_one(session, call, sink, ask_timeout=timeout)
             await sink(result_payload(call.tool_use_id, result))
 
         async for update in _stream_calls(run):
@@ -98,12 +96,7 @@ class CallHandlers:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         call = _tool_use(request.call)
         timeout = _ask_timeout(request)
-        token = asker.call_timeout.set(timeout) if timeout else None
-        try:
-            result = await self.executor.run_one(session, call, _ignore_updates)
-        finally:
-            if token is not None:
-                asker.call_timeout.reset(token)
+        result = await self.executor.run_one(session, call, _ignore_updates, ask_timeout=timeout)
         return result_bytes(result_payload(call.tool_use_id, result))
 
     @stream

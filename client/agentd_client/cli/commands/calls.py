@@ -115,7 +115,6 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
     if live is None and not args.json and terminal.is_tty(sys.stderr):
         live = sys.stderr
     ask_timeout = names.parse_duration(args.ask_timeout) if args.ask_timeout else 0
-    stream = c.stream_tool(session_id, args.tool, text, tool_use_id, ask_timeout=ask_timeout)
     last_byte = bytearray()  # of the output shown live; empty while none was
 
     def to_terminal(output_id: str, data: bytes) -> None:
@@ -129,7 +128,11 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
     follower = Follower(c, session_id, to_terminal)
     output_id = ""
     asked: set[str] = set()
+    stream = None
     try:
+        # Inside the try: a signal that lands once the daemon has the call, however soon,
+        # still cancels it.
+        stream = c.stream_tool(session_id, args.tool, text, tool_use_id, ask_timeout=ask_timeout)
         for update in stream:
             if update.HasField("progress"):
                 p = update.progress
@@ -164,7 +167,8 @@ def cmd_call(c: Client, args: argparse.Namespace) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C, or the caller went away (hangup.py)
         follower.stop()
         cancelled = _cancel_after_interrupt(c, session_id, tool_use_id)
-        stream.cancel()
+        if stream is not None:
+            stream.cancel()
         what = hangup.why(exc)
         if args.json:
             with contextlib.suppress(OSError):
