@@ -346,10 +346,14 @@ class NetworkService:
         reason = internal_reason(address)
         if not reason or self.private.allows(host, address):
             return None
-        shown = host if host == address else f"{host} resolves to {address},"
+        shown = (
+            f"{host} is a {reason} IP address"
+            if host == address
+            else f"{host} resolves to {address}, a {reason} address"
+        )
         return Verdict(
             False,
-            reason=f"{shown} a {reason} address; only hosts the operator lists in "
+            reason=f"{shown}; only hosts the operator lists in "
             "network_allow_private_hosts may be inside this machine or its network",
         )
 
