@@ -21,7 +21,11 @@ from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import start_daemon
 
 REQUESTS = 1000
-LINE_START = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (\w+) |agentd serving )")
+# A record starts with the daemon's time and level; the two lines it announces once it
+# serves are for people, not records.
+LINE_START = re.compile(
+    r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (\w+) |agentd serving |agentd: next, )"
+)
 # Bytes a log line may hold, whatever a client sent.
 MAX_LINE = 4096
 HOSTILE = "\n2026-01-01 00:00:00 ERROR forged: line\x1b[31m\u202e\r" * 2000  # ~100 KB
