@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-background stop test test-clones proto lint docs format bench system-deps clean \
+.PHONY: run run-background stop test test-slow test-clones proto lint docs format bench system-deps clean \
 	install install-user claude-code codex dist image image-deps test-image
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
@@ -97,7 +97,11 @@ stop:
 	$(VENV)/bin/agentd stop
 
 test: system-deps $(STAMP) claude-code codex
-	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term
+	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term -m "not slow"
+
+# What is too heavy or too timing-bound for `make test`, alone on the machine.
+test-slow: system-deps $(STAMP)
+	$(VENV)/bin/pytest -q -p no:xdist -m slow
 
 # A slice of the suite from fresh clones of this checkout, one under /tmp and one in a
 # directory only its owner may enter: nothing may depend on where the checkout lives.

@@ -246,6 +246,10 @@ FLOOD = textwrap.dedent(
 )
 
 
+# The kernel merges a file's queued events while the reader lags, so on a loaded machine
+# the flood may stay under the cap: not part of `make test` (`make test-slow` runs it).
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_change_made_after_a_flood_lost_events_is_held(
     client: Client, sid: str, existing: Path, daemon: DaemonProcess
 ) -> None:
