@@ -25,12 +25,25 @@ import select
 import signal
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from agentd.changes import fanotify
 from agentd_sandbox import linux
 
-# The most a run's log may hold; beyond, events are dropped and marked lost.
+# The most a run's log may hold unless the daemon says (config changes_log_bytes);
+# beyond, events are dropped and marked lost.
 LOG_CAP = 64 * 1024 * 1024
+
+
+class Watch(NamedTuple):
+    """What a run's shim needs to start its reader: the fanotify group, the change log,
+    and the most the log may hold (bytes)."""
+
+    group: int
+    log: int
+    cap: int
+
+
 # Folded writes are forgotten this often, so a later write shows again.
 FOLD_SECONDS = 0.5
 # The least time between two reads of the group (the stop is answered at once).
@@ -54,10 +67,10 @@ class Reader:
             os.waitpid(self.pid, 0)
 
 
-def start(group: int, log: int) -> Reader:
+def start(group: int, log: int, cap: int = LOG_CAP) -> Reader:
     """Make the next children of this process members of a new pid namespace whose pid 1
-    is the reader of `group`, writing to `log`. Raises OSError if this cannot be done
-    (then nothing changed: the caller spawns as before, untracked)."""
+    is the reader of `group`, writing at most `cap` bytes to `log`. Raises OSError if
+    this cannot be done (then nothing changed: the caller spawns as before, untracked)."""
     linux.unshare(linux.CLONE_NEWPID)
     try:
         stop_r, stop_w = os.pipe2(os.O_CLOEXEC)
@@ -73,7 +86,7 @@ def start(group: int, log: int) -> Reader:
             # outside the namespace).
             linux.set_parent_death_signal(signal.SIGKILL)
             _keep_only((group, log, stop_r))
-            run(group, log, stop_r)
+            run(group, log, stop_r, cap)
         except BaseException:  # noqa: BLE001 - the reader's last act is to exit
             code = 1
         finally:
@@ -104,12 +117,12 @@ def _keep_only(fds: tuple[int, ...]) -> None:
                 os.close(fd)
 
 
-def run(group: int, log: int, stop: int) -> None:
+def run(group: int, log: int, stop: int, cap: int = LOG_CAP) -> None:
     """The reader's loop (see the module docstring). After a read it waits BATCH_SECONDS
     for the stop before reading again: events arrive in batches, and a process that
     writes a file for each read of ours (strace -o on the same filesystem) cannot keep it
     spinning."""
-    state = _State(log)
+    state = _State(log, cap)
     poller = select.poll()
     poller.register(group, select.POLLIN)
     poller.register(stop, select.POLLIN)
@@ -131,8 +144,9 @@ def run(group: int, log: int, stop: int) -> None:
 
 
 class _State:
-    def __init__(self, log: int) -> None:
+    def __init__(self, log: int, cap: int = LOG_CAP) -> None:
         self.log = log
+        self.cap = cap
         self.written = 0
         self.lost = False
         self.folded: set[bytes] = set()
@@ -174,7 +188,7 @@ class _State:
     def write(self, data: bytes) -> None:
         if self.lost and data != fanotify.marker(fanotify.MARK_END):
             return
-        if self.written + len(data) > LOG_CAP:
+        if self.written + len(data) > self.cap:
             data = fanotify.marker(fanotify.MARK_LOST)
             self.lost = True
         try:

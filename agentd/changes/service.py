@@ -91,6 +91,7 @@ class ChangeTracker:
         self._loaded: set[_Key] = set()  # keys whose first walk was compared with a saved one
         self._asker = asker
         self._check = config.changes_check_seconds
+        self._log_cap = config.changes_log_bytes
         self._table = codebearing.table()
         self._baselines: dict[_Key, Baseline] = {}
         self._locks: dict[_Key, asyncio.Lock] = {}
@@ -144,6 +145,7 @@ class ChangeTracker:
         """Follow a run about to start: the roots' baselines fresh, its group and log."""
         roots = [os.path.realpath(r) for r in session.workspace_roots]
         tracked = Tracked(secrets.token_hex(8), session.id, roots, identity)
+        tracked.log_cap = self._log_cap
         for root in roots:
             await self._refresh(root, identity)
         if self.mode == EVENTS:

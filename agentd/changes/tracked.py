@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from agentd.changes import fanotify
 from agentd.changes.changeset import ChangeSet
+from agentd.changes.reader import LOG_CAP, Watch
 from agentd.changes.resolve import Resolver
 from agentd.fs.identity import FsIdentity
 
@@ -46,6 +47,7 @@ class Tracked:
     group: int = -1
     log: int = -1
     events: bool = False
+    log_cap: int = LOG_CAP
     changes: ChangeSet = field(init=False)
     started: float = field(default_factory=time.monotonic)
     _offset: int = 0
@@ -65,11 +67,11 @@ class Tracked:
     def __post_init__(self) -> None:
         self.changes = ChangeSet(list(self.roots))
 
-    def watch_fds(self) -> tuple[int, int] | None:
-        """(group, log) for the shim, or None when this run is not followed by events."""
+    def watch(self) -> Watch | None:
+        """What the shim's reader needs, or None when this run is not followed by events."""
         if self.group < 0 or self.log < 0:
             return None
-        return self.group, self.log
+        return Watch(self.group, self.log, self.log_cap)
 
     def handed_over(self) -> None:
         """A shim took the fds: its reader writes the log from now on."""

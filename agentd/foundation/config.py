@@ -261,6 +261,10 @@ class Config:
     changes_tracking: Literal["auto", "events", "scan"] = "auto"
     # Seconds between two checks of what a running background task changed.
     changes_check_seconds: Seconds = 2.0
+    # The most one run's change log may hold (events mode). A run that causes more
+    # events (a flood of renames or mode changes) loses the rest, and what it may have
+    # changed is then checked by a walk of the workspace, not trusted.
+    changes_log_bytes: Positive = 64 * 1024 * 1024
     # Whether stopping the daemon stops the background tasks too (`agentd stop --tasks`
     # does it once). Off: tasks run on under their shims and the next daemon takes them
     # over; closing a session still stops its tasks.

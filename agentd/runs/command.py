@@ -177,7 +177,7 @@ class Commands:
             config.task_output_bytes,
             lambda output: outputs.add(session.id, request.tool_use_id, output),
             self.forkserver,
-            tracked.watch_fds() if tracked is not None else None,
+            tracked.watch() if tracked is not None else None,
             request.interactive,
         )
 

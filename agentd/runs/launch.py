@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from agentd.changes.reader import Watch
 from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ToolError
@@ -163,7 +164,7 @@ async def start_bash(
     output_limit: int,
     register: Callable[[Output], None],
     forkserver: shim_client.Forkserver,
-    watch: tuple[int, int] | None = None,
+    watch: Watch | None = None,
     interactive: Interactive | None = None,
 ) -> Started:
     """Start a Bash command: each attempt opens its output file in `tasks_dir` (readable
@@ -243,7 +244,7 @@ async def _spawn(
     limit: int,
     channels: Channels,
     forkserver: shim_client.Forkserver,
-    watch: tuple[int, int] | None = None,
+    watch: Watch | None = None,
     interactive: Interactive | None = None,
 ) -> Run:
     """The command started: under a shim (agentd/runs/shim/supervisor.py, forked from

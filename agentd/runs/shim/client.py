@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agentd.changes.reader import Watch
 from agentd.runs.output.file import LAST_LINE_BYTES, _resolve
 from agentd.runs.output.registry import COALESCE
 from agentd.runs.shim import supervisor as shim_proc
@@ -339,7 +340,7 @@ async def spawn(
     limit: int,
     pass_fds: tuple[int, ...] = (),
     hold_fds: tuple[int, ...] = (),
-    watch_fds: tuple[int, int] | None = None,
+    watch: Watch | None = None,
     pty: tuple[int, int] | None = None,
     stdin: bool = False,
 ) -> ShimRun | None:
@@ -349,8 +350,9 @@ async def spawn(
     step in the child only subprocess can do (no setpriv or prlimit: the caller runs it
     in-process then, and it does not outlive the daemon). `hold_fds` the shim keeps open
     until the end without using them: read ends of pipes the command writes to (its cwd
-    report), so that a write after the daemon is gone is not a SIGPIPE. `watch_fds`:
-    the run's fanotify group and change log (agentd/changes/), for its reader. `pty`:
+    report), so that a write after the daemon is gone is not a SIGPIPE. `watch`:
+    the run's fanotify group, change log and the log's cap (agentd/changes/), for its
+    reader. `pty`:
     (rows, cols) of a pseudo-terminal the shim makes the command's (argv must then start
     with terminal.CTTY_ARGV, inside the sandbox); `stdin`: a pipe for its input."""
     launch = prepare(policy, argv, pass_fds)
@@ -380,12 +382,13 @@ async def spawn(
             "tail": TAIL,
             "wall": policy.limits.wall_seconds,
             "hold": len(hold_fds),
-            "watch": len(watch_fds or ()),
+            "watch": 2 if watch else 0,
+            "watch_cap": watch.cap if watch else 0,
             "pty": list(pty) if pty else None,
             "stdin": stdin,
         }
         fds = [theirs.fileno(), output_fd, pipe_r, pipe_w, launch.lifeline.fileno()]
-        fds += [*hold_fds, *(watch_fds or ()), *passed]
+        fds += [*hold_fds, *((watch.group, watch.log) if watch else ()), *passed]
         forkserver.send(req, fds)
     except OSError as exc:
         ours.close()

@@ -128,15 +128,17 @@ class Shim:
         self.interval = terminal.UPDATE_INTERVAL if self.input.pty else UPDATE_INTERVAL
         self._add_controller(socket.socket(fileno=ctrl))
         if len(watch_fds) == 2:
-            self._watch(*watch_fds)
+            cap = req.get("watch_cap")
+            group, log = watch_fds
+            self._watch(group, log, cap if isinstance(cap, int) and cap > 0 else reader.LOG_CAP)
         self._spawn(req["argv"], pipe_w, pass_fds, req["targets"])
 
-    def _watch(self, group: int, log: int) -> None:
+    def _watch(self, group: int, log: int, cap: int) -> None:
         """Start the run's change reader (agentd/changes/reader.py): the chain spawned next
         lands in its pid namespace. If it cannot start, the log says events were lost,
         and the daemon scans instead."""
         try:
-            self.reader = reader.start(group, log)
+            self.reader = reader.start(group, log, cap)
         except OSError:
             with contextlib.suppress(OSError):
                 os.write(log, fanotify.marker(fanotify.MARK_LOST))
