@@ -243,9 +243,7 @@ FLOOD = textwrap.dedent(
 
 
 @pytest.mark.timeout(300)
-def test_a_change_made_after_a_flood_lost_events_is_held(
-    tmp_path: Path, workspace: Path
-) -> None:
+def test_a_change_made_after_a_flood_lost_events_is_held(tmp_path: Path, workspace: Path) -> None:
     _plant(workspace)
     (workspace / "flood.py").write_text(FLOOD)
     as_sandbox_user(workspace)
