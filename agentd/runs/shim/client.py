@@ -173,6 +173,11 @@ class ShimRun:
         while True:
             try:
                 data = await loop.sock_recv(self._sock, shim_proc.MAX_MESSAGE)
+            except ConnectionResetError:
+                # The shim exited with an op of ours unread (a "task" sent as it ended):
+                # the kernel reports that once, before what the shim sent last (its
+                # exit), which the next read returns.
+                continue
             except OSError:
                 data = b""
             if not data:

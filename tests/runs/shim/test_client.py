@@ -132,6 +132,23 @@ async def test_a_shim_that_vanishes_is_137() -> None:
     assert run.output.done and run.output.head == b"partial"
 
 
+async def test_a_shim_that_ends_with_an_op_unread_still_tells_its_end(tmp_path: Path) -> None:
+    """A command that ends as the daemon makes it a task: the shim sends its exit and
+    exits with the "task" op unread. The kernel then reports a reset before the exit
+    message; the end is still the shim's, and the task's end line is written."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    fd = os.memfd_create("out")
+    os.write(fd, b"quick\n")
+    run = client.ShimRun(ours, client.ShimOutput("/x/id.output", fd))
+    run.make_task(str(tmp_path))  # never read by the shim
+    end = {"ev": "exit", "code": 2, "task": False, "size": 6, "total": 6, "written": 6}
+    theirs.send(json.dumps(end).encode())
+    theirs.close()
+    assert await asyncio.wait_for(run.done, 10) == 2
+    run.output.finish(2)
+    assert os.pread(fd, 100, 0) == b"quick\n\n[exited with code 2]\n"
+
+
 def test_kill_stray_never_kills_a_reused_pid(tmp_path: Path) -> None:
     dir_fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
     try:
