@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from tests.support.daemon import OWNERS_DIRS, DaemonProcess, remove_recorded_dirs, start_daemon
+from tests.support.daemon import (
+    OWNERS_DIRS,
+    DaemonProcess,
+    log_tail,
+    remove_recorded_dirs,
+    start_daemon,
+)
 from tests.support.mounts import detach_under, private_namespace
 from tests.support.workspaces import reachable_workspace
 
@@ -51,8 +57,9 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     proc = start_daemon(tmp_path_factory.mktemp("agentd"))
     yield proc
     code = proc.stop()
-    assert code == 0, f"agentd exited with {code}:\n{proc.log}"
-    assert "Traceback" not in proc.log, proc.log
+    assert code == 0, f"agentd exited with {code}; its log's tail:\n{log_tail(proc)}"
+    at = proc.log.find("Traceback")
+    assert at < 0, f"agentd logged a traceback:\n{proc.log[max(0, at - 300) : at + 3000]}"
 
 
 @pytest.fixture
