@@ -35,9 +35,10 @@ def root() -> Iterator[Path]:
     subprocess.run(["rm", "-rf", str(path)], check=False)
 
 
-def track(root: Path, script: str, *, meanwhile: str = "") -> Tracked:
-    """Run `script` (sh, in `root`) as a run whose reader follows it; `meanwhile` runs
-    at the same time from outside the run (another process of the host)."""
+def track(root: Path, script: str, *, meanwhile: str = "", cap: int = reader.LOG_CAP) -> Tracked:
+    """Run `script` (sh, in `root`) as a run whose reader follows it, its log capped at
+    `cap` bytes; `meanwhile` runs at the same time from outside the run (another process
+    of the host)."""
     tracked = Tracked("t", "s", [str(root)], None)
     tracked.log = os.open(root.parent, os.O_TMPFILE | os.O_RDWR, 0o600)
     tracked.group = fanotify.open_group()
@@ -45,7 +46,7 @@ def track(root: Path, script: str, *, meanwhile: str = "") -> Tracked:
     fanotify.mark_filesystem(tracked.group, fd)
     os.close(fd)
     outside = subprocess.Popen(["sh", "-c", f"cd {root} && {meanwhile}"]) if meanwhile else None
-    run = reader.start(tracked.group, tracked.log)
+    run = reader.start(tracked.group, tracked.log, cap)
     try:
         subprocess.run(["sh", "-c", script], cwd=root, check=True)
     finally:
@@ -98,9 +99,6 @@ def test_the_runs_short_lived_processes_count_and_others_do_not(root: Path) -> N
     assert paths == {f"{root}/quick.txt"}
 
 
-def test_a_log_past_its_cap_says_events_were_lost(
-    root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(reader, "LOG_CAP", 2048)
-    t = track(root, "for i in $(seq 100); do echo $i > f$i; done")
+def test_a_log_past_its_cap_says_events_were_lost(root: Path) -> None:
+    t = track(root, "for i in $(seq 100); do echo $i > f$i; done", cap=2048)
     assert not t.changes.complete
