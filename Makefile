@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: run run-background stop test test-slow test-clones proto lint docs format bench system-deps clean \
-	install install-user claude-code codex dist image image-deps test-image
+	install install-user claude-code codex nginx dist image image-deps test-image
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
 # system unit in $(SYSTEMD_SYSTEM_DIR) with ExecStart pointing there, and an empty
@@ -40,6 +40,10 @@ CLAUDE_CODE_STAMP := $(CLAUDE_CODE_DIR)/.installed-$(CLAUDE_CODE_VERSION)
 CODEX_VERSION := 0.169.0
 CODEX_DIR ?= $(HOME)/.cache/agentd/codex
 CODEX_STAMP := $(CODEX_DIR)/.installed-$(CODEX_VERSION)
+# The entry point that routes TLS by name to many daemons (deploy/router/): Debian's nginx
+# and its stream module, unpacked (never installed: no service starts on the host).
+NGINX_DIR ?= $(HOME)/.cache/agentd/nginx
+NGINX_STAMP := $(NGINX_DIR)/.unpacked
 
 $(PY):
 	@echo "==> creating the virtualenv $(VENV) (python3 -m venv)"
@@ -96,7 +100,7 @@ run-background: system-deps $(STAMP)
 stop:
 	$(VENV)/bin/agentd stop
 
-test: system-deps $(STAMP) claude-code codex
+test: system-deps $(STAMP) claude-code codex nginx
 	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term -m "not slow"
 
 # What is too heavy or too timing-bound for `make test`, alone on the machine.
@@ -116,6 +120,16 @@ $(CLAUDE_CODE_STAMP): | system-deps
 		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
 	DISABLE_AUTOUPDATER=1 $(CLAUDE_CODE_DIR)/node_modules/.bin/claude --version
 	touch $(CLAUDE_CODE_STAMP)
+
+nginx: $(NGINX_STAMP)
+
+$(NGINX_STAMP): | system-deps
+	rm -rf $(NGINX_DIR) && mkdir -p $(NGINX_DIR)/debs
+	cd $(NGINX_DIR)/debs && apt-get download nginx libnginx-mod-stream 2>/dev/null || \
+		(apt-get update -qq && apt-get download nginx libnginx-mod-stream)
+	for deb in $(NGINX_DIR)/debs/*.deb; do dpkg-deb -x $$deb $(NGINX_DIR)/root; done
+	$(NGINX_DIR)/root/usr/sbin/nginx -v
+	touch $(NGINX_STAMP)
 
 codex: $(CODEX_STAMP)
 

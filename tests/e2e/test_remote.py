@@ -325,7 +325,7 @@ def test_tls_init_names_the_config_file_the_daemon_reads(tmp_path: Path, where: 
     config.write_text("\n".join(lines) + "\n")
     daemon = start_daemon(tmp_path / "d", env={where: env[where]})
     try:
-        assert f"listening on tcp:{address}" in daemon.log
+        assert f"listening on tcp:{address}" in daemon.wait_for_log("listening on tcp:")
     finally:
         daemon.stop()
 

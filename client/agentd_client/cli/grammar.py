@@ -12,9 +12,6 @@ from typing import Any
 
 from agentd_client.core.exits import Usage
 
-# Options that say where the daemon is; accepted before or after the command.
-CONNECTION = ("socket", "address", "token_file", "ca", "context")
-
 # Where a command's "module:function" is looked up.
 COMMANDS = "agentd_client.cli.commands"
 
@@ -56,6 +53,11 @@ def connection_options(p: argparse.ArgumentParser, default: Any) -> None:
         "--address",
         default=default,
         help="HOST:PORT of its TLS listener (the context's CA and token file still apply)",
+    )
+    g.add_argument(
+        "--server-name",
+        default=default,
+        help="the daemon's TLS name, when --address is an entry point that routes by name",
     )
     g.add_argument("--token-file", default=default, help="a file holding the bearer token")
     g.add_argument("--ca", default=default, help="the CA certificate that signed the daemon's")

@@ -289,6 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
     add = ctx.leaf("add", "add or replace a context", "contexts:cmd_context_add", daemon=False)
     add.add_argument("name")
     add.add_argument("--address", help="HOST:PORT of the daemon's TLS listener")
+    add.add_argument(
+        "--server-name",
+        help="the daemon's TLS name, when --address is an entry point routing by name (SNI)",
+    )
     add.add_argument("--socket", help="a unix socket (local, or forwarded with ssh -L)")
     add.add_argument("--token-file", help="the file holding the bearer token")
     add.add_argument("--ca", help="the CA certificate (`agentd tls init` writes ca.pem)")

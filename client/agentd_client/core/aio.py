@@ -64,12 +64,15 @@ class AsyncClient(_Base):
         timeout: float | None = DEFAULT_TIMEOUT,
         tool_timeout: float | None = None,
         address: str | None = None,
+        server_name: str = "",
         token: str = "",
         root_certificates: bytes | None = None,
         wait_for_ready: bool = True,
     ) -> None:
         super().__init__(timeout, tool_timeout, wait_for_ready)
-        self.channel = open_channel(grpc.aio, socket, address, token, root_certificates)
+        self.channel = open_channel(
+            grpc.aio, socket, address, token, root_certificates, server_name
+        )
         self.stub = pb_grpc.AgentdStub(self.channel)
 
     async def __aenter__(self) -> AsyncClient:

@@ -76,10 +76,18 @@ def _tls_credentials(root_certificates: bytes | None, token: str) -> grpc.Channe
 
 
 def open_channel(
-    flavour: Any, socket: str | None, address: str | None, token: str, roots: bytes | None
+    flavour: Any,
+    socket: str | None,
+    address: str | None,
+    token: str,
+    roots: bytes | None,
+    server_name: str = "",
 ) -> Any:
-    """A channel of `flavour` (grpc or grpc.aio): the unix socket, or TLS TCP with a token."""
+    """A channel of `flavour` (grpc or grpc.aio): the unix socket, or TLS TCP with a token.
+    `server_name`: the name sent in TLS (SNI) and checked against the certificate, for
+    an address that routes to daemons by name."""
     if address:
         creds = _tls_credentials(roots, token)
-        return flavour.secure_channel(address, creds, options=OPTIONS)
+        named = [("grpc.ssl_target_name_override", server_name)] if server_name else []
+        return flavour.secure_channel(address, creds, options=[*OPTIONS, *named])
     return flavour.insecure_channel(f"unix:{socket or default_socket_path()}", options=OPTIONS)

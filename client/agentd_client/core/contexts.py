@@ -13,11 +13,17 @@ forwarded over SSH), and optionally a default session. The file is
     token_file = "/home/me/.config/agentd/devbox/token"
     session = "web"
 
+    [contexts.web]                         # one of many daemons behind one entry point
+    address = "router.example:7443"
+    server_name = "web.agentd.example"     # the TLS name sent (SNI) and checked
+    ca = "/home/me/.config/agentd/web/ca.pem"
+    token_file = "/home/me/.config/agentd/web/token"
+
 Precedence, highest first: flags, each overriding one field (`--address` keeps the
 context's CA and token file, as kubectl's `--server` does); then `--context NAME` as a
-whole; then the environment (`AGENTD_ADDRESS`, `AGENTD_TOKEN_FILE`, `AGENTD_CA`, `AGENTD_SOCKET`,
-`AGENTD_SESSION`); then `AGENTD_CONTEXT` or the file's current context; then the
-default unix socket.
+whole; then the environment (`AGENTD_ADDRESS`, `AGENTD_SERVER_NAME`, `AGENTD_TOKEN_FILE`,
+`AGENTD_CA`, `AGENTD_SOCKET`, `AGENTD_SESSION`); then `AGENTD_CONTEXT` or the file's
+current context; then the default unix socket.
 """
 
 from __future__ import annotations
@@ -38,10 +44,13 @@ from agentd_client.core.paths import default_socket_path
 if TYPE_CHECKING:
     from agentd_client.core.client import Client
 
-FIELDS = ("address", "socket", "token_file", "ca", "session")
+FIELDS = ("address", "server_name", "socket", "token_file", "ca", "session")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
 _ENV = {
     "address": "AGENTD_ADDRESS",
+    "server_name": "AGENTD_SERVER_NAME",
     "token_file": "AGENTD_TOKEN_FILE",
     "ca": "AGENTD_CA",
     "socket": "AGENTD_SOCKET",
@@ -61,6 +70,9 @@ class Endpoint:
     """Everything needed to open a client, and where it came from (for error messages)."""
 
     address: str = ""
+    # The name TLS sends (SNI) and checks the daemon's certificate against, when the
+    # address is an entry point that routes by name rather than the daemon itself.
+    server_name: str = ""
     socket: str = ""
     token_file: str = ""
     ca: str = ""
@@ -71,6 +83,8 @@ class Endpoint:
     @property
     def where(self) -> str:
         label = self.address or f"unix:{self.socket or default_socket_path()}"
+        if self.address and self.server_name:
+            label = f"{self.server_name} via {self.address}"
         return f"{label} (context {self.context})" if self.context else label
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +133,7 @@ def add(
     ca: str = "",
     session: str = "",
     use: bool = False,
+    server_name: str = "",
 ) -> dict[str, str]:
     """Adds (or replaces) context `name`; files are checked and stored as absolute paths."""
     if not _NAME.match(name):
@@ -127,7 +142,10 @@ def add(
         raise Usage("a context needs --address HOST:PORT (TLS) or --socket PATH, not both")
     if address and not token_file:
         raise Usage("a context with --address needs --token-file (`agentd tls init` makes one)")
-    entry = {"address": address, "session": session}
+    if server_name and not address:
+        raise Usage("--server-name goes with --address (the entry point that routes by it)")
+    _check_server_name(server_name)
+    entry = {"address": address, "server_name": server_name, "session": session}
     if socket:
         entry["socket"] = os.path.abspath(os.path.expanduser(socket))
     if token_file:
@@ -143,6 +161,11 @@ def add(
         data["current_context"] = name
     save(data)
     return entry
+
+
+def _check_server_name(name: str) -> None:
+    if name and not _HOST.match(name):
+        raise Usage(f"--server-name {name!r}: give a DNS name, such as web.agentd.example")
 
 
 def use(name: str) -> None:
@@ -206,7 +229,7 @@ def resolve(flags: dict[str, str | None], context_flag: str | None) -> Endpoint:
         elif layer.get("address") or layer.get("socket"):
             # A new endpoint from the environment replaces the old one whole: its address,
             # socket, CA and token (a shell that exports AGENTD_ADDRESS means that daemon).
-            for key in ("address", "socket", "token_file", "ca"):
+            for key in ("address", "server_name", "socket", "token_file", "ca"):
                 setattr(endpoint, key, "")
                 endpoint.sources.pop(key, None)
             # ... and is no longer the context's, nor is its default session.
@@ -269,9 +292,11 @@ def open_client(
         token = raw.decode().strip()
         if not token:
             raise Unreachable(f"token file {endpoint.token_file} is empty")
+    _check_server_name(endpoint.server_name)
     roots = _read_file(endpoint.ca, "--ca", endpoint) if endpoint.ca else None
     return factory(
         address=endpoint.address,
+        server_name=endpoint.server_name,
         token=token,
         root_certificates=roots,
         wait_for_ready=wait_for_ready,

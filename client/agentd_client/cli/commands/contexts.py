@@ -14,6 +14,7 @@ def cmd_context_add(args: argparse.Namespace) -> int:
     entry = contexts.add(
         args.name,
         address=args.address or "",
+        server_name=args.server_name or "",
         socket=args.socket or "",
         token_file=args.token_file or "",
         ca=args.ca or "",
@@ -57,6 +58,8 @@ def cmd_context_ls(args: argparse.Namespace) -> int:
         return OK
     for name, entry in sorted(data["contexts"].items()):
         where = entry.get("address") or f"unix:{entry.get('socket', '')}"
+        if entry.get("address") and entry.get("server_name"):
+            where = f"{entry['server_name']} via {where}"
         print(f"{'*' if name == current else ' '} {name:16} {where}")
     return OK
 
@@ -76,6 +79,7 @@ def endpoint_of(args: argparse.Namespace) -> contexts.Endpoint:
     flags = {
         "socket": getattr(args, "socket", None),
         "address": getattr(args, "address", None),
+        "server_name": getattr(args, "server_name", None),
         "token_file": getattr(args, "token_file", None),
         "ca": getattr(args, "ca", None),
     }
