@@ -239,7 +239,7 @@ image-deps:
 
 # One worker, in the machine's own mount namespace: podman's mounts must be seen by
 # every podman call (make test's workers each mount in a namespace of their own).
-test-image: system-deps $(STAMP) image
+test-image: system-deps $(STAMP) image nginx
 	AGENTD_IMAGE_TESTS=1 $(VENV)/bin/pytest -q -p no:xdist tests/image
 
 clean:

@@ -5,7 +5,8 @@ settings in containers.conf beside this file.
 What a node would give the pod and podman cannot is replaced, and only that: each
 volume claim becomes a podman volume named for the claim and the pod (as a
 StatefulSet's claims are named), the TLS secret a host directory, and the socket's
-emptyDir a host directory too, so agentctl outside the pod reaches the daemon."""
+emptyDir a host directory too, so agentctl outside the pod reaches the daemon; the TLS
+port, when asked, is published on the host's loopback (what a Service gives a router)."""
 
 from __future__ import annotations
 
@@ -69,13 +70,24 @@ def statefulset() -> dict[str, Any]:
     return sts
 
 
-def pod_from(sts: dict[str, Any], name: str, tls: Path, run: Path) -> dict[str, Any]:
-    """The Pod the StatefulSet would make as `name`, for podman."""
+def pod_from(
+    sts: dict[str, Any], name: str, tls: Path, run: Path, tls_port: int = 0
+) -> dict[str, Any]:
+    """The Pod the StatefulSet would make as `name`, for podman; `tls_port`: the host's
+    loopback port its TLS listener is published on (none: 0)."""
     template = copy.deepcopy(sts["spec"]["template"])
     spec = template["spec"]
     for container in [*spec.get("containers", []), *spec.get("initContainers", [])]:
         container["image"] = IMAGE
         container["imagePullPolicy"] = "Never"
+        # podman 4.3 publishes a port with no hostPort on the host's same port (a kubelet
+        # publishes none): only the TLS port, and only where asked.
+        ports = [p for p in container.get("ports", []) if tls_port and p["name"] == "grpc-tls"]
+        for port in ports:
+            port.update(hostPort=tls_port, hostIP="127.0.0.1")
+        container.pop("ports", None)
+        if ports:
+            container["ports"] = ports
     volumes = []
     for volume in spec["volumes"]:
         if "secret" in volume:

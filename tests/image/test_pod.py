@@ -19,6 +19,8 @@ from agentd_client import Client
 from agentd_client.core.errors import AgentdError
 from tests.image import pod
 from tests.support import ctl
+from tests.support.ports import free_port
+from tests.support.router import available, router
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -28,8 +30,10 @@ class Node:
     """One pod of the StatefulSet, with its claims' volumes (named as a StatefulSet names
     them), deleted and made again as a node would."""
 
-    def __init__(self, where: Path, name: str) -> None:
+    def __init__(self, where: Path, name: str, tls_name: str = "localhost", slot: int = 0) -> None:
         self.name = name
+        self.tls_name = tls_name
+        self.tls_port = free_port() if tls_name != "localhost" else 0
         self.where = where
         self.tls = where / "tls"
         self.run = where / "run"
@@ -39,12 +43,18 @@ class Node:
         self.run.chmod(0o777)
         agentd = str(Path(ctl.AGENTCTL).parent / "agentd")
         subprocess.run(
-            [agentd, "tls", "init", "--dir", str(self.tls), "--name", "localhost"],
+            [agentd, "tls", "init", "--dir", str(self.tls), "--name", tls_name],
             check=True,
             capture_output=True,
         )
-        # The pod's ids on the host (pod.play): a range of its own per test run.
-        self.ids = 3_000_000_000 + (os.getpid() % 8000) * 65536
+        # The laptop's copies of the CA and token (the pod's are given to its root below).
+        self.laptop = where / "laptop"
+        self.laptop.mkdir()
+        for f in ("ca.pem", "token"):
+            (self.laptop / f).write_bytes((self.tls / f).read_bytes())
+            (self.laptop / f).chmod(0o600)
+        # The pod's ids on the host (pod.play): a range of its own per test run and pod.
+        self.ids = 3_000_000_000 + ((os.getpid() % 4000) * 3 + slot) * 65536
         # The secret's files as a kubelet gives them: the pod's root's, mode 0400.
         self.tls.chmod(0o755)
         for f in self.tls.iterdir():
@@ -59,7 +69,7 @@ class Node:
 
     def start(self) -> None:
         self.started = time.monotonic()
-        spec = pod.pod_from(pod.statefulset(), self.name, self.tls, self.run)
+        spec = pod.pod_from(pod.statefulset(), self.name, self.tls, self.run, self.tls_port)
         pod.play(spec, self.where, self.ids)
         with self.client() as c:
 
@@ -224,3 +234,54 @@ def test_the_journal_outlives_the_pod(node: Node) -> None:
             c.run_tool(sid, "Bash", {"command": "cat /workspace/a.txt"}).text.strip()
             == "made-in-the-pod"
         )
+
+
+def test_two_workspaces_route_by_name_through_one_entry_point(
+    node: Node, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two pods, each its own workspace, certificate and token, behind the shipped router
+    (deploy/router/nginx.conf) on one port: each context, differing from the other by its
+    server name, lands in its own pod; a name no route lists lands nowhere."""
+    if not available():
+        pytest.fail("nginx is not unpacked: `make nginx` (make test-image runs it)")
+    names = {"web": "web.agentd.test", "api": "api.agentd.test"}
+    base = tmp_path_factory.mktemp("routed")
+    for key in names:
+        (base / key).mkdir()
+    nodes = {
+        k: Node(base / k, f"{node.name}-{k}", v, slot)
+        for slot, (k, v) in enumerate(names.items(), start=1)
+    }
+    try:
+        for key, n in nodes.items():
+            n.start()
+            sid = _agentctl(n, "session", "new", "--workspace", "/workspace", "--name", key,
+                            "--mode", "bypassPermissions")["id"]  # fmt: skip
+            _bash(n, sid, f"echo the {key} pod > /workspace/which.txt")
+        routes = {names[k]: f"127.0.0.1:{n.tls_port}" for k, n in nodes.items()}
+        with router(base / "router", routes) as address:
+            env = {"AGENTD_CLIENT_CONFIG": str(base / "client.toml")}
+            for key, n in nodes.items():
+                added = ctl.run(
+                    "context", "add", key, "--address", address, "--server-name", names[key],
+                    "--ca", str(n.laptop / "ca.pem"), "--token-file", str(n.laptop / "token"),
+                    env=env,
+                )  # fmt: skip
+                assert added.returncode == 0, added.stderr
+            for key in nodes:
+                read = ctl.run(
+                    "--context", key, "call", "-s", key, "Read",
+                    '{"file_path": "/workspace/which.txt"}', env=env, timeout=120,
+                )  # fmt: skip
+                assert read.returncode == 0, read.stderr
+                assert read.stdout.startswith(f"1\tthe {key} pod"), read.stdout
+            web = nodes["web"].laptop
+            unknown = ctl.run(
+                "--address", address, "--server-name", "nobody.agentd.test",
+                "--ca", str(web / "ca.pem"), "--token-file", str(web / "token"), "status",
+            )  # fmt: skip
+            assert unknown.returncode == 2, unknown.stdout
+    finally:
+        for n in nodes.values():
+            n.delete()
+            pod.podman("volume", "rm", "--force", *n.volumes(), check=False)
