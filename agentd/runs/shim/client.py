@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 TAIL = 65536
 KEEP_HEAD = 65536
+# A terminal's latest output, as its shim sent it live, kept for followers (so a
+# keystroke's echo is relayed without a read of the file); older bytes come from the file.
+RECENT_BYTES = 65536
 
 
 class ShimOutput:
@@ -57,6 +60,9 @@ class ShimOutput:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next: asyncio.Future[None] | None = None
         self.on_finish: Callable[[], None] | None = None
+        # The bytes at [_recent_at, _recent_at + len(_recent)) of the file, sent live.
+        self._recent = bytearray()
+        self._recent_at = 0
         # Seconds its followers let output gather after a wake-up (registry.COALESCE
         # unless it is a terminal's).
         self.coalesce = COALESCE
@@ -96,6 +102,34 @@ class ShimOutput:
         more = min(TAIL - tail_len, written) if self.total - written <= tail_len else 0
         return (os.pread(self._fd, more, written - more) if more > 0 else b"") + tail
 
+    def recent(self, offset: int, end: int) -> bytes | None:
+        """The file's bytes [offset, end) if they were sent live and are still kept."""
+        start = offset - self._recent_at
+        if start < 0 or end - self._recent_at > len(self._recent) or end <= offset:
+            return None
+        return bytes(self._recent[start : end - self._recent_at])
+
+    def live(self, at: int, total: int, data: bytes) -> None:
+        """`data`, written to the file at `at`, as the shim read it from the terminal.
+        Bytes an update already covered are not kept twice; after a gap (a frame the
+        shim could not send), the kept bytes start again at `at`."""
+        end = at + len(data)
+        if end <= self.size or not data:
+            return
+        if at != self.size or self._recent_at + len(self._recent) != at:
+            if at < self.size:
+                return  # straddles what an update covered: never so on one connection
+            self._recent.clear()
+            self._recent_at = at
+        self._recent += data
+        if len(self._recent) > RECENT_BYTES:
+            drop = len(self._recent) - RECENT_BYTES
+            del self._recent[:drop]
+            self._recent_at += drop
+        self.size = end
+        self.total = max(self.total, total)
+        self._notify()
+
     def changed(self) -> asyncio.Future[None]:
         if self._next is None or self._next.done():
             self._loop = asyncio.get_running_loop()
@@ -128,6 +162,7 @@ class ShimOutput:
             self.size = self.total = os.fstat(self._fd).st_size
             self._end = {"written": self.total}
         self.done = True
+        self._recent = bytearray()
         self._notify()
         if self.on_finish is not None:
             self.on_finish()
@@ -162,6 +197,9 @@ class ShimRun:
         self._unacked = 0
         self._room = asyncio.Event()
         self._room.set()
+        # Input goes as binary INPUT messages once the shim is known to read them (one
+        # this daemon forked: set_terminal; an adopted one: its "state" says so).
+        self._binary_input = False
         # Set once the shim said what it is (its "state", the answer to "hello").
         self.stated = asyncio.Event()
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -182,6 +220,11 @@ class ShimRun:
                 data = b""
             if not data:
                 break
+            if data[0] == shim_proc.LIVE:
+                if len(data) > shim_proc.LIVE_HEADER.size:
+                    _, at, total = shim_proc.LIVE_HEADER.unpack_from(data)
+                    self.output.live(at, total, data[shim_proc.LIVE_HEADER.size :])
+                continue
             try:
                 msg = json.loads(data)
                 kind = msg["ev"]
@@ -192,6 +235,7 @@ class ShimRun:
                 if isinstance(msg.get("pid"), int):
                     self.pid = msg["pid"]
                 if kind == "state":
+                    self._binary_input = msg.get("binary_input") is True
                     self._input_state(msg)
                     self.stated.set()
             elif kind == "input":
@@ -239,6 +283,7 @@ class ShimRun:
         """What it was started with (the shim's state says it again after a restart)."""
         self.pty = pty
         self.stdin_open = pty is not None or stdin
+        self._binary_input = True
         if pty is not None:
             self.output.coalesce = terminal.OUTPUT_COALESCE
 
@@ -254,10 +299,14 @@ class ShimRun:
                 return False
             part = view[: min(len(view), terminal.INPUT_WINDOW - self._unacked, 32768)]
             self._unacked += len(part)
-            body = json.dumps({"op": "input", "data": base64.b64encode(part).decode()})
+            if self._binary_input:
+                body = bytes([shim_proc.INPUT]) + part
+            else:
+                msg = {"op": "input", "data": base64.b64encode(part).decode()}
+                body = json.dumps(msg).encode()
             try:
                 # Waits for room on the control socket: input is never dropped there.
-                await asyncio.get_running_loop().sock_sendall(self._sock, body.encode())
+                await asyncio.get_running_loop().sock_sendall(self._sock, body)
             except OSError:
                 return False
             except BaseException:  # cancelled (its client went) before it was sent

@@ -31,6 +31,7 @@ import os
 import selectors
 import signal
 import socket
+import struct
 import sys
 import time
 from typing import Any
@@ -51,6 +52,17 @@ STATUS_NAME = "status.json"
 # How long the end waits for a busy daemon to take it.
 EXIT_SEND_SECONDS = 60.0
 SHIM_NAME = "shim.json"
+# Binary messages, told from JSON (which starts with "{") by their first byte. From the
+# shim, a terminal's output as it is read: LIVE, the file offset it was written at, the
+# bytes printed so far, then the bytes (agentd/runs/shim/client.py relays them to
+# followers; the file is for replay). To the shim, a person's input: INPUT, the bytes.
+LIVE = 0
+INPUT = 1
+LIVE_HEADER = struct.Struct("<BQQ")
+LIVE_MAX = MAX_MESSAGE - LIVE_HEADER.size
+# Seconds between the state updates of a terminal whose output went out live (they
+# only carry its last line then); when a live send could not go, the fast interval.
+LIVE_STATE_INTERVAL = 0.05
 # Python ignores SIGPIPE (and the forkserver SIGINT, SIGCHLD): the command gets the
 # defaults, as subprocess's restore_signals gives them.
 _DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD)
@@ -126,6 +138,10 @@ class Shim:
         pty_size = (size[0], size[1]) if isinstance(size, list) and len(size) == 2 else None
         self.input = terminal.Input(pty_size, bool(req.get("stdin")))
         self.interval = terminal.UPDATE_INTERVAL if self.input.pty else UPDATE_INTERVAL
+        # A terminal's output is sent as it is read (LIVE); `lagging`: some could not be,
+        # so the next state update is due at the fast interval.
+        self.live = self.input.pty
+        self.lagging = False
         self._add_controller(socket.socket(fileno=ctrl))
         if len(watch_fds) == 2:
             cap = req.get("watch_cap")
@@ -240,6 +256,9 @@ class Shim:
         if not data:
             self._drop_controller(conn)
             return
+        if data[0] == INPUT:
+            self._on_input(data[1:])
+            return
         try:
             msg = json.loads(data)
             op = msg["op"]
@@ -252,7 +271,8 @@ class Shim:
         elif op == "task":
             self._become_task(str(msg["dir"]))
         elif op == "hello":
-            self._send(conn, {"ev": "state", "pid": self.pid, **self._state()}, wait=5)
+            state = {"ev": "state", "pid": self.pid, "binary_input": True, **self._state()}
+            self._send(conn, state, wait=5)
 
     def _on_input_op(self, op: str, msg: dict[str, Any]) -> None:
         """A person's input, signal or size (agentd/runs/shim/terminal.py); each answered."""
@@ -262,9 +282,7 @@ class Shim:
                 data = base64.b64decode(str(msg["data"]), validate=True)
             except (ValueError, KeyError):
                 data = b""
-            if self.code is None and inp.add(data) < len(data):
-                self._send_all({"ev": "wrote", "n": len(data)})  # refused: not held here
-            self._write_input()
+            self._on_input(data)
         elif op == "close_input":
             inp.close()
             self._write_input()
@@ -278,6 +296,12 @@ class Shim:
         elif op == "resize":
             inp.resize(msg.get("rows"), msg.get("cols"))
             self._send_all({"ev": "input", **inp.state()})
+
+    def _on_input(self, data: bytes) -> None:
+        """Input bytes: queued and written through at once (as much as the terminal takes)."""
+        if self.code is None and self.input.add(data) < len(data):
+            self._send_all({"ev": "wrote", "n": len(data)})  # refused: not held here
+        self._write_input()
 
     def _write_input(self) -> None:
         inp = self.input
@@ -342,8 +366,34 @@ class Shim:
             self.eof = True
             self.sel.unregister(self.pipe_r)
             return
-        self.out.write(chunk)
+        out = self.out
+        at = out.size
+        out.write(chunk)
         self.dirty = True
+        if self.live and self.controllers:
+            if out.size - at == len(chunk) and self._send_live(at, chunk):
+                return
+            self.lagging = True
+
+    def _send_live(self, at: int, chunk: bytes) -> bool:
+        """`chunk`, written to the file at `at`, to every controller now, in frames of at
+        most LIVE_MAX; False when one could not take it (a busy daemon: the file and
+        the next state update carry it)."""
+        sent = True
+        view = memoryview(chunk)
+        for conn in list(self.controllers):
+            for start in range(0, len(chunk), LIVE_MAX):
+                part = view[start : start + LIVE_MAX]
+                header = LIVE_HEADER.pack(LIVE, at + start, self.out.total)
+                try:
+                    conn.sendmsg([header, part])
+                except BlockingIOError:
+                    sent = False
+                    break
+                except OSError:
+                    self._drop_controller(conn)
+                    break
+        return sent
 
     def _on_exit(self) -> None:
         _, status = os.waitpid(self.pid, 0)
@@ -360,8 +410,9 @@ class Shim:
         while self.code is None or not self.eof:
             timeout = None
             now = time.monotonic()
+            interval = self._interval()
             if self.dirty:
-                timeout = max(0.0, self.sent_at + self.interval - now)
+                timeout = max(0.0, self.sent_at + interval - now)
             if self.deadline is not None:
                 left = max(0.0, self.deadline - now)
                 timeout = left if timeout is None else min(timeout, left)
@@ -381,10 +432,13 @@ class Shim:
             if self.deadline is not None and now >= self.deadline and self.code is None:
                 self.deadline = None
                 self.kill()
-            if self.dirty and now - self.sent_at >= self.interval:
-                self.dirty, self.sent_at = False, now
+            if self.dirty and now - self.sent_at >= self._interval():
+                self.dirty, self.lagging, self.sent_at = False, False, now
                 self._send_all({"ev": "out", **self._state()})
         return self._finish()
+
+    def _interval(self) -> float:
+        return LIVE_STATE_INTERVAL if self.live and not self.lagging else self.interval
 
     def _finish(self) -> int:
         """The end: the file completed, the status recorded (a task's on disk), told."""
