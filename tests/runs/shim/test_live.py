@@ -144,6 +144,14 @@ class _Follower:
                 return want in self.data
         return True
 
+    def to_end(self, timeout: float = 60) -> None:
+        """Take chunks to the stream's end (a stream ended so is never cut mid-write)."""
+        while (chunk := self.chunks.get(timeout=timeout)) is not None:
+            self.offsets.append((chunk.offset, len(chunk.data)))
+            self.data += chunk.data
+            if chunk.done:
+                return
+
     def cancel(self) -> None:
         self._stream.cancel()
 
@@ -188,7 +196,7 @@ def test_a_follower_attaching_mid_run_gets_replay_then_live_bytes(
     first = _Follower(client, session_id, task_id)
     late: _Follower | None = None
     try:
-        assert first.until(b"ready")
+        assert first.until(b"ready\n")
         for i in range(40):
             keys.put(f"<{i}>".encode())  # key by key, each echoed as it is read
             assert first.until(f"<{i}>".encode())
@@ -198,12 +206,15 @@ def test_a_follower_attaching_mid_run_gets_replay_then_live_bytes(
         expected = b"ready\n" + b"".join(f"<{i}>".encode() for i in range(40))
         assert first.data == expected and late.data == expected
         assert _contiguous(first.offsets) and _contiguous(late.offsets)
+        _kill(client, session_id, task_id)
+        first.to_end()
+        late.to_end()
+        assert first.data == late.data and _contiguous(late.offsets)
     finally:
         keys.put(None)
         first.cancel()
         if late is not None:
             late.cancel()
-        _kill(client, session_id, task_id)
 
 
 def test_a_stalled_follower_stalls_neither_the_task_nor_other_followers(
@@ -222,7 +233,8 @@ def test_a_stalled_follower_stalls_neither_the_task_nor_other_followers(
         first = next(stalled)  # it reads its first chunk, then nothing more
         reader = _Follower(client, session_id, task_id)
         assert reader.until(b"end-of-it", timeout=120)
-        assert reader.data.count(b"x") == size and _contiguous(reader.offsets)
+        printed = reader.data.split(b"end-of-it")[0]
+        assert printed.count(b"x") == size and _contiguous(reader.offsets)
         wait_until(
             lambda: (
                 next(t.status for t in client.list_tasks(session_id) if t.id == task_id)
@@ -230,7 +242,7 @@ def test_a_stalled_follower_stalls_neither_the_task_nor_other_followers(
             ),
             60,
         )
-        reader.cancel()
+        reader.to_end()
         # Read on at last, it catches up from the file: everything, in order, to the end.
         chunks = [first, *stalled]
         assert chunks[-1].done
