@@ -34,7 +34,8 @@ from agentd.runs.output.registry import Outputs
 from agentd.runs.progress import Outcome, Progress, follow_run
 from agentd.runs.run import Output, Run
 from agentd.runs.shim import adopt
-from agentd.runs.shim.client import Forkserver, ShimRun
+from agentd.runs.shim.client import ShimRun
+from agentd.runs.shim.spawn import Forkserver
 from agentd.runs.tasks import Task, TaskManager
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode

@@ -10,7 +10,7 @@ command ran (bwrap could not mount a host socket or a listed path that vanished 
 the plan listed it, as on a busy machine) is planned and started again; nothing of the
 command ran, so that is safe. Bash, Grep/Glob and the hooks all start this way.
 start_bash is Bash's start: its output file, the channels bash reports through, and the
-hand-off to a shim (agentd/runs/shim/client.py), or to the daemon's own process where the
+hand-off to a shim (agentd/runs/shim/spawn.py), or to the daemon's own process where the
 machine's chain needs a step only subprocess can do, or the command runs unsandboxed.
 """
 
@@ -35,6 +35,7 @@ from agentd.runs.output.file import OutputFile, open_output
 from agentd.runs.output.registry import TASKS_MOUNT
 from agentd.runs.run import Output, Run
 from agentd.runs.shim import client as shim_client
+from agentd.runs.shim import spawn as shim_spawn
 from agentd.runs.shim import terminal
 from agentd.runs.tasks import InProcessRun, new_task_id
 from agentd.sandboxing import policy as sandbox_policy
@@ -163,7 +164,7 @@ async def start_bash(
     readers: int | None,
     output_limit: int,
     register: Callable[[Output], None],
-    forkserver: shim_client.Forkserver,
+    forkserver: shim_spawn.Forkserver,
     watch: Watch | None = None,
     interactive: Interactive | None = None,
 ) -> Started:
@@ -243,7 +244,7 @@ async def _spawn(
     output_fd: int,
     limit: int,
     channels: Channels,
-    forkserver: shim_client.Forkserver,
+    forkserver: shim_spawn.Forkserver,
     watch: Watch | None = None,
     interactive: Interactive | None = None,
 ) -> Run:
@@ -253,7 +254,7 @@ async def _spawn(
     stdin from its shim, so only there."""
     if plan.sandboxed:
         pty = interactive.pty if interactive else None
-        run = await shim_client.spawn(
+        run = await shim_spawn.spawn(
             forkserver,
             plan.policy,
             [*terminal.CTTY_ARGV, *plan.argv] if pty else plan.argv,

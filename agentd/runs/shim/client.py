@@ -1,6 +1,7 @@
-"""The daemon's side of the shims (agentd/runs/shim/supervisor.py): start a sandboxed run
-under a shim, follow it (ShimRun, ShimOutput: a Run and an Output, agentd/runs/run.py),
-and find the shims of tasks a previous daemon left running.
+"""The daemon's side of the shims (agentd/runs/shim/supervisor.py): follow a run under a
+shim (ShimRun, ShimOutput: a Run and an Output, agentd/runs/run.py; started by
+agentd/runs/shim/spawn.py), its terminal's output relayed live, and find the shims of
+tasks a previous daemon left running.
 
 What comes from a shim is checked like any peer's input (bounded messages, typed
 fields); the files the daemon reads back (shim.json, status.json) are in its own
@@ -9,7 +10,6 @@ private state dir, which no sandbox can reach.
 
 from __future__ import annotations
 
-import array
 import asyncio
 import base64
 import contextlib
@@ -18,19 +18,14 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from agentd.changes.reader import Watch
 from agentd.runs.output.file import LAST_LINE_BYTES, _resolve
 from agentd.runs.output.registry import COALESCE
-from agentd.runs.shim import supervisor as shim_proc
-from agentd.runs.shim import terminal
-from agentd_sandbox import SandboxPolicy, SandboxUnavailable
-from agentd_sandbox.runner import _give_pipe, prepare
+from agentd.runs.shim import protocol, terminal
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +205,7 @@ class ShimRun:
         end: dict[str, Any] = {}
         while True:
             try:
-                data = await loop.sock_recv(self._sock, shim_proc.MAX_MESSAGE)
+                data = await loop.sock_recv(self._sock, protocol.MAX_MESSAGE)
             except ConnectionResetError:
                 # The shim exited with an op of ours unread (a "task" sent as it ended):
                 # the kernel reports that once, before what the shim sent last (its
@@ -220,10 +215,10 @@ class ShimRun:
                 data = b""
             if not data:
                 break
-            if data[0] == shim_proc.LIVE:
-                if len(data) > shim_proc.LIVE_HEADER.size:
-                    _, at, total = shim_proc.LIVE_HEADER.unpack_from(data)
-                    self.output.live(at, total, data[shim_proc.LIVE_HEADER.size :])
+            if data[0] == protocol.LIVE:
+                if len(data) > protocol.LIVE_HEADER.size:
+                    _, at, total = protocol.LIVE_HEADER.unpack_from(data)
+                    self.output.live(at, total, data[protocol.LIVE_HEADER.size :])
                 continue
             try:
                 msg = json.loads(data)
@@ -300,7 +295,7 @@ class ShimRun:
             part = view[: min(len(view), terminal.INPUT_WINDOW - self._unacked, 32768)]
             self._unacked += len(part)
             if self._binary_input:
-                body = bytes([shim_proc.INPUT]) + part
+                body = bytes([protocol.INPUT]) + part
             else:
                 msg = {"op": "input", "data": base64.b64encode(part).decode()}
                 body = json.dumps(msg).encode()
@@ -340,125 +335,6 @@ class ShimRun:
         self._sock.close()
 
 
-class Forkserver:
-    """The warm process shims are forked from (fork of a small single-threaded Python is
-    a fraction of a millisecond; an exec of a new interpreter tens of milliseconds)."""
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-
-    def start(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with theirs:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "agentd.runs.shim", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH")},
-            )
-        self._sock = ours
-
-    def send(self, req: dict[str, Any], fds: list[int]) -> None:
-        self.start()
-        assert self._sock is not None
-        data = json.dumps(req).encode()
-        try:
-            self._sock.sendmsg(
-                [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-            )
-        except OSError:  # it died: once more with a new one
-            self._proc = None
-            self.start()
-            self._sock.sendmsg(
-                [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-            )
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-        if self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=2)
-
-
-async def spawn(
-    forkserver: Forkserver,
-    policy: SandboxPolicy,
-    argv: list[str],
-    output_path: str,
-    output_fd: int,
-    limit: int,
-    pass_fds: tuple[int, ...] = (),
-    hold_fds: tuple[int, ...] = (),
-    watch: Watch | None = None,
-    pty: tuple[int, int] | None = None,
-    stdin: bool = False,
-) -> ShimRun | None:
-    """Start `argv` in the sandbox under a shim (forked from `forkserver`, the daemon's)
-    writing `output_path` (opened as
-    `output_fd`, which the caller closes after). None when this machine's chain needs a
-    step in the child only subprocess can do (no setpriv or prlimit: the caller runs it
-    in-process then, and it does not outlive the daemon). `hold_fds` the shim keeps open
-    until the end without using them: read ends of pipes the command writes to (its cwd
-    report), so that a write after the daemon is gone is not a SIGPIPE. `watch`:
-    the run's fanotify group, change log and the log's cap (agentd/changes/), for its
-    reader. `pty`:
-    (rows, cols) of a pseudo-terminal the shim makes the command's (argv must then start
-    with terminal.CTTY_ARGV, inside the sandbox); `stdin`: a pipe for its input."""
-    launch = prepare(policy, argv, pass_fds)
-    if "preexec_fn" in launch.popen_kwargs or "user" in launch.popen_kwargs:
-        launch.close()
-        if launch.lifeline is not None:
-            launch.lifeline.close()
-        return None
-    passed = [fd for fd in launch.popen_kwargs["pass_fds"]]
-    if len(passed) + len(hold_fds) + 5 > shim_proc.MAX_FDS:
-        # More descriptors than one message carries (a workspace with very many nested
-        # git dirs, each bound by descriptor): the caller runs it in its own process.
-        launch.close()
-        if launch.lifeline is not None:
-            launch.lifeline.close()
-        return None
-    pipe_r, pipe_w = os.pipe2(os.O_CLOEXEC)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        _give_pipe(pipe_w, launch.ident)
-        assert launch.lifeline is not None
-        req = {
-            "argv": launch.argv,
-            "targets": passed,
-            "path": output_path,
-            "limit": limit,
-            "tail": TAIL,
-            "wall": policy.limits.wall_seconds,
-            "hold": len(hold_fds),
-            "watch": 2 if watch else 0,
-            "watch_cap": watch.cap if watch else 0,
-            "pty": list(pty) if pty else None,
-            "stdin": stdin,
-        }
-        fds = [theirs.fileno(), output_fd, pipe_r, pipe_w, launch.lifeline.fileno()]
-        fds += [*hold_fds, *((watch.group, watch.log) if watch else ()), *passed]
-        forkserver.send(req, fds)
-    except OSError as exc:
-        ours.close()
-        raise SandboxUnavailable(f"cannot start the run's supervisor: {exc}") from exc
-    finally:
-        launch.close()
-        theirs.close()
-        for fd in (pipe_r, pipe_w):
-            os.close(fd)
-        if launch.lifeline is not None:
-            launch.lifeline.close()
-    run = ShimRun(ours, ShimOutput(output_path, os.dup(output_fd)))
-    run.set_terminal(pty, stdin)
-    return run
-
-
 def _recorded_end(directory: str) -> dict[str, Any] | None:
     """The end a task's shim recorded in its directory (the daemon's own, 0700)."""
     try:
@@ -466,7 +342,7 @@ def _recorded_end(directory: str) -> dict[str, Any] | None:
     except OSError:
         return None
     try:
-        return read_json(dir_fd, shim_proc.STATUS_NAME)
+        return protocol.read_json(dir_fd, protocol.STATUS_NAME)
     except OSError:
         return None
     finally:
@@ -476,32 +352,15 @@ def _recorded_end(directory: str) -> dict[str, Any] | None:
 # ---- a previous daemon's shims ----
 
 
-def read_json(dir_fd: int, name: str) -> dict[str, Any] | None:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
-    try:
-        body = json.loads(os.read(fd, MAX_JSON))
-    except ValueError:
-        return None
-    finally:
-        os.close(fd)
-    return body if isinstance(body, dict) else None
-
-
-MAX_JSON = 1 << 20
-
-
 async def reconnect(directory: str, dir_fd: int) -> socket.socket | None:
     """A control connection to the shim listening in `directory`, checked to be the shim
     that wrote shim.json there (its pid and start time); None when none answers."""
-    info = read_json(dir_fd, shim_proc.SHIM_NAME) or {}
+    info = protocol.read_json(dir_fd, protocol.SHIM_NAME) or {}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     sock.setblocking(False)
     try:
         await asyncio.get_running_loop().sock_connect(
-            sock, f"/proc/self/fd/{dir_fd}/{shim_proc.SOCKET_NAME}"
+            sock, f"/proc/self/fd/{dir_fd}/{protocol.SOCKET_NAME}"
         )
     except OSError:
         sock.close()
@@ -519,9 +378,9 @@ async def reconnect(directory: str, dir_fd: int) -> socket.socket | None:
 def kill_stray(dir_fd: int) -> None:
     """SIGKILL a shim that does not answer, if shim.json still names a live process
     (same pid and start time: never a reused pid). Its sandbox dies with it."""
-    info = read_json(dir_fd, shim_proc.SHIM_NAME) or {}
+    info = protocol.read_json(dir_fd, protocol.SHIM_NAME) or {}
     pid, start = info.get("pid"), info.get("start")
-    if isinstance(pid, int) and pid > 1 and start == shim_proc.start_time(pid) and start != -1:
+    if isinstance(pid, int) and pid > 1 and start == protocol.start_time(pid) and start != -1:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
 

@@ -3,15 +3,17 @@ and its exit status, so that a background task outlives the daemon (containerd's
 
     daemon --(SEQPACKET + SCM_RIGHTS)--> shim (setsid) --posix_spawn--> setpriv ->
     unshare -> prlimit -> bwrap (the chain of agentd_sandbox.runner); each shim forked,
-    before it is needed, by a forkserver (`python -m agentd.runs.shim FD`, warm,
-    single-threaded, started once per daemon)
+    before it is needed, by a forkserver (agentd/runs/shim/forkserver.py: `python -m
+    agentd.runs.shim FD`, warm, single-threaded, started once per daemon)
 
 The shim is the sandbox chain's parent: it holds bwrap's lifeline (the info pipe) and is
 what setpriv's parent-death signal watches, so the sandbox dies with the shim and no
 orphan survives its spawner; and it waits for the exit status itself. It
 copies the command's output into the bounded output file (head, marker, tail: tasks.
 OutputFile) out of the daemon's process, and tells the daemon over its control
-connection how far the file is written (coalesced), and the end.
+connection how far the file is written (coalesced), and the end; a terminal's output
+it also sends as it reads it (LIVE, agentd/runs/shim/protocol.py), so a keystroke's
+echo reaches its followers without a read of the file.
 
 A plain run dies with its daemon: when its last control connection closes the shim
 kills the sandbox. A run the daemon made a task ("task" op, with a directory in the
@@ -31,7 +33,6 @@ import os
 import selectors
 import signal
 import socket
-import struct
 import sys
 import time
 from typing import Any
@@ -39,56 +40,31 @@ from typing import Any
 from agentd.changes import fanotify, reader
 from agentd.runs.output.file import OutputFile
 from agentd.runs.shim import terminal
+from agentd.runs.shim.protocol import (
+    INPUT,
+    LIVE,
+    LIVE_HEADER,
+    LIVE_MAX,
+    MAX_MESSAGE,
+    SHIM_NAME,
+    SOCKET_NAME,
+    STATUS_NAME,
+    start_time,
+    write_json,
+)
 
 _READ_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031
 # Seconds between output updates sent to the daemon while output flows.
 UPDATE_INTERVAL = 0.01
-MAX_MESSAGE = 1 << 16
-# Descriptors one start may hand over: the kernel's own cap for one message (SCM_MAX_FD).
-MAX_FDS = 253
-SOCKET_NAME = "ctl.sock"
-STATUS_NAME = "status.json"
 # How long the end waits for a busy daemon to take it.
 EXIT_SEND_SECONDS = 60.0
-SHIM_NAME = "shim.json"
-# Binary messages, told from JSON (which starts with "{") by their first byte. From the
-# shim, a terminal's output as it is read: LIVE, the file offset it was written at, the
-# bytes printed so far, then the bytes (agentd/runs/shim/client.py relays them to
-# followers; the file is for replay). To the shim, a person's input: INPUT, the bytes.
-LIVE = 0
-INPUT = 1
-LIVE_HEADER = struct.Struct("<BQQ")
-LIVE_MAX = MAX_MESSAGE - LIVE_HEADER.size
 # Seconds between the state updates of a terminal whose output went out live (they
 # only carry its last line then); when a live send could not go, the fast interval.
 LIVE_STATE_INTERVAL = 0.05
 # Python ignores SIGPIPE (and the forkserver SIGINT, SIGCHLD): the command gets the
 # defaults, as subprocess's restore_signals gives them.
 _DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD)
-
-
-def start_time(pid: int) -> int:
-    """The start time of `pid` in clock ticks since boot (with the pid, names a process
-    for good: a reused pid has another start time); -1 if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return -1
-    return int(stat[stat.rindex(b")") + 2 :].split()[19])
-
-
-def write_json(dir_fd: int, name: str, body: dict[str, Any]) -> None:
-    """Atomically (temp file, fsync, rename) write `name` in the directory `dir_fd`."""
-    tmp = f".{name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
-    try:
-        os.write(fd, json.dumps(body).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def _children(pid: int) -> list[int]:
@@ -470,68 +446,3 @@ class Shim:
         # the shim vanished, 137); a gone daemon fails the send at once.
         self._send_all(end, wait=EXIT_SEND_SECONDS)
         return 0
-
-
-def _recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    fds: list[int] = []
-    data, anc, _flags, _addr = sock.recvmsg(
-        MAX_MESSAGE, socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
-    )
-    for level, kind, payload in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % 4
-            fds += [int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, usable, 4)]
-    if not data:
-        return None, fds
-    return json.loads(data), fds
-
-
-def _detach_stdio() -> None:
-    """A shim outlives the daemon: it must not hold the daemon's stdout and stderr (a
-    log pipe would never see its end), nor its terminal."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for std in (0, 1, 2):
-        os.dup2(null, std)
-    os.close(null)
-
-
-def serve(fd: int) -> None:
-    """The forkserver: keeps one spare shim forked, waiting for the daemon's next request
-    (so no fork is on a call's path), and forks the next spare when it takes one; until
-    the daemon closes the socket."""
-    sock = socket.socket(fileno=fd)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # shims are reaped by the kernel
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    while True:
-        taken, tell = os.pipe()
-        if os.fork() == 0:
-            os.close(taken)
-            _spare(sock, tell)
-        os.close(tell)
-        word = os.read(taken, 1)
-        os.close(taken)
-        if word != b"t":  # the daemon is gone (or the spare died): no more shims
-            return
-
-
-def _spare(sock: socket.socket, tell: int) -> None:
-    """A forked shim-to-be: ready before the request comes, it takes the next one, tells
-    the forkserver to fork the next spare, and supervises its run."""
-    code = 1
-    fds: list[int] = []
-    try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.setsid()
-        _detach_stdio()
-        req, fds = _recv(sock)
-        os.write(tell, b"t" if req is not None else b"e")
-        os.close(tell)
-        sock.close()
-        if req is not None:
-            code = Shim(req, fds).run()
-    except BaseException as exc:  # noqa: BLE001 - the shim's last word, then out
-        with contextlib.suppress(OSError, IndexError):
-            os.write(fds[1], f"\n[agentd shim failed: {exc!r}]\n".encode())
-    finally:
-        os._exit(code)

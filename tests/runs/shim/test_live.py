@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.runs.shim import client, terminal
+from agentd.runs.shim import client, spawn, terminal
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_sandbox import Limits, SandboxPolicy
@@ -61,11 +61,11 @@ def test_live_bytes_held_are_bounded() -> None:
 
 # ---- the real shim ----
 
-_FORKSERVER = client.Forkserver()
+_FORKSERVER = spawn.Forkserver()
 
 
 @pytest.fixture(scope="module")
-def forkserver() -> Iterator[client.Forkserver]:
+def forkserver() -> Iterator[spawn.Forkserver]:
     _FORKSERVER.start()
     yield _FORKSERVER
     _FORKSERVER.close()
@@ -73,13 +73,13 @@ def forkserver() -> Iterator[client.Forkserver]:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the shim's sandbox needs root")
 async def test_a_controller_that_reads_nothing_does_not_stall_the_shim(
-    forkserver: client.Forkserver, tmp_path: Path
+    forkserver: spawn.Forkserver, tmp_path: Path
 ) -> None:
     path = str(tmp_path / "run.output")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     policy = SandboxPolicy(writable=[], cwd="/", limits=Limits(wall_seconds=120))
     argv = [*terminal.CTTY_ARGV, "sh", "-c", RAW_CAT]
-    run = await client.spawn(forkserver, policy, argv, path, fd, 64 << 20, pty=(24, 80))
+    run = await spawn.spawn(forkserver, policy, argv, path, fd, 64 << 20, pty=(24, 80))
     os.close(fd)
     if run is None:
         pytest.skip("this machine's sandbox chain cannot run under a shim (no setpriv)")
