@@ -33,6 +33,7 @@ from agentd.runs import unsandboxed
 from agentd.runs.channels import Channels
 from agentd.runs.output.file import OutputFile, open_output
 from agentd.runs.output.registry import TASKS_MOUNT
+from agentd.runs.plans import PlanCache
 from agentd.runs.run import Output, Run
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim import spawn as shim_spawn
@@ -85,13 +86,23 @@ async def plan_bash(
     tmp_dir: str,
     tasks_dir: str,
     bash_env: str,
+    plans: PlanCache | None = None,
 ) -> LaunchPlan:
     """A Bash command's launch: the session's sandbox as `mode` says (read-only and
     neutralised runs get their git configs staged), the session's output files
     read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
-    The command's text goes in through the environment, never on a command line."""
+    The command's text goes in through the environment, never on a command line.
+    `plans`: what the session's earlier plans found in its workspace, kept while it
+    holds (agentd/runs/plans.py)."""
     read_only = mode is SandboxMode.READ_ONLY
-    policy = sandbox_policy.policy_for(session, config, tmp_dir, runtime, read_only=read_only)
+    policy = sandbox_policy.policy_for(
+        session,
+        config,
+        tmp_dir,
+        runtime,
+        read_only=read_only,
+        **({"protection": plans.for_session(session.id)} if plans is not None else {}),
+    )
     policy.env = {**policy.env, "BASH_ENV": bash_env}
     staged = readonly.Staged()
     if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
