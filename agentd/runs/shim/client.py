@@ -34,6 +34,8 @@ KEEP_HEAD = 65536
 # A terminal's latest output, as its shim sent it live, kept for followers (so a
 # keystroke's echo is relayed without a read of the file); older bytes come from the file.
 RECENT_BYTES = 65536
+# Messages taken from a shim per wake-up of the loop.
+READS_PER_WAKEUP = 64
 
 
 class ShimOutput:
@@ -184,6 +186,9 @@ class ShimRun:
         self.pid = -1
         self._task_dir: str | None = None
         self._sock = sock
+        self._fd = sock.fileno()
+        self._reading = False
+        self._loop = asyncio.get_running_loop()
         sock.setblocking(False)
         # Its PTY's size (None: no PTY), whether its stdin takes input, and the input
         # sent to the shim not yet acknowledged (at most terminal.INPUT_WINDOW).
@@ -201,47 +206,15 @@ class ShimRun:
         self._serving = asyncio.ensure_future(self._serve())
 
     async def _serve(self) -> None:
-        loop = asyncio.get_running_loop()
-        end: dict[str, Any] = {}
-        while True:
-            try:
-                data = await loop.sock_recv(self._sock, protocol.MAX_MESSAGE)
-            except ConnectionResetError:
-                # The shim exited with an op of ours unread (a "task" sent as it ended):
-                # the kernel reports that once, before what the shim sent last (its
-                # exit), which the next read returns.
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                break
-            if data[0] == protocol.LIVE:
-                if len(data) > protocol.LIVE_HEADER.size:
-                    _, at, total = protocol.LIVE_HEADER.unpack_from(data)
-                    self.output.live(at, total, data[protocol.LIVE_HEADER.size :])
-                continue
-            try:
-                msg = json.loads(data)
-                kind = msg["ev"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            if kind in ("out", "state"):
-                self.output.update(msg)
-                if isinstance(msg.get("pid"), int):
-                    self.pid = msg["pid"]
-                if kind == "state":
-                    self._binary_input = msg.get("binary_input") is True
-                    self._input_state(msg)
-                    self.stated.set()
-            elif kind == "input":
-                self._input_state(msg)
-            elif kind == "wrote" and isinstance(msg.get("n"), int):
-                self._unacked = max(0, self._unacked - msg["n"])
-                if self._unacked < terminal.INPUT_WINDOW:
-                    self._room.set()
-            elif kind == "exit":
-                end = msg
-                break
+        """Follow the shim until its end: its messages are read as they come, by a
+        reader the loop calls (no wait set up per message), then the end is recorded."""
+        ending: asyncio.Future[dict[str, Any]] = self._loop.create_future()
+        self._loop.add_reader(self._fd, self._readable, ending)
+        self._reading = True
+        try:
+            end = await ending
+        finally:
+            self._stop_reading()
         self._sock.close()
         if not end and self._task_dir is not None:
             # The end may have been recorded and not sent: a task's shim writes it first.
@@ -257,6 +230,63 @@ class ShimRun:
         self.stated.set()
         if not self.done.done():
             self.done.set_result(self.exit_code)
+
+    def _stop_reading(self) -> None:
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._fd)
+
+    def _readable(self, ending: asyncio.Future[dict[str, Any]]) -> None:
+        """Take what the shim sent (a bounded number of messages a call, so a shim that
+        floods shares the loop); resolve `ending` at its end, or when it is gone."""
+        for _ in range(READS_PER_WAKEUP):
+            try:
+                data = self._sock.recv(protocol.MAX_MESSAGE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionResetError:
+                # The shim exited with an op of ours unread (a "task" sent as it ended):
+                # the kernel reports that once, before what the shim sent last (its
+                # exit), which the next read returns.
+                continue
+            except OSError:
+                data = b""
+            end = self._message(data) if data else {}
+            if end is not None:
+                self._stop_reading()
+                if not ending.done():
+                    ending.set_result(end)
+                return
+
+    def _message(self, data: bytes) -> dict[str, Any] | None:
+        """One message from the shim; its exit message when it is that."""
+        if data[0] == protocol.LIVE:
+            if len(data) > protocol.LIVE_HEADER.size:
+                _, at, total = protocol.LIVE_HEADER.unpack_from(data)
+                self.output.live(at, total, data[protocol.LIVE_HEADER.size :])
+            return None
+        try:
+            msg = json.loads(data)
+            kind = msg["ev"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if kind in ("out", "state"):
+            self.output.update(msg)
+            if isinstance(msg.get("pid"), int):
+                self.pid = msg["pid"]
+            if kind == "state":
+                self._binary_input = msg.get("binary_input") is True
+                self._input_state(msg)
+                self.stated.set()
+        elif kind == "input":
+            self._input_state(msg)
+        elif kind == "wrote" and isinstance(msg.get("n"), int):
+            self._unacked = max(0, self._unacked - msg["n"])
+            if self._unacked < terminal.INPUT_WINDOW:
+                self._room.set()
+        elif kind == "exit":
+            return msg if isinstance(msg, dict) else {}
+        return None
 
     def _op(self, body: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
@@ -331,6 +361,7 @@ class ShimRun:
 
     def detach(self) -> None:
         """Let go without stopping it (a task at the daemon's stop)."""
+        self._stop_reading()
         self._serving.cancel()
         self._sock.close()
 
