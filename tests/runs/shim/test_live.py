@@ -7,6 +7,7 @@ replay then live bytes, nothing lost or duplicated, a stalled follower stalling 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import queue
 import socket
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.runs.shim import client, spawn, terminal
+from agentd.runs.shim import client, protocol, spawn, terminal
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
 from agentd_sandbox import Limits, SandboxPolicy
@@ -57,6 +58,42 @@ def test_live_bytes_held_are_bounded() -> None:
     assert out.recent(end - client.RECENT_BYTES - 1, end) is None
     out.ended({})
     assert out.recent(end - 1, end) is None  # nothing held once it ended
+
+
+async def test_input_goes_binary_only_to_a_shim_that_said_it_reads_it() -> None:
+    """A shim this daemon forked reads INPUT frames; an adopted one, only if its state
+    says so (one left by an older daemon takes JSON input)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    run = client.ShimRun(ours, client.ShimOutput("/x/id.output", os.memfd_create("out")))
+    run.stdin_open = True
+    assert await run.write(b"k1")
+    assert json.loads(theirs.recv(protocol.MAX_MESSAGE)) == {"op": "input", "data": "azE="}
+    theirs.send(json.dumps({"ev": "state", "pid": 7, "binary_input": True}).encode())
+    await asyncio.wait_for(run.stated.wait(), 10)
+    run.stdin_open = True
+    assert await run.write(b"k2")
+    assert theirs.recv(protocol.MAX_MESSAGE) == bytes([protocol.INPUT]) + b"k2"
+    theirs.close()
+    assert await asyncio.wait_for(run.done, 10) == 137
+
+
+async def test_every_message_of_a_flood_is_taken_in_order() -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    out = client.ShimOutput("/x/id.output", os.memfd_create("out"))
+    run = client.ShimRun(ours, out)
+    frames = 5 * client.READS_PER_WAKEUP
+
+    def flood() -> None:  # more than one wake-up takes, as fast as the socket holds them
+        for i in range(frames):
+            theirs.send(protocol.LIVE_HEADER.pack(protocol.LIVE, i, i + 1) + b"x")
+            if i % 50 == 49:
+                theirs.send(b"junk")  # ignored, in between
+        end = {"ev": "exit", "code": 0, "size": frames, "total": frames}
+        theirs.send(json.dumps(end).encode())
+
+    await asyncio.wait_for(asyncio.to_thread(flood), 30)
+    assert await asyncio.wait_for(run.done, 10) == 0
+    assert out.size == frames and out.total == frames
 
 
 # ---- the real shim ----
