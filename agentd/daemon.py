@@ -49,7 +49,7 @@ from agentd.permissions.push_asks import push_asker
 from agentd.permissions.ssh_agent_ask import ssh_agent_asker
 from agentd.runs.command import Commands
 from agentd.runs.output.registry import Outputs
-from agentd.runs.shim.client import Forkserver
+from agentd.runs.shim.spawn import Forkserver
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.groups import SessionGroups

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 import bash_rtt
-from _common import daemon, percentile, workspace
+from _common import daemon, percentile, verdict, workspace
 
 BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
 MINIMAL = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all"]
@@ -114,6 +114,11 @@ def main() -> None:
         step = "" if last is None else f"{p50 - last:+8.2f}"
         print(f"{name:40} {p50:8.2f} {step:>8} {p50 / base:9.2f}x")
         last = p50
+    names = list(samples)
+    chain, ours = (percentile(samples[n], 50) for n in names[-2:])
+    ratio = ours / chain
+    print(f"goal: the daemon <= 1.5x its bare chain: {ratio:.2f}x, {verdict(ratio <= 1.5)}")
+    print(f"goal: the daemon <= 2x minimal bwrap: {ours / base:.2f}x, {verdict(ours <= 2 * base)}")
 
 
 if __name__ == "__main__":

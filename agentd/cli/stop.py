@@ -15,7 +15,7 @@ import grpc
 
 from agentd.foundation.config import Config
 from agentd.runs.shim import client as shim_client
-from agentd.runs.shim import supervisor as shim_proc
+from agentd.runs.shim import protocol
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
 
 
@@ -67,10 +67,10 @@ def stop_tasks(state_dir: str, timeout: float = 10) -> int:
 def _stop_one(dir_fd: int, timeout: float) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        sock.connect(f"/proc/self/fd/{dir_fd}/{shim_proc.SOCKET_NAME}")
+        sock.connect(f"/proc/self/fd/{dir_fd}/{protocol.SOCKET_NAME}")
         sock.send(json.dumps({"op": "kill"}).encode())
         sock.settimeout(timeout)
-        while data := sock.recv(shim_proc.MAX_MESSAGE):
+        while data := sock.recv(protocol.MAX_MESSAGE):
             with contextlib.suppress(ValueError):
                 if json.loads(data).get("ev") == "exit":
                     return 1

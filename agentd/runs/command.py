@@ -31,10 +31,12 @@ from agentd.runs import launch
 from agentd.runs.channels import Channels, contained_cwd
 from agentd.runs.launch import Interactive
 from agentd.runs.output.registry import Outputs
+from agentd.runs.plans import PlanCache
 from agentd.runs.progress import Outcome, Progress, follow_run
 from agentd.runs.run import Output, Run
 from agentd.runs.shim import adopt
-from agentd.runs.shim.client import Forkserver, ShimRun
+from agentd.runs.shim.client import ShimRun
+from agentd.runs.shim.spawn import Forkserver
 from agentd.runs.tasks import Task, TaskManager
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing.mode import SandboxMode
@@ -100,6 +102,8 @@ class Commands:
         self.outputs = outputs
         self.changes = changes
         self.on_cwd_changed = on_cwd_changed
+        # What plans found in each session's workspace, kept while it holds.
+        self.plans = PlanCache()
 
     async def start(self, request: CommandRequest) -> CommandRun:
         """Start the command; raises ToolError when its sandbox could not start."""
@@ -168,6 +172,7 @@ class Commands:
                 tmp_dir=tmp_dir,
                 tasks_dir=tasks_dir,
                 bash_env=channels.bash_env,
+                plans=self.plans,
             )
 
         return await launch.start_bash(

@@ -10,7 +10,7 @@ command ran (bwrap could not mount a host socket or a listed path that vanished 
 the plan listed it, as on a busy machine) is planned and started again; nothing of the
 command ran, so that is safe. Bash, Grep/Glob and the hooks all start this way.
 start_bash is Bash's start: its output file, the channels bash reports through, and the
-hand-off to a shim (agentd/runs/shim/client.py), or to the daemon's own process where the
+hand-off to a shim (agentd/runs/shim/spawn.py), or to the daemon's own process where the
 machine's chain needs a step only subprocess can do, or the command runs unsandboxed.
 """
 
@@ -33,8 +33,10 @@ from agentd.runs import unsandboxed
 from agentd.runs.channels import Channels
 from agentd.runs.output.file import OutputFile, open_output
 from agentd.runs.output.registry import TASKS_MOUNT
+from agentd.runs.plans import PlanCache
 from agentd.runs.run import Output, Run
 from agentd.runs.shim import client as shim_client
+from agentd.runs.shim import spawn as shim_spawn
 from agentd.runs.shim import terminal
 from agentd.runs.tasks import InProcessRun, new_task_id
 from agentd.sandboxing import policy as sandbox_policy
@@ -84,13 +86,23 @@ async def plan_bash(
     tmp_dir: str,
     tasks_dir: str,
     bash_env: str,
+    plans: PlanCache | None = None,
 ) -> LaunchPlan:
     """A Bash command's launch: the session's sandbox as `mode` says (read-only and
     neutralised runs get their git configs staged), the session's output files
     read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
-    The command's text goes in through the environment, never on a command line."""
+    The command's text goes in through the environment, never on a command line.
+    `plans`: what the session's earlier plans found in its workspace, kept while it
+    holds (agentd/runs/plans.py)."""
     read_only = mode is SandboxMode.READ_ONLY
-    policy = sandbox_policy.policy_for(session, config, tmp_dir, runtime, read_only=read_only)
+    policy = sandbox_policy.policy_for(
+        session,
+        config,
+        tmp_dir,
+        runtime,
+        read_only=read_only,
+        **({"protection": plans.for_session(session.id)} if plans is not None else {}),
+    )
     policy.env = {**policy.env, "BASH_ENV": bash_env}
     staged = readonly.Staged()
     if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
@@ -163,7 +175,7 @@ async def start_bash(
     readers: int | None,
     output_limit: int,
     register: Callable[[Output], None],
-    forkserver: shim_client.Forkserver,
+    forkserver: shim_spawn.Forkserver,
     watch: Watch | None = None,
     interactive: Interactive | None = None,
 ) -> Started:
@@ -243,7 +255,7 @@ async def _spawn(
     output_fd: int,
     limit: int,
     channels: Channels,
-    forkserver: shim_client.Forkserver,
+    forkserver: shim_spawn.Forkserver,
     watch: Watch | None = None,
     interactive: Interactive | None = None,
 ) -> Run:
@@ -253,7 +265,7 @@ async def _spawn(
     stdin from its shim, so only there."""
     if plan.sandboxed:
         pty = interactive.pty if interactive else None
-        run = await shim_client.spawn(
+        run = await shim_spawn.spawn(
             forkserver,
             plan.policy,
             [*terminal.CTTY_ARGV, *plan.argv] if pty else plan.argv,

@@ -60,6 +60,11 @@ class Output(Protocol):
         """The output's last bytes, for the result."""
         ...
 
+    def recent(self, offset: int, end: int) -> bytes | None:
+        """The file's bytes [offset, end) if held in memory (a terminal's latest output,
+        sent live by its shim); None: read them from the file."""
+        ...
+
     def changed(self) -> asyncio.Future[None]:
         """Resolves at the next write or the end (call on the event loop)."""
         ...

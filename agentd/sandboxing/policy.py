@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentd.foundation.config import Config, default_config_file
 from agentd.foundation.errors import ToolError
 from agentd.fs.identity import FsIdentity
-from agentd.sandboxing.protected import sandbox_protection
+from agentd.sandboxing.protected import SandboxProtection, sandbox_protection
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session, network_mode
 from agentd_sandbox import Limits, SandboxPolicy
@@ -124,10 +125,12 @@ def policy_for(
     runtime: SandboxRuntime,
     *,
     read_only: bool = False,
+    protection: Callable[[str, FsIdentity | None], SandboxProtection] = sandbox_protection,
 ) -> SandboxPolicy:
     """The session's sandbox, with the runtime's network, ssh-agent and control group;
     `read_only`: every workspace root read-only and no network, only the temp dir
-    writable (a command run on the classifier's read-only verdict)."""
+    writable (a command run on the classifier's read-only verdict). `protection`: each
+    root's protected paths (a cache of them: agentd/runs/plans.py)."""
     ident = run_as(session, config)
     procs, held = _session_group(session, runtime)
     env = {"TMPDIR": tmp_dir, **session.env}
@@ -137,10 +140,10 @@ def policy_for(
     ensure_dirs: list[str] = []
     fs_ident = FsIdentity(*ident) if ident else None
     for root in roots:
-        protection = sandbox_protection(root, fs_ident)
-        pinned += protection.pinned
-        protected += protection.read_only
-        ensure_dirs += protection.ensure_dirs
+        found = protection(root, fs_ident)
+        pinned += found.pinned
+        protected += found.read_only
+        ensure_dirs += found.ensure_dirs
     network, netns, ro_files = _network(session, env, read_only, runtime)
     ro_binds = _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
     if read_only:

@@ -50,6 +50,9 @@ class SandboxProtection:
     pinned: list[str] = field(default_factory=list)
     read_only: list[str] = field(default_factory=list)
     ensure_dirs: list[str] = field(default_factory=list)
+    # The directories (relative to the root, "" itself) whose entries the answer rests
+    # on: while none of them changed, it holds (agentd/runs/plans.py caches it so).
+    looked_at: list[str] = field(default_factory=list)
 
 
 def sandbox_protection(root: str, identity: FsIdentity | None = None) -> SandboxProtection:
@@ -76,6 +79,7 @@ def sandbox_protection(root: str, identity: FsIdentity | None = None) -> Sandbox
             out.read_only.append(git)  # "gitdir: …" of a worktree or submodule
         elif kind == "dir":
             _protect_git_dir(tree, ".git", git, out, _Budget(), top=True)
+        out.looked_at = sorted(tree.looked)
     return out
 
 
@@ -126,6 +130,7 @@ def _protect_git_dir(
 def _git_dirs_under(tree: _Tree, base: str, depth: int, budget: _Budget) -> list[str] | None:
     """Git directories below `base` (relative to the root; a submodule named a/b lives in
     modules/a/b), listed beneath the root without following a link; None past the budget."""
+    tree.looked.add(base)
     try:
         fd = anchored.open_beneath(tree.fd, base, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -168,11 +173,14 @@ class _Tree:
         self.fd = root_fd
         self._dirs: dict[str, int | None] = {"": root_fd}
         self._refused: set[str] = set()
+        # Every directory a name was looked up in, or listed.
+        self.looked: set[str] = {""}
 
     def kind(self, rel: str) -> str | None:
         """What `rel` is beneath the root: "file", "dir", "link" (itself, or a link on
         its way), "other", or None if it does not exist."""
         parent, name = os.path.split(rel)
+        self.looked.add(parent)
         if parent in self._dirs:
             dir_fd, opened = self._dirs[parent], False
         else:

@@ -8,7 +8,7 @@ import os
 import socket
 from pathlib import Path
 
-from agentd.runs.shim import supervisor as shim_proc
+from agentd.runs.shim import protocol
 from agentd.runs.shim.client import ShimOutput, ShimRun
 
 
@@ -18,11 +18,11 @@ async def _ended_with(tmp_path: Path, recorded: dict | None) -> tuple[int, int]:
     task_dir = tmp_path / "shim"
     task_dir.mkdir(mode=0o700)
     if recorded is not None:
-        (task_dir / shim_proc.STATUS_NAME).write_text(json.dumps(recorded))
+        (task_dir / protocol.STATUS_NAME).write_text(json.dumps(recorded))
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     run = ShimRun(ours, ShimOutput(str(out), os.open(out, os.O_RDWR)))
     run.make_task(str(task_dir))
-    theirs.recv(shim_proc.MAX_MESSAGE)  # the "task" op
+    theirs.recv(protocol.MAX_MESSAGE)  # the "task" op
     theirs.send(json.dumps({"ev": "out", "size": 6, "total": 6, "line": "hello"}).encode())
     theirs.close()  # gone without its exit message (a daemon too busy to take it)
     code = await asyncio.wait_for(run.done, 10)

@@ -14,7 +14,7 @@ from agentd.foundation.offload import Offload
 from agentd.permissions.asker import Asker
 from agentd.runs.command import Commands, CwdChanged
 from agentd.runs.output.registry import Outputs
-from agentd.runs.shim.client import Forkserver
+from agentd.runs.shim.spawn import Forkserver
 from agentd.runs.tasks import TaskManager
 from agentd.sandboxing import runtime
 from agentd.sandboxing.runtime import SandboxRuntime

@@ -62,10 +62,12 @@ async def _pump(
     run: ShimRun, first: pb.TaskInput, requests: AsyncIterator[pb.TaskInput], written: list[int]
 ) -> str:
     """Copy the stream to the task until it ends ("closed", "detached") or the task does
-    ("ended"), counting in `written[0]`; a stream cut off raises CancelledError."""
-    ended: asyncio.Future[Any] = asyncio.ensure_future(asyncio.shield(run.done))
-    message: pb.TaskInput | None = first
-    try:
+    ("ended"), counting in `written[0]`; a stream cut off raises CancelledError. One
+    copier for the whole stream, raced once against the task's end (not a wait set up
+    per message: a keystroke is a message)."""
+
+    async def copy() -> str:
+        message: pb.TaskInput | None = first
         while message is not None:
             if message.detach:
                 return "detached"
@@ -75,15 +77,19 @@ async def _pump(
                 written[0] += len(message.data)
             if message.close_stdin:
                 run.close_input()
-            nxt: asyncio.Future[Any] = asyncio.ensure_future(anext(aiter(requests), None))
-            done, _ = await asyncio.wait({nxt, ended}, return_when=asyncio.FIRST_COMPLETED)
-            if nxt not in done:
-                nxt.cancel()
-                return "ended"
-            message = nxt.result()
+            message = await anext(aiter(requests), None)
         return "closed"
+
+    copier = asyncio.ensure_future(copy())
+    ended: asyncio.Future[Any] = asyncio.ensure_future(asyncio.shield(run.done))
+    try:
+        done, _ = await asyncio.wait({copier, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if copier in done:
+            return copier.result()
+        return "ended"
     finally:
         ended.cancel()
+        copier.cancel()
 
 
 class TaskIOHandlers:

@@ -84,6 +84,10 @@ class OutputFile:
     def last_line(self) -> str:
         return self._last_line.decode(errors="replace")
 
+    def recent(self, offset: int, end: int) -> bytes | None:
+        """Nothing is held in memory for readers: the file has it all."""
+        return None
+
     def changed(self) -> asyncio.Future[None]:
         """Resolves at the next write to the file or its end (call on the event loop)."""
         if self._next is None or self._next.done():

@@ -123,6 +123,12 @@ class Outputs:
                 done = live is None or live.done
                 size = live.size if live is not None else os.fstat(fd).st_size
                 while offset < size:
+                    recent = live.recent(offset, size) if live is not None else None
+                    if recent is not None:
+                        # A terminal's latest output, as its shim sent it: not read back.
+                        yield Chunk(offset, recent, output_id, False)
+                        offset += len(recent)
+                        continue
                     if live is not None and follow:
                         # The command still writes: its followers take a bounded share.
                         span = min(size, (offset // CHUNK + 1) * CHUNK) - offset
@@ -141,7 +147,9 @@ class Outputs:
                     # Let a busy writer run: readers take its output in bursts of at
                     # least COALESCE seconds, not a wake-up per write. A terminal's
                     # (a PTY task's) says less: its echo is a person's keystroke.
-                    await asyncio.sleep(getattr(live, "coalesce", COALESCE))
+                    pause = getattr(live, "coalesce", COALESCE)
+                    if pause:
+                        await asyncio.sleep(pause)
         finally:
             os.close(fd)
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from agentd.runs.shim.supervisor import serve
+from agentd.runs.shim.forkserver import serve
 
 serve(int(sys.argv[1]))

@@ -23,7 +23,7 @@ from typing import Any
 
 from agentd.foundation import metrics
 from agentd.runs.shim import client as shim_client
-from agentd.runs.shim import supervisor as shim_proc
+from agentd.runs.shim import protocol
 from agentd.runs.tasks import Task, TaskManager, task_from
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ async def _settle(
 ) -> int:
     name = os.path.basename(path)
     known = {t.id: t for t in tasks.tasks()}
-    body = shim_client.read_json(dir_fd, "task.json")
+    body = protocol.read_json(dir_fd, "task.json")
     task = known.get(name) or (task_from(body) if body and body.get("id") == name else None)
     if task is None or task.status != "running":
         shim_client.kill_stray(dir_fd)  # no task (or one already ended) for it: reap
@@ -113,10 +113,10 @@ async def _wait_status(dir_fd: int) -> dict[str, Any] | None:
     """status.json, waiting a little if the shim is alive (it is ending right now); a
     shim alive but silent past that is killed (its sandbox with it)."""
     deadline = time.monotonic() + _ENDING_GRACE
-    while (status := shim_client.read_json(dir_fd, shim_proc.STATUS_NAME)) is None:
-        info = shim_client.read_json(dir_fd, shim_proc.SHIM_NAME) or {}
+    while (status := protocol.read_json(dir_fd, protocol.STATUS_NAME)) is None:
+        info = protocol.read_json(dir_fd, protocol.SHIM_NAME) or {}
         pid = info.get("pid")
-        alive = isinstance(pid, int) and shim_proc.start_time(pid) == info.get("start")
+        alive = isinstance(pid, int) and protocol.start_time(pid) == info.get("start")
         if not alive or time.monotonic() > deadline:
             shim_client.kill_stray(dir_fd)
             return None

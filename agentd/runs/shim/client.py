@@ -1,6 +1,7 @@
-"""The daemon's side of the shims (agentd/runs/shim/supervisor.py): start a sandboxed run
-under a shim, follow it (ShimRun, ShimOutput: a Run and an Output, agentd/runs/run.py),
-and find the shims of tasks a previous daemon left running.
+"""The daemon's side of the shims (agentd/runs/shim/supervisor.py): follow a run under a
+shim (ShimRun, ShimOutput: a Run and an Output, agentd/runs/run.py; started by
+agentd/runs/shim/spawn.py), its terminal's output relayed live, and find the shims of
+tasks a previous daemon left running.
 
 What comes from a shim is checked like any peer's input (bounded messages, typed
 fields); the files the daemon reads back (shim.json, status.json) are in its own
@@ -9,7 +10,6 @@ private state dir, which no sandbox can reach.
 
 from __future__ import annotations
 
-import array
 import asyncio
 import base64
 import contextlib
@@ -18,24 +18,24 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from agentd.changes.reader import Watch
 from agentd.runs.output.file import LAST_LINE_BYTES, _resolve
 from agentd.runs.output.registry import COALESCE
-from agentd.runs.shim import supervisor as shim_proc
-from agentd.runs.shim import terminal
-from agentd_sandbox import SandboxPolicy, SandboxUnavailable
-from agentd_sandbox.runner import _give_pipe, prepare
+from agentd.runs.shim import protocol, terminal
 
 log = logging.getLogger(__name__)
 
 TAIL = 65536
 KEEP_HEAD = 65536
+# A terminal's latest output, as its shim sent it live, kept for followers (so a
+# keystroke's echo is relayed without a read of the file); older bytes come from the file.
+RECENT_BYTES = 65536
+# Messages taken from a shim per wake-up of the loop.
+READS_PER_WAKEUP = 64
 
 
 class ShimOutput:
@@ -57,6 +57,9 @@ class ShimOutput:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next: asyncio.Future[None] | None = None
         self.on_finish: Callable[[], None] | None = None
+        # The bytes at [_recent_at, _recent_at + len(_recent)) of the file, sent live.
+        self._recent = bytearray()
+        self._recent_at = 0
         # Seconds its followers let output gather after a wake-up (registry.COALESCE
         # unless it is a terminal's).
         self.coalesce = COALESCE
@@ -96,6 +99,34 @@ class ShimOutput:
         more = min(TAIL - tail_len, written) if self.total - written <= tail_len else 0
         return (os.pread(self._fd, more, written - more) if more > 0 else b"") + tail
 
+    def recent(self, offset: int, end: int) -> bytes | None:
+        """The file's bytes [offset, end) if they were sent live and are still kept."""
+        start = offset - self._recent_at
+        if start < 0 or end - self._recent_at > len(self._recent) or end <= offset:
+            return None
+        return bytes(self._recent[start : end - self._recent_at])
+
+    def live(self, at: int, total: int, data: bytes) -> None:
+        """`data`, written to the file at `at`, as the shim read it from the terminal.
+        Bytes an update already covered are not kept twice; after a gap (a frame the
+        shim could not send), the kept bytes start again at `at`."""
+        end = at + len(data)
+        if end <= self.size or not data:
+            return
+        if at != self.size or self._recent_at + len(self._recent) != at:
+            if at < self.size:
+                return  # straddles what an update covered: never so on one connection
+            self._recent.clear()
+            self._recent_at = at
+        self._recent += data
+        if len(self._recent) > RECENT_BYTES:
+            drop = len(self._recent) - RECENT_BYTES
+            del self._recent[:drop]
+            self._recent_at += drop
+        self.size = end
+        self.total = max(self.total, total)
+        self._notify()
+
     def changed(self) -> asyncio.Future[None]:
         if self._next is None or self._next.done():
             self._loop = asyncio.get_running_loop()
@@ -128,6 +159,7 @@ class ShimOutput:
             self.size = self.total = os.fstat(self._fd).st_size
             self._end = {"written": self.total}
         self.done = True
+        self._recent = bytearray()
         self._notify()
         if self.on_finish is not None:
             self.on_finish()
@@ -154,6 +186,9 @@ class ShimRun:
         self.pid = -1
         self._task_dir: str | None = None
         self._sock = sock
+        self._fd = sock.fileno()
+        self._reading = False
+        self._loop = asyncio.get_running_loop()
         sock.setblocking(False)
         # Its PTY's size (None: no PTY), whether its stdin takes input, and the input
         # sent to the shim not yet acknowledged (at most terminal.INPUT_WINDOW).
@@ -162,47 +197,24 @@ class ShimRun:
         self._unacked = 0
         self._room = asyncio.Event()
         self._room.set()
+        # Input goes as binary INPUT messages once the shim is known to read them (one
+        # this daemon forked: set_terminal; an adopted one: its "state" says so).
+        self._binary_input = False
         # Set once the shim said what it is (its "state", the answer to "hello").
         self.stated = asyncio.Event()
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._serving = asyncio.ensure_future(self._serve())
 
     async def _serve(self) -> None:
-        loop = asyncio.get_running_loop()
-        end: dict[str, Any] = {}
-        while True:
-            try:
-                data = await loop.sock_recv(self._sock, shim_proc.MAX_MESSAGE)
-            except ConnectionResetError:
-                # The shim exited with an op of ours unread (a "task" sent as it ended):
-                # the kernel reports that once, before what the shim sent last (its
-                # exit), which the next read returns.
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                break
-            try:
-                msg = json.loads(data)
-                kind = msg["ev"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            if kind in ("out", "state"):
-                self.output.update(msg)
-                if isinstance(msg.get("pid"), int):
-                    self.pid = msg["pid"]
-                if kind == "state":
-                    self._input_state(msg)
-                    self.stated.set()
-            elif kind == "input":
-                self._input_state(msg)
-            elif kind == "wrote" and isinstance(msg.get("n"), int):
-                self._unacked = max(0, self._unacked - msg["n"])
-                if self._unacked < terminal.INPUT_WINDOW:
-                    self._room.set()
-            elif kind == "exit":
-                end = msg
-                break
+        """Follow the shim until its end: its messages are read as they come, by a
+        reader the loop calls (no wait set up per message), then the end is recorded."""
+        ending: asyncio.Future[dict[str, Any]] = self._loop.create_future()
+        self._loop.add_reader(self._fd, self._readable, ending)
+        self._reading = True
+        try:
+            end = await ending
+        finally:
+            self._stop_reading()
         self._sock.close()
         if not end and self._task_dir is not None:
             # The end may have been recorded and not sent: a task's shim writes it first.
@@ -218,6 +230,63 @@ class ShimRun:
         self.stated.set()
         if not self.done.done():
             self.done.set_result(self.exit_code)
+
+    def _stop_reading(self) -> None:
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._fd)
+
+    def _readable(self, ending: asyncio.Future[dict[str, Any]]) -> None:
+        """Take what the shim sent (a bounded number of messages a call, so a shim that
+        floods shares the loop); resolve `ending` at its end, or when it is gone."""
+        for _ in range(READS_PER_WAKEUP):
+            try:
+                data = self._sock.recv(protocol.MAX_MESSAGE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionResetError:
+                # The shim exited with an op of ours unread (a "task" sent as it ended):
+                # the kernel reports that once, before what the shim sent last (its
+                # exit), which the next read returns.
+                continue
+            except OSError:
+                data = b""
+            end = self._message(data) if data else {}
+            if end is not None:
+                self._stop_reading()
+                if not ending.done():
+                    ending.set_result(end)
+                return
+
+    def _message(self, data: bytes) -> dict[str, Any] | None:
+        """One message from the shim; its exit message when it is that."""
+        if data[0] == protocol.LIVE:
+            if len(data) > protocol.LIVE_HEADER.size:
+                _, at, total = protocol.LIVE_HEADER.unpack_from(data)
+                self.output.live(at, total, data[protocol.LIVE_HEADER.size :])
+            return None
+        try:
+            msg = json.loads(data)
+            kind = msg["ev"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if kind in ("out", "state"):
+            self.output.update(msg)
+            if isinstance(msg.get("pid"), int):
+                self.pid = msg["pid"]
+            if kind == "state":
+                self._binary_input = msg.get("binary_input") is True
+                self._input_state(msg)
+                self.stated.set()
+        elif kind == "input":
+            self._input_state(msg)
+        elif kind == "wrote" and isinstance(msg.get("n"), int):
+            self._unacked = max(0, self._unacked - msg["n"])
+            if self._unacked < terminal.INPUT_WINDOW:
+                self._room.set()
+        elif kind == "exit":
+            return msg if isinstance(msg, dict) else {}
+        return None
 
     def _op(self, body: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
@@ -239,6 +308,7 @@ class ShimRun:
         """What it was started with (the shim's state says it again after a restart)."""
         self.pty = pty
         self.stdin_open = pty is not None or stdin
+        self._binary_input = True
         if pty is not None:
             self.output.coalesce = terminal.OUTPUT_COALESCE
 
@@ -254,10 +324,14 @@ class ShimRun:
                 return False
             part = view[: min(len(view), terminal.INPUT_WINDOW - self._unacked, 32768)]
             self._unacked += len(part)
-            body = json.dumps({"op": "input", "data": base64.b64encode(part).decode()})
+            if self._binary_input:
+                body = bytes([protocol.INPUT]) + part
+            else:
+                msg = {"op": "input", "data": base64.b64encode(part).decode()}
+                body = json.dumps(msg).encode()
             try:
                 # Waits for room on the control socket: input is never dropped there.
-                await asyncio.get_running_loop().sock_sendall(self._sock, body.encode())
+                await asyncio.get_running_loop().sock_sendall(self._sock, body)
             except OSError:
                 return False
             except BaseException:  # cancelled (its client went) before it was sent
@@ -287,127 +361,9 @@ class ShimRun:
 
     def detach(self) -> None:
         """Let go without stopping it (a task at the daemon's stop)."""
+        self._stop_reading()
         self._serving.cancel()
         self._sock.close()
-
-
-class Forkserver:
-    """The warm process shims are forked from (fork of a small single-threaded Python is
-    a fraction of a millisecond; an exec of a new interpreter tens of milliseconds)."""
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-
-    def start(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with theirs:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "agentd.runs.shim", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-                env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH")},
-            )
-        self._sock = ours
-
-    def send(self, req: dict[str, Any], fds: list[int]) -> None:
-        self.start()
-        assert self._sock is not None
-        data = json.dumps(req).encode()
-        try:
-            self._sock.sendmsg(
-                [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-            )
-        except OSError:  # it died: once more with a new one
-            self._proc = None
-            self.start()
-            self._sock.sendmsg(
-                [data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-            )
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-        if self._proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=2)
-
-
-async def spawn(
-    forkserver: Forkserver,
-    policy: SandboxPolicy,
-    argv: list[str],
-    output_path: str,
-    output_fd: int,
-    limit: int,
-    pass_fds: tuple[int, ...] = (),
-    hold_fds: tuple[int, ...] = (),
-    watch: Watch | None = None,
-    pty: tuple[int, int] | None = None,
-    stdin: bool = False,
-) -> ShimRun | None:
-    """Start `argv` in the sandbox under a shim (forked from `forkserver`, the daemon's)
-    writing `output_path` (opened as
-    `output_fd`, which the caller closes after). None when this machine's chain needs a
-    step in the child only subprocess can do (no setpriv or prlimit: the caller runs it
-    in-process then, and it does not outlive the daemon). `hold_fds` the shim keeps open
-    until the end without using them: read ends of pipes the command writes to (its cwd
-    report), so that a write after the daemon is gone is not a SIGPIPE. `watch`:
-    the run's fanotify group, change log and the log's cap (agentd/changes/), for its
-    reader. `pty`:
-    (rows, cols) of a pseudo-terminal the shim makes the command's (argv must then start
-    with terminal.CTTY_ARGV, inside the sandbox); `stdin`: a pipe for its input."""
-    launch = prepare(policy, argv, pass_fds)
-    if "preexec_fn" in launch.popen_kwargs or "user" in launch.popen_kwargs:
-        launch.close()
-        if launch.lifeline is not None:
-            launch.lifeline.close()
-        return None
-    passed = [fd for fd in launch.popen_kwargs["pass_fds"]]
-    if len(passed) + len(hold_fds) + 5 > shim_proc.MAX_FDS:
-        # More descriptors than one message carries (a workspace with very many nested
-        # git dirs, each bound by descriptor): the caller runs it in its own process.
-        launch.close()
-        if launch.lifeline is not None:
-            launch.lifeline.close()
-        return None
-    pipe_r, pipe_w = os.pipe2(os.O_CLOEXEC)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        _give_pipe(pipe_w, launch.ident)
-        assert launch.lifeline is not None
-        req = {
-            "argv": launch.argv,
-            "targets": passed,
-            "path": output_path,
-            "limit": limit,
-            "tail": TAIL,
-            "wall": policy.limits.wall_seconds,
-            "hold": len(hold_fds),
-            "watch": 2 if watch else 0,
-            "watch_cap": watch.cap if watch else 0,
-            "pty": list(pty) if pty else None,
-            "stdin": stdin,
-        }
-        fds = [theirs.fileno(), output_fd, pipe_r, pipe_w, launch.lifeline.fileno()]
-        fds += [*hold_fds, *((watch.group, watch.log) if watch else ()), *passed]
-        forkserver.send(req, fds)
-    except OSError as exc:
-        ours.close()
-        raise SandboxUnavailable(f"cannot start the run's supervisor: {exc}") from exc
-    finally:
-        launch.close()
-        theirs.close()
-        for fd in (pipe_r, pipe_w):
-            os.close(fd)
-        if launch.lifeline is not None:
-            launch.lifeline.close()
-    run = ShimRun(ours, ShimOutput(output_path, os.dup(output_fd)))
-    run.set_terminal(pty, stdin)
-    return run
 
 
 def _recorded_end(directory: str) -> dict[str, Any] | None:
@@ -417,7 +373,7 @@ def _recorded_end(directory: str) -> dict[str, Any] | None:
     except OSError:
         return None
     try:
-        return read_json(dir_fd, shim_proc.STATUS_NAME)
+        return protocol.read_json(dir_fd, protocol.STATUS_NAME)
     except OSError:
         return None
     finally:
@@ -427,32 +383,15 @@ def _recorded_end(directory: str) -> dict[str, Any] | None:
 # ---- a previous daemon's shims ----
 
 
-def read_json(dir_fd: int, name: str) -> dict[str, Any] | None:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
-    try:
-        body = json.loads(os.read(fd, MAX_JSON))
-    except ValueError:
-        return None
-    finally:
-        os.close(fd)
-    return body if isinstance(body, dict) else None
-
-
-MAX_JSON = 1 << 20
-
-
 async def reconnect(directory: str, dir_fd: int) -> socket.socket | None:
     """A control connection to the shim listening in `directory`, checked to be the shim
     that wrote shim.json there (its pid and start time); None when none answers."""
-    info = read_json(dir_fd, shim_proc.SHIM_NAME) or {}
+    info = protocol.read_json(dir_fd, protocol.SHIM_NAME) or {}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     sock.setblocking(False)
     try:
         await asyncio.get_running_loop().sock_connect(
-            sock, f"/proc/self/fd/{dir_fd}/{shim_proc.SOCKET_NAME}"
+            sock, f"/proc/self/fd/{dir_fd}/{protocol.SOCKET_NAME}"
         )
     except OSError:
         sock.close()
@@ -470,9 +409,9 @@ async def reconnect(directory: str, dir_fd: int) -> socket.socket | None:
 def kill_stray(dir_fd: int) -> None:
     """SIGKILL a shim that does not answer, if shim.json still names a live process
     (same pid and start time: never a reused pid). Its sandbox dies with it."""
-    info = read_json(dir_fd, shim_proc.SHIM_NAME) or {}
+    info = protocol.read_json(dir_fd, protocol.SHIM_NAME) or {}
     pid, start = info.get("pid"), info.get("start")
-    if isinstance(pid, int) and pid > 1 and start == shim_proc.start_time(pid) and start != -1:
+    if isinstance(pid, int) and pid > 1 and start == protocol.start_time(pid) and start != -1:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, 9)
 

@@ -3,15 +3,17 @@ and its exit status, so that a background task outlives the daemon (containerd's
 
     daemon --(SEQPACKET + SCM_RIGHTS)--> shim (setsid) --posix_spawn--> setpriv ->
     unshare -> prlimit -> bwrap (the chain of agentd_sandbox.runner); each shim forked,
-    before it is needed, by a forkserver (`python -m agentd.runs.shim FD`, warm,
-    single-threaded, started once per daemon)
+    before it is needed, by a forkserver (agentd/runs/shim/forkserver.py: `python -m
+    agentd.runs.shim FD`, warm, single-threaded, started once per daemon)
 
 The shim is the sandbox chain's parent: it holds bwrap's lifeline (the info pipe) and is
 what setpriv's parent-death signal watches, so the sandbox dies with the shim and no
 orphan survives its spawner; and it waits for the exit status itself. It
 copies the command's output into the bounded output file (head, marker, tail: tasks.
 OutputFile) out of the daemon's process, and tells the daemon over its control
-connection how far the file is written (coalesced), and the end.
+connection how far the file is written (coalesced), and the end; a terminal's output
+it also sends as it reads it (LIVE, agentd/runs/shim/protocol.py), so a keystroke's
+echo reaches its followers without a read of the file.
 
 A plain run dies with its daemon: when its last control connection closes the shim
 kills the sandbox. A run the daemon made a task ("task" op, with a directory in the
@@ -38,45 +40,31 @@ from typing import Any
 from agentd.changes import fanotify, reader
 from agentd.runs.output.file import OutputFile
 from agentd.runs.shim import terminal
+from agentd.runs.shim.protocol import (
+    INPUT,
+    LIVE,
+    LIVE_HEADER,
+    LIVE_MAX,
+    MAX_MESSAGE,
+    SHIM_NAME,
+    SOCKET_NAME,
+    STATUS_NAME,
+    start_time,
+    write_json,
+)
 
 _READ_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031
 # Seconds between output updates sent to the daemon while output flows.
 UPDATE_INTERVAL = 0.01
-MAX_MESSAGE = 1 << 16
-# Descriptors one start may hand over: the kernel's own cap for one message (SCM_MAX_FD).
-MAX_FDS = 253
-SOCKET_NAME = "ctl.sock"
-STATUS_NAME = "status.json"
 # How long the end waits for a busy daemon to take it.
 EXIT_SEND_SECONDS = 60.0
-SHIM_NAME = "shim.json"
+# Seconds between the state updates of a terminal whose output went out live (they
+# only carry its last line then); when a live send could not go, the fast interval.
+LIVE_STATE_INTERVAL = 0.05
 # Python ignores SIGPIPE (and the forkserver SIGINT, SIGCHLD): the command gets the
 # defaults, as subprocess's restore_signals gives them.
 _DEFAULTED = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD)
-
-
-def start_time(pid: int) -> int:
-    """The start time of `pid` in clock ticks since boot (with the pid, names a process
-    for good: a reused pid has another start time); -1 if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return -1
-    return int(stat[stat.rindex(b")") + 2 :].split()[19])
-
-
-def write_json(dir_fd: int, name: str, body: dict[str, Any]) -> None:
-    """Atomically (temp file, fsync, rename) write `name` in the directory `dir_fd`."""
-    tmp = f".{name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
-    try:
-        os.write(fd, json.dumps(body).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def _children(pid: int) -> list[int]:
@@ -126,6 +114,10 @@ class Shim:
         pty_size = (size[0], size[1]) if isinstance(size, list) and len(size) == 2 else None
         self.input = terminal.Input(pty_size, bool(req.get("stdin")))
         self.interval = terminal.UPDATE_INTERVAL if self.input.pty else UPDATE_INTERVAL
+        # A terminal's output is sent as it is read (LIVE); `lagging`: some could not be,
+        # so the next state update is due at the fast interval.
+        self.live = self.input.pty
+        self.lagging = False
         self._add_controller(socket.socket(fileno=ctrl))
         if len(watch_fds) == 2:
             cap = req.get("watch_cap")
@@ -240,6 +232,9 @@ class Shim:
         if not data:
             self._drop_controller(conn)
             return
+        if data[0] == INPUT:
+            self._on_input(data[1:])
+            return
         try:
             msg = json.loads(data)
             op = msg["op"]
@@ -252,7 +247,8 @@ class Shim:
         elif op == "task":
             self._become_task(str(msg["dir"]))
         elif op == "hello":
-            self._send(conn, {"ev": "state", "pid": self.pid, **self._state()}, wait=5)
+            state = {"ev": "state", "pid": self.pid, "binary_input": True, **self._state()}
+            self._send(conn, state, wait=5)
 
     def _on_input_op(self, op: str, msg: dict[str, Any]) -> None:
         """A person's input, signal or size (agentd/runs/shim/terminal.py); each answered."""
@@ -262,9 +258,7 @@ class Shim:
                 data = base64.b64decode(str(msg["data"]), validate=True)
             except (ValueError, KeyError):
                 data = b""
-            if self.code is None and inp.add(data) < len(data):
-                self._send_all({"ev": "wrote", "n": len(data)})  # refused: not held here
-            self._write_input()
+            self._on_input(data)
         elif op == "close_input":
             inp.close()
             self._write_input()
@@ -278,6 +272,12 @@ class Shim:
         elif op == "resize":
             inp.resize(msg.get("rows"), msg.get("cols"))
             self._send_all({"ev": "input", **inp.state()})
+
+    def _on_input(self, data: bytes) -> None:
+        """Input bytes: queued and written through at once (as much as the terminal takes)."""
+        if self.code is None and self.input.add(data) < len(data):
+            self._send_all({"ev": "wrote", "n": len(data)})  # refused: not held here
+        self._write_input()
 
     def _write_input(self) -> None:
         inp = self.input
@@ -342,8 +342,34 @@ class Shim:
             self.eof = True
             self.sel.unregister(self.pipe_r)
             return
-        self.out.write(chunk)
+        out = self.out
+        at = out.size
+        out.write(chunk)
         self.dirty = True
+        if self.live and self.controllers:
+            if out.size - at == len(chunk) and self._send_live(at, chunk):
+                return
+            self.lagging = True
+
+    def _send_live(self, at: int, chunk: bytes) -> bool:
+        """`chunk`, written to the file at `at`, to every controller now, in frames of at
+        most LIVE_MAX; False when one could not take it (a busy daemon: the file and
+        the next state update carry it)."""
+        sent = True
+        view = memoryview(chunk)
+        for conn in list(self.controllers):
+            for start in range(0, len(chunk), LIVE_MAX):
+                part = view[start : start + LIVE_MAX]
+                header = LIVE_HEADER.pack(LIVE, at + start, self.out.total)
+                try:
+                    conn.sendmsg([header, part])
+                except BlockingIOError:
+                    sent = False
+                    break
+                except OSError:
+                    self._drop_controller(conn)
+                    break
+        return sent
 
     def _on_exit(self) -> None:
         _, status = os.waitpid(self.pid, 0)
@@ -360,8 +386,9 @@ class Shim:
         while self.code is None or not self.eof:
             timeout = None
             now = time.monotonic()
+            interval = self._interval()
             if self.dirty:
-                timeout = max(0.0, self.sent_at + self.interval - now)
+                timeout = max(0.0, self.sent_at + interval - now)
             if self.deadline is not None:
                 left = max(0.0, self.deadline - now)
                 timeout = left if timeout is None else min(timeout, left)
@@ -381,10 +408,13 @@ class Shim:
             if self.deadline is not None and now >= self.deadline and self.code is None:
                 self.deadline = None
                 self.kill()
-            if self.dirty and now - self.sent_at >= self.interval:
-                self.dirty, self.sent_at = False, now
+            if self.dirty and now - self.sent_at >= self._interval():
+                self.dirty, self.lagging, self.sent_at = False, False, now
                 self._send_all({"ev": "out", **self._state()})
         return self._finish()
+
+    def _interval(self) -> float:
+        return LIVE_STATE_INTERVAL if self.live and not self.lagging else self.interval
 
     def _finish(self) -> int:
         """The end: the file completed, the status recorded (a task's on disk), told."""
@@ -416,68 +446,3 @@ class Shim:
         # the shim vanished, 137); a gone daemon fails the send at once.
         self._send_all(end, wait=EXIT_SEND_SECONDS)
         return 0
-
-
-def _recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
-    fds: list[int] = []
-    data, anc, _flags, _addr = sock.recvmsg(
-        MAX_MESSAGE, socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
-    )
-    for level, kind, payload in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % 4
-            fds += [int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, usable, 4)]
-    if not data:
-        return None, fds
-    return json.loads(data), fds
-
-
-def _detach_stdio() -> None:
-    """A shim outlives the daemon: it must not hold the daemon's stdout and stderr (a
-    log pipe would never see its end), nor its terminal."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for std in (0, 1, 2):
-        os.dup2(null, std)
-    os.close(null)
-
-
-def serve(fd: int) -> None:
-    """The forkserver: keeps one spare shim forked, waiting for the daemon's next request
-    (so no fork is on a call's path), and forks the next spare when it takes one; until
-    the daemon closes the socket."""
-    sock = socket.socket(fileno=fd)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # shims are reaped by the kernel
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    while True:
-        taken, tell = os.pipe()
-        if os.fork() == 0:
-            os.close(taken)
-            _spare(sock, tell)
-        os.close(tell)
-        word = os.read(taken, 1)
-        os.close(taken)
-        if word != b"t":  # the daemon is gone (or the spare died): no more shims
-            return
-
-
-def _spare(sock: socket.socket, tell: int) -> None:
-    """A forked shim-to-be: ready before the request comes, it takes the next one, tells
-    the forkserver to fork the next spare, and supervises its run."""
-    code = 1
-    fds: list[int] = []
-    try:
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.setsid()
-        _detach_stdio()
-        req, fds = _recv(sock)
-        os.write(tell, b"t" if req is not None else b"e")
-        os.close(tell)
-        sock.close()
-        if req is not None:
-            code = Shim(req, fds).run()
-    except BaseException as exc:  # noqa: BLE001 - the shim's last word, then out
-        with contextlib.suppress(OSError, IndexError):
-            os.write(fds[1], f"\n[agentd shim failed: {exc!r}]\n".encode())
-    finally:
-        os._exit(code)

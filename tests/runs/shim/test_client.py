@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentd.runs.shim import client
-from agentd.runs.shim import supervisor as shim_proc
+from agentd.runs.shim import client, protocol, spawn
 from agentd_sandbox import Limits, SandboxPolicy
 from tests.support.waiting import wait_until
 
@@ -34,11 +33,11 @@ def output(tmp_path: Path) -> Iterator[tuple[str, int]]:
     os.close(fd)
 
 
-_FORKSERVER = client.Forkserver()
+_FORKSERVER = spawn.Forkserver()
 
 
 @pytest.fixture(scope="module", autouse=True)
-def forkserver() -> Iterator[client.Forkserver]:
+def forkserver() -> Iterator[spawn.Forkserver]:
     """One warm forkserver for the module's runs, as the daemon keeps one."""
     _FORKSERVER.start()
     yield _FORKSERVER
@@ -50,7 +49,7 @@ async def _spawn(
 ) -> client.ShimRun:
     path, fd = output
     argv = ["sh", "-c", script]
-    run = await client.spawn(_FORKSERVER, _policy(wall), argv, path, fd, 1 << 20, stdin=stdin)
+    run = await spawn.spawn(_FORKSERVER, _policy(wall), argv, path, fd, 1 << 20, stdin=stdin)
     if run is None:
         pytest.skip("this machine's sandbox chain cannot run under a shim (no setpriv)")
     return run
@@ -88,19 +87,19 @@ async def test_a_task_records_its_end_and_takes_a_new_controller(
     # It waits on its stdin (a pipe the shim holds) until the new controller closes it.
     run = await _spawn(output, "read line; echo got $line; exit 5", stdin=True)
     run.make_task(str(task_dir))
-    await asyncio.to_thread(wait_until, lambda: (task_dir / shim_proc.SHIM_NAME).exists(), 60)
+    await asyncio.to_thread(wait_until, lambda: (task_dir / protocol.SHIM_NAME).exists(), 60)
     run.detach()  # the daemon goes; the task lives on
     dir_fd = os.open(task_dir, os.O_PATH | os.O_DIRECTORY)
     try:
         sock = await client.reconnect(str(task_dir), dir_fd)
         assert sock is not None, "the task's shim did not answer on its socket"
-        info = client.read_json(dir_fd, shim_proc.SHIM_NAME)
-        assert info is not None and info["start"] == shim_proc.start_time(info["pid"])
+        info = protocol.read_json(dir_fd, protocol.SHIM_NAME)
+        assert info is not None and info["start"] == protocol.start_time(info["pid"])
         again = client.ShimRun(sock, client.ShimOutput(output[0], os.dup(output[1])))
         again.set_terminal(None, True)
         again.close_input()  # `read` gets end of file
         assert await asyncio.wait_for(again.done, 60) == 5
-        status = client.read_json(dir_fd, shim_proc.STATUS_NAME)
+        status = protocol.read_json(dir_fd, protocol.STATUS_NAME)
         assert status is not None and status["code"] == 5 and status["task"] is True
     finally:
         os.close(dir_fd)
@@ -153,12 +152,12 @@ def test_kill_stray_never_kills_a_reused_pid(tmp_path: Path) -> None:
     dir_fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
     try:
         # This very process, with another start time: a pid reused since.
-        mine = {"pid": os.getpid(), "start": shim_proc.start_time(os.getpid()) + 1}
-        shim_proc.write_json(dir_fd, shim_proc.SHIM_NAME, mine)
+        mine = {"pid": os.getpid(), "start": protocol.start_time(os.getpid()) + 1}
+        protocol.write_json(dir_fd, protocol.SHIM_NAME, mine)
         client.kill_stray(dir_fd)  # would kill the test if it trusted the pid alone
-        assert client.read_json(dir_fd, "missing.json") is None
+        assert protocol.read_json(dir_fd, "missing.json") is None
         (tmp_path / "bad.json").write_text("[1, 2]")
-        assert client.read_json(dir_fd, "bad.json") is None
+        assert protocol.read_json(dir_fd, "bad.json") is None
     finally:
         os.close(dir_fd)
 

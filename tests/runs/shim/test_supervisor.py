@@ -11,21 +11,22 @@ import signal
 import socket
 from pathlib import Path
 
+from agentd.runs.shim import forkserver, protocol
 from agentd.runs.shim import supervisor as shim
 
 
 def test_start_time_names_a_process_for_good() -> None:
-    mine = shim.start_time(os.getpid())
+    mine = protocol.start_time(os.getpid())
     assert mine > 0
-    assert shim.start_time(os.getpid()) == mine
-    assert shim.start_time(2**22 + 12345) == -1  # past pid_max: no such process
+    assert protocol.start_time(os.getpid()) == mine
+    assert protocol.start_time(2**22 + 12345) == -1  # past pid_max: no such process
 
 
 def test_write_json_replaces_whole(tmp_path: Path) -> None:
     dir_fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
     try:
-        shim.write_json(dir_fd, "status.json", {"code": 1})
-        shim.write_json(dir_fd, "status.json", {"code": 2})
+        protocol.write_json(dir_fd, "status.json", {"code": 1})
+        protocol.write_json(dir_fd, "status.json", {"code": 2})
     finally:
         os.close(dir_fd)
     assert json.loads((tmp_path / "status.json").read_text()) == {"code": 2}
@@ -52,7 +53,7 @@ def test_recv_takes_the_message_and_its_descriptors() -> None:
             [json.dumps({"argv": ["true"]}).encode()],
             [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r, w]))],
         )
-        req, fds = shim._recv(ours)
+        req, fds = forkserver._recv(ours)
         assert req == {"argv": ["true"]}
         assert len(fds) == 2 and all(not os.get_inheritable(fd) for fd in fds)
         os.write(fds[1], b"x")
@@ -60,7 +61,7 @@ def test_recv_takes_the_message_and_its_descriptors() -> None:
         for fd in fds:
             os.close(fd)
         theirs.close()
-        assert shim._recv(ours) == (None, [])  # the daemon is gone
+        assert forkserver._recv(ours) == (None, [])  # the daemon is gone
     finally:
         for fd in (r, w):
             os.close(fd)
