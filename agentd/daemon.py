@@ -28,6 +28,8 @@ from agentd.calls.executor import Executor
 from agentd.calls.tasks import TaskStarter
 from agentd.changes.service import ChangeTracker
 from agentd.credentials import config as credential_config
+from agentd.credentials.masked_config import load_masked
+from agentd.credentials.masks import CredentialMasks
 from agentd.credentials.service import CredentialService
 from agentd.credentials.ssh_agent_service import SshAgentService
 from agentd.foundation import logs, metrics
@@ -169,12 +171,28 @@ class Daemon:
                 asker.has_listeners,
             )
             self.network.listeners.append(self.credentials)
+        # sandbox.credentials: placeholders in every sandbox; TLS terminated by the proxy
+        # for the hosts they go to (where the network keeps namespaces).
+        masked = load_masked(
+            config.credential_env_vars,
+            config.credential_files,
+            self.credential_config.sources,
+        )
+        self.masks: CredentialMasks | None = None
+        if masked:
+            self.masks = CredentialMasks(
+                masked, config.state_dir, self.sessions, config.network_upstream_ca_file
+            )
+            self.masks.to_daemon = self.network.proxy_loop.to_daemon
+            if self.network.available():
+                self.network.listeners.append(self.masks)
         self.sandbox = SandboxRuntime(
             network=self.network,
             ssh_agent=self.ssh_agent,
             groups=self.groups,
             tmp_mounts=TmpMounts(),
             staging=StagingDir(),
+            masks=self.masks,
         )
         # Shims are forked from it: warm before the first Bash call (start()).
         self.forkserver = Forkserver()
@@ -263,6 +281,8 @@ class Daemon:
 
     async def _close_network(self, session: Session) -> None:
         await self.network.close_session(session)
+        if self.masks is not None:
+            self.masks.forget(session.id)
         if self.ssh_agent is not None:
             await self.ssh_agent.close_session(session)
 

@@ -44,10 +44,17 @@ class Decider:
     def carried(self, sent: int, received: int) -> None:
         """Bytes a connection carried, once it ended."""
 
+    def intercept(self, request: Request) -> Interceptor | None:
+        """Who takes over an allowed CONNECT; None: tunnelled untouched."""
+        return None
+
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connector = Callable[[Verdict, Request], Awaitable[Streams]]
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Decider], Awaitable[None]]
+# A CONNECT taken over once decided and connected (the client's streams, the
+# upstream's): it answers the CONNECT itself. Masked credentials terminate TLS so.
+Interceptor = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Streams], Awaitable[None]]
 
 
 class Listener:
@@ -66,6 +73,14 @@ class Listener:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, decider: Decider
     ) -> None:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def files(self, session_id: str) -> list[tuple[bytes, str]]:
+        """Files the sandbox is given by content: (content, path inside)."""
+        return []
+
+    def intercept(self, session_id: str, request: Request) -> Interceptor | None:
+        """Who takes over an allowed CONNECT of the session; None: not this listener."""
+        return None
 
 
 async def tcp_connect(

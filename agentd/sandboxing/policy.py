@@ -142,6 +142,7 @@ def policy_for(
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
     network, netns, ro_files = _network(session, env, read_only, runtime)
+    ro_files += _masked(session, env, runtime)
     ro_binds = _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
     if read_only:
         writable = [tmp_dir]
@@ -193,6 +194,21 @@ def _network(
         ) from None
     env.update(access.env)
     return False, access.netns, list(access.ro_files)
+
+
+def _masked(
+    session: Session, env: dict[str, str], runtime: SandboxRuntime
+) -> list[tuple[bytes, str]]:
+    """sandbox.credentials: `env` gets each masked variable's placeholder and loses each
+    denied one (whatever the session's environment said); the files shown instead."""
+    masks = runtime.masks
+    if masks is None:
+        return []
+    view = masks.sandbox_view(session)
+    for name in view.unset:
+        env.pop(name, None)
+    env.update(view.env)
+    return list(view.files)
 
 
 def _ssh_agent(

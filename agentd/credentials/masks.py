@@ -1,0 +1,289 @@
+"""Masked credentials (`sandbox.credentials`): what each session's sandbox is shown in
+place of a secret, and the proxy's side of it.
+
+A sandbox is shown, for a "mask" entry, a placeholder of the secret's shape made for
+its session (placeholders.py): the variable set to it, or the file bound with it in
+place of the secret; for a "deny" entry, nothing (the variable unset, the file empty).
+The real value stays here. A proxied session's sandbox also trusts the session's own
+CA (session_ca.py), and the proxy terminates TLS to a host some entry injects to,
+swapping placeholders for real values on the way out and back (terminate.py); every
+other host is tunnelled untouched. What `agentctl credentials` shows is kept per
+entry and session: requests that carried the placeholder, and refusals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentd.credentials.injection import Injection, Swap
+from agentd.credentials.masked_config import MaskedEntry
+from agentd.credentials.placeholders import placeholder
+from agentd.credentials.session_ca import (
+    BUNDLE_MOUNT,
+    CA_MOUNT,
+    SYSTEM_BUNDLE,
+    SessionCA,
+    sandbox_environment,
+    system_bundle,
+)
+from agentd.credentials.sources import SourceError, Sources
+from agentd.credentials.terminate import Reports, terminate
+from agentd.network.connection import Interceptor, Listener, Request
+from agentd.network.rules import normal_host
+from agentd.sessions.event_types import PermissionDecided
+from agentd.sessions.session import Session, SessionManager
+
+log = logging.getLogger(__name__)
+
+SESSIONS_KEPT = 256
+# A masked file's template is read up to this much.
+MAX_FILE_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxView:
+    """What a session's sandbox is given in place of its masked credentials."""
+
+    env: dict[str, str]
+    unset: list[str]
+    files: list[tuple[bytes, str]]
+
+
+@dataclass
+class Use:
+    requests: int = 0
+    refused: int = 0
+    last_ms: int = 0
+
+
+@dataclass
+class _Session:
+    swaps: dict[str, Swap] = field(default_factory=dict)  # by entry label
+    ca: SessionCA | None = None
+
+
+def _template(path: str) -> bytes:
+    """A host file the operator named, read without following a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, MAX_FILE_BYTES)
+    finally:
+        os.close(fd)
+
+
+class CredentialMasks(Listener):
+    """Made once by the daemon; a `Listener` of the network service with no port of
+    its own (its environment, its files and its interception are what it adds)."""
+
+    def __init__(
+        self,
+        entries: list[MaskedEntry],
+        state_dir: str,
+        sessions: SessionManager,
+        upstream_ca_file: str = "",
+    ) -> None:
+        self.entries = entries
+        self.masked = [e for e in entries if e.mode == "mask"]
+        sources = {e.source.name: e.source for e in self.masked if e.source is not None}
+        self.sources = Sources(sources, state_dir)
+        self.sessions = sessions
+        self.upstream_ca_file = upstream_ca_file
+        self._sessions: dict[str, _Session] = {}
+        self.use: dict[str, dict[str, Use]] = {e.label: {} for e in self.masked}
+        self._verify: ssl.SSLContext | None = None
+        self._lock = threading.Lock()
+        # Set by the daemon: where a refusal is journaled (the daemon's loop).
+        self.to_daemon: Any = None
+
+    # --- the sandbox ----------------------------------------------------------------------
+
+    def sandbox_view(self, session: Session) -> SandboxView:
+        """Blocking (a source may be a command): call from a thread."""
+        env: dict[str, str] = {}
+        unset: list[str] = []
+        files: list[tuple[bytes, str]] = []
+        for entry in self.entries:
+            shown = self._shown(session, entry) if entry.mode == "mask" else None
+            if entry.kind == "envVars":
+                if shown is None:
+                    unset.append(entry.name)
+                else:
+                    env[entry.name] = shown.placeholder.decode()
+            elif shown is None:
+                files.append((b"", entry.name))
+            else:
+                files.append((self._file(entry, shown), entry.name))
+        return SandboxView(env, unset, files)
+
+    def _shown(self, session: Session, entry: MaskedEntry) -> Swap | None:
+        assert entry.source is not None
+        try:
+            real = self.sources.get(entry.source.name, session.owner_uid).password
+        except SourceError as exc:
+            log.warning("session %s: %s is not shown: %s", session.id, entry.label, exc)
+            return None
+        with self._lock:
+            state = self._sessions.setdefault(session.id, _Session())
+            kept = state.swaps.get(entry.label)
+            # The same placeholder while the secret keeps its length (a command's token
+            # renewed): processes started earlier keep working.
+            same = kept is not None and len(kept.placeholder) == len(real)
+            if kept is not None and same and kept.placeholder != real.encode():
+                shown = kept.placeholder.decode()
+            else:
+                shown = placeholder(real)
+            swap = Swap(entry.label, shown.encode(), real.encode(), tuple(entry.hosts))
+            state.swaps[entry.label] = swap
+            return swap
+
+    def _file(self, entry: MaskedEntry, swap: Swap) -> bytes:
+        if not entry.template:
+            return swap.placeholder + b"\n"
+        try:
+            content = _template(entry.template)
+        except OSError as exc:
+            log.warning("%s: its template %s cannot be read (%s)", entry.label, entry.template, exc)
+            return swap.placeholder + b"\n"
+        return content.replace(swap.real, swap.placeholder)
+
+    def forget(self, session_id: str) -> None:
+        """The session closed: its placeholders and its CA go."""
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    # --- the network's Listener -----------------------------------------------------------
+
+    def port(self) -> int | None:
+        return None
+
+    def environment(self, session_id: str) -> dict[str, str]:
+        return sandbox_environment() if self.masked else {}
+
+    def files(self, session_id: str) -> list[tuple[bytes, str]]:
+        if not self.masked:
+            return []
+        ca = self._ca(session_id)
+        bundle = system_bundle().rstrip(b"\n") + b"\n" + ca.pem
+        return [(ca.pem, CA_MOUNT), (bundle, BUNDLE_MOUNT), (bundle, SYSTEM_BUNDLE)]
+
+    def _ca(self, session_id: str) -> SessionCA:
+        with self._lock:
+            state = self._sessions.setdefault(session_id, _Session())
+            if state.ca is None:
+                state.ca = SessionCA(session_id)
+            return state.ca
+
+    def _verifier(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._verify is None:
+                ctx = ssl.create_default_context()
+                if self.upstream_ca_file:
+                    ctx.load_verify_locations(self.upstream_ca_file)
+                ctx.set_alpn_protocols(["http/1.1"])
+                self._verify = ctx
+            return self._verify
+
+    def intercept(self, session_id: str, request: Request) -> Interceptor | None:
+        """A terminated connection for a host some entry injects to; None: tunnelled."""
+        host = normal_host(request.host)
+        with self._lock:
+            state = self._sessions.get(session_id)
+            swaps = list(state.swaps.values()) if state is not None else []
+        entries = {e.label: e for e in self.masked}
+        given = [s for s in swaps if entries[s.label].injects_to(host, request.port)]
+        if not given:
+            return None
+        others = [s for s in swaps if s not in given]
+        injection = Injection(host, given, others)
+        server = self._ca(session_id).server_context(host)
+        verify = self._verifier()
+        reports = Reports(
+            used=lambda label: self._used(session_id, label, refused=False),
+            refused=lambda swap, where: self._refused(session_id, swap, where),
+            failed=lambda line: self._failed(session_id, request, line),
+        )
+
+        async def run(
+            reader: asyncio.StreamReader,
+            writer: asyncio.StreamWriter,
+            upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        ) -> None:
+            await terminate(reader, writer, upstream, request, server, verify, injection, reports)
+
+        return run
+
+    # --- what happened --------------------------------------------------------------------
+
+    def _used(self, session_id: str, label: str, refused: bool) -> None:
+        with self._lock:
+            sessions = self.use.setdefault(label, {})
+            use = sessions.get(session_id)
+            if use is None:
+                use = sessions[session_id] = Use()
+                while len(sessions) > SESSIONS_KEPT:
+                    sessions.pop(next(iter(sessions)))
+            if refused:
+                use.refused += 1
+            else:
+                use.requests += 1
+            use.last_ms = int(time.time() * 1000)
+
+    def _refused(self, session_id: str, swap: Swap, where: str) -> None:
+        self._used(session_id, swap.label, refused=True)
+        hosts = ", ".join(swap.hosts) or "no host"
+        self._journal(
+            session_id,
+            f"the masked credential {swap.label} goes only to {hosts}",
+            f"{where} (its placeholder, refused)",
+        )
+
+    def _failed(self, session_id: str, request: Request, line: str) -> None:
+        self._journal(session_id, line, f"{request.host}:{request.port} (TLS)")
+
+    def _journal(self, session_id: str, decided_by: str, reason: str) -> None:
+        log.info("session %s: refused %s: %s", session_id, reason, decided_by)
+        if self.to_daemon is None:
+            return
+
+        def emit() -> None:
+            try:
+                self.sessions.log(session_id).emit(
+                    PermissionDecided(
+                        tool_use_id="",
+                        tool_name="Network",
+                        behavior="deny",
+                        decided_by=decided_by,
+                        reason=reason,
+                    )
+                )
+            except Exception:  # the session closed meanwhile
+                log.debug("session %s: a refusal could not be journaled", session_id)
+
+        self.to_daemon(emit)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Every entry, its hosts and each session's use; never a value."""
+        with self._lock:
+            return [
+                {
+                    "kind": e.kind,
+                    "name": e.name,
+                    "mode": e.mode,
+                    "inject_hosts": e.hosts,
+                    "source": e.source.where if e.source is not None else "",
+                    "sessions": {
+                        sid: vars(use).copy() for sid, use in self.use.get(e.label, {}).items()
+                    },
+                }
+                for e in self.entries
+            ]

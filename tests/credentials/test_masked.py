@@ -1,0 +1,249 @@
+"""Masked credentials through the real daemon, with real clients in the sandbox: the
+sandbox holds a placeholder of the secret's shape; curl, Python's requests and httpx,
+the anthropic SDK and git over https authenticate with it, as the proxy puts the real
+value in on the way to the entry's injectHosts and takes it out of every answer."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentd_client import Client
+from tests.credentials.masked_world import (
+    ANTHROPIC,
+    API,
+    GIT,
+    GIT_CRED_PATH,
+    OTHER,
+    World,
+    masked_world,
+)
+from tests.sandbox._sandbox_attack import bash, guarded_sh
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with masked_world(tmp_path_factory.mktemp("agentd-masked")) as w:
+        yield w
+
+
+@pytest.fixture
+def sid(world: World, net_workspace: Path) -> Iterator[tuple[Client, str]]:
+    with Client(world.daemon.socket, timeout=240) as client:
+        session = client.create_session(
+            str(net_workspace),
+            permission_mode="bypassPermissions",
+            env={"AGENTD_TEST_DENIED": "from-the-session", "GITHUB_TOKEN": "from-the-session"},
+        )
+        yield client, session.id
+
+
+def _placeholder(client: Client, sid: str, name: str) -> str:
+    return bash(client, sid, f'printf %s "${name}"').text.strip()
+
+
+def test_the_sandbox_sees_placeholders_of_the_same_shape(world: World, sid) -> None:
+    client, s = sid
+    gh = _placeholder(client, s, "GITHUB_TOKEN")
+    key = _placeholder(client, s, "ANTHROPIC_API_KEY")
+    assert gh.startswith("ghp_") and len(gh) == len(world.gh_token) and gh != world.gh_token
+    assert key.startswith("sk-ant-api03-") and len(key) == len(world.anthropic_key)
+    assert key != world.anthropic_key
+    out = bash(client, s, f'echo "[$AGENTD_TEST_DENIED]"; cat {GIT_CRED_PATH}').text
+    assert "[]" in out, out  # denied: unset, whatever the session's environment said
+    # The file's secret is a placeholder of its own entry, shaped the same.
+    shown = re.search(r"agentd-bot:(ghp_[0-9a-z]+)@" + GIT, out)
+    assert shown is not None and len(shown.group(1)) == len(world.gh_token), out
+    assert world.gh_token not in out
+
+
+def test_placeholders_are_per_session(world: World, sid, net_workspace: Path) -> None:
+    client, s = sid
+    other = client.create_session(str(net_workspace), permission_mode="bypassPermissions").id
+    assert _placeholder(client, s, "GITHUB_TOKEN") != _placeholder(client, other, "GITHUB_TOKEN")
+
+
+def test_curl_with_a_bearer_header_from_the_environment(world: World, sid) -> None:
+    client, s = sid
+    out = bash(
+        client, s, f'curl -sS -H "Authorization: Bearer $GITHUB_TOKEN" {world.url(API, "/user")}'
+    ).text
+    assert '"login":"octo"' in out, out
+
+
+def test_python_requests_and_httpx(world: World, sid) -> None:
+    client, s = sid
+    code = (
+        "import os, requests, httpx\n"
+        "h = {'Authorization': 'token ' + os.environ['GITHUB_TOKEN']}\n"
+        f"print('requests', requests.get('{world.url(API, '/user')}', headers=h).text)\n"
+        f"print('httpx', httpx.get('{world.url(API, '/user')}', headers=h).text)\n"
+    )
+    out = bash(client, s, f"{_python(world)} -c {_quote(code)}").text
+    assert 'requests {"login":"octo"}' in out, out
+    assert 'httpx {"login":"octo"}' in out, out
+
+
+def test_the_anthropic_sdk_against_a_messages_api(world: World, sid) -> None:
+    client, s = sid
+    code = (
+        "import anthropic\n"
+        f"c = anthropic.Anthropic(base_url='{world.url(ANTHROPIC, '')}')\n"
+        "m = c.messages.create(model='claude-test', max_tokens=16,"
+        " messages=[{'role': 'user', 'content': 'hi'}])\n"
+        "print(m.content[0].text)\n"
+    )
+    out = bash(client, s, f"{_python(world)} -c {_quote(code)}").text
+    assert "hello from the fake Messages API" in out, out
+
+
+def test_git_over_https_with_a_masked_credential_file(world: World, sid) -> None:
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        # The store helper for "get" only: the file is read-only.
+        f"git -c credential.helper='!f() {{ test $1 = get && "
+        f"git credential-store --file={GIT_CRED_PATH} get; }}; f' clone -q "
+        f"{world.url(GIT, '/demo.git')} /tmp/demo && cat /tmp/demo/MARKER",
+    ).text
+    assert "MARKER-MASKED" in out, out
+
+
+def test_an_echo_of_the_real_value_comes_back_as_the_placeholder(world: World, sid) -> None:
+    """api.test echoes what it got (the real value, in the URL, a header and the body,
+    also base64-encoded): the sandbox reads the placeholder, or `*`s."""
+    client, s = sid
+    gh = _placeholder(client, s, "GITHUB_TOKEN")
+    out = bash(
+        client,
+        s,
+        guarded_sh(
+            f'curl -sS -H "Authorization: Bearer $GITHUB_TOKEN" -d "body=$GITHUB_TOKEN" '
+            f'"{world.url(API, "/echo")}?q=$GITHUB_TOKEN"',
+        ),
+    ).text
+    echoed = json.loads(out)
+    assert echoed["auth"] == f"Bearer {gh}", out
+    assert echoed["path"] == f"/echo?q={gh}", out
+    assert echoed["body"] == f"body={gh}", out
+    assert world.gh_token not in out
+    assert base64.b64encode(f"Bearer {world.gh_token}".encode()).decode()[8:40] not in out
+    # The upstream did get the real value, everywhere the placeholder was.
+    host, _, path, headers, body = world.seen.requests[-1]
+    assert path == f"/echo?q={world.gh_token}"
+    assert headers["authorization"] == f"Bearer {world.gh_token}"
+    assert body == f"body={world.gh_token}".encode()
+
+
+def test_other_hosts_are_tunnelled_untouched(world: World, sid) -> None:
+    """other.test is in no entry's injectHosts: not terminated (the session's bundle
+    does not trust its certificate; the test's CA does), and it gets the worthless
+    placeholder as sent."""
+    client, s = sid
+    gh = _placeholder(client, s, "GITHUB_TOKEN")
+    url = world.url(OTHER, "/echo")
+    out = bash(client, s, f'curl -sS {url}; echo " exit=$?"').text
+    assert "exit=60" in out, out
+    auth = '-H "Authorization: Bearer $GITHUB_TOKEN"'
+    out = bash(client, s, f"curl -sS --cacert {world.test_ca} {auth} {url}").text
+    assert json.loads(out)["auth"] == f"Bearer {gh}", out
+    host, _, _, headers, _ = world.seen.requests[-1]
+    assert OTHER in host and headers["authorization"] == f"Bearer {gh}"
+
+
+def _python(world: World) -> str:
+    """The sandbox's python with the clients; httpx without socksio takes HTTPS_PROXY
+    only when ALL_PROXY (socks) is not set."""
+    return f"env -u ALL_PROXY -u all_proxy PYTHONPATH={world.pythonpath} python3"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def _events(client: Client, sid: str) -> str:
+    return "\n".join(str(e) for e in client.events(sid))
+
+
+def test_a_placeholder_sent_to_another_entrys_host_is_refused(world: World, sid) -> None:
+    client, s = sid
+    before = len(world.seen.requests)
+    out = bash(
+        client,
+        s,
+        guarded_sh(
+            f'curl -sS -i -H "x-api-key: $GITHUB_TOKEN" {world.url(ANTHROPIC, "/v1/messages")}',
+        ),
+    ).text
+    assert "403" in out and "envVars GITHUB_TOKEN" in out, out
+    assert API in out, out  # where it may go
+    assert len(world.seen.requests) == before  # nothing reached the upstream
+
+
+def test_a_placeholder_smuggled_in_a_redirect_is_refused(world: World, sid) -> None:
+    client, s = sid
+    target = world.url(ANTHROPIC, "/echo?leak=")
+    out = bash(
+        client,
+        s,
+        guarded_sh(
+            f'curl -sS -L "{world.url(API, "/redirect")}?to={target}$GITHUB_TOKEN"; echo',
+        ),
+    ).text
+    assert "envVars GITHUB_TOKEN" in out, out
+    assert world.gh_token not in out
+    assert not any(world.gh_token in p for h, _, p, _, _ in world.seen.requests if ANTHROPIC in h)
+
+
+def test_an_invalid_upstream_certificate_is_refused(world: World, sid) -> None:
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        guarded_sh(
+            f'curl -sS -H "Authorization: Bearer $GITHUB_TOKEN" {world.url("bad.test", "/user")}; '
+            'echo " exit=$?"',
+        ),
+    ).text
+    assert "exit=56" in out or "502" in out, out
+    assert "login" not in out
+
+
+def test_the_ca_key_is_nowhere_in_the_sandbox(world: World, sid) -> None:
+    """Neither the session CA's key nor the real token in any file or process the
+    sandbox sees (the command's own text is in its environment: patterns are split)."""
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        guarded_sh(
+            "ls /run/agentd-net; echo FILES; "
+            "grep -rlE 'PRIVA[T]E KEY' /run /etc /tmp /root /home 2>/dev/null; "
+            f"grep -rlE '{world.gh_token[4:10]}[{world.gh_token[10]}]' /run /etc /tmp "
+            "2>/dev/null; "
+            "for p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null; echo; done "
+            f"| grep -E 'PRIVA[T]E|{world.gh_token[4:10]}[{world.gh_token[10]}]'; echo END",
+        ),
+    ).text
+    assert "ca.pem" in out, out
+    assert out.split("FILES")[1].strip() == "END", out
+
+
+def test_another_sessions_ca_is_not_trusted(world: World, sid, net_workspace: Path) -> None:
+    client, s = sid
+    other = client.create_session(str(net_workspace), permission_mode="bypassPermissions").id
+    mine = bash(client, s, "cat /run/agentd-net/ca.pem").text.strip()
+    theirs = bash(client, other, "cat /run/agentd-net/ca.pem").text.strip()
+    assert "BEGIN CERTIFICATE" in mine and mine != theirs
+    body = re.sub(r"-----[^-]+-----|\s", "", theirs)[:64]
+    bundles = "/run/agentd-net/ca-bundle.pem /etc/ssl/certs/ca-certificates.crt"
+    bundle = bash(client, s, f"cat {bundles} | grep -c '{body}'").text
+    assert bundle.strip().startswith("0"), bundle
