@@ -246,7 +246,7 @@ class Daemon:
             calls=CallHandlers(self.sessions, self.executor),
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
-            credentials=CredentialHandlers(self.credentials, self.ssh_agent),
+            credentials=CredentialHandlers(self.credentials, self.ssh_agent, self.masks),
             task_io=TaskIOHandlers(
                 self.sessions, TaskStarter(self.executor), self.tasks, self._emit
             ),

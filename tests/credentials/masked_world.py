@@ -20,8 +20,10 @@ import http.server
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +35,8 @@ from tests.sandbox.conftest import sandbox_dir
 from tests.support.daemon import DaemonProcess, start_daemon
 
 API, ANTHROPIC, OTHER, GIT, BAD = "api.test", "anthropic.test", "other.test", "git.test", "bad.test"
+# A GitHub Enterprise host for gh, which takes no port: 443 on a loopback address of its own.
+GHE = "ghe.test"
 GIT_CRED_PATH = "/run/agentd-test/git-credentials"
 # Packages the sandbox's python imports, copied from this venv.
 CLIENT_PACKAGES = (
@@ -74,6 +78,8 @@ class Seen:
 
 class _Api(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Its head and body are two writes: without this, a client's delayed ACK adds 40 ms.
+    disable_nagle_algorithm = True
     seen: Seen
     gh_token = ""
     anthropic_key = ""
@@ -116,11 +122,21 @@ class _Api(http.server.BaseHTTPRequestHandler):
             }
             self._send(200, json.dumps(answer).encode())
             return
-        if path == "/user":
+        if path in ("/user", "/api/v3/user"):  # GitHub's, and GitHub Enterprise's for gh
             if auth not in (f"Bearer {self.gh_token}", f"token {self.gh_token}"):
                 self._send(401, b'{"message":"Bad credentials"}')
                 return
             self._send(200, b'{"login":"octo"}')
+            return
+        if path == "/big":  # ?MiB: a download, for the bench
+            size = int(query or "1") << 20
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            chunk = os.urandom(1 << 16)
+            for _ in range(size >> 16):
+                self.wfile.write(chunk)
             return
         if path == "/redirect":
             self._send(302, b"{}", (("Location", query.removeprefix("to=")),))
@@ -135,6 +151,31 @@ class _Api(http.server.BaseHTTPRequestHandler):
         self._send(200, json.dumps(echoed).encode())
 
     do_GET = do_POST = do_PUT = _handle
+
+
+@contextmanager
+def _on_443(handler: type[http.server.BaseHTTPRequestHandler], tls: upstreams.Tls) -> Iterator[str]:
+    """`handler` over TLS on port 443 of a random loopback address; that address."""
+    for _ in range(20):
+        address = "127.{}.{}.{}".format(*os.urandom(3))
+        if address.endswith((".0", ".255")):
+            continue
+        try:
+            server = servers._Server((address, 443), handler)
+        except OSError:
+            continue
+        break
+    else:
+        raise OSError("no loopback address with a free port 443")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(tls.cert), str(tls.key))
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield address
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @dataclass
@@ -174,10 +215,10 @@ def copy_clients(dest: str) -> str:
     return out
 
 
-def config(base: Path, tls: upstreams.Tls, token_file: Path, template: Path, git_port: int) -> str:
+def config(base: Path, tls: upstreams.Tls, token_file: Path, template: Path, ghe: str) -> str:
     names = (API, ANTHROPIC, OTHER, GIT, BAD)
-    resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names)
-    listed = ", ".join(f'"{n}"' for n in names)
+    resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names) + f', "{GHE}" = ["{ghe}"]'
+    listed = ", ".join(f'"{n}"' for n in (*names, GHE))
     return f"""
 network_allowed_domains = [{listed}]
 network_allow_private_hosts = [{listed}]
@@ -192,7 +233,7 @@ cache_seconds = 60
 [[credential_env_vars]]
 name = "GITHUB_TOKEN"
 mode = "mask"
-injectHosts = ["{API}", "{GIT}", "{BAD}"]
+injectHosts = ["{API}", "{GIT}", "{BAD}", "{GHE}"]
 source = "gh"
 
 [[credential_env_vars]]
@@ -215,7 +256,7 @@ from = "{template}"
 
 @contextmanager
 def masked_world(base: Path) -> Iterator[World]:
-    tls = upstreams.make_tls(base / "tls", [API, ANTHROPIC, OTHER, GIT])
+    tls = upstreams.make_tls(base / "tls", [API, ANTHROPIC, OTHER, GIT, GHE])
     gh_token = "ghp_" + os.urandom(18).hex()[:36]
     anthropic_key = "sk-ant-api03-" + base64.urlsafe_b64encode(os.urandom(60)).decode()[:80]
     token_file = base / "gh-token"
@@ -236,13 +277,14 @@ def masked_world(base: Path) -> Iterator[World]:
         api_port = stack.enter_context(upstreams._tls_serving(handler, tls))
         # A certificate that names the other hosts, never bad.test: invalid there.
         bad_port = stack.enter_context(upstreams._tls_serving(handler, tls))
+        ghe = stack.enter_context(_on_443(handler, tls))
         git_port, git_seen = stack.enter_context(
             upstreams.git_https(repos, tls, f"Basic {basic}", "http://evil.test:9")
         )
         template = base / "git-credentials"
         template.write_text(f"https://agentd-bot:{gh_token}@{GIT}:{git_port}\n")
         template.chmod(0o600)
-        (base / "config.toml").write_text(config(base, tls, token_file, template, git_port))
+        (base / "config.toml").write_text(config(base, tls, token_file, template, ghe))
         pythonpath = copy_clients(str(shared))
         shutil.copy(tls.ca, shared / "test-ca.pem")
         (shared / "test-ca.pem").chmod(0o644)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from agentd_client import Client
 from tests.credentials.masked_world import (
     ANTHROPIC,
     API,
+    GHE,
     GIT,
     GIT_CRED_PATH,
     OTHER,
@@ -74,6 +78,19 @@ def test_curl_with_a_bearer_header_from_the_environment(world: World, sid) -> No
     client, s = sid
     out = bash(
         client, s, f'curl -sS -H "Authorization: Bearer $GITHUB_TOKEN" {world.url(API, "/user")}'
+    ).text
+    assert '"login":"octo"' in out, out
+
+
+@pytest.mark.skipif(shutil.which("gh") is None, reason="gh is not installed (make system-deps)")
+def test_gh_api_with_the_token_from_the_environment(world: World, sid) -> None:
+    """gh against a GitHub Enterprise host (ghe.test): GH_ENTERPRISE_TOKEN from the
+    masked variable, through the proxy, trusting the session's CA."""
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        f'GH_ENTERPRISE_TOKEN="$GITHUB_TOKEN" GH_CONFIG_DIR=/tmp/gh gh api user --hostname {GHE}',
     ).text
     assert '"login":"octo"' in out, out
 
@@ -247,3 +264,31 @@ def test_another_sessions_ca_is_not_trusted(world: World, sid, net_workspace: Pa
     bundles = "/run/agentd-net/ca-bundle.pem /etc/ssl/certs/ca-certificates.crt"
     bundle = bash(client, s, f"cat {bundles} | grep -c '{body}'").text
     assert bundle.strip().startswith("0"), bundle
+
+
+def test_agentctl_credentials_lists_entries_hosts_and_use(world: World, sid) -> None:
+    client, s = sid
+    bash(client, s, f'curl -sS -H "Authorization: Bearer $GITHUB_TOKEN" {world.url(API, "/user")}')
+    bash(client, s, f'curl -sS -H "x-api-key: $GITHUB_TOKEN" {world.url(ANTHROPIC, "/x")}')
+
+    def agentctl(*args: str) -> str:
+        cli = [sys.executable, "-m", "agentd_client.cli.main", "--socket", world.daemon.socket]
+        return subprocess.run(
+            [*cli, *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+
+    text = agentctl("credentials")
+    assert f"$GITHUB_TOKEN: masked, goes to {API}, {GIT}, bad.test, {GHE}" in text, text
+    assert "$AGENTD_TEST_DENIED: denied" in text, text
+    assert f"session {s}: 1 requests, 1 refused elsewhere" in text, text
+    shown = json.loads(agentctl("credentials", "--json"))
+    gh = next(m for m in shown["masked"] if m["name"] == "GITHUB_TOKEN")
+    assert gh["inject_hosts"] == [API, GIT, "bad.test", GHE] and gh["mode"] == "mask"
+    use = next(u for u in gh["sessions"] if u["session_id"] == s)
+    assert use["requests"] == "1" and use["refused"] == "1", gh
+    for secret in (world.gh_token, world.anthropic_key):
+        assert secret not in text and secret not in json.dumps(shown)
