@@ -36,7 +36,7 @@ from agentd.credentials.session_ca import (
 )
 from agentd.credentials.sources import SourceError, Sources
 from agentd.credentials.terminate import Reports, terminate
-from agentd.network.connection import Interceptor, Listener, Request
+from agentd.network.connection import Answers, Interceptor, Listener, Request
 from agentd.network.rules import normal_host
 from agentd.sessions.event_types import PermissionDecided
 from agentd.sessions.session import Session, SessionManager
@@ -217,8 +217,11 @@ class CredentialMasks(Listener):
             reader: asyncio.StreamReader,
             writer: asyncio.StreamWriter,
             upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+            answers: Answers,
         ) -> None:
-            await terminate(reader, writer, upstream, request, server, verify, injection, reports)
+            await terminate(
+                reader, writer, upstream, answers, request, server, verify, injection, reports
+            )
 
         return run
 

@@ -24,8 +24,7 @@ import h11
 
 from agentd.credentials.http import HOP, next_event
 from agentd.credentials.injection import Injection, OutStream, Swap
-from agentd.network.connection import Request
-from agentd.network.http_parts import http_answer
+from agentd.network.connection import Answers, Request
 
 BODY_HELD_BYTES = 1024 * 1024
 HANDSHAKE_SECONDS = 30.0
@@ -51,13 +50,14 @@ async def terminate(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    answers: Answers,
     request: Request,
     server: ssl.SSLContext,
     verify: ssl.SSLContext,
     injection: Injection,
     reports: Reports,
 ) -> None:
-    """The CONNECT's answer and everything after it."""
+    """The CONNECT's answer (in its protocol's `answers`) and everything after it."""
     where = f"{request.host}:{request.port}"
     up_reader, up_writer = upstream
     try:
@@ -67,10 +67,10 @@ async def terminate(
         why = getattr(exc, "verify_message", None) or getattr(exc, "reason", None) or str(exc)
         line = f"{where}'s certificate could not be verified ({why}); refused"
         reports.failed(line)
-        writer.write(http_answer("502 Bad Gateway", f"agentd's proxy: {line}\n"))
+        writer.write(answers.failed(line))
         up_writer.close()
         return
-    writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+    writer.write(answers.ok)
     try:
         await writer.drain()
         async with asyncio.timeout(HANDSHAKE_SECONDS):

@@ -52,9 +52,20 @@ class Decider:
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connector = Callable[[Verdict, Request], Awaitable[Streams]]
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Decider], Awaitable[None]]
-# A CONNECT taken over once decided and connected (the client's streams, the
-# upstream's): it answers the CONNECT itself. Masked credentials terminate TLS so.
-Interceptor = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Streams], Awaitable[None]]
+# A CONNECT (HTTP's or SOCKS5's) taken over once decided and connected: given the
+# client's streams, the upstream's and the protocol's `Answers`, it answers the CONNECT
+# itself. Masked credentials terminate TLS so.
+Interceptor = Callable[
+    [asyncio.StreamReader, asyncio.StreamWriter, Streams, "Answers"], Awaitable[None]
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """How a proxy protocol answers a CONNECT: that it goes on, or why it does not."""
+
+    ok: bytes
+    failed: Callable[[str], bytes]
 
 
 class Listener:

@@ -20,9 +20,14 @@ import asyncio
 import contextlib
 
 from agentd.network import forward
-from agentd.network.connection import Connector, Decider, Request, tcp_connect
+from agentd.network.connection import Answers, Connector, Decider, Request, tcp_connect
 from agentd.network.http_parts import HANDSHAKE_SECONDS, decided, http_answer, split_authority
 from agentd.network.tunnel import relay
+
+ANSWERS = Answers(
+    b"HTTP/1.1 200 Connection Established\r\n\r\n",
+    lambda why: http_answer("502 Bad Gateway", f"agentd's proxy: {why}\n"),
+)
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
@@ -79,9 +84,9 @@ async def _tunnel(
         return
     interceptor = decider.intercept(request)
     if interceptor is not None:
-        await interceptor(reader, writer, upstream)
+        await interceptor(reader, writer, upstream, ANSWERS)
         return
-    writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+    writer.write(ANSWERS.ok)
     await relay((reader, writer), upstream, decider)
 
 

@@ -82,6 +82,17 @@ def test_curl_with_a_bearer_header_from_the_environment(world: World, sid) -> No
     assert '"login":"octo"' in out, out
 
 
+def test_curl_through_socks5_too(world: World, sid) -> None:
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        f'curl -sS -x "$ALL_PROXY" -H "Authorization: Bearer $GITHUB_TOKEN" '
+        f"{world.url(API, '/user')}",
+    ).text
+    assert '"login":"octo"' in out, out
+
+
 @pytest.mark.skipif(shutil.which("gh") is None, reason="gh is not installed (make system-deps)")
 def test_gh_api_with_the_token_from_the_environment(world: World, sid) -> None:
     """gh against a GitHub Enterprise host (ghe.test): GH_ENTERPRISE_TOKEN from the
