@@ -178,14 +178,17 @@ class Daemon:
             config.credential_files,
             self.credential_config.sources,
         )
-        self.masks: CredentialMasks | None = None
-        if masked:
-            self.masks = CredentialMasks(
-                masked, config.state_dir, self.sessions, config.network_upstream_ca_file
-            )
-            self.masks.to_daemon = self.network.proxy_loop.to_daemon
-            if self.network.available():
-                self.network.listeners.append(self.masks)
+        # A workspace's entries as its settings were last read (before every call).
+        self.masks = CredentialMasks(
+            masked,
+            config.state_dir,
+            self.sessions,
+            config.network_upstream_ca_file,
+            workspace=lambda s: self.permissions.settings.credentials_of(s),
+        )
+        self.masks.to_daemon = self.network.proxy_loop.to_daemon
+        if self.network.available():
+            self.network.listeners.append(self.masks)
         self.sandbox = SandboxRuntime(
             network=self.network,
             ssh_agent=self.ssh_agent,
@@ -281,8 +284,8 @@ class Daemon:
 
     async def _close_network(self, session: Session) -> None:
         await self.network.close_session(session)
-        if self.masks is not None:
-            self.masks.forget(session.id)
+        self.masks.forget(session.id)
+        self.permissions.settings.forget(session.id)
         if self.ssh_agent is not None:
             await self.ssh_agent.close_session(session)
 

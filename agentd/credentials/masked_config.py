@@ -12,6 +12,7 @@ entry's own path).
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 from agentd.credentials.config import _ENV_NAME, _RESERVED_ENV, Source
 from agentd.foundation.errors import ConfigError
 from agentd.network.rules import DomainPattern, parse_pattern
+
+log = logging.getLogger(__name__)
 
 MODES = ("deny", "mask")
 
@@ -35,6 +38,10 @@ class MaskedEntry:
     # A file's content as shown, from this host file with the secret replaced; "": the
     # placeholder alone on one line.
     template: str = ""
+    # Where it was written: "daemon config", or a workspace's settings file. An entry
+    # of a workspace's takes a masked variable's real value from the session's own
+    # environment (what the person who made the session gave it), never the daemon's.
+    origin: str = "daemon config"
 
     @property
     def label(self) -> str:
@@ -116,6 +123,33 @@ def _file(entry: Any, index: int, sources: dict[str, Source]) -> MaskedEntry:
         # The host file holds the secret alone: the sandbox's copy holds the placeholder.
         return MaskedEntry("files", path, mode, hosts, Source(path, "file", file=origin or path))
     return MaskedEntry("files", path, mode, hosts, source, template=origin)
+
+
+def workspace_entry(kind: str, entry: dict[str, Any], path: str) -> MaskedEntry | None:
+    """A workspace's sandbox.credentials entry (a "mask" one from trusted content only,
+    settings.py sees to it); None, logged, for one that is not understood: a typo in a
+    workspace file drops that entry only. A workspace names no source, no host file."""
+    index = 0
+    try:
+        if kind == "envVars":
+            checked = {k: v for k, v in entry.items() if k in ("name", "mode", "injectHosts")}
+            parsed = _env_var(checked, index, {})
+            if parsed.mode == "mask":
+                # Its value is the session's: no source of the daemon's.
+                parsed = MaskedEntry(parsed.kind, parsed.name, "mask", parsed.inject_hosts)
+        elif kind == "files":
+            parsed = _file({"path": entry.get("path"), "mode": entry.get("mode")}, index, {})
+            if parsed.mode != "deny":
+                log.warning("%s: a workspace's files entry may only deny (%s)", path, parsed.name)
+                return None
+        else:
+            return None
+    except ConfigError as exc:
+        log.warning("%s: sandbox.credentials.%s entry ignored: %s", path, kind, exc)
+        return None
+    return MaskedEntry(
+        parsed.kind, parsed.name, parsed.mode, parsed.inject_hosts, parsed.source, origin=path
+    )
 
 
 def load_masked(

@@ -20,11 +20,12 @@ import ssl
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentd.credentials.injection import Injection, Swap
-from agentd.credentials.masked_config import MaskedEntry
+from agentd.credentials.masked_config import MaskedEntry, workspace_entry
 from agentd.credentials.placeholders import placeholder
 from agentd.credentials.session_ca import (
     BUNDLE_MOUNT,
@@ -67,7 +68,12 @@ class Use:
 @dataclass
 class _Session:
     swaps: dict[str, Swap] = field(default_factory=dict)  # by entry label
+    entries: dict[str, MaskedEntry] = field(default_factory=dict)  # its "mask" ones
     ca: SessionCA | None = None
+
+
+# A session's workspace entries: (kind, entry, the settings file it came from).
+WorkspaceEntries = Callable[[Session], list[tuple[str, dict[str, Any], str]]]
 
 
 def _template(path: str) -> bytes:
@@ -91,8 +97,12 @@ class CredentialMasks(Listener):
         state_dir: str,
         sessions: SessionManager,
         upstream_ca_file: str = "",
+        workspace: WorkspaceEntries | None = None,
     ) -> None:
         self.entries = entries
+        self.workspace = workspace
+        # Workspace entries some session was shown, for `agentctl credentials`.
+        self._seen: dict[str, MaskedEntry] = {}
         self.masked = [e for e in entries if e.mode == "mask"]
         sources = {e.source.name: e.source for e in self.masked if e.source is not None}
         self.sources = Sources(sources, state_dir)
@@ -107,12 +117,35 @@ class CredentialMasks(Listener):
 
     # --- the sandbox ----------------------------------------------------------------------
 
+    def entries_for(self, session: Session) -> list[MaskedEntry]:
+        """The daemon's entries, and the workspace's: a "deny" of the workspace's wins
+        over anything; its "mask" (trusted content only) adds what the config lacks."""
+        chosen = {e.label: e for e in self.entries}
+        for kind, raw, path in self.workspace(session) if self.workspace else []:
+            entry = workspace_entry(kind, raw, path)
+            if entry is None:
+                continue
+            if entry.mode == "deny" or entry.label not in chosen:
+                chosen[entry.label] = entry
+                with self._lock:
+                    self._seen.setdefault(f"{entry.label}\0{path}", entry)
+                    self.use.setdefault(entry.label, {})
+        return list(chosen.values())
+
     def sandbox_view(self, session: Session) -> SandboxView:
-        """Blocking (a source may be a command): call from a thread."""
+        """Blocking when a source is a command (its answer is cached): the sandbox's
+        variables, the variables it loses and the files it is shown."""
         env: dict[str, str] = {}
         unset: list[str] = []
         files: list[tuple[bytes, str]] = []
-        for entry in self.entries:
+        entries = self.entries_for(session)
+        masked = {e.label: e for e in entries if e.mode == "mask"}
+        with self._lock:
+            state = self._sessions.setdefault(session.id, _Session())
+            state.entries = masked
+            for label in [k for k in state.swaps if k not in masked]:
+                del state.swaps[label]
+        for entry in entries:
             shown = self._shown(session, entry) if entry.mode == "mask" else None
             if entry.kind == "envVars":
                 if shown is None:
@@ -126,12 +159,16 @@ class CredentialMasks(Listener):
         return SandboxView(env, unset, files)
 
     def _shown(self, session: Session, entry: MaskedEntry) -> Swap | None:
-        assert entry.source is not None
-        try:
-            real = self.sources.get(entry.source.name, session.owner_uid).password
-        except SourceError as exc:
-            log.warning("session %s: %s is not shown: %s", session.id, entry.label, exc)
-            return None
+        if entry.source is None:  # a workspace's: the value the session was given
+            real = session.env.get(entry.name, "")
+            if not real:
+                return None
+        else:
+            try:
+                real = self.sources.get(entry.source.name, session.owner_uid).password
+            except SourceError as exc:
+                log.warning("session %s: %s is not shown: %s", session.id, entry.label, exc)
+                return None
         with self._lock:
             state = self._sessions.setdefault(session.id, _Session())
             kept = state.swaps.get(entry.label)
@@ -166,11 +203,17 @@ class CredentialMasks(Listener):
     def port(self) -> int | None:
         return None
 
+    def _masks(self, session_id: str) -> bool:
+        """Whether the session's sandbox is shown a placeholder (sandbox_view ran)."""
+        with self._lock:
+            state = self._sessions.get(session_id)
+            return state is not None and bool(state.swaps)
+
     def environment(self, session_id: str) -> dict[str, str]:
-        return sandbox_environment() if self.masked else {}
+        return sandbox_environment() if self._masks(session_id) else {}
 
     def files(self, session_id: str) -> list[tuple[bytes, str]]:
-        if not self.masked:
+        if not self._masks(session_id):
             return []
         ca = self._ca(session_id)
         bundle = system_bundle().rstrip(b"\n") + b"\n" + ca.pem
@@ -199,8 +242,12 @@ class CredentialMasks(Listener):
         with self._lock:
             state = self._sessions.get(session_id)
             swaps = list(state.swaps.values()) if state is not None else []
-        entries = {e.label: e for e in self.masked}
-        given = [s for s in swaps if entries[s.label].injects_to(host, request.port)]
+            entries = dict(state.entries) if state is not None else {}
+        given = [
+            s
+            for s in swaps
+            if s.label in entries and entries[s.label].injects_to(host, request.port)
+        ]
         if not given:
             return None
         others = [s for s in swaps if s not in given]
@@ -283,10 +330,12 @@ class CredentialMasks(Listener):
                     "name": e.name,
                     "mode": e.mode,
                     "inject_hosts": e.hosts,
-                    "source": e.source.where if e.source is not None else "",
+                    "source": e.source.where
+                    if e.source is not None
+                    else f"the session's environment ({e.origin})",
                     "sessions": {
                         sid: vars(use).copy() for sid, use in self.use.get(e.label, {}).items()
                     },
                 }
-                for e in self.entries
+                for e in [*self.entries, *self._seen.values()]
             ]

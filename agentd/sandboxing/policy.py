@@ -141,8 +141,10 @@ def policy_for(
         pinned += protection.pinned
         protected += protection.read_only
         ensure_dirs += protection.ensure_dirs
+    # First: what the proxy is told (the session's CA) follows what the sandbox is shown.
+    masked_files = _masked(session, env, runtime)
     network, netns, ro_files = _network(session, env, read_only, runtime)
-    ro_files += _masked(session, env, runtime)
+    ro_files += masked_files
     ro_binds = _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
     if read_only:
         writable = [tmp_dir]
