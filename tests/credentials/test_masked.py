@@ -28,6 +28,7 @@ from tests.credentials.masked_world import (
     masked_world,
 )
 from tests.sandbox._sandbox_attack import bash, guarded_sh
+from tests.support.waiting import wait_for_event
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -197,8 +198,18 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def _events(client: Client, sid: str) -> str:
-    return "\n".join(str(e) for e in client.events(sid))
+def _refusal(client: Client, sid: str, says: str) -> str:
+    """The Network refusal event of the session that says `says` (its decided_by)."""
+    return wait_for_event(
+        client,
+        sid,
+        lambda e: (
+            e.HasField("permission_decided")
+            and e.permission_decided.tool_name == "Network"
+            and e.permission_decided.behavior == "deny"
+            and says in e.permission_decided.decided_by
+        ),
+    ).permission_decided.reason
 
 
 def test_a_placeholder_sent_to_another_entrys_host_is_refused(world: World, sid) -> None:
@@ -214,6 +225,8 @@ def test_a_placeholder_sent_to_another_entrys_host_is_refused(world: World, sid)
     assert "403" in out and "envVars GITHUB_TOKEN" in out, out
     assert API in out, out  # where it may go
     assert len(world.seen.requests) == before  # nothing reached the upstream
+    where = _refusal(client, s, "masked credential envVars GITHUB_TOKEN goes only to")
+    assert ANTHROPIC in where, where
 
 
 def test_a_placeholder_smuggled_in_a_redirect_is_refused(world: World, sid) -> None:
@@ -243,6 +256,20 @@ def test_an_invalid_upstream_certificate_is_refused(world: World, sid) -> None:
     ).text
     assert "exit=56" in out or "502" in out, out
     assert "login" not in out
+    assert "bad.test" in _refusal(client, s, "certificate could not be verified")
+
+
+def test_a_client_that_does_not_trust_the_sessions_ca_is_told_why(world: World, sid) -> None:
+    """Like a client pinning its host's certificate: its handshake with agentd fails,
+    the session's events say so in one line; nothing is bypassed."""
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        f'curl -sS --cacert {world.test_ca} {world.url(API, "/user")}; echo " exit=$?"',
+    ).text
+    assert "exit=60" in out, out
+    assert API in _refusal(client, s, "the client refused agentd's certificate")
 
 
 def test_the_ca_key_is_nowhere_in_the_sandbox(world: World, sid) -> None:
