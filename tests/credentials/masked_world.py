@@ -35,6 +35,8 @@ from tests.sandbox.conftest import sandbox_dir
 from tests.support.daemon import DaemonProcess, start_daemon
 
 API, ANTHROPIC, OTHER, GIT, BAD = "api.test", "anthropic.test", "other.test", "git.test", "bad.test"
+NPM = "npm.test"
+NPMRC_PATH = "/run/agentd-test/npmrc"
 # A GitHub Enterprise host for gh, which takes no port: 443 on a loopback address of its own.
 GHE = "ghe.test"
 GIT_CRED_PATH = "/run/agentd-test/git-credentials"
@@ -216,7 +218,8 @@ def copy_clients(dest: str) -> str:
 
 
 def config(base: Path, tls: upstreams.Tls, token_file: Path, template: Path, ghe: str) -> str:
-    names = (API, ANTHROPIC, OTHER, GIT, BAD)
+    """`template` is the git credential file; beside it, `npmrc`."""
+    names = (API, ANTHROPIC, OTHER, GIT, BAD, NPM)
     resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names) + f', "{GHE}" = ["{ghe}"]'
     listed = ", ".join(f'"{n}"' for n in (*names, GHE))
     return f"""
@@ -251,12 +254,19 @@ mode = "mask"
 injectHosts = ["{GIT}"]
 source = "gh"
 from = "{template}"
+
+[[credential_files]]
+path = "{NPMRC_PATH}"
+mode = "mask"
+injectHosts = ["{NPM}"]
+source = "gh"
+from = "{template.parent / "npmrc"}"
 """
 
 
 @contextmanager
 def masked_world(base: Path) -> Iterator[World]:
-    tls = upstreams.make_tls(base / "tls", [API, ANTHROPIC, OTHER, GIT, GHE])
+    tls = upstreams.make_tls(base / "tls", [API, ANTHROPIC, OTHER, GIT, GHE, NPM])
     gh_token = "ghp_" + os.urandom(18).hex()[:36]
     anthropic_key = "sk-ant-api03-" + base64.urlsafe_b64encode(os.urandom(60)).decode()[:80]
     token_file = base / "gh-token"
@@ -280,6 +290,17 @@ def masked_world(base: Path) -> Iterator[World]:
         ghe = stack.enter_context(_on_443(handler, tls))
         git_port, git_seen = stack.enter_context(
             upstreams.git_https(repos, tls, f"Basic {basic}", "http://evil.test:9")
+        )
+        registry = base / "registry"
+        registry.mkdir()
+        npm_port, npm_seen = stack.enter_context(
+            upstreams.registry_https(registry, tls, f"Bearer {gh_token}")
+        )
+        servers.npm_package(registry, NPM, npm_port, "agentd-masked-npm", "1.0.0")
+        packument = registry / "agentd-masked-npm" / "index.json"
+        packument.write_text(packument.read_text().replace("http://", "https://"))
+        (base / "npmrc").write_text(
+            f"registry=https://{NPM}:{npm_port}/\n//{NPM}:{npm_port}/:_authToken={gh_token}\n"
         )
         template = base / "git-credentials"
         template.write_text(f"https://agentd-bot:{gh_token}@{GIT}:{git_port}\n")

@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
+from tests.credentials import spelled
 from tests.credentials.masked_world import (
     ANTHROPIC,
     API,
     GHE,
     GIT,
     GIT_CRED_PATH,
+    NPMRC_PATH,
     OTHER,
     World,
     masked_world,
@@ -146,6 +148,19 @@ def test_git_over_https_with_a_masked_credential_file(world: World, sid) -> None
     assert "MARKER-MASKED" in out, out
 
 
+def test_npm_installs_with_a_masked_npmrc_token(world: World, sid) -> None:
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        f"cat {NPMRC_PATH}; cd /tmp && NPM_CONFIG_USERCONFIG={NPMRC_PATH} npm install "
+        "--no-audit --no-fund --cache /tmp/npm-cache agentd-masked-npm 2>&1 | tail -3 && "
+        "node -e \"console.log(require('agentd-masked-npm'))\"",
+    ).text
+    assert "from-agentd-masked-npm-1.0.0" in out, out
+    assert world.gh_token not in out and "_authToken=ghp_" in out, out
+
+
 def test_an_echo_of_the_real_value_comes_back_as_the_placeholder(world: World, sid) -> None:
     """api.test echoes what it got (the real value, in the URL, a header and the body,
     also base64-encoded): the sandbox reads the placeholder, or `*`s."""
@@ -170,6 +185,19 @@ def test_an_echo_of_the_real_value_comes_back_as_the_placeholder(world: World, s
     assert path == f"/echo?q={world.gh_token}"
     assert headers["authorization"] == f"Bearer {world.gh_token}"
     assert body == f"body={world.gh_token}".encode()
+
+
+def test_the_real_value_echoed_in_every_spelling_does_not_come_back(world: World, sid) -> None:
+    """git.test echoes the token it got (inside Basic credentials, swapped there) in
+    every spelling a body can carry it in, 7 bytes a chunk: none of it can be read."""
+    client, s = sid
+    out = bash(
+        client,
+        s,
+        guarded_sh(f'curl -sS -u "agentd-bot:$GITHUB_TOKEN" {world.url(GIT, "/echo-spellings")}'),
+    ).text
+    assert "json-u-lower:" in out and "b64-pair:" in out, out
+    assert not spelled.leaks(out, world.gh_token), spelled.leaks(out, world.gh_token)
 
 
 def test_other_hosts_are_tunnelled_untouched(world: World, sid) -> None:
