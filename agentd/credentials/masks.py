@@ -70,6 +70,13 @@ class _Session:
     swaps: dict[str, Swap] = field(default_factory=dict)  # by entry label
     entries: dict[str, MaskedEntry] = field(default_factory=dict)  # its "mask" ones
     ca: SessionCA | None = None
+    # Real values fetched off the daemon's loop just before a sandbox is built (prepare):
+    # by source name, with when.
+    fetched: dict[str, tuple[float, str]] = field(default_factory=dict)
+
+
+# A value `prepare` fetched is used by the sandbox built right after it, if this fresh.
+PREPARED_SECONDS = 30.0
 
 
 # A session's workspace entries: (kind, entry, the settings file it came from).
@@ -132,9 +139,28 @@ class CredentialMasks(Listener):
                     self.use.setdefault(entry.label, {})
         return list(chosen.values())
 
+    async def prepare(self, session: Session) -> None:
+        """Each masked entry's real value fetched in a thread (a source may be a command
+        taking its time), so the sandbox built next finds it without blocking the loop."""
+        sources = {
+            e.source.name for e in self.entries_for(session) if e.mode == "mask" and e.source
+        }
+        loop = asyncio.get_running_loop()
+        for name in sorted(sources):
+            try:
+                real = await loop.run_in_executor(None, self.sources.get, name, session.owner_uid)
+            except SourceError:
+                continue  # said when the sandbox is built
+            except Exception:  # a source that fails shows nothing, never crashes
+                log.exception("credential source %s failed", name)
+                continue
+            with self._lock:
+                state = self._sessions.setdefault(session.id, _Session())
+                state.fetched[name] = (time.monotonic(), real.password)
+
     def sandbox_view(self, session: Session) -> SandboxView:
-        """Blocking when a source is a command (its answer is cached): the sandbox's
-        variables, the variables it loses and the files it is shown."""
+        """The sandbox's variables, the variables it loses and the files it is shown.
+        Blocking when a source must be read (call `prepare` first, off the loop)."""
         env: dict[str, str] = {}
         unset: list[str] = []
         files: list[tuple[bytes, str]] = []
@@ -163,6 +189,8 @@ class CredentialMasks(Listener):
             real = session.env.get(entry.name, "")
             if not real:
                 return None
+        elif (prepared := self._prepared(session.id, entry.source.name)) is not None:
+            real = prepared
         else:
             try:
                 real = self.sources.get(entry.source.name, session.owner_uid).password
@@ -182,6 +210,14 @@ class CredentialMasks(Listener):
             swap = Swap(entry.label, shown.encode(), real.encode(), tuple(entry.hosts))
             state.swaps[entry.label] = swap
             return swap
+
+    def _prepared(self, session_id: str, source: str) -> str | None:
+        with self._lock:
+            state = self._sessions.get(session_id)
+            kept = state.fetched.get(source) if state is not None else None
+        if kept is None or time.monotonic() - kept[0] > PREPARED_SECONDS:
+            return None
+        return kept[1]
 
     def _file(self, entry: MaskedEntry, swap: Swap) -> bytes:
         if not entry.template:

@@ -90,6 +90,8 @@ async def plan_bash(
     read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
     The command's text goes in through the environment, never on a command line."""
     read_only = mode is SandboxMode.READ_ONLY
+    if runtime.masks is not None:  # masked credentials' values, fetched off the loop
+        await runtime.masks.prepare(session)
     policy = sandbox_policy.policy_for(session, config, tmp_dir, runtime, read_only=read_only)
     policy.env = {**policy.env, "BASH_ENV": bash_env}
     staged = readonly.Staged()
