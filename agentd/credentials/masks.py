@@ -291,7 +291,7 @@ class CredentialMasks(Listener):
         server = self._ca(session_id).server_context(host)
         verify = self._verifier()
         reports = Reports(
-            used=lambda label: self._used(session_id, label, refused=False),
+            used=lambda label: self._used(session_id, label, False, f"{host}:{request.port}"),
             refused=lambda swap, where: self._refused(session_id, swap, where),
             failed=lambda line: self._failed(session_id, request, line),
         )
@@ -310,7 +310,8 @@ class CredentialMasks(Listener):
 
     # --- what happened --------------------------------------------------------------------
 
-    def _used(self, session_id: str, label: str, refused: bool) -> None:
+    def _used(self, session_id: str, label: str, refused: bool, where: str = "") -> None:
+        first = False
         with self._lock:
             sessions = self.use.setdefault(label, {})
             use = sessions.get(session_id)
@@ -321,8 +322,16 @@ class CredentialMasks(Listener):
             if refused:
                 use.refused += 1
             else:
+                first = use.requests == 0
                 use.requests += 1
             use.last_ms = int(time.time() * 1000)
+        if first:  # what `attach` shows: the first use of each entry in a session
+            self._journal(
+                session_id,
+                f"the masked credential {label}",
+                f"{where} (its placeholder replaced by the real value, first use)",
+                behavior="allow",
+            )
 
     def _refused(self, session_id: str, swap: Swap, where: str) -> None:
         self._used(session_id, swap.label, refused=True)
@@ -336,8 +345,10 @@ class CredentialMasks(Listener):
     def _failed(self, session_id: str, request: Request, line: str) -> None:
         self._journal(session_id, line, f"{request.host}:{request.port} (TLS)")
 
-    def _journal(self, session_id: str, decided_by: str, reason: str) -> None:
-        log.info("session %s: refused %s: %s", session_id, reason, decided_by)
+    def _journal(
+        self, session_id: str, decided_by: str, reason: str, behavior: str = "deny"
+    ) -> None:
+        log.info("session %s: %s %s: %s", session_id, behavior, reason, decided_by)
         if self.to_daemon is None:
             return
 
@@ -347,7 +358,7 @@ class CredentialMasks(Listener):
                     PermissionDecided(
                         tool_use_id="",
                         tool_name="Network",
-                        behavior="deny",
+                        behavior=behavior,
                         decided_by=decided_by,
                         reason=reason,
                     )

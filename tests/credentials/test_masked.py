@@ -83,6 +83,16 @@ def test_curl_with_a_bearer_header_from_the_environment(world: World, sid) -> No
         client, s, f'curl -sS -H "Authorization: Bearer $GITHUB_TOKEN" {world.url(API, "/user")}'
     ).text
     assert '"login":"octo"' in out, out
+    first = wait_for_event(
+        client,
+        s,
+        lambda e: (
+            e.HasField("permission_decided")
+            and e.permission_decided.behavior == "allow"
+            and "envVars GITHUB_TOKEN" in e.permission_decided.decided_by
+        ),
+    ).permission_decided
+    assert f"{API}:{world.api_port}" in first.reason and "first use" in first.reason, first
 
 
 def test_curl_through_socks5_too(world: World, sid) -> None:
