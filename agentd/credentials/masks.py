@@ -45,6 +45,8 @@ from agentd.sessions.session import Session, SessionManager
 log = logging.getLogger(__name__)
 
 SESSIONS_KEPT = 256
+# A secret shorter than this is not masked (shown as denied).
+MIN_SECRET = 8
 # A masked file's template is read up to this much.
 MAX_FILE_BYTES = 1024 * 1024
 
@@ -197,6 +199,10 @@ class CredentialMasks(Listener):
             except SourceError as exc:
                 log.warning("session %s: %s is not shown: %s", session.id, entry.label, exc)
                 return None
+        if len(real) < MIN_SECRET:
+            # Swapped wherever it appears, a short value would turn up by chance.
+            log.warning("session %s: %s is too short to mask; not shown", session.id, entry.label)
+            return None
         with self._lock:
             state = self._sessions.setdefault(session.id, _Session())
             kept = state.swaps.get(entry.label)
