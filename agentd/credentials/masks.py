@@ -175,6 +175,9 @@ class CredentialMasks(Listener):
                 del state.swaps[label]
         for entry in entries:
             shown = self._shown(session, entry) if entry.mode == "mask" else None
+            if shown is None:  # not shown now: its placeholder goes nowhere either
+                with self._lock:
+                    state.swaps.pop(entry.label, None)
             if entry.kind == "envVars":
                 if shown is None:
                     unset.append(entry.name)
