@@ -317,6 +317,24 @@ class CredentialMasks(Listener):
 
         return run
 
+    def carries(self, session_id: str, request: Request, parts: list[bytes]) -> str | None:
+        """A placeholder in a plain http request: refused, whatever the host (a real
+        value never goes out in the clear, and a placeholder never leaves untold)."""
+        with self._lock:
+            state = self._sessions.get(session_id)
+            swaps = list(state.swaps.values()) if state is not None else []
+        for swap in swaps:
+            if any(swap.placeholder in part for part in parts):
+                where = f"{request.host}:{request.port}"
+                self._refused(session_id, swap, f"{where} (plain http)")
+                hosts = ", ".join(swap.hosts) or "no host"
+                return (
+                    f"agentd refused this request to {where}: it carries the placeholder of "
+                    f"the masked credential {swap.label}, which goes only to {hosts}, over "
+                    "https.\n"
+                )
+        return None
+
     # --- what happened --------------------------------------------------------------------
 
     def _used(self, session_id: str, label: str, refused: bool, where: str = "") -> None:

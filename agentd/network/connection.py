@@ -48,6 +48,11 @@ class Decider:
         """Who takes over an allowed CONNECT; None: tunnelled untouched."""
         return None
 
+    def carries(self, request: Request, parts: list[bytes]) -> str | None:
+        """Why a plain forward request whose line and headers are `parts` is refused
+        (it carries what must not go out in the clear); None: it may go."""
+        return None
+
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connector = Callable[[Verdict, Request], Awaitable[Streams]]
@@ -91,6 +96,10 @@ class Listener:
 
     def intercept(self, session_id: str, request: Request) -> Interceptor | None:
         """Who takes over an allowed CONNECT of the session; None: not this listener."""
+        return None
+
+    def carries(self, session_id: str, request: Request, parts: list[bytes]) -> str | None:
+        """Why the session's plain forward request is refused; None: not by this one."""
         return None
 
 

@@ -93,6 +93,13 @@ class _SessionDecider(Decider):
                 return taken
         return None
 
+    def carries(self, request: Request, parts: list[bytes]) -> str | None:
+        for listener in self.service.listeners:
+            refused = listener.carries(self.session_id, request, parts)
+            if refused is not None:
+                return refused
+        return None
+
     def carried(self, sent: int, received: int) -> None:
         self.net.bytes_out += sent
         self.net.bytes_in += received
