@@ -17,14 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import h11
 
 from agentd.credentials.http import HOP, next_event
 from agentd.credentials.injection import Injection, OutStream, Swap
-from agentd.network.connection import Answers, Request
+from agentd.network.connection import CHUNK, Answers, Request
 
 BODY_HELD_BYTES = 1024 * 1024
 HANDSHAKE_SECONDS = 30.0
@@ -109,7 +110,9 @@ class _Exchange:
         self.client = h11.Connection(h11.CLIENT)
 
     async def run(self) -> None:
-        with contextlib.suppress(_Cut, OSError, TimeoutError, ssl.SSLError, h11.ProtocolError):
+        with contextlib.suppress(
+            _Cut, OSError, TimeoutError, ssl.SSLError, h11.ProtocolError, zlib.error
+        ):
             while True:
                 event = await next_event(self.server, self.reader)
                 if not isinstance(event, h11.Request):
@@ -217,14 +220,23 @@ class _Exchange:
 
     async def _answer(self) -> bool:
         masker = self.injection.masker()
+        # An answer compressed although we asked for identity is inflated here (and
+        # passed on plain, chunked): its bytes are masked like any other's.
+        inflater: zlib._Decompress | None = None
         while True:
             event = await next_event(self.client, self.up_reader)
             if isinstance(event, h11.InformationalResponse):
                 continue
             if isinstance(event, h11.Response):
+                raw = list(event.headers.raw_items())
+                encoding = b"".join(v for k, v in raw if k.lower() == b"content-encoding")
+                if encoding.strip().lower() in _INFLATED:
+                    inflater = zlib.decompressobj(wbits=47)  # gzip or zlib, by its header
+                    dropped = (b"content-encoding", b"content-length")
+                    raw = [(k, v) for k, v in raw if k.lower() not in dropped]
                 headers = [
                     (bytes(k), masker.mask(bytes(v)))
-                    for k, v in event.headers.raw_items()
+                    for k, v in raw
                     if k.lower() not in _DROPPED or k.lower() == b"connection"
                 ]
                 reason = masker.mask(bytes(event.reason))
@@ -232,14 +244,32 @@ class _Exchange:
                     h11.Response(status_code=event.status_code, headers=headers, reason=reason)
                 )
             elif isinstance(event, h11.Data):
-                out = masker.feed(bytes(event.data))
-                if out:
-                    await self._down(h11.Data(data=out))
+                for part in _inflated(inflater, bytes(event.data)):
+                    out = masker.feed(part)
+                    if out:
+                        await self._down(h11.Data(data=out))
             elif isinstance(event, h11.EndOfMessage):
-                rest = masker.flush()
+                if inflater is not None:
+                    rest = masker.feed(inflater.flush()) + masker.flush()
+                else:
+                    rest = masker.flush()
                 if rest:
                     await self._down(h11.Data(data=rest))
                 await self._down(h11.EndOfMessage())
                 return True
             else:
                 return False
+
+
+_INFLATED = (b"gzip", b"x-gzip", b"deflate")
+
+
+def _inflated(inflater: zlib._Decompress | None, data: bytes) -> Iterator[bytes]:
+    """`data` as it reads inflated, in pieces of at most CHUNK, each passed on before
+    the next is made (a small compressed chunk may stand for a great deal)."""
+    if inflater is None:
+        yield data
+        return
+    while data:
+        yield inflater.decompress(data, CHUNK)
+        data = inflater.unconsumed_tail

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import glob
+import gzip
 import http.server
 import json
 import os
@@ -142,6 +143,15 @@ class _Api(http.server.BaseHTTPRequestHandler):
             return
         if path == "/redirect":
             self._send(302, b"{}", (("Location", query.removeprefix("to=")),))
+            return
+        if path == "/echo-gzip":  # what was sent, gzipped whatever was asked for
+            echoed_gzip = gzip.compress(json.dumps({"auth": auth, "path": self.path}).encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(echoed_gzip)))
+            self.end_headers()
+            self.wfile.write(echoed_gzip)
             return
         echoed = {
             "host": host,

@@ -197,6 +197,23 @@ def test_an_echo_of_the_real_value_comes_back_as_the_placeholder(world: World, s
     assert body == f"body={world.gh_token}".encode()
 
 
+def test_an_echo_compressed_against_our_asking_comes_back_masked(world: World, sid) -> None:
+    """An upstream that gzips although asked for identity: inflated and masked."""
+    client, s = sid
+    gh = _placeholder(client, s, "GITHUB_TOKEN")
+    for flag in ("", "--compressed"):
+        out = bash(
+            client,
+            s,
+            guarded_sh(
+                f'curl -sS {flag} -H "Authorization: Bearer $GITHUB_TOKEN" '
+                f'"{world.url(API, "/echo-gzip")}?q=$GITHUB_TOKEN"'
+            ),
+        ).text
+        assert json.loads(out) == {"auth": f"Bearer {gh}", "path": f"/echo-gzip?q={gh}"}, out
+        assert world.gh_token not in out
+
+
 def test_the_real_value_echoed_in_every_spelling_does_not_come_back(world: World, sid) -> None:
     """git.test echoes the token it got (inside Basic credentials, swapped there) in
     every spelling a body can carry it in, 7 bytes a chunk: none of it can be read."""
