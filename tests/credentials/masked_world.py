@@ -167,7 +167,8 @@ class _Api(http.server.BaseHTTPRequestHandler):
 
 @contextmanager
 def _on_443(handler: type[http.server.BaseHTTPRequestHandler], tls: upstreams.Tls) -> Iterator[str]:
-    """`handler` over TLS on port 443 of a random loopback address; that address."""
+    """`handler` over TLS on port 443 of a random loopback address; that address, or ""
+    when none could be had (not root, or all taken)."""
     for _ in range(20):
         address = "127.{}.{}.{}".format(*os.urandom(3))
         if address.endswith((".0", ".255")):
@@ -178,7 +179,8 @@ def _on_443(handler: type[http.server.BaseHTTPRequestHandler], tls: upstreams.Tl
             continue
         break
     else:
-        raise OSError("no loopback address with a free port 443")
+        yield ""
+        return
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(str(tls.cert), str(tls.key))
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
@@ -203,6 +205,7 @@ class World:
     pythonpath: str
     token_file: Path
     test_ca: str  # the upstreams' CA, where the sandbox can read it
+    ghe: str  # the address ghe.test listens on (port 443), or "": none could be had
 
     def url(self, host: str, path: str) -> str:
         port = self.bad_port if host == BAD else self.git_port if host == GIT else self.api_port
@@ -230,7 +233,8 @@ def copy_clients(dest: str) -> str:
 def config(base: Path, tls: upstreams.Tls, token_file: Path, template: Path, ghe: str) -> str:
     """`template` is the git credential file; beside it, `npmrc`."""
     names = (API, ANTHROPIC, OTHER, GIT, BAD, NPM)
-    resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names) + f', "{GHE}" = ["{ghe}"]'
+    resolve = ", ".join(f'"{n}" = ["127.0.0.1"]' for n in names)
+    resolve += f', "{GHE}" = ["{ghe or "127.0.0.1"}"]'
     listed = ", ".join(f'"{n}"' for n in (*names, GHE))
     return f"""
 network_allowed_domains = [{listed}]
@@ -337,6 +341,7 @@ def masked_world(base: Path) -> Iterator[World]:
                 pythonpath,
                 token_file,
                 str(shared / "test-ca.pem"),
+                ghe,
             )
         finally:
             code = proc.stop()
