@@ -185,8 +185,8 @@ class Daemon:
             self.sessions,
             config.network_upstream_ca_file,
             workspace=lambda s: self.permissions.settings.credentials_of(s),
+            to_daemon=self.network.proxy_loop.to_daemon,
         )
-        self.masks.to_daemon = self.network.proxy_loop.to_daemon
         if self.network.available():
             self.network.listeners.append(self.masks)
         self.sandbox = SandboxRuntime(

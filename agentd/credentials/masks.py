@@ -107,6 +107,7 @@ class CredentialMasks(Listener):
         sessions: SessionManager,
         upstream_ca_file: str = "",
         workspace: WorkspaceEntries | None = None,
+        to_daemon: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self.entries = entries
         self.workspace = workspace
@@ -121,8 +122,8 @@ class CredentialMasks(Listener):
         self.use: dict[str, dict[str, Use]] = {e.label: {} for e in self.masked}
         self._verify: ssl.SSLContext | None = None
         self._lock = threading.Lock()
-        # Set by the daemon: where a refusal is journaled (the daemon's loop).
-        self.to_daemon: Any = None
+        # How a record reaches the session's journal (on the daemon's loop); None: logged.
+        self.to_daemon = to_daemon
 
     # --- the sandbox ----------------------------------------------------------------------
 
