@@ -24,10 +24,13 @@ from agentd.network.connection import Answers, Connector, Decider, Request, tcp_
 from agentd.network.http_parts import HANDSHAKE_SECONDS, decided, http_answer, split_authority
 from agentd.network.tunnel import relay
 
-ANSWERS = Answers(
-    b"HTTP/1.1 200 Connection Established\r\n\r\n",
-    lambda why: http_answer("502 Bad Gateway", f"agentd's proxy: {why}\n"),
-)
+
+def _answers() -> Answers:
+    """How a CONNECT is answered here: established, or a 502 saying why."""
+    return Answers(
+        b"HTTP/1.1 200 Connection Established\r\n\r\n",
+        lambda why: http_answer("502 Bad Gateway", f"agentd's proxy: {why}\n"),
+    )
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
@@ -84,9 +87,9 @@ async def _tunnel(
         return
     interceptor = decider.intercept(request)
     if interceptor is not None:
-        await interceptor(reader, writer, upstream, ANSWERS)
+        await interceptor(reader, writer, upstream, _answers())
         return
-    writer.write(ANSWERS.ok)
+    writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
     await relay((reader, writer), upstream, decider)
 
 

@@ -27,8 +27,10 @@ def _socks_reply(code: int) -> bytes:
     return struct.pack("!BBBB4sH", 5, code, 0, 1, b"\0\0\0\0", 0)
 
 
-# SOCKS5 has no words: why a taken-over CONNECT failed is in the session's events.
-ANSWERS = Answers(_socks_reply(SOCKS_OK), lambda _why: _socks_reply(SOCKS_FAILURE))
+def _answers() -> Answers:
+    """How a CONNECT is answered here; SOCKS5 has no words: why a taken-over CONNECT
+    failed is in the session's events."""
+    return Answers(_socks_reply(SOCKS_OK), lambda _why: _socks_reply(SOCKS_FAILURE))
 
 
 async def serve_socks(
@@ -53,7 +55,7 @@ async def serve_socks(
             return
         interceptor = decider.intercept(request)
         if interceptor is not None:
-            await interceptor(reader, writer, upstream, ANSWERS)
+            await interceptor(reader, writer, upstream, _answers())
             return
         writer.write(_socks_reply(SOCKS_OK))
         await relay((reader, writer), upstream, decider)
