@@ -37,6 +37,7 @@ from agentd.credentials.session_ca import (
 )
 from agentd.credentials.sources import SourceError, Sources
 from agentd.credentials.terminate import Reports, terminate
+from agentd.foundation.errors import ConfigError
 from agentd.network.connection import Answers, Interceptor, Listener, Request
 from agentd.network.rules import normal_host
 from agentd.sessions.event_types import PermissionDecided
@@ -120,8 +121,9 @@ class CredentialMasks(Listener):
         self.upstream_ca_file = upstream_ca_file
         self._sessions: dict[str, _Session] = {}
         self.use: dict[str, dict[str, Use]] = {e.label: {} for e in self.masked}
-        self._verify: ssl.SSLContext | None = None
         self._lock = threading.Lock()
+        # Made at start: a CA file that cannot be read stops the daemon, naming it.
+        self._verify = self._verifier_for(upstream_ca_file)
         # How a record reaches the session's journal (on the daemon's loop); None: logged.
         self.to_daemon = to_daemon
 
@@ -272,15 +274,20 @@ class CredentialMasks(Listener):
                 state.ca = SessionCA(session_id)
             return state.ca
 
-    def _verifier(self) -> ssl.SSLContext:
-        with self._lock:
-            if self._verify is None:
-                ctx = ssl.create_default_context()
-                if self.upstream_ca_file:
-                    ctx.load_verify_locations(self.upstream_ca_file)
-                ctx.set_alpn_protocols(["http/1.1"])
-                self._verify = ctx
-            return self._verify
+    @staticmethod
+    def _verifier_for(ca_file: str) -> ssl.SSLContext:
+        """How upstreams are verified: the system's CAs, and `ca_file`'s."""
+        ctx = ssl.create_default_context()
+        if ca_file:
+            try:
+                ctx.load_verify_locations(ca_file)
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigError(
+                    f"network_upstream_ca_file: cannot read {ca_file} ({exc}); "
+                    "give a PEM file of CA certificates"
+                ) from None
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx
 
     def intercept(self, session_id: str, request: Request) -> Interceptor | None:
         """A terminated connection for a host some entry injects to; None: tunnelled."""
@@ -299,7 +306,7 @@ class CredentialMasks(Listener):
         others = [s for s in swaps if s not in given]
         injection = Injection(host, given, others)
         server = self._ca(session_id).server_context(host)
-        verify = self._verifier()
+        verify = self._verify
         reports = Reports(
             used=lambda label: self._used(session_id, label, False, f"{host}:{request.port}"),
             refused=lambda swap, where: self._refused(session_id, swap, where),

@@ -87,3 +87,13 @@ def test_a_workspace_denies_and_masks_what_its_session_holds(masks: CredentialMa
     assert masks.intercept("s1", Request("api.example", 443, "CONNECT")) is None
     listed = {(e["name"], e["mode"]) for e in masks.summary()}
     assert ("MINE", "mask") in listed and ("AGENTD_TEST_MASKED", "deny") in listed
+
+
+def test_an_upstream_ca_file_that_cannot_be_read_stops_the_start(tmp_path: Path) -> None:
+    from agentd.foundation.errors import ConfigError
+
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate\n")
+    for path in (str(bad), str(tmp_path / "missing.pem")):
+        with pytest.raises(ConfigError, match="network_upstream_ca_file"):
+            CredentialMasks([], str(tmp_path / "state"), None, path)  # type: ignore[arg-type]
