@@ -24,6 +24,8 @@ from agentd.network.rules import DomainPattern, parse_pattern
 log = logging.getLogger(__name__)
 
 MODES = ("deny", "mask")
+# Where bwrap mounts the kernel's own trees: no entry of a workspace's covers them.
+_KERNEL_TREES = ("/proc", "/sys", "/dev")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,10 @@ def workspace_entry(kind: str, entry: dict[str, Any], path: str) -> MaskedEntry 
                 parsed = MaskedEntry(parsed.kind, parsed.name, "mask", parsed.inject_hosts)
         elif kind == "files":
             parsed = _file({"path": entry.get("path"), "mode": entry.get("mode")}, index, {})
+            top = "/" + parsed.name.split("/")[1]
+            if top in _KERNEL_TREES or parsed.name == "/":
+                log.warning("%s: a files entry may not cover %s", path, parsed.name)
+                return None
             if parsed.mode != "deny":
                 log.warning("%s: a workspace's files entry may only deny (%s)", path, parsed.name)
                 return None

@@ -77,12 +77,14 @@ def test_a_workspace_denies_and_masks_what_its_session_holds(masks: CredentialMa
         ),
         ("files", {"path": "/etc/x", "mode": "mask"}, "/w/.claude/settings.json"),
         ("envVars", {"name": "LD_PRELOAD", "mode": "deny"}, "/w/.claude/settings.json"),
+        ("files", {"path": "/proc/self/environ", "mode": "deny"}, "/w/.claude/settings.json"),
     ]
     real = "sk-" + "q" * 40
     view = masks.sandbox_view(session(MINE=real))
     assert "AGENTD_TEST_MASKED" in view.unset  # the workspace's deny wins
     assert view.env["MINE"] != real and len(view.env["MINE"]) == len(real)
     assert "/etc/x" not in [p for _, p in view.files]  # a workspace's file may only deny
+    assert "/proc/self/environ" not in [p for _, p in view.files]  # nor cover the kernel's
     assert masks.intercept("s1", Request("mine.example", 443, "CONNECT")) is not None
     assert masks.intercept("s1", Request("api.example", 443, "CONNECT")) is None
     listed = {(e["name"], e["mode"]) for e in masks.summary()}
