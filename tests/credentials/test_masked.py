@@ -229,6 +229,42 @@ def test_the_real_value_echoed_in_every_spelling_does_not_come_back(world: World
     assert not spelled.leaks(out, world.gh_token), spelled.leaks(out, world.gh_token)
 
 
+def test_a_large_body_is_swapped_as_it_streams(world: World, sid) -> None:
+    """Past the 1 MiB held, a body streams: a placeholder 2 MiB in is still swapped; a
+    foreign one that far in cuts the connection before it goes (the upstream sees the
+    request cut short)."""
+    client, s = sid
+    gh = _placeholder(client, s, "GITHUB_TOKEN")
+    make = (
+        "head -c 2097152 /dev/zero | tr '\\0' a > /tmp/b; printf %s \"${0}\" >> /tmp/b; "
+        "head -c 1048576 /dev/zero | tr '\\0' b >> /tmp/b"
+    )
+    out = bash(
+        client,
+        s,
+        make.format("GITHUB_TOKEN")
+        + f" && curl -sS --data-binary @/tmp/b {world.url(API, '/echo')} | head -c 100; echo",
+    ).text
+    assert "echo" in out, out
+    _, _, _, _, body = world.seen.requests[-1]
+    assert len(body) == 3 * 1048576 + len(gh)
+    assert body[2097152 : 2097152 + len(gh)] == world.gh_token.encode()
+    before = len(world.seen.requests)
+    out = bash(
+        client,
+        s,
+        make.format("ANTHROPIC_API_KEY")
+        + f' && curl -sS --data-binary @/tmp/b {world.url(API, "/echo")}; echo " exit=$?"',
+    ).text
+    assert "exit=0" not in out, out
+    # The upstream saw at most the part before the placeholder, cut short.
+    shown = _placeholder(client, s, "ANTHROPIC_API_KEY").encode()
+    for *_, body in world.seen.requests[before:]:
+        assert len(body) <= 2097152, len(body)
+        assert shown not in body and world.anthropic_key.encode() not in body
+    assert "api.test" in _refusal(client, s, "envVars ANTHROPIC_API_KEY goes only to")
+
+
 def test_other_hosts_are_tunnelled_untouched(world: World, sid) -> None:
     """other.test is in no entry's injectHosts: not terminated (the session's bundle
     does not trust its certificate; the test's CA does), and it gets the worthless
