@@ -81,6 +81,7 @@ LIVE_SETTINGS = (
     "log_level",
     "network_allowed_domains",
     "network_denied_domains",
+    "network_denied_domain_reasons",
     "network_presets",
     "network_allow_private_hosts",
 )

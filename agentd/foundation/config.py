@@ -174,6 +174,9 @@ class Config:
     # ("example.com", "*.example.com", either with ":port"); denied ones win.
     network_allowed_domains: list[str] = field(default_factory=list)
     network_denied_domains: list[str] = field(default_factory=list)
+    # A sentence a refusal by a denied entry passes on to the program (and the model):
+    # {"paste.example.com" = "Pastebins leak code; share through git.corp instead."}.
+    network_denied_domain_reasons: dict[str, str] = field(default_factory=dict)
     # Named sets of allowed hosts (agentd/network/presets.toml): "pypi", "npm",
     # "package-registries", "github"; a session adds one with `agentctl network --preset`.
     network_presets: list[str] = field(default_factory=list)

@@ -327,7 +327,8 @@ class NetworkService:
         hint = suggested_entry(host, port)
         denied = rules.denying(host, port)
         if denied is not None:
-            return Verdict(False, reason=f"denied by {denied.shown}")
+            why = f": {denied.why}" if denied.why else ""
+            return Verdict(False, reason=f"denied by {denied.shown}{why}")
         literal = literal_address(host)
         if literal is not None:
             named = rules.naming(literal, port)

@@ -138,8 +138,10 @@ class FileSettings:
     deny: tuple[SourcedRule, ...] = ()
     ask: tuple[SourcedRule, ...] = ()
     restricting_mode: str = ""
-    # sandbox.network.deniedDomains: hosts its sandbox's proxy refuses
+    # sandbox.network.deniedDomains: hosts its sandbox's proxy refuses; and
+    # deniedDomainReasons: the sentence a refusal by one of them passes on
     denied_domains: tuple[str, ...] = ()
+    denied_domain_reasons: dict[str, str] = field(default_factory=dict)
     # sandbox.credentials entries with mode "deny": (kind, entry) with kind "envVars"/"files"
     credentials_denied: tuple[tuple[str, dict[str, Any]], ...] = ()
     # applied only while (path, sha256) is trusted
@@ -179,6 +181,8 @@ class MergedSettings:
     # allowed from trusted content only.
     allowed_domains: list[tuple[str, str]] = field(default_factory=list)
     denied_domains: list[tuple[str, str]] = field(default_factory=list)
+    # (deniedDomains entry, its file) -> the reason its file gives
+    denied_domain_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
     # sandbox.credentials entries as (kind, entry, the file it came from): "deny" ones
     # from every file, the others from trusted content only.
     credentials: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
@@ -212,6 +216,7 @@ def widening_parts(body: dict[str, Any]) -> dict[str, Any]:
     network = sandbox.get("network") if isinstance(sandbox, dict) else None
     if isinstance(network, dict):
         network.pop("deniedDomains", None)  # it only narrows
+        network.pop("deniedDomainReasons", None)  # words for what narrows
     credentials = sandbox.get("credentials") if isinstance(sandbox, dict) else None
     if isinstance(credentials, dict):
         for kind in CREDENTIAL_KINDS:
@@ -245,6 +250,19 @@ def _credentials(body: dict[str, Any], path: str) -> list[tuple[str, dict[str, A
             continue
         out += [(kind, copy.deepcopy(e)) for e in entries if isinstance(e, dict)]
     return out
+
+
+def _reasons(body: dict[str, Any], path: str) -> dict[str, str]:
+    """sandbox.network.deniedDomainReasons: {entry: sentence}, strings only."""
+    sandbox = body.get("sandbox")
+    network = sandbox.get("network") if isinstance(sandbox, dict) else None
+    values = network.get("deniedDomainReasons") if isinstance(network, dict) else None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        log.warning("%s: sandbox.network.deniedDomainReasons is not a table (ignored)", path)
+        return {}
+    return {k: v for k, v in values.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _domains(body: dict[str, Any], key: str, path: str) -> tuple[str, ...]:
@@ -291,6 +309,7 @@ def parse_settings(data: bytes, path: str, root: str, sha256: str = "") -> FileS
         ask=_parse_rules(perms.get("ask"), path, root),
         restricting_mode=mode if mode in RESTRICTING_MODES else "",
         denied_domains=_domains(body, "deniedDomains", path),
+        denied_domain_reasons=_reasons(body, path),
         allowed_domains=_domains(body, "allowedDomains", path),
         allow=_parse_rules(perms.get("allow"), path, root),
         widening_mode=mode if mode and mode not in RESTRICTING_MODES else "",
@@ -392,6 +411,9 @@ class SettingsLoader:
             merged.deny.extend(parsed.deny)
             merged.ask.extend(parsed.ask)
             merged.denied_domains.extend((d, parsed.path) for d in parsed.denied_domains)
+            merged.denied_domain_reasons.update(
+                ((d, parsed.path), why) for d, why in parsed.denied_domain_reasons.items()
+            )
             merged.credentials.extend((k, e, parsed.path) for k, e in parsed.credentials_denied)
             if parsed.restricting_mode:
                 merged.default_mode = parsed.restricting_mode
