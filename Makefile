@@ -80,6 +80,7 @@ system-deps:
 	command -v ssh >/dev/null || missing="$$missing openssh-client"; \
 	test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
 	command -v curl >/dev/null || missing="$$missing curl"; \
+	command -v gh >/dev/null || missing="$$missing gh"; \
 	command -v direnv >/dev/null || missing="$$missing direnv"; \
 	command -v nvim >/dev/null || missing="$$missing neovim"; \
 	/usr/bin/python3 -c 'import pip' 2>/dev/null || missing="$$missing python3-pip"; \

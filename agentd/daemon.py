@@ -28,6 +28,8 @@ from agentd.calls.executor import Executor
 from agentd.calls.tasks import TaskStarter
 from agentd.changes.service import ChangeTracker
 from agentd.credentials import config as credential_config
+from agentd.credentials.masked_config import load_masked
+from agentd.credentials.masks import CredentialMasks
 from agentd.credentials.service import CredentialService
 from agentd.credentials.ssh_agent_service import SshAgentService
 from agentd.foundation import logs, metrics
@@ -79,6 +81,7 @@ LIVE_SETTINGS = (
     "log_level",
     "network_allowed_domains",
     "network_denied_domains",
+    "network_denied_domain_reasons",
     "network_presets",
     "network_allow_private_hosts",
 )
@@ -169,12 +172,31 @@ class Daemon:
                 asker.has_listeners,
             )
             self.network.listeners.append(self.credentials)
+        # sandbox.credentials: placeholders in every sandbox; TLS terminated by the proxy
+        # for the hosts they go to (where the network keeps namespaces).
+        masked = load_masked(
+            config.credential_env_vars,
+            config.credential_files,
+            self.credential_config.sources,
+        )
+        # A workspace's entries as its settings were last read (before every call).
+        self.masks = CredentialMasks(
+            masked,
+            config.state_dir,
+            self.sessions,
+            config.network_upstream_ca_file,
+            workspace=lambda s: self.permissions.settings.credentials_of(s),
+            to_daemon=self.network.proxy_loop.to_daemon,
+        )
+        if self.network.available():
+            self.network.listeners.append(self.masks)
         self.sandbox = SandboxRuntime(
             network=self.network,
             ssh_agent=self.ssh_agent,
             groups=self.groups,
             tmp_mounts=TmpMounts(),
             staging=StagingDir(),
+            masks=self.masks,
         )
         # Shims are forked from it: warm before the first Bash call (start()).
         self.forkserver = Forkserver()
@@ -228,7 +250,7 @@ class Daemon:
             calls=CallHandlers(self.sessions, self.executor),
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
-            credentials=CredentialHandlers(self.credentials, self.ssh_agent),
+            credentials=CredentialHandlers(self.credentials, self.ssh_agent, self.masks),
             task_io=TaskIOHandlers(
                 self.sessions, TaskStarter(self.executor), self.tasks, self._emit
             ),
@@ -263,6 +285,8 @@ class Daemon:
 
     async def _close_network(self, session: Session) -> None:
         await self.network.close_session(session)
+        self.masks.forget(session.id)
+        self.permissions.settings.forget(session.id)
         if self.ssh_agent is not None:
             await self.ssh_agent.close_session(session)
 

@@ -23,12 +23,16 @@ _RESERVED_ENV = re.compile(r"^(LD_|GIT_CONFIG|BASH_ENV$|ENV$|PATH$|HOME$|.*_PROX
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where one secret comes from; exactly one of file, env, git_credential."""
+    """Where one secret comes from; exactly one of file, env, git_credential, command."""
 
     name: str
-    kind: str  # "file" | "env" | "git-credential"
+    kind: str  # "file" | "env" | "git-credential" | "command"
     file: str = ""
     env: str = ""
+    # A command run as `user` (default: the session's owner) printing the secret on its
+    # first line (`gh auth token`), its answer kept for cache_seconds.
+    command: tuple[str, ...] = ()
+    cache_seconds: float = 0.0
     # git credential fill: the URL asked for, the user whose helpers answer (default:
     # the session's owner), and the HOME its git reads (default: that user's home;
     # never one a sandbox can write).
@@ -43,6 +47,8 @@ class Source:
             return self.file
         if self.kind == "env":
             return f"${self.env}"
+        if self.kind == "command":
+            return f"`{' '.join(self.command)}` as " + (self.user or "the session's owner")
         return f"git credential fill {self.url} as " + (self.user or "the session's owner")
 
 
@@ -98,17 +104,20 @@ def _text(entry: dict[str, Any], key: str, what: str) -> str:
 def _source(entry: Any, index: int) -> Source:
     what = f"credential_sources[{index}]"
     if not isinstance(entry, dict):
-        raise _fail(what, "must be a table ({name, file | env | git_credential})")
-    unknown = set(entry) - {"name", "file", "env", "git_credential", "user", "home"}
+        raise _fail(what, "must be a table ({name, file | env | git_credential | command})")
+    keys = {"name", "file", "env", "git_credential", "command", "cache_seconds", "user", "home"}
+    unknown = set(entry) - keys
     if unknown:
         raise _fail(what, f"unknown keys {sorted(unknown)}")
     name = _text(entry, "name", what)
     if not _NAME.match(name):
         raise _fail(what, "name must be lower-case letters, digits, '.', '_' or '-'")
-    given = [k for k in ("file", "env", "git_credential") if entry.get(k)]
+    given = [k for k in ("file", "env", "git_credential", "command") if entry.get(k)]
     if len(given) != 1:
-        raise _fail(what, "give exactly one of file, env, git_credential")
+        raise _fail(what, "give exactly one of file, env, git_credential, command")
     kind = given[0]
+    if kind == "command":
+        return _command_source(entry, name, what)
     if kind == "file":
         path = _text(entry, "file", what)
         if not os.path.isabs(path):
@@ -128,6 +137,28 @@ def _source(entry: Any, index: int) -> Source:
         raise _fail(what, "home must be an absolute path")
     user = _text(entry, "user", what)
     return Source(name, "git-credential", url=url, user=user, home=home)
+
+
+# How long a command's answer may be kept, at most (a revoked token stops working soon).
+MAX_CACHE_SECONDS = 3600.0
+
+
+def _command_source(entry: dict[str, Any], name: str, what: str) -> Source:
+    argv = entry["command"]
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise _fail(what, 'command must be a list of strings (["gh", "auth", "token"])')
+    keep = entry.get("cache_seconds", 300)
+    if not isinstance(keep, int | float) or isinstance(keep, bool):
+        raise _fail(what, "cache_seconds must be a number")
+    if not 0 <= keep <= MAX_CACHE_SECONDS:
+        raise _fail(what, f"cache_seconds must lie in 0..{int(MAX_CACHE_SECONDS)}")
+    home = _text(entry, "home", what)
+    if home and not os.path.isabs(home):
+        raise _fail(what, "home must be an absolute path")
+    user = _text(entry, "user", what)
+    return Source(
+        name, "command", command=tuple(argv), cache_seconds=float(keep), user=user, home=home
+    )
 
 
 def _route(entry: Any, index: int, sources: dict[str, Source]) -> Route:

@@ -134,6 +134,38 @@ def _git_fill(source: Source, workdir: str, owner_uid: int) -> tuple[str, str]:
     return fields.get("username", ""), password
 
 
+def _command(source: Source, workdir: str, owner_uid: int) -> str:
+    """The first line the command prints, run as the configured user (else the
+    session's owner) with an environment of our making, in an empty directory."""
+    try:
+        user = pwd.getpwnam(source.user) if source.user else pwd.getpwuid(owner_uid)
+    except KeyError:
+        who = source.user or f"uid {owner_uid}"
+        raise SourceError(f"no user {who} for {source.where}") from None
+    os.makedirs(workdir, mode=0o700, exist_ok=True)
+    os.chown(workdir, user.pw_uid, user.pw_gid)
+    change_user = os.getuid() == 0 and user.pw_uid != 0
+    try:
+        done = subprocess.run(
+            list(source.command),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=fill_environment(source.home or user.pw_dir, workdir),
+            cwd=workdir,
+            timeout=FILL_SECONDS,
+            user=user.pw_uid if change_user else None,
+            group=user.pw_gid if change_user else None,
+            extra_groups=[] if change_user else None,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SourceError(f"{source.where} failed ({type(exc).__name__})") from None
+    if done.returncode != 0:
+        raise SourceError(f"{source.where} failed (exit {done.returncode})")
+    first = done.stdout[: MAX_SECRET_BYTES + 1].decode("utf-8", "replace").strip()
+    return _check_secret(first.splitlines()[0] if first else "", source.where)
+
+
 class Sources:
     """Secrets by source name, each reused for CACHE_SECONDS."""
 
@@ -152,12 +184,16 @@ class Sources:
         """Blocking (a file read, or a `git credential fill`): call from a thread. A
         `git credential fill` without a configured user is the session owner's own."""
         source = self.sources[name]
-        key = f"{name}\0{owner_uid}" if source.kind == "git-credential" else name
+        per_owner = source.kind in ("git-credential", "command")
+        key = f"{name}\0{owner_uid}" if per_owner else name
         with self._lock:
             kept = self._cache.get(key)
-            if kept is not None and time.monotonic() - kept[0] < CACHE_SECONDS:
+            keep = source.cache_seconds if source.kind == "command" else CACHE_SECONDS
+            if kept is not None and time.monotonic() - kept[0] < keep:
                 return kept[1]
-        if source.kind == "file":
+        if source.kind == "command":
+            secret = Secret("", _command(source, self.workdir, owner_uid))
+        elif source.kind == "file":
             secret = Secret("", _from_file(source.file))
         elif source.kind == "env":
             secret = Secret("", _check_secret(os.environ.get(source.env, ""), source.where))

@@ -174,6 +174,9 @@ class Config:
     # ("example.com", "*.example.com", either with ":port"); denied ones win.
     network_allowed_domains: list[str] = field(default_factory=list)
     network_denied_domains: list[str] = field(default_factory=list)
+    # A sentence a refusal by a denied entry passes on to the program (and the model):
+    # {"paste.example.com" = "Pastebins leak code; share through git.corp instead."}.
+    network_denied_domain_reasons: dict[str, str] = field(default_factory=dict)
     # Named sets of allowed hosts (agentd/network/presets.toml): "pypi", "npm",
     # "package-registries", "github"; a session adds one with `agentctl network --preset`.
     network_presets: list[str] = field(default_factory=list)
@@ -216,6 +219,17 @@ class Config:
         ]
     )
     credential_route_port: Annotated[int, at.Ge(1), at.Le(65535)] = 3130
+    # sandbox.credentials, in Claude Code's vocabulary: what a sandbox is shown in place
+    # of a secret. [{name = "GITHUB_TOKEN", mode = "deny" | "mask", injectHosts =
+    # ["api.github.com"], source = a credential_sources name (default: the daemon's
+    # variable of that name)}] (agentd/credentials/masked_config.py).
+    credential_env_vars: list[dict[str, Any]] = field(default_factory=list)
+    # [{path = "/home/me/.npmrc" (where the sandbox sees it), mode, injectHosts, source,
+    # from = HOST FILE (shown with the secret replaced; default: the placeholder alone)}].
+    credential_files: list[dict[str, Any]] = field(default_factory=list)
+    # A CA file the proxy trusts besides the system's when it verifies a host a masked
+    # credential goes to (a private registry's CA); "": the system's only.
+    network_upstream_ca_file: str = ""
     # The uid a root daemon's sandboxed commands run as when the session owner is root.
     sandbox_uid: Id = 65534
     sandbox_gid: Id = 65534

@@ -44,10 +44,33 @@ class Decider:
     def carried(self, sent: int, received: int) -> None:
         """Bytes a connection carried, once it ended."""
 
+    def intercept(self, request: Request) -> Interceptor | None:
+        """Who takes over an allowed CONNECT; None: tunnelled untouched."""
+        return None
+
+    def carries(self, request: Request, parts: list[bytes]) -> str | None:
+        """Why a plain forward request whose line and headers are `parts` is refused
+        (it carries what must not go out in the clear); None: it may go."""
+        return None
+
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connector = Callable[[Verdict, Request], Awaitable[Streams]]
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Decider], Awaitable[None]]
+# A CONNECT (HTTP's or SOCKS5's) taken over once decided and connected: given the
+# client's streams, the upstream's and the protocol's `Answers`, it answers the CONNECT
+# itself. Masked credentials terminate TLS so.
+Interceptor = Callable[
+    [asyncio.StreamReader, asyncio.StreamWriter, Streams, "Answers"], Awaitable[None]
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    """How a proxy protocol answers a CONNECT: that it goes on, or why it does not."""
+
+    ok: bytes
+    failed: Callable[[str], bytes]
 
 
 class Listener:
@@ -66,6 +89,18 @@ class Listener:
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, decider: Decider
     ) -> None:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def files(self, session_id: str) -> list[tuple[bytes, str]]:
+        """Files the sandbox is given by content: (content, path inside)."""
+        return []
+
+    def intercept(self, session_id: str, request: Request) -> Interceptor | None:
+        """Who takes over an allowed CONNECT of the session; None: not this listener."""
+        return None
+
+    def carries(self, session_id: str, request: Request, parts: list[bytes]) -> str | None:
+        """Why the session's plain forward request is refused; None: not by this one."""
+        return None
 
 
 async def tcp_connect(

@@ -178,6 +178,10 @@ async def serve(
                 writer.write(http_answer("400 Bad Request", where))
                 return
             request, target, headers = where
+            refused = decider.carries(request, [target, *(v for _, v in headers)])
+            if refused is not None:
+                writer.write(http_answer("403 Forbidden", refused))
+                return
             if upstream is not None and (upstream.host, upstream.port) != (
                 request.host,
                 request.port,

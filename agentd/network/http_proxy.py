@@ -3,7 +3,8 @@ bound inside a session's namespace (netns.listen); SOCKS5 is socks.py.
 
 Every new connection is decided by the `Decider` (rules by name, an ask, the address
 guard) before anything is connected, and connected to an address the decision checked,
-never to a name resolved again. CONNECT is tunnelled as is: no TLS interception. Each
+never to a name resolved again. CONNECT is tunnelled as is, unless a listener takes it
+over (`Decider.intercept`: TLS terminated for a host a masked credential goes to). Each
 forward request on a kept-alive connection is parsed and decided by its own host
 (forward.py): a later request never rides an earlier one's decision. A
 refusal is an answer the program shows: an HTTP 403 whose body names the host and the
@@ -19,9 +20,17 @@ import asyncio
 import contextlib
 
 from agentd.network import forward
-from agentd.network.connection import Connector, Decider, Request, tcp_connect
+from agentd.network.connection import Answers, Connector, Decider, Request, tcp_connect
 from agentd.network.http_parts import HANDSHAKE_SECONDS, decided, http_answer, split_authority
 from agentd.network.tunnel import relay
+
+
+def _answers() -> Answers:
+    """How a CONNECT is answered here: established, or a 502 saying why."""
+    return Answers(
+        b"HTTP/1.1 200 Connection Established\r\n\r\n",
+        lambda why: http_answer("502 Bad Gateway", f"agentd's proxy: {why}\n"),
+    )
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
@@ -67,7 +76,7 @@ async def _tunnel(
     decider: Decider,
     connect: Connector,
 ) -> None:
-    """CONNECT: decided once, then the bytes both ways unread (TLS is not intercepted)."""
+    """CONNECT: decided once, then the bytes both ways unread, or taken over."""
     where = split_authority(target, 443)
     if where is None or "[" in target and ":" not in where[0]:
         writer.write(http_answer("400 Bad Request", "CONNECT needs host:port\n"))
@@ -75,6 +84,10 @@ async def _tunnel(
     request = Request(where[0], where[1], "CONNECT")
     upstream = await decided(request, writer, decider, connect)
     if upstream is None:
+        return
+    interceptor = decider.intercept(request)
+    if interceptor is not None:
+        await interceptor(reader, writer, upstream, _answers())
         return
     writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
     await relay((reader, writer), upstream, decider)

@@ -46,6 +46,19 @@ def normal_host(host: str) -> str:
     return literal if literal is not None else host.removeprefix("[").removesuffix("]")
 
 
+# A reason longer than this is cut (it is shown in a refusal, not a document).
+MAX_REASON = 300
+
+
+def reason_text(text: object) -> str:
+    """A deny entry's reason as a refusal shows it: one line of printable text, bounded;
+    "" for anything that is not a string."""
+    if not isinstance(text, str):
+        return ""
+    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return line[:MAX_REASON]
+
+
 def parse_pattern(text: str) -> DomainPattern:
     """An allowedDomains/deniedDomains entry; ValueError saying what is wrong."""
     raw = text.strip()
@@ -92,6 +105,9 @@ class Sourced:
 
     pattern: DomainPattern
     source: str
+    # A deny entry's sentence for the refused program (sandbox-runtime's
+    # deniedDomainReasons), or "".
+    why: str = ""
 
     @property
     def shown(self) -> str:

@@ -34,6 +34,7 @@ from agentd.network.address import AllowList, internal_reason, literal_address
 from agentd.network.connection import (
     Decider,
     Handler,
+    Interceptor,
     Listener,
     Request,
     Verdict,
@@ -84,6 +85,20 @@ class _SessionDecider(Decider):
 
     async def decide(self, request: Request) -> Verdict:
         return await self.service.proxy_loop.on_daemon(self.service.decide(self.net, request))
+
+    def intercept(self, request: Request) -> Interceptor | None:
+        for listener in self.service.listeners:
+            taken = listener.intercept(self.session_id, request)
+            if taken is not None:
+                return taken
+        return None
+
+    def carries(self, request: Request, parts: list[bytes]) -> str | None:
+        for listener in self.service.listeners:
+            refused = listener.carries(self.session_id, request, parts)
+            if refused is not None:
+                return refused
+        return None
 
     def carried(self, sent: int, received: int) -> None:
         self.net.bytes_out += sent
@@ -155,9 +170,11 @@ class NetworkService:
         env = proxy_env.proxy_environment(
             self.config.network_http_port, self.config.network_socks_port
         )
+        files = [(self._ssh_proxy, proxy_env.SSH_PROXY_MOUNT)]
         for listener in self.listeners:
             proxy_env.merge(env, listener.environment(session.id))
-        return Access(net.path, env, [(self._ssh_proxy, proxy_env.SSH_PROXY_MOUNT)])
+            files += listener.files(session.id)
+        return Access(net.path, env, files)
 
     def _open(self, session: Session) -> SessionNet:
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
@@ -310,7 +327,8 @@ class NetworkService:
         hint = suggested_entry(host, port)
         denied = rules.denying(host, port)
         if denied is not None:
-            return Verdict(False, reason=f"denied by {denied.shown}")
+            why = f": {denied.why}" if denied.why else ""
+            return Verdict(False, reason=f"denied by {denied.shown}{why}")
         literal = literal_address(host)
         if literal is not None:
             named = rules.naming(literal, port)

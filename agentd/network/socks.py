@@ -1,5 +1,6 @@
 """SOCKS5 (RFC 1928) on a session's proxy: CONNECT only, no authentication (only
-processes in the session's namespace can reach it), the same decision as HTTP's."""
+processes in the session's namespace can reach it), the same decision as HTTP's, and
+the same taking over of a CONNECT to a host a masked credential goes to."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import ipaddress
 import socket
 import struct
 
-from agentd.network.connection import Connector, Decider, Request, tcp_connect
+from agentd.network.connection import Answers, Connector, Decider, Request, tcp_connect
 from agentd.network.tunnel import relay
 
 HANDSHAKE_SECONDS = 30.0
@@ -24,6 +25,12 @@ SOCKS_ADDRESS_UNSUPPORTED = 8
 
 def _socks_reply(code: int) -> bytes:
     return struct.pack("!BBBB4sH", 5, code, 0, 1, b"\0\0\0\0", 0)
+
+
+def _answers() -> Answers:
+    """How a CONNECT is answered here; SOCKS5 has no words: why a taken-over CONNECT
+    failed is in the session's events."""
+    return Answers(_socks_reply(SOCKS_OK), lambda _why: _socks_reply(SOCKS_FAILURE))
 
 
 async def serve_socks(
@@ -45,6 +52,10 @@ async def serve_socks(
             upstream = await connect(verdict, request)
         except OSError:
             writer.write(_socks_reply(SOCKS_HOST_UNREACHABLE))
+            return
+        interceptor = decider.intercept(request)
+        if interceptor is not None:
+            await interceptor(reader, writer, upstream, _answers())
             return
         writer.write(_socks_reply(SOCKS_OK))
         await relay((reader, writer), upstream, decider)

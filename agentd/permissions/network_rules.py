@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InvalidRequest
-from agentd.network.rules import NetworkRules, Sourced, parse_pattern, presets
+from agentd.network.rules import NetworkRules, Sourced, parse_pattern, presets, reason_text
 from agentd.network.service import AskAnswer, AskFn
 from agentd.permissions.asker import Answer, Asker
 from agentd.permissions.decision import Behavior
@@ -35,12 +35,20 @@ def _configured(config: Config) -> tuple[list[Sourced], list[Sourced]]:
                 + ", ".join(sorted(known))
             )
         allowed += [Sourced(parse_pattern(d), f"preset {name}") for d in known[name][1]]
+    reasons = config.network_denied_domain_reasons
     for key, out in (("allowed", allowed), ("denied", denied)):
         for entry in getattr(config, f"network_{key}_domains"):
+            why = reason_text(reasons.get(entry, "")) if key == "denied" else ""
             try:
-                out.append(Sourced(parse_pattern(entry), "daemon config"))
+                out.append(Sourced(parse_pattern(entry), "daemon config", why))
             except ValueError as exc:
                 raise InvalidRequest(f"config network_{key}_domains: {exc}") from None
+    for entry in reasons:
+        if entry not in config.network_denied_domains:
+            raise InvalidRequest(
+                f"config network_denied_domain_reasons: {entry!r} is not an entry of "
+                "network_denied_domains (a reason is given for a denied entry as written)"
+            )
     return allowed, denied
 
 
@@ -63,11 +71,14 @@ def _domain_rules(rules: list[SourcedRule]) -> list[Sourced]:
     return out
 
 
-def _entries(entries: list[tuple[str, str]]) -> list[Sourced]:
+def _entries(
+    entries: list[tuple[str, str]], reasons: dict[tuple[str, str], str] | None = None
+) -> list[Sourced]:
     out: list[Sourced] = []
     for entry, source in entries:
+        why = reason_text((reasons or {}).get((entry, source), ""))
         try:
-            out.append(Sourced(parse_pattern(entry), source))
+            out.append(Sourced(parse_pattern(entry), source, why))
         except ValueError:
             continue  # a typo in a workspace file drops that entry only
     return out
@@ -102,7 +113,7 @@ class NetworkRulesSource:
             denied=[
                 *self._denied,
                 *_domain_rules(merged.deny),
-                *_entries(merged.denied_domains),
+                *_entries(merged.denied_domains, merged.denied_domain_reasons),
             ],
         )
 

@@ -138,8 +138,12 @@ class FileSettings:
     deny: tuple[SourcedRule, ...] = ()
     ask: tuple[SourcedRule, ...] = ()
     restricting_mode: str = ""
-    # sandbox.network.deniedDomains: hosts its sandbox's proxy refuses
+    # sandbox.network.deniedDomains: hosts its sandbox's proxy refuses; and
+    # deniedDomainReasons: the sentence a refusal by one of them passes on
     denied_domains: tuple[str, ...] = ()
+    denied_domain_reasons: dict[str, str] = field(default_factory=dict)
+    # sandbox.credentials entries with mode "deny": (kind, entry) with kind "envVars"/"files"
+    credentials_denied: tuple[tuple[str, dict[str, Any]], ...] = ()
     # applied only while (path, sha256) is trusted
     allow: tuple[SourcedRule, ...] = ()
     widening_mode: str = ""
@@ -147,6 +151,8 @@ class FileSettings:
     hooks: dict[str, tuple[HookGroup, ...]] = field(default_factory=dict)
     # sandbox.network.allowedDomains: hosts its sandbox's proxy lets through
     allowed_domains: tuple[str, ...] = ()
+    # sandbox.credentials entries with any other mode ("mask"): (kind, entry)
+    credentials_masked: tuple[tuple[str, dict[str, Any]], ...] = ()
     # The file's widening parts as written (restricting and neutral keys removed): what
     # a person approves, shown as is. Empty: the file widens nothing.
     widens: dict[str, Any] = field(default_factory=dict)
@@ -175,6 +181,11 @@ class MergedSettings:
     # allowed from trusted content only.
     allowed_domains: list[tuple[str, str]] = field(default_factory=list)
     denied_domains: list[tuple[str, str]] = field(default_factory=list)
+    # (deniedDomains entry, its file) -> the reason its file gives
+    denied_domain_reasons: dict[tuple[str, str], str] = field(default_factory=dict)
+    # sandbox.credentials entries as (kind, entry, the file it came from): "deny" ones
+    # from every file, the others from trusted content only.
+    credentials: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
     # Hooks of trusted settings content only.
     hooks: dict[str, list[HookGroup]] = field(default_factory=dict)
     # Files whose widening parts were left out, and files that could not be read.
@@ -205,7 +216,53 @@ def widening_parts(body: dict[str, Any]) -> dict[str, Any]:
     network = sandbox.get("network") if isinstance(sandbox, dict) else None
     if isinstance(network, dict):
         network.pop("deniedDomains", None)  # it only narrows
+        network.pop("deniedDomainReasons", None)  # words for what narrows
+    credentials = sandbox.get("credentials") if isinstance(sandbox, dict) else None
+    if isinstance(credentials, dict):
+        for kind in CREDENTIAL_KINDS:
+            entries = credentials.get(kind)
+            if isinstance(entries, list):  # a "deny" entry only narrows
+                credentials[kind] = [e for e in entries if _credential_mode(e) != "deny"]
     return _pruned(widens) or {}
+
+
+CREDENTIAL_KINDS = ("envVars", "files")
+
+
+def _credential_mode(entry: Any) -> str:
+    return str(entry.get("mode", "")) if isinstance(entry, dict) else ""
+
+
+def _credentials(body: dict[str, Any], path: str) -> list[tuple[str, dict[str, Any]]]:
+    """sandbox.credentials.envVars and .files: the tables of each list, with their kind
+    (anything else logged, skipped; each entry is checked where it is used)."""
+    sandbox = body.get("sandbox")
+    credentials = sandbox.get("credentials") if isinstance(sandbox, dict) else None
+    if not isinstance(credentials, dict):
+        return []
+    out: list[tuple[str, dict[str, Any]]] = []
+    for kind in CREDENTIAL_KINDS:
+        entries = credentials.get(kind)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            log.warning("%s: sandbox.credentials.%s is not a list (ignored)", path, kind)
+            continue
+        out += [(kind, copy.deepcopy(e)) for e in entries if isinstance(e, dict)]
+    return out
+
+
+def _reasons(body: dict[str, Any], path: str) -> dict[str, str]:
+    """sandbox.network.deniedDomainReasons: {entry: sentence}, strings only."""
+    sandbox = body.get("sandbox")
+    network = sandbox.get("network") if isinstance(sandbox, dict) else None
+    values = network.get("deniedDomainReasons") if isinstance(network, dict) else None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        log.warning("%s: sandbox.network.deniedDomainReasons is not a table (ignored)", path)
+        return {}
+    return {k: v for k, v in values.items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def _domains(body: dict[str, Any], key: str, path: str) -> tuple[str, ...]:
@@ -242,13 +299,17 @@ def parse_settings(data: bytes, path: str, root: str, sha256: str = "") -> FileS
         if isinstance(raw, str) and raw and "\0" not in raw:
             expanded = os.path.expanduser(raw)
             dirs.append(os.path.normpath(os.path.join(root, expanded)))
+    credentials = _credentials(body, path)
     return FileSettings(
         path,
         sha256,
+        credentials_denied=tuple(c for c in credentials if _credential_mode(c[1]) == "deny"),
+        credentials_masked=tuple(c for c in credentials if _credential_mode(c[1]) != "deny"),
         deny=_parse_rules(perms.get("deny"), path, root),
         ask=_parse_rules(perms.get("ask"), path, root),
         restricting_mode=mode if mode in RESTRICTING_MODES else "",
         denied_domains=_domains(body, "deniedDomains", path),
+        denied_domain_reasons=_reasons(body, path),
         allowed_domains=_domains(body, "allowedDomains", path),
         allow=_parse_rules(perms.get("allow"), path, root),
         widening_mode=mode if mode and mode not in RESTRICTING_MODES else "",
@@ -277,6 +338,9 @@ class SettingsLoader:
             self._config_rules[kind] = tuple(parsed)
         self._parsed: OrderedDict[tuple[str, str], FileSettings] = OrderedDict()
         self._unreadable_logged: set[tuple[str, str]] = set()
+        # Each open session's sandbox.credentials as last read (every call reads its
+        # settings before its sandbox is built): what `credentials_of` answers at once.
+        self._credentials: dict[str, list[tuple[str, dict[str, Any], str]]] = {}
         # path -> its last settled read (see files)
         self._settled: OrderedDict[str, SettingsBytes] = OrderedDict()
 
@@ -347,6 +411,10 @@ class SettingsLoader:
             merged.deny.extend(parsed.deny)
             merged.ask.extend(parsed.ask)
             merged.denied_domains.extend((d, parsed.path) for d in parsed.denied_domains)
+            merged.denied_domain_reasons.update(
+                ((d, parsed.path), why) for d, why in parsed.denied_domain_reasons.items()
+            )
+            merged.credentials.extend((k, e, parsed.path) for k, e in parsed.credentials_denied)
             if parsed.restricting_mode:
                 merged.default_mode = parsed.restricting_mode
             if not parsed.widens:
@@ -356,6 +424,7 @@ class SettingsLoader:
                 continue
             merged.allow.extend(parsed.allow)
             merged.allowed_domains.extend((d, parsed.path) for d in parsed.allowed_domains)
+            merged.credentials.extend((k, e, parsed.path) for k, e in parsed.credentials_masked)
             merged.additional_dirs.extend(parsed.additional_dirs)
             if parsed.widening_mode:
                 merged.default_mode = parsed.widening_mode
@@ -369,4 +438,13 @@ class SettingsLoader:
                     )
                 except InvalidRequest as exc:
                     log.warning("session %s: %s (rule ignored)", session.id, exc)
+        self._credentials[session.id] = merged.credentials
         return merged
+
+    def credentials_of(self, session: Session) -> list[tuple[str, dict[str, Any], str]]:
+        """The session's sandbox.credentials entries as its settings were last read."""
+        return self._credentials.get(session.id, [])
+
+    def forget(self, session_id: str) -> None:
+        """The session closed."""
+        self._credentials.pop(session_id, None)

@@ -95,6 +95,8 @@ async def plan_bash(
     `plans`: what the session's earlier plans found in its workspace, kept while it
     holds (agentd/runs/plans.py)."""
     read_only = mode is SandboxMode.READ_ONLY
+    if runtime.masks is not None:  # masked credentials' values, fetched off the loop
+        await runtime.masks.prepare(session)
     policy = sandbox_policy.policy_for(
         session,
         config,

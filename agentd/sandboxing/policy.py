@@ -144,7 +144,10 @@ def policy_for(
         pinned += found.pinned
         protected += found.read_only
         ensure_dirs += found.ensure_dirs
+    # First: what the proxy is told (the session's CA) follows what the sandbox is shown.
+    masked_files = _masked(session, env, runtime)
     network, netns, ro_files = _network(session, env, read_only, runtime)
+    ro_files += masked_files
     ro_binds = _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
     if read_only:
         writable = [tmp_dir]
@@ -196,6 +199,21 @@ def _network(
         ) from None
     env.update(access.env)
     return False, access.netns, list(access.ro_files)
+
+
+def _masked(
+    session: Session, env: dict[str, str], runtime: SandboxRuntime
+) -> list[tuple[bytes, str]]:
+    """sandbox.credentials: `env` gets each masked variable's placeholder and loses each
+    denied one (whatever the session's environment said); the files shown instead."""
+    masks = runtime.masks
+    if masks is None:
+        return []
+    view = masks.sandbox_view(session)
+    for name in view.unset:
+        env.pop(name, None)
+    env.update(view.env)
+    return list(view.files)
 
 
 def _ssh_agent(

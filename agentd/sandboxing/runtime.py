@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentd.credentials.masks import CredentialMasks
 from agentd.credentials.ssh_agent_service import SshAgentService
 from agentd.fs.tmpfs import TmpMounts
 from agentd.network.service import NetworkService
@@ -31,6 +32,8 @@ class SandboxRuntime:
     tmp_mounts: TmpMounts | None
     # Where read-only runs' sanitised git configs are staged.
     staging: StagingDir
+    # sandbox.credentials: placeholders shown, denied secrets hidden; None: no entries.
+    masks: CredentialMasks | None = None
 
 
 def bare() -> SandboxRuntime:

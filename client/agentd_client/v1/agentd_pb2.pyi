@@ -864,18 +864,48 @@ class CredentialRoute(_message.Message):
     def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., upstream: _Optional[str] = ..., source: _Optional[str] = ..., header: _Optional[str] = ..., url: _Optional[str] = ..., env: _Optional[_Iterable[str]] = ..., sessions: _Optional[_Iterable[_Union[CredentialUse, _Mapping]]] = ...) -> None: ...
 
 class ListCredentialsResponse(_message.Message):
-    __slots__ = ("sources", "routes", "protected_refs", "available", "ssh_agent")
+    __slots__ = ("sources", "routes", "protected_refs", "available", "ssh_agent", "masked")
     SOURCES_FIELD_NUMBER: _ClassVar[int]
     ROUTES_FIELD_NUMBER: _ClassVar[int]
     PROTECTED_REFS_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     SSH_AGENT_FIELD_NUMBER: _ClassVar[int]
+    MASKED_FIELD_NUMBER: _ClassVar[int]
     sources: _containers.RepeatedCompositeFieldContainer[CredentialSource]
     routes: _containers.RepeatedCompositeFieldContainer[CredentialRoute]
     protected_refs: _containers.RepeatedScalarFieldContainer[str]
     available: bool
     ssh_agent: SshAgentShown
-    def __init__(self, sources: _Optional[_Iterable[_Union[CredentialSource, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[CredentialRoute, _Mapping]]] = ..., protected_refs: _Optional[_Iterable[str]] = ..., available: _Optional[bool] = ..., ssh_agent: _Optional[_Union[SshAgentShown, _Mapping]] = ...) -> None: ...
+    masked: _containers.RepeatedCompositeFieldContainer[MaskedCredential]
+    def __init__(self, sources: _Optional[_Iterable[_Union[CredentialSource, _Mapping]]] = ..., routes: _Optional[_Iterable[_Union[CredentialRoute, _Mapping]]] = ..., protected_refs: _Optional[_Iterable[str]] = ..., available: _Optional[bool] = ..., ssh_agent: _Optional[_Union[SshAgentShown, _Mapping]] = ..., masked: _Optional[_Iterable[_Union[MaskedCredential, _Mapping]]] = ...) -> None: ...
+
+class MaskedCredential(_message.Message):
+    __slots__ = ("kind", "name", "mode", "inject_hosts", "source", "sessions")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    INJECT_HOSTS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    mode: str
+    inject_hosts: _containers.RepeatedScalarFieldContainer[str]
+    source: str
+    sessions: _containers.RepeatedCompositeFieldContainer[MaskedCredentialUse]
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., mode: _Optional[str] = ..., inject_hosts: _Optional[_Iterable[str]] = ..., source: _Optional[str] = ..., sessions: _Optional[_Iterable[_Union[MaskedCredentialUse, _Mapping]]] = ...) -> None: ...
+
+class MaskedCredentialUse(_message.Message):
+    __slots__ = ("session_id", "requests", "refused", "last_ms")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    LAST_MS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    requests: int
+    refused: int
+    last_ms: int
+    def __init__(self, session_id: _Optional[str] = ..., requests: _Optional[int] = ..., refused: _Optional[int] = ..., last_ms: _Optional[int] = ...) -> None: ...
 
 class SshAgentKey(_message.Message):
     __slots__ = ("fingerprint", "source")

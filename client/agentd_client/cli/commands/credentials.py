@@ -1,6 +1,7 @@
 """`agentctl credentials`: the credential sources and routes the daemon is configured
-with, and which sessions used each route. A source is shown by where its secret comes
-from (a file, $VARIABLE, `git credential fill`), never by the secret."""
+with, and which sessions used each route; the masked credentials (sandbox.credentials)
+with their hosts and each session's use. A source is shown by where its secret comes
+from (a file, $VARIABLE, `git credential fill`, a command), never by the secret."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def cmd_credentials(c: Client, args: argparse.Namespace) -> int:
         )
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
+    _masked(shown.masked)
     if not shown.available:
         print("no credential routes: this daemon's proxied sessions have no network of their own")
     elif not shown.sources and not shown.routes:
@@ -51,6 +53,26 @@ def _routes(shown: Any) -> None:
     print(
         "protected refs (a push to them asks): " + ", ".join(one(r) for r in shown.protected_refs)
     )
+
+
+def _masked(masked: Any) -> None:
+    if not masked:
+        print("masked credentials: none (credential_env_vars, credential_files)")
+        return
+    print("masked credentials (the sandbox holds a placeholder; the proxy adds the value):")
+    for m in masked:
+        where = f"${one(m.name)}" if m.kind == "envVars" else one(m.name)
+        if m.mode == "deny":
+            print(f"  {where}: denied (the sandbox never sees it)")
+            continue
+        hosts = ", ".join(one(h) for h in m.inject_hosts) or "no host"
+        print(f"  {where}: masked, goes to {hosts} (from {one(m.source)})")
+        for use in m.sessions:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(use.last_ms / 1000))
+            print(
+                f"    session {one(use.session_id)}: {use.requests} requests, "
+                f"{use.refused} refused elsewhere, last {when}"
+            )
 
 
 def _ssh_agent(agent: Any) -> None:
