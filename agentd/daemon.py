@@ -98,12 +98,14 @@ class Daemon:
     through a module (tests/test_no_singletons.py keeps it so). Made on the daemon's
     running loop (the network's and the ssh-agent's services answer on it)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, accept_journal_loss: bool = False) -> None:
+        """`accept_journal_loss`: a state database that lacks acknowledged commits is
+        used as it is (said in the log) instead of stopping the start."""
         self.config = config
         ensure_private_dir(config.state_dir, "state dir")
         if gids.enabled(config.sandbox_gid_range):
             gids.check_range(config.sandbox_gid_range)
-        self.store = Store(config.db_path)
+        self.store = Store(config.db_path, accept_loss=accept_journal_loss)
         # Temp files of writes a crash interrupted go before any new write is made.
         self.temp_ledger = TempLedger(os.path.join(config.state_dir, "pending-writes"))
         if removed := fsaccess.remove_left_temps(self.temp_ledger):
