@@ -238,16 +238,24 @@ class NetworkService:
         if os.path.exists(path):
             await asyncio.get_running_loop().run_in_executor(None, netns.remove, path)
 
-    def sweep(self, is_open: Callable[[str], bool]) -> int:
-        """At start: the namespaces of sessions no longer open (closed while the daemon
-        was down) are removed; an open session's is joined again on its next call."""
-        removed = 0
+    def sweep(
+        self, is_open: Callable[[str], bool], known_closed: Callable[[str], bool]
+    ) -> tuple[int, list[str]]:
+        """At start: the namespaces of sessions the database knows closed (closed while
+        the daemon was down) are removed; an open session's is joined again on its next
+        call; one of a session the database does not know is left as it is (a database
+        that lost history must not cost a session its network). (removed, those left)."""
+        removed, unknown = 0, []
         with contextlib.suppress(FileNotFoundError):
-            for name in os.listdir(self.dir):
-                if not is_open(name):
+            for name in sorted(os.listdir(self.dir)):
+                if is_open(name):
+                    continue
+                if known_closed(name):
                     netns.remove(os.path.join(self.dir, name))
                     removed += 1
-        return removed
+                else:
+                    unknown.append(name)
+        return removed, unknown
 
     def stop(self, keep: Callable[[str], bool]) -> None:
         """The daemon stops: listeners close; namespaces no task lives in are removed
