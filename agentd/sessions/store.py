@@ -227,6 +227,13 @@ class Store:
         log.error("%s", self.problem)
         return self.problem
 
+    def require_writable(self, what: str) -> None:
+        """StateDamaged, saying why, when the database is deleted or replaced: `what` (a
+        change a client asked for) is refused, not acknowledged into a database the next
+        start will not find."""
+        if problem := self.check():
+            raise StateDamaged(f"{what} refused: {problem}")
+
     def _full_error(self, exc: BaseException) -> StorageFull:
         return StorageFull(
             f"agentd's state disk is full ({os.path.dirname(self.path)}): {exc}; "
@@ -536,13 +543,13 @@ class Store:
         (at least one event) and `max_rows`: (seq, time_ms, kind, payload, size, version).
         Runs on any thread but the event loop's, on a read-only connection of its own:
         only committed events are seen (flush first)."""
-        db = getattr(self._readers, "db", None)
-        if db is None:
-            uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
-            db = sqlite3.connect(uri, uri=True, isolation_level=None)
-            self._readers.db = db
         page: list[tuple[int, int, str, dict[str, Any], int, int]] = []
         try:
+            db = getattr(self._readers, "db", None)
+            if db is None:
+                uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
+                db = sqlite3.connect(uri, uri=True, isolation_level=None)
+                self._readers.db = db
             rows = db.execute(
                 "SELECT seq, time_ms, kind, payload, version FROM events WHERE session_id = ? "
                 "AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
@@ -556,6 +563,8 @@ class Store:
                     break
             rows.close()
         except (sqlite3.DatabaseError, ValueError) as exc:
+            if problem := self.check():  # deleted or replaced: say that, not "damaged"
+                raise StateDamaged(f"the journal cannot be read: {problem}") from None
             # Damaged since start (quick_check passed then): one line, no traceback.
             raise StateDamaged(store_faults.damaged(self.path, str(exc)[:200])) from None
         return page
@@ -613,6 +622,7 @@ class Store:
 
     # trusted settings content: committed at once, a trust given or revoked must not be lost
     def save_trust(self, path: str, sha256: str, approved_by: str, approved_ms: int) -> None:
+        self.require_writable("Trusting")
         self._write(
             "INSERT OR REPLACE INTO trusted_settings (path, sha256, approved_by, approved_ms) "
             "VALUES (?, ?, ?, ?)",
@@ -621,6 +631,7 @@ class Store:
         self.flush()
 
     def delete_trust(self, path: str, sha256: str = "") -> None:
+        self.require_writable("Revoking trust")
         if sha256:
             self._write(
                 "DELETE FROM trusted_settings WHERE path = ? AND sha256 = ?", (path, sha256)
