@@ -16,6 +16,7 @@ machine's chain needs a step only subprocess can do, or the command runs unsandb
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -90,7 +91,11 @@ async def plan_bash(
     read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
     The command's text goes in through the environment, never on a command line."""
     read_only = mode is SandboxMode.READ_ONLY
-    policy = sandbox_policy.policy_for(session, config, tmp_dir, runtime, read_only=read_only)
+    # On a thread: it walks the workspace's git directories and, on the session's first
+    # networked call, makes its network namespace (the event loop serves on meanwhile).
+    policy = await asyncio.to_thread(
+        sandbox_policy.policy_for, session, config, tmp_dir, runtime, read_only=read_only
+    )
     policy.env = {**policy.env, "BASH_ENV": bash_env}
     staged = readonly.Staged()
     if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
@@ -110,7 +115,7 @@ def search_policy(
     """The session's sandbox narrowed for a search (Grep, Glob): `readable` shown
     read-only where it is, nothing writable, no network, none of the session's env."""
     tmp_dir = sandbox_policy.session_tmp_dir(session, config, runtime)
-    base = sandbox_policy.policy_for(session, config, tmp_dir, runtime)
+    base = sandbox_policy.policy_for(session, config, tmp_dir, runtime, search=True)
     return dataclasses.replace(
         base,
         writable=[],
