@@ -98,3 +98,13 @@ def commits_held(path: str) -> tuple[str, int] | None:
         db.close()
     count = str(rows.get("commits", ""))
     return str(rows.get("journal_id", "")), int(count) if count.isdigit() else 0
+
+
+def failed_while_running(exc: sqlite3.DatabaseError) -> str:
+    """What to say when the database fails under a running daemon's read or write."""
+    why = " ".join(str(exc).split())[:200]
+    return (
+        f"agentd's state database failed ({why}): this request was not done; see "
+        "`agentctl status` (database_problem) and agentd's log, and if the database is "
+        "damaged stop agentd and restore it from a backup (`agentd backup`)"
+    )
