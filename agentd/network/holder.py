@@ -77,8 +77,9 @@ class Holder:
 
     def _spawn(self) -> None:
         """Start the holder and wait for its socket (a second of it at most)."""
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        for stale in (self.path, self.path + ".new"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(stale)
         subprocess.Popen(
             [sys.executable, "-m", "agentd.network.holder", self.path],
             stdin=subprocess.DEVNULL,
@@ -136,10 +137,12 @@ def serve(path: str) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     old = os.umask(0o077)
     try:
-        server.bind(path)
+        server.bind(path + ".new")
     finally:
         os.umask(old)
     server.listen(4)
+    # In place only once it listens: a daemon that sees PATH can connect at once.
+    os.rename(path + ".new", path)
     identity = os.stat(path).st_ino
     left = time.monotonic()  # when the last daemon went (or the holder began)
     while True:
