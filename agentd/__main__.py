@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where sessions' /tmp directories are recorded (default: shared by this user)",
     )
+    serve.add_argument(
+        "--accept-journal-loss",
+        action="store_true",
+        help="start even when the state database lacks commits agentd acknowledged "
+        "(a damaged write-ahead log): go on with what it holds",
+    )
     health = sub.add_parser(
         "health", help="exit 0 if the daemon's gRPC health service says SERVING (for probes)"
     )
@@ -254,7 +260,7 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
     from agentd.foundation import logs
 
     _pidfd_child_watcher()
-    daemon = Daemon(config)
+    daemon = Daemon(config, accept_journal_loss=args.accept_journal_loss)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: asyncio.ensure_future(daemon.stop()))

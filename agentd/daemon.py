@@ -96,17 +96,35 @@ def _sandbox_report() -> dict[str, Any]:
         return {"error": str(exc)}
 
 
+def _report_unknown(kind: str, where: str, ids: list[str]) -> None:
+    """One line for what a start-up sweep left because the database does not know its
+    session (a journal restored or accepted short): never removed, said once a start."""
+    if ids:
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        log.warning(
+            "left the %s of %d sessions the state database does not know, in %s (%s): "
+            "not removed, in case they are of sessions a lost or restored journal no "
+            "longer holds; remove them by hand once sure",
+            kind,
+            len(ids),
+            where,
+            shown,
+        )
+
+
 class Daemon:
     """Every part built once, here, and handed to what uses it: nothing is looked up
     through a module (tests/test_no_singletons.py keeps it so). Made on the daemon's
     running loop (the network's and the ssh-agent's services answer on it)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, accept_journal_loss: bool = False) -> None:
+        """`accept_journal_loss`: a state database that lacks acknowledged commits is
+        used as it is (said in the log) instead of stopping the start."""
         self.config = config
         ensure_private_dir(config.state_dir, "state dir")
         if gids.enabled(config.sandbox_gid_range):
             gids.check_range(config.sandbox_gid_range)
-        self.store = Store(config.db_path)
+        self.store = Store(config.db_path, accept_loss=accept_journal_loss)
         # Temp files of writes a crash interrupted go before any new write is made.
         self.temp_ledger = TempLedger(os.path.join(config.state_dir, "pending-writes"))
         if removed := fsaccess.remove_left_temps(self.temp_ledger):
@@ -301,6 +319,13 @@ class Daemon:
     def _session_open(self, session_id: str) -> bool:
         return any(s.id == session_id for s in self.sessions.list())
 
+    def _session_known(self, session_id: str) -> bool:
+        return any(s.id == session_id for s in self.sessions.list(True))
+
+    def _session_closed(self, session_id: str) -> bool:
+        """Whether the database knows the session, closed (what a sweep may remove)."""
+        return any(s.id == session_id and s.closed for s in self.sessions.list(True))
+
     async def _todos_changed(self, session: Session, todos: list[TodoPayload]) -> None:
         self.sessions.log(session.id).emit(TodosChanged(todos=todos))
 
@@ -328,18 +353,22 @@ class Daemon:
             "state_reserve_bytes": reserve.room(self.config.state_dir),
         }
         self.forkserver.start()  # warm before the first Bash call
-        if swept := self.network.sweep(self._session_open):
+        swept, unknown = self.network.sweep(self._session_open, self._session_closed)
+        if swept:
             log.info("removed the network namespaces of %d sessions no longer open", swept)
+        _report_unknown("network namespaces", self.network.dir, unknown)
         self.loop_watch.start()
         started = time.monotonic()
         # Their changes followed again, their proxies and ssh-agents served at once.
-        adopted = await self.commands.readopt(self._session_open)
+        adopted = await self.commands.readopt(self._session_open, self._session_known)
         if adopted:
             log.info("took over %d running task(s) in %.3fs", adopted, time.monotonic() - started)
         # The groups of sessions closed or gone meanwhile (the tasks taken over are of
         # open sessions and keep theirs).
-        if swept := self.groups.sweep(self._session_open):
+        swept, unknown = self.groups.sweep(self._session_open, self._session_closed)
+        if swept:
             log.info("removed the control groups of %d sessions no longer open", swept)
+        _report_unknown("control groups", self.groups.where(), unknown)
         self.server = Server(self.config, self.servicer, self.sessions)
         await self.server.start()
         # READY only once the socket answers a real RPC: a client that systemd starts
@@ -433,13 +462,14 @@ class Daemon:
             await self.tasks.stop_all()
         else:
             await self.tasks.leave()  # they run on; the next daemon takes them over
-        self.network.stop(keep=living.__contains__)
+        # Nor is one of a session the database does not know removed (see _report_unknown).
+        self.network.stop(keep=lambda sid: sid in living or not self._session_known(sid))
         if self.ssh_agent is not None:
             self.ssh_agent.stop(keep=living.__contains__)
         self.forkserver.close()
         self.offload.close()
         self.loop_watch.stop()
-        self.groups.close()
+        self.groups.close(keep=lambda sid: not self._session_known(sid))
         self.sandbox.staging.close()
         self.changes.stop()
         if self._metrics_server is not None:

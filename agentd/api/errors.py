@@ -18,7 +18,6 @@ STATUS: dict[type[errors.AgentdError], grpc.StatusCode] = {
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.Exhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
-    errors.StateDamaged: grpc.StatusCode.DATA_LOSS,
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from agentd.foundation.config import Config
+from agentd.network.holder import Holder
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim import protocol
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
@@ -93,4 +94,8 @@ def stop(config: Config, tasks: bool, timeout: float = 30) -> dict[str, Any]:
         result["pid"] = pid
     if tasks:
         result["tasks_stopped"] = stop_tasks(config.state_dir)
+        # Nothing runs on to connect to the proxies: their held sockets go (holder.py).
+        held = Holder(config.state_dir, spawn=False)
+        held.drop("")
+        held.close()
     return result

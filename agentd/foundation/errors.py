@@ -7,11 +7,11 @@
     ├── AlreadyExists           e.g. an open session has the name
     ├── FailedPrecondition      the state it needs is not there
     │   ├── SessionClosed       the session is closed
-    │   └── ConfigError         a setting is invalid; `agentd serve` exits 2
+    │   ├── ConfigError         a setting is invalid; `agentd serve` exits 2
+    │   └── StateDamaged        the state database is gone, damaged or unwritable
     ├── Exhausted               a limit is reached
     │   └── StorageFull         the state disk is full
-    ├── Unavailable             the daemon is shutting down
-    └── StateDamaged            the state database is gone, damaged or unwritable
+    └── Unavailable             the daemon is shutting down
 
     ToolError                   a tool call failed; the model sees the message
     └── InputError              the input was invalid; shown in <tool_use_error>
@@ -92,9 +92,10 @@ class StorageFull(Exhausted):
     """The state dir's disk (or quota) is full: what had to be stored was not."""
 
 
-class StateDamaged(AgentdError):
+class StateDamaged(FailedPrecondition):
     """The state database cannot be trusted or used: gone, replaced, damaged, not a
-    database, or not writable. The message is one line saying what to do."""
+    database, or not writable. The message is one line saying what to do; an RPC that
+    meets it ends FAILED_PRECONDITION with that line, never INTERNAL."""
 
 
 class ConfigError(FailedPrecondition):

@@ -40,6 +40,7 @@ from agentd.network.connection import (
     Verdict,
     refused_line,
 )
+from agentd.network.holder import Holder
 from agentd.network.http_proxy import serve_http
 from agentd.network.loop import ServiceLoop
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
@@ -142,6 +143,8 @@ class NetworkService:
         names = {normal_host(k): list(v) for k, v in config.network_resolve.items()}
         self._resolve_map = names
         self.proxy_loop = ServiceLoop("agentd-proxy", loop)
+        # The listening sockets of the proxies, held across a restart (holder.py).
+        self.holder = Holder(config.state_dir)
         # More listeners in every namespace (credential routes); set before sessions run.
         self.listeners: list[Listener] = []
         self.unavailable = netns.unsupported()
@@ -190,7 +193,7 @@ class NetworkService:
             if port is not None:
                 handlers.append(listener.handle)
                 addresses.append((proxy_env.PROXY_HOST, port))
-        sockets = netns.listen(path, addresses)
+        sockets = self._listening(session.id, path, addresses)
         net = self._nets.get(session.id) or SessionNet(session.id, path)
         self._nets[session.id] = net
         net.servers = []
@@ -210,6 +213,25 @@ class NetworkService:
         self.proxy_loop.submit(serve())
         log.info("session %s: proxy listening in its network namespace", session.id)
         return net
+
+    def _listening(
+        self, session_id: str, path: str, addresses: list[tuple[str, int]]
+    ) -> list[socket.socket]:
+        """The session's listening sockets: those the holder kept across a restart (the
+        connections made meanwhile wait in them), else new ones, a copy given to it."""
+        names = [f"{session_id}/{host}:{port}" for host, port in addresses]
+        held = [self.holder.take(name) for name in names]
+        if all(sock is not None for sock in held):
+            log.info("session %s: its proxy's listening sockets taken over", session_id)
+            return [sock for sock in held if sock is not None]
+        for sock in held:
+            if sock is not None:
+                sock.close()
+        self.holder.drop(f"{session_id}/")  # bound in the namespace: a new bind needs them gone
+        sockets = netns.listen(path, addresses)
+        for name, sock in zip(names, sockets, strict=True):
+            self.holder.put(name, sock)
+        return sockets
 
     def _guarded(
         self,
@@ -254,17 +276,27 @@ class NetworkService:
                 fut.cancel()
         if os.path.exists(path):
             await asyncio.get_running_loop().run_in_executor(None, netns.remove, path)
+        await asyncio.get_running_loop().run_in_executor(None, self.holder.drop, f"{session.id}/")
 
-    def sweep(self, is_open: Callable[[str], bool]) -> int:
-        """At start: the namespaces of sessions no longer open (closed while the daemon
-        was down) are removed; an open session's is joined again on its next call."""
-        removed = 0
+    def sweep(
+        self, is_open: Callable[[str], bool], known_closed: Callable[[str], bool]
+    ) -> tuple[int, list[str]]:
+        """At start: the namespaces of sessions the database knows closed (closed while
+        the daemon was down) are removed; an open session's is joined again on its next
+        call; one of a session the database does not know is left as it is (a database
+        that lost history must not cost a session its network). (removed, those left)."""
+        removed, unknown = 0, []
         with contextlib.suppress(FileNotFoundError):
-            for name in os.listdir(self.dir):
-                if not is_open(name):
+            for name in sorted(os.listdir(self.dir)):
+                if is_open(name):
+                    continue
+                if known_closed(name):
                     netns.remove(os.path.join(self.dir, name))
+                    self.holder.drop(f"{name}/")
                     removed += 1
-        return removed
+                else:
+                    unknown.append(name)
+        return removed, unknown
 
     def stop(self, keep: Callable[[str], bool]) -> None:
         """The daemon stops: listeners close; namespaces no task lives in are removed
@@ -274,6 +306,9 @@ class NetworkService:
             for name in os.listdir(self.dir):
                 if not keep(name):
                     netns.remove(os.path.join(self.dir, name))
+                    self.holder.drop(f"{name}/")
+        # What is kept stays held for the next daemon; a holder left holding nothing exits.
+        self.holder.close()
         self._nets.clear()
 
     # --- calls ---------------------------------------------------------------------------

@@ -121,7 +121,8 @@ async def _run_once(
 ) -> tuple[HookRun, bool]:
     """The hook run once, and whether bash ran (else its sandbox never started)."""
     try:
-        policy = copy.deepcopy(sandbox())
+        # On a thread: the policy walks the workspace and may make its namespace.
+        policy = copy.deepcopy(await asyncio.to_thread(sandbox))
     except OSError as exc:
         return HookRun(hook, None, "", "", f"could not prepare its sandbox: {exc}"), True
     if hook.project_dir:

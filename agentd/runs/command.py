@@ -140,11 +140,18 @@ class Commands:
         )
         return CommandRun(self, request, started, task, tracked, net_call, before, notices)
 
-    async def readopt(self, session_open: Callable[[str], bool]) -> int:
+    async def readopt(
+        self,
+        session_open: Callable[[str], bool],
+        session_known: Callable[[str], bool] | None = None,
+    ) -> int:
         """Take over the tasks a previous daemon left running (agentd/runs/shim/adopt.py):
         their changes followed again, their proxy and ssh-agent served at once, not only
-        after their session's next call; the number taken over."""
-        adopted = await adopt.readopt(self.tasks, self.outputs, session_open, self._readopted)
+        after their session's next call; the number taken over. Those of sessions
+        `session_known` denies are left running."""
+        adopted = await adopt.readopt(
+            self.tasks, self.outputs, session_open, self._readopted, session_known
+        )
         running = [t for t in self.tasks.tasks() if self.tasks.is_running(t.id)]
         self.changes.sweep({t.id for t in running})
         self._serve_kept({t.session_id for t in running})

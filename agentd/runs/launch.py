@@ -16,6 +16,7 @@ machine's chain needs a step only subprocess can do, or the command runs unsandb
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -97,7 +98,10 @@ async def plan_bash(
     read_only = mode is SandboxMode.READ_ONLY
     if runtime.masks is not None:  # masked credentials' values, fetched off the loop
         await runtime.masks.prepare(session)
-    policy = sandbox_policy.policy_for(
+    # On a thread: it walks the workspace's git directories and, on the session's first
+    # networked call, makes its network namespace (the event loop serves on meanwhile).
+    policy = await asyncio.to_thread(
+        sandbox_policy.policy_for,
         session,
         config,
         tmp_dir,
@@ -124,7 +128,7 @@ def search_policy(
     """The session's sandbox narrowed for a search (Grep, Glob): `readable` shown
     read-only where it is, nothing writable, no network, none of the session's env."""
     tmp_dir = sandbox_policy.session_tmp_dir(session, config, runtime)
-    base = sandbox_policy.policy_for(session, config, tmp_dir, runtime)
+    base = sandbox_policy.policy_for(session, config, tmp_dir, runtime, search=True)
     return dataclasses.replace(
         base,
         writable=[],

@@ -111,27 +111,38 @@ class SessionGroups:
         if not self._group(session_id).remove():
             log.warning("cannot remove the control group of session %s", session_id)
 
-    def sweep(self, is_open: Any) -> int:
-        """At start: remove the groups of sessions that are not open (closed or reaped
-        while no daemon ran, or left by a crash); the number removed."""
+    def sweep(self, is_open: Any, known_closed: Any) -> tuple[int, list[str]]:
+        """At start: remove the groups of sessions the database knows closed (closed or
+        reaped while no daemon ran, or left by a crash); a group of a session it does
+        not know is left as it is, with what runs in it. (removed, those left)."""
         if self.tree is None:
-            return 0
-        removed = 0
-        for name in self.tree.names():
-            if _SESSION_ID.fullmatch(name) and not is_open(name):
+            return 0, []
+        removed, unknown = 0, []
+        for name in sorted(self.tree.names()):
+            if not _SESSION_ID.fullmatch(name) or is_open(name):
+                continue
+            if known_closed(name):
                 removed += self._group(name).remove()
-        return removed
+            else:
+                unknown.append(name)
+        return removed, unknown
 
-    def close(self) -> None:
+    def close(self, keep: Any = lambda _: False) -> None:
         """At the daemon's stop: remove the groups nothing runs in (the tasks left
-        running keep theirs, for the next daemon)."""
+        running keep theirs, for the next daemon), but those `keep` names (of sessions
+        the database does not know: a start-up sweep left them)."""
         if self.tree is None:
             return
         for name in self.tree.names():
-            group = self._group(name)
-            if _SESSION_ID.fullmatch(name) and not group.pids():
-                group.remove()
+            if _SESSION_ID.fullmatch(name) and not keep(name):
+                group = self._group(name)
+                if not group.pids():
+                    group.remove()
         self.tree.remove_if_empty()
+
+    def where(self) -> str:
+        """The tree's directories, for a log line ("" without groups)."""
+        return " ".join(self.tree.paths) if self.tree is not None else ""
 
     def report(self) -> dict[str, Any]:
         """For `agentctl status --json`: how sessions are limited here."""

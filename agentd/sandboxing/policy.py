@@ -125,12 +125,20 @@ def policy_for(
     runtime: SandboxRuntime,
     *,
     read_only: bool = False,
+    search: bool = False,
     protection: Callable[[str, FsIdentity | None], SandboxProtection] = sandbox_protection,
 ) -> SandboxPolicy:
     """The session's sandbox, with the runtime's network, ssh-agent and control group;
     `read_only`: every workspace root read-only and no network, only the temp dir
-    writable (a command run on the classifier's read-only verdict). `protection`: each
-    root's protected paths (a cache of them: agentd/runs/plans.py)."""
+    writable (a command run on the classifier's read-only verdict); `search`: the base of
+    a search's sandbox (agentd/runs/launch.py search_policy), which shows its own paths
+    read-only and has no network, so neither the roots' protected paths are walked nor
+    the session's network namespace made. `protection`: each root's protected paths (a
+    cache of them: agentd/runs/plans.py).
+
+    Blocking work (a walk of a hostile workspace's nested git directories, up to
+    MAX_WALKED_DIRS; the namespace's first making): callers on the event loop run it on a
+    thread."""
     ident = run_as(session, config)
     procs, held = _session_group(session, runtime)
     env = {"TMPDIR": tmp_dir, **session.env}
@@ -139,14 +147,14 @@ def policy_for(
     protected: list[str] = []
     ensure_dirs: list[str] = []
     fs_ident = FsIdentity(*ident) if ident else None
-    for root in roots:
+    for root in roots if not search else ():
         found = protection(root, fs_ident)
         pinned += found.pinned
         protected += found.read_only
         ensure_dirs += found.ensure_dirs
     # First: what the proxy is told (the session's CA) follows what the sandbox is shown.
     masked_files = _masked(session, env, runtime)
-    network, netns, ro_files = _network(session, env, read_only, runtime)
+    network, netns, ro_files = _network(session, env, read_only or search, runtime)
     ro_files += masked_files
     ro_binds = _ssh_agent(session, env, network or netns is not None, tmp_dir, runtime)
     if read_only:

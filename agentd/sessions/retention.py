@@ -260,16 +260,16 @@ class Reaper:
         await asyncio.get_running_loop().run_in_executor(None, tmpfs.remove, path)
 
     async def remove_leftovers(self) -> None:
-        """At start: the temp dirs of closed sessions that a crashed daemon left, the
-        directories of sessions this store no longer knows, and those of daemons gone
-        for good (sessions/tmp_owners.py)."""
+        """At start: the temp dirs of closed sessions that a crashed daemon left, and the
+        directories of daemons gone for good; those of sessions this store does not know
+        are left and reported (sessions/tmp_owners.py)."""
         paths = [self._tmp_dir_of(s) for s in self._sessions.list(include_closed=True) if s.closed]
         loop = asyncio.get_running_loop()
         removed = await loop.run_in_executor(None, _remove_all, paths)
         if removed:
             log.info("removed %d temp dirs of closed sessions left by an earlier run", removed)
         ids = {s.id for s in self._sessions.list(include_closed=True)}
-        cleaned = await loop.run_in_executor(
+        cleaned, unknown = await loop.run_in_executor(
             None,
             tmp_owners.sweep,
             self.config.tmp_owners_dir,
@@ -279,6 +279,17 @@ class Reaper:
         )
         if cleaned:
             log.info("removed the directories of %d sessions whose daemon is gone", cleaned)
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" * (len(unknown) > 5))
+            log.warning(
+                "left the directories of %d sessions the state database does not know, "
+                "as their owner records in %s name them (%s): not removed, in case they "
+                "are of sessions a lost or restored journal no longer holds; remove them "
+                "by hand once sure",
+                len(unknown),
+                self.config.tmp_owners_dir,
+                shown,
+            )
 
     def _kept_dirs(self, session: Session) -> list[str]:
         return [self.config.session_dir(session.id), self._outputs.tasks_dir(session.id)]

@@ -32,11 +32,13 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentd.foundation.errors import StateDamaged, StorageFull
 from agentd.sessions import schema, store_faults
+from agentd.sessions.commit_mark import CommitMark
 from agentd.sessions.lost_count import LostCount
 
 log = logging.getLogger(__name__)
@@ -58,13 +60,31 @@ FLUSH_DELAY = 0.05
 
 
 class Store:
-    def __init__(self, path: str, flush_delay: float = FLUSH_DELAY) -> None:
+    def __init__(
+        self, path: str, flush_delay: float = FLUSH_DELAY, accept_loss: bool = False
+    ) -> None:
+        """`accept_loss`: a database that lacks acknowledged commits (commit_mark.py) is
+        taken as it is, said in the log, instead of refused."""
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         self.path = path
         # Journal pages are read on other threads, each with a read-only connection of
         # its own (WAL: they never block the writer, nor it them).
         self._readers = threading.local()
-        self._db = self._open(path)
+        self._mark = CommitMark(os.path.dirname(path))
+        # Checked before the database is opened for writing: a refused start leaves the
+        # damaged log as it found it (a writer's close would copy what it could read of
+        # the log into the database and remove the log).
+        self._check_commits(accept_loss)
+        try:
+            self._db = self._open(path)
+            self.journal_id, self._commits = self._commit_count()
+        except sqlite3.DatabaseError as exc:
+            self._mark.close()
+            raise StateDamaged(store_faults.unusable(path, exc)) from None
+        except BaseException:
+            self._mark.close()
+            raise
+        self._mark.start()
         self._identity = store_faults.file_identity(path)
         # What is wrong with the database found while running (deleted, replaced,
         # damaged), one line; "" while it is fine.
@@ -109,6 +129,54 @@ class Store:
         if value != self._lost.value:
             self._lost.set(value)
 
+    def _check_commits(self, accept_loss: bool) -> None:
+        """StateDamaged (one line) when the database lacks commits agentd acknowledged,
+        as the count kept outside it says (commit_mark.py); with `accept_loss`, a
+        warning instead."""
+        mark = self._mark
+        if not mark.known or not mark.commits:
+            return
+        if not os.path.exists(self.path):
+            why = store_faults.database_gone(self.path, mark.commits)
+        else:
+            found = store_faults.commits_held(self.path)
+            if found is None:
+                return  # unreadable: opening it says why
+            journal_id, held = found
+            if journal_id and journal_id != mark.journal_id:
+                return  # another database (a restored backup): counted afresh
+            if held >= mark.commits:
+                return
+            why = store_faults.commits_missing(self.path, held, mark.commits)
+        if not accept_loss:
+            mark.close()
+            raise StateDamaged(why)
+        log.warning("going on with what the state database holds (--accept-journal-loss): %s", why)
+
+    def _commit_count(self) -> tuple[str, int]:
+        """(the database's id, its commit count), made for a new database; the count
+        outside it starts from there."""
+        rows = dict(
+            self._db.execute(
+                "SELECT key, value FROM meta WHERE key IN ('journal_id', 'commits')"
+            ).fetchall()
+        )
+        journal_id = rows.get("journal_id") or uuid.uuid4().hex
+        commits = int(rows["commits"]) if str(rows.get("commits", "")).isdigit() else 0
+        if "journal_id" not in rows:
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('journal_id', ?), ('commits', ?)",
+                (journal_id, str(commits)),
+            )
+        if self._mark.known and self._mark.journal_id != journal_id:
+            log.info(
+                "state database %s is not the one agentd last wrote (a restored backup?); "
+                "its commits are counted from here",
+                self.path,
+            )
+        self._mark.set(journal_id, commits)
+        return journal_id, commits
+
     @staticmethod
     def _open(path: str) -> sqlite3.Connection:
         """The database, checked: StateDamaged (one line) when it cannot be used."""
@@ -147,7 +215,8 @@ class Store:
             self.problem = (
                 f"agentd's state database {self.path} was deleted while agentd runs: what "
                 "happens from now on is lost at the next restart, and so is every session; "
-                "restore it from a backup, or restart agentd to begin an empty one"
+                "restore it from a backup, or restart agentd with --accept-journal-loss to begin "
+                "an empty one"
             )
         else:
             self.problem = (
@@ -157,6 +226,13 @@ class Store:
             )
         log.error("%s", self.problem)
         return self.problem
+
+    def require_writable(self, what: str) -> None:
+        """StateDamaged, saying why, when the database is deleted or replaced: `what` (a
+        change a client asked for) is refused, not acknowledged into a database the next
+        start will not find."""
+        if problem := self.check():
+            raise StateDamaged(f"{what} refused: {problem}")
 
     def _full_error(self, exc: BaseException) -> StorageFull:
         return StorageFull(
@@ -248,6 +324,8 @@ class Store:
             self._probe_only = True
         wrote = 0 if self._probe_only else self._pending_writes
         self._probe_only = False
+        if wrote:
+            self._count_commit()
         try:
             if self._db.in_transaction:
                 self._db.execute("COMMIT")
@@ -259,6 +337,9 @@ class Store:
             raise
         finally:
             self._keep_transaction()
+        if wrote:
+            self._commits += 1
+            self._mark.set(self.journal_id, self._commits)  # outside the database
         now = time.monotonic()
         # The log file keeps its size when SQLite starts it over: asked at most once a
         # second while it is large.
@@ -280,6 +361,10 @@ class Store:
                 self.unjournaled,
             )
             self.full_since = 0.0
+
+    def _count_commit(self) -> None:
+        """The commit about to be made counted in itself (commit_mark.py)."""
+        self._write("UPDATE meta SET value = ? WHERE key = 'commits'", (str(self._commits + 1),))
 
     def _flush_later(self) -> None:
         """The grouped commit: on a full disk it is tried again later, never raised into
@@ -321,6 +406,7 @@ class Store:
             self._db.execute("COMMIT")
         self._db.close()
         self._lost.close()
+        self._mark.close()
 
     # sessions
     def save_session(self, session_id: str, created_ms: int, body: dict[str, Any]) -> None:
@@ -457,13 +543,13 @@ class Store:
         (at least one event) and `max_rows`: (seq, time_ms, kind, payload, size, version).
         Runs on any thread but the event loop's, on a read-only connection of its own:
         only committed events are seen (flush first)."""
-        db = getattr(self._readers, "db", None)
-        if db is None:
-            uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
-            db = sqlite3.connect(uri, uri=True, isolation_level=None)
-            self._readers.db = db
         page: list[tuple[int, int, str, dict[str, Any], int, int]] = []
         try:
+            db = getattr(self._readers, "db", None)
+            if db is None:
+                uri = f"file:{urllib.parse.quote(self.path)}?mode=ro"
+                db = sqlite3.connect(uri, uri=True, isolation_level=None)
+                self._readers.db = db
             rows = db.execute(
                 "SELECT seq, time_ms, kind, payload, version FROM events WHERE session_id = ? "
                 "AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
@@ -477,6 +563,8 @@ class Store:
                     break
             rows.close()
         except (sqlite3.DatabaseError, ValueError) as exc:
+            if problem := self.check():  # deleted or replaced: say that, not "damaged"
+                raise StateDamaged(f"the journal cannot be read: {problem}") from None
             # Damaged since start (quick_check passed then): one line, no traceback.
             raise StateDamaged(store_faults.damaged(self.path, str(exc)[:200])) from None
         return page
@@ -514,7 +602,7 @@ class Store:
 
     # which output file a Bash call (by its tool_use_id) wrote, for `agentctl logs CALL`
     def save_call_output(self, session_id: str, tool_use_id: str, output_id: str) -> None:
-        self._db.execute(
+        self._write(
             "INSERT INTO call_outputs (session_id, tool_use_id, output_id) VALUES (?, ?, ?) "
             "ON CONFLICT(session_id, tool_use_id) DO UPDATE SET output_id = excluded.output_id",
             (session_id, tool_use_id, output_id),
@@ -529,11 +617,12 @@ class Store:
         return row[0] if row else None
 
     def forget_call_outputs(self, session_id: str) -> None:
-        self._db.execute("DELETE FROM call_outputs WHERE session_id = ?", (session_id,))
+        self._write("DELETE FROM call_outputs WHERE session_id = ?", (session_id,))
         self._dirty()
 
     # trusted settings content: committed at once, a trust given or revoked must not be lost
     def save_trust(self, path: str, sha256: str, approved_by: str, approved_ms: int) -> None:
+        self.require_writable("Trusting")
         self._write(
             "INSERT OR REPLACE INTO trusted_settings (path, sha256, approved_by, approved_ms) "
             "VALUES (?, ?, ?, ?)",
@@ -542,6 +631,7 @@ class Store:
         self.flush()
 
     def delete_trust(self, path: str, sha256: str = "") -> None:
+        self.require_writable("Revoking trust")
         if sha256:
             self._write(
                 "DELETE FROM trusted_settings WHERE path = ? AND sha256 = ?", (path, sha256)

@@ -9,13 +9,16 @@ own (the tmp_owners_dir setting, beside the default state dir, 0700: no sandbox
 can write there), with the state dir of the daemon that owns them. The default is
 shared by every daemon of the user; a daemon given a directory of its own
 (each test's) neither sweeps the others' records nor has its own swept by them. At
-start a daemon removes the directories of records
+start a daemon removes the directories of records of another state dir that is gone
+(the whole directory deleted), when the record is older than GRACE_SECONDS (a state
+disk that is only unmounted for a while is not taken for gone).
 
-- of its own state dir whose session its store no longer knows (reaped, then a crash),
-  written before this daemon started (the sweep runs while the daemon serves: a record
-  written since is of a session it just made);
-- of another state dir that has no database any more, when the record is older than
-  GRACE_SECONDS (a state disk that is only unmounted for a while is not taken for gone).
+A record of its own state dir whose session its store does not know, written before
+this daemon started (the sweep runs while the daemon serves: a record written since is
+of a session it just made), is left with its directories and reported: the store may
+have lost history (a damaged journal accepted short, an older backup restored), and a
+session it cannot prove closed keeps what it had. Those of sessions it knows are the
+store's to remove (agentd/sessions/retention.py reaps them).
 
 Directories made before records were kept are not known to anyone and stay.
 """
@@ -76,19 +79,22 @@ def sweep(
     known: Callable[[str], bool],
     started: float,
     now: float | None = None,
-) -> int:
-    """Remove the directories of sessions whose daemon is gone for good, or that our own
-    store no longer knows, as the records in `directory` say (see the module's
-    docstring). The number of sessions cleaned."""
+    remove_unknown: bool = False,
+) -> tuple[int, list[str]]:
+    """Remove the directories of sessions whose daemon is gone for good, as the records
+    in `directory` say (see the module's docstring). (the number of sessions cleaned,
+    the ids of our own state dir's sessions the store does not know, left as they are;
+    with `remove_unknown` those are removed too: a test run's end, whose daemons are
+    all gone)."""
     try:
         ensure_private_dir(directory, "session owners dir")
         names = os.listdir(directory)
     except (OSError, ConfigError) as exc:
         log.warning("cannot look for directories left by other daemons: %s", exc)
-        return 0
+        return 0, []
     now = time.time() if now is None else now
-    cleaned = 0
-    for name in names:
+    cleaned, unknown = 0, []
+    for name in sorted(names):
         if not _SESSION_ID.fullmatch(name):
             continue
         entry = _read(os.path.join(directory, name))
@@ -99,11 +105,12 @@ def sweep(
         if not isinstance(owner, str) or not owner:
             continue
         if owner == state_dir:
-            gone = not known(name) and mtime < started
-        else:
-            orphaned = not os.path.exists(os.path.join(owner, "agentd.db"))
-            gone = orphaned and now - mtime >= GRACE_SECONDS
-        if not gone:
+            if known(name) or mtime >= started:
+                continue
+            if not remove_unknown:
+                unknown.append(name)
+                continue
+        elif os.path.exists(owner) or now - mtime < GRACE_SECONDS:
             continue
         bases = set()
         for path in body.get("paths", []):
@@ -116,7 +123,7 @@ def sweep(
             session_dirs.remove_if_empty(base)  # a gone daemon's: nothing will use it
         forget(directory, name)
         cleaned += 1
-    return cleaned
+    return cleaned, unknown
 
 
 def _read(path: str) -> tuple[dict[str, Any], float] | None:

@@ -28,7 +28,7 @@ EXPECTED: dict[type[errors.AgentdError], grpc.StatusCode] = {
     errors.Exhausted: Code.RESOURCE_EXHAUSTED,
     errors.StorageFull: Code.RESOURCE_EXHAUSTED,
     errors.Unavailable: Code.UNAVAILABLE,
-    errors.StateDamaged: Code.DATA_LOSS,
+    errors.StateDamaged: Code.FAILED_PRECONDITION,
     NotForwardable: Code.FAILED_PRECONDITION,
     TooMany: Code.RESOURCE_EXHAUSTED,
     NotStarted: Code.FAILED_PRECONDITION,

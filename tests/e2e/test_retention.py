@@ -204,7 +204,16 @@ def test_the_start_sweep_keeps_a_session_made_while_it_runs(tmp_path: Path) -> N
             tmp_owners.record(owners, sid, str(state), [str(path)])
         before = started - 10
         os.utime(Path(owners, left_before), (before, before))
-        assert tmp_owners.sweep(owners, str(state), lambda sid: False, started) == 1
+        # Not known to the store: left as they are, and named.
+        assert tmp_owners.sweep(owners, str(state), lambda sid: False, started) == (
+            0,
+            [left_before],
+        )
+        assert dirs[left_before].is_dir() and Path(owners, left_before).exists()
+        # Removed only when asked (a test run's end): still not the one made since.
+        assert tmp_owners.sweep(
+            owners, str(state), lambda sid: False, started, remove_unknown=True
+        ) == (1, [])
         assert dirs[made_now].is_dir() and not dirs[left_before].exists()
         assert Path(owners, made_now).exists()
         assert not Path(owners, left_before).exists()

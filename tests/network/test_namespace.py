@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentd_client import Client
-from tests.support.daemon import start_daemon
+from tests.support.daemon import DaemonProcess, start_daemon
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -68,3 +68,16 @@ def test_a_tasks_server_is_the_sessions_across_calls_and_a_restart(
             timeout=60,
         )
         daemon.stop(signal.SIGKILL)
+
+
+def test_searches_make_no_namespace(daemon: DaemonProcess, client: Client, workspace: Path) -> None:
+    """Grep and Glob run with no network: they neither make the session's namespace nor
+    walk its protected paths; its first Bash call makes the namespace."""
+    (workspace / "a.txt").write_text("needle\n")
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    netns = Path(daemon.state_dir) / "netns" / sid
+    assert not client.run_tool(sid, "Grep", {"pattern": "needle"}).is_error
+    assert not client.run_tool(sid, "Glob", {"pattern": "*.txt"}).is_error
+    assert not netns.exists()
+    assert not client.run_tool(sid, "Bash", {"command": "true"}).is_error
+    assert netns.exists()

@@ -4,14 +4,18 @@ start's retry of attempts whose sandbox never ran the command."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentd.foundation.config import Config
+from agentd.fs.identity import FsIdentity
 from agentd.runs import launch
 from agentd.runs.output.registry import TASKS_MOUNT
 from agentd.sandboxing import policy as sandbox_policy
@@ -152,3 +156,40 @@ async def test_start_gives_up_with_the_last_attempt() -> None:
 
     assert await launch.start(never, "test") == launch.START_ATTEMPTS
     assert len(tries) == launch.START_ATTEMPTS
+
+
+def _hostile_modules(workspace: Path, plain: int) -> None:
+    """A .git/modules tree of 48 git directories and `plain` other directories (a
+    workspace's own making: the walk of the protected paths goes through every one)."""
+    modules = workspace / ".git" / "modules"
+    for n in range(48):
+        sub = modules / f"git{n}"
+        (sub / "hooks").mkdir(parents=True)
+        (sub / "HEAD").write_text("ref: refs/heads/main\n")
+        (sub / "config").write_text("[core]\n")
+    for n in range(plain):
+        (modules / f"d{n // 256}" / f"e{n // 16 % 16}" / f"f{n % 16}").mkdir(parents=True)
+
+
+async def test_the_plan_walks_off_the_event_loop(
+    plan: MakePlan, session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk of a hostile workspace's git directories (and, in the same step, the first
+    making of the session's network namespace) runs while the event loop serves on: the
+    walk waits, after its real work, for a callback only a free loop can run."""
+    _hostile_modules(Path(session.workspace_roots[0]), 2048)
+    loop_ran = threading.Event()
+    answered: list[bool] = []
+    real = sandbox_policy.sandbox_protection
+
+    def walk_then_wait(root: str, identity: FsIdentity | None = None) -> Any:
+        found = real(root, identity)
+        assert len(found.pinned) > 48  # the nested git directories were walked
+        loop.call_soon_threadsafe(loop_ran.set)
+        answered.append(loop_ran.wait(10))
+        return found
+
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(sandbox_policy, "sandbox_protection", walk_then_wait)
+    await plan(SandboxMode.NORMAL)
+    assert answered == [True], "the event loop was held while the workspace was walked"

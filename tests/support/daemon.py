@@ -193,5 +193,5 @@ def remove_recorded_dirs(owners: str) -> None:
         except (OSError, ValueError, KeyError, TypeError):
             continue
     for state_dir in state_dirs:
-        tmp_owners.sweep(owners, state_dir, lambda _: False, math.inf)
+        tmp_owners.sweep(owners, state_dir, lambda _: False, math.inf, remove_unknown=True)
         session_dirs.of(state_dir).remove_base()

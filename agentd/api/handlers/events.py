@@ -58,6 +58,8 @@ class EventHandlers:
     ) -> pb.AppendAgentEventResponse:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
         live = agent_events.check(request.event)
+        if not live:
+            self.sessions.store.require_writable("Journaling the event")
         body = Agent(agent_events.to_payload(request.event), live=live)
         event = self.sessions.log(session.id).emit(body)
         if not live:

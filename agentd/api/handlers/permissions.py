@@ -25,6 +25,7 @@ class PermissionHandlers:
         self, request: pb.UpdatePermissionsRequest, context: Any
     ) -> pb.Session:
         session = self.sessions.get(require(request.session_id, "session_id"), open_only=True)
+        self.sessions.store.require_writable("Changing permissions")
         update = PermissionUpdate(
             mode=request.permission_mode,
             allow=tuple(request.add_allow),

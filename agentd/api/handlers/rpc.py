@@ -1,7 +1,9 @@
 """What every handler shares: errors mapped to a status, required fields, the caller.
 
-AgentdError ends the RPC with its status (agentd/foundation/errors.py); anything else is
-a bug, logged, and answered INTERNAL, so one bad request never takes the daemon down.
+AgentdError ends the RPC with its status (agentd/foundation/errors.py); the state
+database failing under a read or a write (damaged, gone, an I/O error) ends it
+FAILED_PRECONDITION with a sentence; anything else is a bug, logged, and answered
+INTERNAL, so one bad request never takes the daemon down.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import asyncio
 import functools
 import logging
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -17,6 +20,7 @@ import grpc
 
 from agentd.api.errors import status_of
 from agentd.foundation.errors import AgentdError, InvalidRequest, bounded
+from agentd.sessions import store_faults
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,8 @@ def unary(method: Callable[..., Any]) -> Callable[..., Any]:
             return await method(self, request, context)
         except AgentdError as exc:
             await context.abort(status_of(exc), bounded(str(exc)))
+        except sqlite3.DatabaseError as exc:
+            await _state_failed(method.__name__, exc, context)
         except asyncio.CancelledError:
             raise
         except grpc.aio.AbortError:
@@ -53,6 +59,8 @@ def stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIter
                 yield item
         except AgentdError as exc:
             await context.abort(status_of(exc), bounded(str(exc)))
+        except sqlite3.DatabaseError as exc:
+            await _state_failed(method.__name__, exc, context)
         except (asyncio.CancelledError, grpc.aio.AbortError):
             raise
         except Exception:
@@ -60,6 +68,16 @@ def stream(method: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIter
             await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the daemon's log")
 
     return wrapper
+
+
+async def _state_failed(
+    name: str, exc: sqlite3.DatabaseError, context: grpc.aio.ServicerContext
+) -> None:
+    """The state database failed under an RPC: one log line, and a sentence for the
+    caller, never INTERNAL."""
+    message = store_faults.failed_while_running(exc)
+    log.error("%s: %s", name, message)
+    await context.abort(grpc.StatusCode.FAILED_PRECONDITION, bounded(message))
 
 
 def require(value: str, what: str) -> str:

@@ -31,6 +31,7 @@ class SessionHandlers:
 
     @unary
     async def CreateSession(self, request: pb.CreateSessionRequest, context: Any) -> pb.Session:
+        self.sessions.store.require_writable("Creating the session")
         session = self.sessions.create(
             list(request.workspace_roots),
             cwd=request.cwd,
@@ -74,12 +75,17 @@ class SessionHandlers:
 
     @unary
     async def CloseSession(self, request: pb.CloseSessionRequest, context: Any) -> pb.Session:
-        return session_to_pb(await self.sessions.close(require(request.session_id, "session_id")))
+        session = self.sessions.get(require(request.session_id, "session_id"))
+        if not session.closed:
+            self.sessions.store.require_writable("Closing the session")
+        return session_to_pb(await self.sessions.close(session.id))
 
     @unary
     async def CollectSessions(
         self, request: pb.CollectSessionsRequest, context: Any
     ) -> pb.CollectSessionsResponse:
+        if not request.dry_run:
+            self.sessions.store.require_writable("Collecting sessions")
         done = await self.reaper.collect_asked(
             request.idle_seconds if request.HasField("idle_seconds") else None,
             request.reap_after_seconds if request.HasField("reap_after_seconds") else None,

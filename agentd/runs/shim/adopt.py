@@ -38,11 +38,15 @@ async def readopt(
     outputs: Any,
     session_open: Callable[[str], bool],
     on_follow: Callable[[Task, shim_client.ShimRun], Any] | None = None,
+    session_known: Callable[[str], bool] | None = None,
 ) -> int:
     """Settle every shim directory; the number of running tasks taken over.
-    `on_follow(task, run)` for each one taken over (what else follows it: its changes)."""
+    `on_follow(task, run)` for each one taken over (what else follows it: its changes).
+    A task of a session the database does not know (`session_known`) is left running,
+    untouched, and reported: the database may have lost the session."""
     root = tasks.shim_root
     adopted = 0
+    left: list[str] = []
     if root is not None and os.path.isdir(root):
         for name in sorted(os.listdir(root)):
             path = os.path.join(root, name)
@@ -53,13 +57,45 @@ async def readopt(
             except OSError:
                 continue
             try:
+                if _of_unknown_session(tasks, dir_fd, name, session_open, session_known):
+                    left.append(name)
+                    continue
                 adopted += await _settle(tasks, outputs, session_open, path, dir_fd, on_follow)
             except Exception:  # one broken directory must not keep the daemon down
                 log.exception("cannot take over task %s", name)
             finally:
                 os.close(dir_fd)
     tasks.end_orphans()
+    if left:
+        log.warning(
+            "left %d task(s) of sessions the state database does not know running, in %s "
+            "(%s): not stopped, in case they are of sessions a lost or restored journal no "
+            "longer holds; stop them by hand once sure",
+            len(left),
+            root,
+            ", ".join(left[:5]),
+        )
     return adopted
+
+
+def _of_unknown_session(
+    tasks: TaskManager,
+    dir_fd: int,
+    name: str,
+    session_open: Callable[[str], bool],
+    session_known: Callable[[str], bool] | None,
+) -> bool:
+    """Whether the shim in `dir_fd` carries a task neither the database nor its session
+    is known to (one the database knows is settled as usual)."""
+    if session_known is None or any(t.id == name for t in tasks.tasks()):
+        return False
+    body = shim_client.read_json(dir_fd, "task.json")
+    session_id = body.get("session_id") if body else None
+    return (
+        isinstance(session_id, str)
+        and not session_open(session_id)
+        and not session_known(session_id)
+    )
 
 
 async def _settle(

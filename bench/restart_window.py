@@ -1,0 +1,94 @@
+"""The restart window as a sandboxed client sees it: a background task connects to its
+session's proxy every 50 ms while the daemon is killed (-9) and started again.
+
+    .venv/bin/python bench/restart_window.py [--rounds N]
+
+Each round runs twice on the same machine, interleaved: as agentd runs (the proxy's
+listening sockets held across the restart by agentd/network/holder.py) and with the
+holder killed together with the daemon (the sockets die with it, as before the holder).
+Rows: connections refused, and seconds from the kill to the restarted daemon serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from _common import workspace
+
+from agentd_client import Client
+from tests.support.daemon import start_daemon
+from tests.support.processes import processes_with
+from tests.support.waiting import wait_until
+
+LOOP = r"""
+port=${http_proxy##*:}; port=${port%%/*}
+while [ ! -e stop ]; do
+  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo ok; else echo refused; fi >> log
+  sleep 0.05
+done
+"""
+
+
+def _lines(ws: Path) -> list[str]:
+    try:
+        return (ws / "log").read_text().split()
+    except FileNotFoundError:
+        return []
+
+
+def _round(held: bool) -> tuple[int, int, float]:
+    """(refused, connections, seconds from the kill to serving again)."""
+    base = Path(tempfile.mkdtemp(prefix="agentd-bench-"))
+    ws = Path(workspace())
+    try:
+        daemon = start_daemon(base, keep_tasks=True)
+        with Client(daemon.socket, timeout=60) as c:
+            sid = c.create_session(str(ws), permission_mode="bypassPermissions").id
+            c.run_tool(sid, "Bash", {"command": LOOP, "run_in_background": True})
+        wait_until(lambda: len(_lines(ws)) >= 20, 60, "the loop's first connections")
+        before = len(_lines(ws))
+        killed = time.monotonic()
+        daemon.stop(signal.SIGKILL)
+        if not held:
+            for pid in processes_with(str(base / "state" / "sockets-held")):
+                os.kill(pid, signal.SIGKILL)
+        again = start_daemon(base)
+        window = time.monotonic() - killed
+        wait_until(lambda: len(_lines(ws)) >= before + 40, 60, "connections after the restart")
+        (ws / "stop").touch()
+        again.stop()
+        lines = _lines(ws)
+        return lines.count("refused"), len(lines), window
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(ws, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    rows: dict[str, list[tuple[int, int, float]]] = {"held (agentd)": [], "not held": []}
+    for _ in range(args.rounds):
+        rows["held (agentd)"].append(_round(True))
+        rows["not held"].append(_round(False))
+    print(f"kill -9 and restart under a sandboxed connection loop, {args.rounds} rounds each:")
+    for label, results in rows.items():
+        refused = sum(r for r, _, _ in results)
+        total = sum(n for _, n, _ in results)
+        window = statistics.median(w for _, _, w in results)
+        print(
+            f"  {label:14} refused {refused:5d} of {total:5d} connections; "
+            f"kill to serving {window:5.1f} s (median)"
+        )
+
+
+if __name__ == "__main__":
+    main()
