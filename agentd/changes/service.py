@@ -24,6 +24,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from agentd.changes import fanotify, holding, known, persist, prompt, resolve, walk
+from agentd.changes.checkpoints import Checkpoints
+from agentd.changes.files import Entry
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
 from agentd.changes.tracked import Tracked
@@ -107,6 +109,8 @@ class ChangeTracker:
         self._stale: set[_Key] = set()
         self._why_not = why_not if config.changes_tracking != SCAN else ""
         self._asked_events = config.changes_tracking == EVENTS
+        # Where each writing call's checkpoint goes (set by the assembly; None: nowhere).
+        self.checkpoints: Checkpoints | None = None
 
     def announce(self) -> None:
         """Say in the daemon's log how calls are followed (once it starts serving)."""
@@ -279,6 +283,54 @@ class ChangeTracker:
 
     def _lock(self, key: _Key) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
+
+    # ---- checkpoints
+    def running(self, session_id: str) -> list[str]:
+        """The runs of a session still followed (commands and tasks that may write)."""
+        return [t.id for t in self._active.values() if t.session_id == session_id]
+
+    async def known_before(
+        self, tracked: Tracked, into: dict[str, Entry] | None = None
+    ) -> dict[str, Entry]:
+        """The known good content of the paths the run touched so far (its pre-images
+        where no checkpoint has them), taken before a hold can change what is known;
+        what `into` holds already stays."""
+        out = into if into is not None else {}
+        if self.checkpoints is None:
+            return out
+        paths = await asyncio.to_thread(tracked.touched_paths)
+        for root in tracked.roots:
+            baseline = self._baselines.get((root, tracked.identity))
+            if baseline is None or not baseline.entries:
+                continue
+            prefix = root.rstrip("/") + "/"
+            for path in paths:
+                if not path.startswith(prefix) or path in out:
+                    continue
+                if (entry := baseline.entries.get(path[len(prefix) :])) is not None:
+                    out[path] = entry
+        return out
+
+    async def checkpoint(
+        self,
+        session: Session,
+        tracked: Tracked,
+        known: dict[str, Entry],
+        *,
+        tool_use_id: str,
+        tool_name: str,
+        action: str = "call",
+    ) -> None:
+        """Record what the run changed (checkpoints.py); a failure is logged, never the
+        call's."""
+        if self.checkpoints is None or not tracked.events:
+            return
+        try:
+            await self.checkpoints.record_run(
+                session, tracked, known, tool_use_id=tool_use_id, tool_name=tool_name, action=action
+            )
+        except Exception:
+            log.exception("session %s: the checkpoint of call %s failed", session.id, tool_use_id)
 
     # ---- after (or while) a run
     async def hold(self, tracked: Tracked, *, final: bool = True) -> list[Held]:
@@ -557,6 +609,7 @@ class ChangeTracker:
         tool_use_id: str,
         notify: Callable[[str, str], None],
     ) -> None:
+        known: dict[str, Entry] = {}
         try:
             while True:
                 ended = done.done()
@@ -564,6 +617,7 @@ class ChangeTracker:
                     await asyncio.wait({done}, timeout=self._check)
                     ended = done.done()
                 try:
+                    await self.known_before(tracked, known)
                     items = await self.hold(tracked, final=ended)
                 except OSError as exc:  # this check only; the next one looks again
                     log.warning("checking the changes of task run %s: %s", tracked.id, exc)
@@ -576,6 +630,9 @@ class ChangeTracker:
                     decided.add_done_callback(self._followers.discard)
                 if ended:
                     break
+            await self.checkpoint(
+                session, tracked, known, tool_use_id=tool_use_id, tool_name="Bash", action="task"
+            )
         except asyncio.CancelledError:
             # The daemon is stopping and the task lives on: its log stays for the next.
             self.close(tracked, keep_log=True)
