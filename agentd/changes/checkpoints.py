@@ -230,6 +230,7 @@ class Checkpoints:
         state: str = DONE,
         seq: int = 0,
     ) -> Row:
+        body.setdefault("action", action)
         row = Row(
             session.id,
             seq or self.rows.next_seq(session.id),

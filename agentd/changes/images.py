@@ -77,8 +77,10 @@ def look(root: str, rel: str, identity: FsIdentity | None, cap: int) -> tuple[Im
             except (FileNotFoundError, NotADirectoryError):
                 return none(), None
             except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.EXDEV):
-                    return unknown("not restorable: a directory on its path is a link"), None
+                if exc.errno == errno.ELOOP:  # a directory on its path is a link: no
+                    return none(), None  # such path exists without following one
+                if exc.errno == errno.EXDEV:
+                    return unknown("not restorable: its path leaves the workspace"), None
                 return unknown(f"not restorable: {exc.strerror or exc}"), None
         finally:
             os.close(root_fd)
