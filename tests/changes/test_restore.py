@@ -76,14 +76,15 @@ def test_restore_is_refused_while_a_task_writes_the_file(
         assert "still running" in refused.message
     finally:
         client.run_tool(session_id, "TaskStop", {"task_id": task_id})
-    wait_for_event(client, session_id, task_finished(task_id))
+    wait_for_event(client, session_id, task_finished(task_id), timeout=90)
     wait_for_event(
         client,
         session_id,
         lambda e: e.HasField("files_changed") and e.files_changed.tool_use_id == "r-task",
+        timeout=90,
     )
-    task = client.list_checkpoints(session_id)[-1]
-    assert task.tool_use_id == "r-task" and task.action == "task"
+    [task] = [c for c in client.list_checkpoints(session_id) if c.tool_use_id == "r-task"]
+    assert task.action == "task" and task.changed == 1
 
 
 def test_every_terminal_sees_what_changed_and_who_restored(
