@@ -133,9 +133,10 @@ class Daemon:
         self.outputs = outputs
         self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
         self.changes = ChangeTracker(config, asker)
-        self.changes.checkpoints = Checkpoints(config, self.sessions)
-        if interrupted := self.changes.checkpoints.rows.interrupted():
-            log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
+        if config.checkpoints:
+            self.changes.checkpoints = Checkpoints(config, self.sessions)
+            if interrupted := self.changes.checkpoints.rows.interrupted():
+                log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.
         self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
         loop = asyncio.get_running_loop()

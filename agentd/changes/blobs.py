@@ -1,5 +1,6 @@
 """The checkpoint store's contents: one file per distinct content, named by its SHA-256,
-zlib-compressed, per workspace under the daemon's private state dir.
+zlib-compressed where that makes it smaller (a first byte says which), per workspace
+under the daemon's private state dir.
 
 A content already there is not written again, so a file changed back and forth costs
 its distinct versions only. Writes are atomic (temp file, rename): a crash leaves a
@@ -15,6 +16,8 @@ import os
 import zlib
 
 from agentd.foundation.privdir import ensure_private_dir
+
+_RAW, _PACKED = b"r", b"z"
 
 
 def root_key(root: str) -> str:
@@ -45,7 +48,9 @@ class Blobs:
         ensure_private_dir(self._base, "checkpoints")
         ensure_private_dir(self._dir(root), "a workspace's checkpoints")
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        packed = zlib.compress(data, 1)
+        packed = _PACKED + zlib.compress(data, 1)
+        if len(packed) > len(data):
+            packed = _RAW + data
         tmp = f"{path}.{os.getpid()}-{os.urandom(4).hex()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -66,7 +71,8 @@ class Blobs:
         """The content, or None when it is missing or damaged."""
         try:
             with open(self._path(root, sha), "rb") as f:
-                data = zlib.decompress(f.read())
+                stored = f.read()
+            data = zlib.decompress(stored[1:]) if stored[:1] == _PACKED else stored[1:]
         except (OSError, zlib.error):
             return None
         return data if hashlib.sha256(data).hexdigest() == sha else None

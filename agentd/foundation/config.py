@@ -265,6 +265,9 @@ class Config:
     # events (a flood of renames or mode changes) loses the rest, and what it may have
     # changed is then checked by a walk of the workspace, not trusted.
     changes_log_bytes: Positive = 64 * 1024 * 1024
+    # Whether each writing call's changes are kept as a checkpoint to diff, restore and
+    # rewind (agentctl checkpoints|diff|restore|rewind).
+    checkpoints: bool = True
     # The largest file whose content a checkpoint keeps (what each writing call
     # changed, to diff and restore); a larger one is listed "not restorable: too large".
     checkpoint_file_bytes: Positive = 64 * 1024 * 1024
