@@ -79,3 +79,22 @@ class Blobs:
 
     def has(self, root: str, sha: str) -> bool:
         return os.path.exists(self._path(root, sha))
+
+    def keep_only(self, root: str, named: set[str]) -> int:
+        """Remove the contents of `root`'s store no row names (and stray temp files);
+        how many went. Nothing a sandbox writes is here: the store is the daemon's own."""
+        removed = 0
+        top = self._dir(root)
+        try:
+            subdirs = os.listdir(top)
+        except FileNotFoundError:
+            return 0
+        for sub in subdirs:
+            path = os.path.join(top, sub)
+            for name in os.listdir(path):
+                if sub + name in named:
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(path, name))
+                    removed += 1
+        return removed

@@ -14,6 +14,7 @@ a content into "not restorable: too large", in plain view.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Iterable
@@ -30,6 +31,8 @@ from agentd.fs.identity import FsIdentity
 from agentd.sessions.checkpoint_rows import DONE, CheckpointRows, Row
 from agentd.sessions.event_types import FilesChanged
 from agentd.sessions.session import Session, SessionManager
+
+log = logging.getLogger(__name__)
 
 # Paths an event names (the checkpoint holds them all).
 EVENT_PATHS = 50
@@ -103,6 +106,14 @@ class Checkpoints:
             self._config.checkpoint_file_bytes,
             max(0, min(self._config.checkpoint_call_bytes, left)),
         )
+
+    async def reap(self, session: Session) -> None:
+        """A session's rows are gone: the contents of its roots no row names go too."""
+        for root in {os.path.realpath(r) for r in session.workspace_roots}:
+            named = self.rows.blobs_named(root)
+            removed = await asyncio.to_thread(self.blobs.keep_only, root, named)
+            if removed:
+                log.info("checkpoints of %s: %d stored contents no longer named", root, removed)
 
     # ---- a Bash call or a task
     async def record_run(

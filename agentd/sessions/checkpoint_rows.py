@@ -89,6 +89,18 @@ class CheckpointRows:
         )
         return json.loads(rows[0][0]) if rows else None
 
+    def blobs_named(self, root: str) -> set[str]:
+        """Every content a row of any session names in `root` (what the store keeps)."""
+        named: set[str] = set()
+        for (body,) in self._store.read_rows("SELECT body FROM checkpoints"):
+            for entry in json.loads(body).get("files", []):
+                if entry.get("root") != root:
+                    continue
+                for side in ("before", "after"):
+                    if blob := entry.get(side, {}).get("blob"):
+                        named.add(blob)
+        return named
+
     def stored_bytes(self, session_id: str) -> int:
         rows = self._store.read_rows(
             "SELECT coalesce(sum(json_extract(body, '$.stored')), 0) FROM checkpoints "
