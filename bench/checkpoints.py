@@ -73,12 +73,14 @@ def main() -> None:
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="agentd-bench-ckpt-"))
     ws_on, ws_off = workspace(), workspace()
+    daemons: list[DaemonProcess] = []
     try:
         t0 = time.perf_counter()
         for ws in (ws_on, ws_off):
             make_tree(ws, args.files)
         print(f"two workspaces of {args.files} files (made in {time.perf_counter() - t0:.1f}s)")
         on, off = start(base / "on", True), start(base / "off", False)
+        daemons += [on, off]
         c_on, c_off = Client(on.socket, timeout=300), Client(off.socket, timeout=300)
         s_on = c_on.create_session(ws_on, permission_mode="bypassPermissions").id
         s_off = c_off.create_session(ws_off, permission_mode="bypassPermissions").id
@@ -115,7 +117,7 @@ def main() -> None:
         print(row("shadow git: later checkpoints (1 file)", later))
         shutil.rmtree(shadow, ignore_errors=True)
 
-        hundred = "for i in $(seq 100); do echo changed >> d2/s$((i % 10))/f$i.txt; done"
+        hundred = "for i in $(seq 100); do echo changed >> d1/s$((i % 10))/f$i.txt; done"
         restores = []
         for i in range(5):
             call = f"hundred-{i}"
@@ -136,9 +138,9 @@ def main() -> None:
         )
         c_on.close()
         c_off.close()
-        on.stop()
-        off.stop()
     finally:
+        for d in daemons:
+            d.stop()
         for p in (ws_on, ws_off, str(base)):
             shutil.rmtree(p, ignore_errors=True)
 

@@ -91,6 +91,19 @@ def put(
                 raise  # else: its directory is gone, and so is it
 
 
+def sync_dirs(root: str, rels: set[str], identity: FsIdentity | None) -> None:
+    """Make the renames in these directories durable: one fsync per directory after a
+    restore, not one per file (a crash before it loses whole renames, never half a
+    file)."""
+    with acting_as(identity):
+        for rel in sorted(rels):
+            try:
+                with _parent(root, os.path.join(rel, "x"), create=False) as fd:
+                    os.fsync(fd)
+            except (OSError, Refused):
+                continue  # gone or replaced meanwhile: nothing of ours to sync there
+
+
 def _put(
     dir_fd: int,
     root: str,
@@ -122,7 +135,6 @@ def _put(
         _replace(root, rel, dir_fd, name, image, data, identity, ledger)
     else:
         raise Refused(image.get("why") or "not restorable")
-    os.fsync(dir_fd)
 
 
 def _replace(
