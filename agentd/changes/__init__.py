@@ -1,6 +1,7 @@
 """What a writing call changed, and its code-bearing changes held for a person.
 
     service.py      ChangeTracker: begin a run, hold what it changed, ask, re-apply
+    following.py    background tasks: checked while they run and at their end
     tracked.py      one run: its fanotify group, its change log, its change set
     changeset.py    ChangeSet: added / changed / deleted paths from the run's events
     reader.py       the run's reader, pid 1 of the run's pid namespace (in the shim)

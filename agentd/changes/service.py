@@ -16,7 +16,6 @@ checkpoints ("what did call X change").
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 from agentd.changes import fanotify, holding, known, persist, prompt, resolve, walk
 from agentd.changes.checkpoints import Checkpoints
 from agentd.changes.files import Entry
+from agentd.changes.following import TaskFollowing
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
 from agentd.changes.tracked import Tracked
@@ -111,6 +111,7 @@ class ChangeTracker:
         self._asked_events = config.changes_tracking == EVENTS
         # Where each writing call's checkpoint goes (set by the assembly; None: nowhere).
         self.checkpoints: Checkpoints | None = None
+        self._tasks = TaskFollowing(self)
 
     def announce(self) -> None:
         """Say in the daemon's log how calls are followed (once it starts serving)."""
@@ -515,7 +516,7 @@ class ChangeTracker:
         self._active.pop(tracked.id, None)
         tracked.close(keep_log=keep_log)
 
-    # ---- background tasks
+    # ---- background tasks (following.py)
     async def readopt(
         self,
         session: Session,
@@ -527,42 +528,20 @@ class ChangeTracker:
         tool_use_id: str,
         notify: Callable[[str, str], None],
     ) -> None:
-        """Follow again a task a previous daemon left running: its reader has gone on
-        writing its log. What the task touched before now is not known good: compared
-        with the known good the last daemon kept, each difference is held; with none
-        kept, it is left out of the baseline this daemon builds (a file it made is held,
-        one it changed is held as changed from an unknown content)."""
-        path = os.path.join(self._dir, f"{task_id}.log")
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
-            return  # started by a daemon without events: nothing to read
-        roots = [os.path.realpath(r) for r in session.workspace_roots]
-        tracked = Tracked(task_id, session.id, roots, identity, log_path=path, log=fd)
-        tracked.events = True
-        touched_before = await asyncio.to_thread(tracked.touched_paths)
-        for root in roots:
-            await self._refresh(root, identity)
-            baseline = self._baselines[(root, identity)]
-            if (root, identity) in self._loaded:
-                continue  # every difference from the kept known good is a suspect already
-            prefix = root.rstrip("/") + "/"
-            for touched in touched_before:
-                if touched.startswith(prefix):
-                    baseline.forget(touched[len(prefix) :])
-        self._active[tracked.id] = tracked
-        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
+        """Follow again a task a previous daemon left running (following.py)."""
+        await self._tasks.readopt(
+            session,
+            identity,
+            done,
+            task_id=task_id,
+            made_by=made_by,
+            tool_use_id=tool_use_id,
+            notify=notify,
+        )
 
     def sweep(self, keep: set[str]) -> None:
         """Remove change logs of runs no one follows (a previous daemon's)."""
-        try:
-            names = os.listdir(self._dir)
-        except OSError:
-            return
-        for name in names:
-            if name.endswith(".log") and name.removesuffix(".log") not in keep:
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(self._dir, name))
+        self._tasks.sweep(keep)
 
     def follow(
         self,
@@ -575,80 +554,13 @@ class ChangeTracker:
         tool_use_id: str,
         notify: Callable[[str, str], None],
     ) -> None:
-        """Check a background task every changes_check_seconds while it runs and once at
-        its end; a person is asked without holding the task up, and the model told
-        through `notify(session_id, text)`."""
-        if tracked.log_path:
-            with contextlib.suppress(OSError):
-                renamed = os.path.join(self._dir, f"{task_id}.log")
-                os.rename(tracked.log_path, renamed)
-                tracked.log_path = renamed
-        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
-
-    def _follow_future(
-        self,
-        session: Session,
-        tracked: Tracked,
-        done: asyncio.Future[Any],
-        made_by: str,
-        tool_use_id: str,
-        notify: Callable[[str, str], None],
-    ) -> None:
-        future = asyncio.ensure_future(
-            self._follow(session, tracked, done, made_by, tool_use_id, notify)
+        """Check a background task while it runs and at its end (following.py)."""
+        self._tasks.follow(
+            session,
+            tracked,
+            done,
+            task_id=task_id,
+            made_by=made_by,
+            tool_use_id=tool_use_id,
+            notify=notify,
         )
-        self._followers.add(future)
-        future.add_done_callback(self._followers.discard)
-
-    async def _follow(
-        self,
-        session: Session,
-        tracked: Tracked,
-        done: asyncio.Future[Any],
-        made_by: str,
-        tool_use_id: str,
-        notify: Callable[[str, str], None],
-    ) -> None:
-        known: dict[str, Entry] = {}
-        try:
-            while True:
-                ended = done.done()
-                if not ended:
-                    await asyncio.wait({done}, timeout=self._check)
-                    ended = done.done()
-                try:
-                    await self.known_before(tracked, known)
-                    items = await self.hold(tracked, final=ended)
-                except OSError as exc:  # this check only; the next one looks again
-                    log.warning("checking the changes of task run %s: %s", tracked.id, exc)
-                    items = []
-                if items:
-                    decided = asyncio.ensure_future(
-                        self._decide_later(session, tracked, items, made_by, tool_use_id, notify)
-                    )
-                    self._followers.add(decided)
-                    decided.add_done_callback(self._followers.discard)
-                if ended:
-                    break
-            await self.checkpoint(
-                session, tracked, known, tool_use_id=tool_use_id, tool_name="Bash", action="task"
-            )
-        except asyncio.CancelledError:
-            # The daemon is stopping and the task lives on: its log stays for the next.
-            self.close(tracked, keep_log=True)
-            raise
-        except Exception:
-            log.exception("following the changes of task run %s failed", tracked.id)
-        self.close(tracked)
-
-    async def _decide_later(
-        self,
-        session: Session,
-        tracked: Tracked,
-        items: list[Held],
-        made_by: str,
-        tool_use_id: str,
-        notify: Callable[[str, str], None],
-    ) -> None:
-        text = await self.decide(session, tracked, items, made_by=made_by, tool_use_id=tool_use_id)
-        notify(session.id, text)
