@@ -273,7 +273,7 @@ class Checkpoints:
                 added=counts["added"],
                 changed=counts["changed"],
                 deleted=counts["deleted"],
-                paths=[_SIGN[e["kind"]] + e["path"] for e in entries[:EVENT_PATHS]],
+                paths=[_SIGN[e["kind"]] + images.shown(e["path"]) for e in entries[:EVENT_PATHS]],
                 not_restorable=unrestorable,
                 action=action,
                 by=by,

@@ -33,6 +33,29 @@ class FileDiff:
         return str(self.before.get("why") or images.NOT_CAPTURED)
 
 
+def quoted(rel: str) -> str:
+    """A path as a diff names it: quoted with escapes, as git quotes a path, when it
+    holds a control character, a quote, a backslash or bytes that are not UTF-8 (a
+    name with a line break in it must not read as another line of the diff)."""
+
+    def plain(ch: str) -> bool:
+        return 0x20 <= ord(ch) != 0x7F and ch not in '"\\' and not 0xD800 <= ord(ch) <= 0xDFFF
+
+    if all(plain(ch) for ch in rel):
+        return rel
+    out = []
+    for ch in rel:
+        if plain(ch):
+            out.append(ch)
+        elif 0xDC80 <= ord(ch) <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        elif ch in '"\\':
+            out.append("\\" + ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return '"' + "".join(out) + '"'
+
+
 def collect(rows: list[Row], first: Row, *, since: bool, last: Row | None) -> list[FileDiff]:
     """Each path's first pre-image and last post-image over the calls from `first`
     (only `first` unless `since`; up to `last` when given)."""
@@ -84,7 +107,7 @@ def render(
         lines = []
         for d in diffs:
             note = f"  ({d.why_not})" if d.why_not else ""
-            lines.append(f"{d.change[0].upper()} {d.rel}{note}")
+            lines.append(f"{d.change[0].upper()} {quoted(d.rel)}{note}")
         return "\n".join(lines) + ("\n" if lines else "")
     if fmt == "unified":
         return "".join(_unified(d, blobs, have) for d in diffs)
@@ -108,15 +131,16 @@ def _text(image: Image, root: str, blobs: Blobs, have: dict[str, bytes]) -> list
 
 def _unified(d: FileDiff, blobs: Blobs, have: dict[str, bytes]) -> str:
     a, b = _text(d.before, d.root, blobs, have), _text(d.after, d.root, blobs, have)
-    head = f"diff {d.rel} ({d.change})\n"
+    name = quoted(d.rel)
+    head = f"diff {name} ({d.change})\n"
     if d.why_not:
         head += f"# {d.why_not}\n"
     if d.before.get("mode") != d.after.get("mode") and d.before.get("mode") and d.after.get("mode"):
         head += f"old mode {d.before['mode']:o}\nnew mode {d.after['mode']:o}\n"
     if a is None or b is None:
         return head + f"{images.describe(d.before)} -> {images.describe(d.after)}\n"
-    src = "/dev/null" if d.before["kind"] == images.NONE else f"a/{d.rel}"
-    dst = "/dev/null" if d.after["kind"] == images.NONE else f"b/{d.rel}"
+    src = "/dev/null" if d.before["kind"] == images.NONE else quoted(f"a/{d.rel}")
+    dst = "/dev/null" if d.after["kind"] == images.NONE else quoted(f"b/{d.rel}")
     lines = list(difflib.unified_diff(a, b, src, dst))
     if len(lines) > _MAX_LINES:
         lines = lines[:_MAX_LINES] + [f"... {len(lines) - _MAX_LINES} more lines\n"]
@@ -142,6 +166,6 @@ def _stat(diffs: list[FileDiff], blobs: Blobs, have: dict[str, bytes]) -> str:
             plus, minus = plus + added, minus + removed
             counts = f"+{added} -{removed}"
         note = f"  ({d.why_not})" if d.why_not else ""
-        lines.append(f" {d.change[0].upper()} {d.rel} | {counts}{note}")
+        lines.append(f" {d.change[0].upper()} {quoted(d.rel)} | {counts}{note}")
     lines.append(f" {len(diffs)} file(s) changed, {plus} insertion(s)(+), {minus} deletion(s)(-)")
     return "\n".join(lines) + "\n"

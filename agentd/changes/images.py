@@ -26,6 +26,12 @@ NOT_CAPTURED = "no pre-image (not captured)"
 Image = dict[str, Any]
 
 
+def shown(path: str) -> str:
+    """A path as valid text for the wire and the journal: bytes that are not UTF-8 (a
+    name a command made) as backslash escapes."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def none() -> Image:
     return {"kind": NONE}
 

@@ -18,6 +18,12 @@ from agentd.sessions.store import Store
 DONE, RESTORING, INTERRUPTED = "done", "restoring", "interrupted"
 
 
+def _key(path: str) -> str:
+    """A path as the index column holds it: JSON text, so a name that is not UTF-8 (a
+    command may make one) is kept exactly and is valid text."""
+    return json.dumps(path)
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
     session_id: str
@@ -61,8 +67,8 @@ class CheckpointRows:
                 "INSERT OR REPLACE INTO checkpoint_files "
                 "(root, path, time_ms, session_id, seq, after) VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    entry["root"],
-                    entry["path"],
+                    _key(entry["root"]),
+                    _key(entry["path"]),
                     row.time_ms,
                     row.session_id,
                     row.seq,
@@ -85,7 +91,7 @@ class CheckpointRows:
         rows = self._store.read_rows(
             "SELECT after FROM checkpoint_files WHERE root = ? AND path = ? "
             "ORDER BY time_ms DESC, seq DESC LIMIT 1",
-            (root, path),
+            (_key(root), _key(path)),
         )
         return json.loads(rows[0][0]) if rows else None
 

@@ -196,3 +196,19 @@ def test_diff_since_a_call_to_now(
     assert [f.path for f in diff.files] == ["s.txt"]
     if fmt == "unified":
         assert "+3" in diff.text
+
+
+def test_hostile_names_reach_no_terminal_raw_and_break_nothing(
+    client: Client, session_id: str, workspace: Path
+) -> None:
+    made = "printf 1 > $'\\xff\\xfe'; printf 2 > $'a\\n+b'; printf 3 > $'\\e[2Jc'"
+    bash(client, session_id, made, "t-names")
+    names = client.diff_checkpoint(session_id, "t-names", fmt="names").text
+    assert sorted(names.splitlines()) == ['A "\\x1b[2Jc"', 'A "\\xff\\xfe"', 'A "a\\n+b"']
+    unified = client.diff_checkpoint(session_id, "t-names", fmt="unified").text
+    assert "\n+b" not in unified.replace("\n+1", "").replace("\n+2", "").replace("\n+3", "")
+    event = [c for c in client.list_checkpoints(session_id) if c.tool_use_id == "t-names"]
+    assert event and event[0].added == 3
+    done = client.rewind_to_call(session_id, "t-names")
+    assert done.applied, done.message
+    assert os.listdir(workspace) == []

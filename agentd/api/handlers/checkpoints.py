@@ -29,7 +29,7 @@ def _image(image: dict[str, Any]) -> pb.FileImage:
         mode=int(image.get("mode", 0)),
         size=int(image.get("size", 0)),
         sha256=str(image.get("blob", "")),
-        target=str(image.get("target", "")),
+        target=images.shown(str(image.get("target", ""))),
         why=str(image.get("why", "")),
     )
 
@@ -142,8 +142,8 @@ class CheckpointHandlers:
         return pb.DiffCheckpointResponse(
             files=[
                 pb.CheckpointFile(
-                    root=d.root,
-                    path=d.rel,
+                    root=images.shown(d.root),
+                    path=images.shown(d.rel),
                     change=d.change,
                     before=_image(d.before),
                     after=_image(d.after),
@@ -151,7 +151,7 @@ class CheckpointHandlers:
                 for d in found
                 if d.change != "none"
             ],
-            text=text,
+            text=images.shown(text),
         )
 
     @unary
@@ -209,7 +209,11 @@ class CheckpointHandlers:
             conflicts = [s for s in the_plan.conflicts() if images.restorable(s.to)]
             out = [
                 pb.RestorePath(
-                    root=s.root, path=s.rel, action=s.action, conflict=s.conflict, to=_image(s.to)
+                    root=images.shown(s.root),
+                    path=images.shown(s.rel),
+                    action=s.action,
+                    conflict=s.conflict,
+                    to=_image(s.to),
                 )
                 for s in the_plan.steps
             ]
@@ -219,8 +223,9 @@ class CheckpointHandlers:
                 first = conflicts[0]
                 return pb.RestoreCheckpointResponse(
                     paths=out,
-                    message=f"refused: {first.rel} {first.conflict}; nothing was changed "
-                    f"({len(conflicts)} conflict(s); --force overwrites, --skip leaves them)",
+                    message=f"refused: {images.shown(first.rel)} {first.conflict}; nothing "
+                    f"was changed ({len(conflicts)} conflict(s); --force overwrites, --skip "
+                    "leaves them)",
                 )
             row, _ = await restore.apply(
                 service,
@@ -234,7 +239,7 @@ class CheckpointHandlers:
         message = _summary(the_plan, True)
         if row is not None and (failed := row.body.get("failed")):
             message += "; not restored: " + "; ".join(
-                f"{p}: {why}" for p, why in list(failed.items())[:5]
+                f"{images.shown(p)}: {why}" for p, why in list(failed.items())[:5]
             )
         return pb.RestoreCheckpointResponse(
             paths=out, applied=row is not None, checkpoint=row.seq if row else 0, message=message
