@@ -28,6 +28,7 @@ from agentd.changes.images import Image
 from agentd.changes.tracked import Tracked
 from agentd.foundation.config import Config
 from agentd.fs.identity import FsIdentity
+from agentd.sandboxing import codebearing
 from agentd.sessions.checkpoint_rows import DONE, CheckpointRows, Row
 from agentd.sessions.event_types import FilesChanged
 from agentd.sessions.session import Session, SessionManager
@@ -99,6 +100,7 @@ class Checkpoints:
         self._sessions = sessions
         self._config = config
         self.cap = config.checkpoint_file_bytes
+        self._table = codebearing.table()
 
     def budget(self, session_id: str) -> Budget:
         left = self._config.checkpoint_session_bytes - self.rows.stored_bytes(session_id)
@@ -167,6 +169,9 @@ class Checkpoints:
             if item.before["kind"] == images.UNKNOWN:
                 by_root.setdefault(item.root, []).append(item)
         for root, items in by_root.items():
+            # Git's index is the sandbox's to write: its copy of a code-bearing file (or
+            # of git's own files) would put back what a command planted, unheld.
+            items = [i for i in items if self._table.for_file_tools(i.rel) is None]
             found = gitblobs.blobs(root, identity, [i.rel for i in items])
             for item in items:
                 if (blob := found.get(item.rel)) is None:
