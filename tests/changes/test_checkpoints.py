@@ -212,4 +212,3 @@ def test_hostile_names_reach_no_terminal_raw_and_break_nothing(
     done = client.rewind_to_call(session_id, "t-names")
     assert done.applied, done.message
     assert os.listdir(workspace) == []
-
