@@ -42,3 +42,34 @@ def test_not_a_repository_is_nothing(tmp_path: Path) -> None:
     (tmp_path / "a").write_text("x")
     assert gitblobs.blobs(str(tmp_path), None, ["a"]) == {}
     assert gitblobs.blobs(str(tmp_path), None, []) == {}
+
+
+def test_git_supplies_no_pre_image_of_a_code_bearing_file(tmp_path: Path) -> None:
+    """The index is the sandbox's to write: its copy of a code-bearing file (a planted
+    .envrc staged, then the file changed) must not become what a rewind puts back."""
+    from agentd.changes import images
+    from agentd.changes.checkpoints import Checkpoints, Pending
+    from agentd.sessions.session import SessionManager
+    from agentd.sessions.store import Store
+    from tests.support.services import config_under
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / ".envrc").write_text("planted\n")
+    (root / "a.txt").write_text("plain\n")
+    git(root, "add", ".envrc", "a.txt")
+    config = config_under(tmp_path)
+    store = Store(str(tmp_path / "state" / "agentd.db"))
+    try:
+        checkpoints = Checkpoints(config, SessionManager(store, config))
+        items = [
+            Pending(str(root), rel, "changed", images.unknown(images.NOT_CAPTURED))
+            for rel in (".envrc", "a.txt")
+        ]
+        checkpoints._images(items, None, checkpoints.budget("s"))
+    finally:
+        store.close()
+    envrc, plain = items
+    assert envrc.before == {"kind": "unknown", "why": images.NOT_CAPTURED}
+    assert plain.before["from"] == "git" and plain.before["blob"]
