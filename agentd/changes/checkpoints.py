@@ -101,9 +101,14 @@ class Checkpoints:
         self._config = config
         self.cap = config.checkpoint_file_bytes
         self._table = codebearing.table()
+        # Bytes each session's checkpoints added to the store (their rows' "stored").
+        self._stored: dict[str, int] = {}
 
     def budget(self, session_id: str) -> Budget:
-        left = self._config.checkpoint_session_bytes - self.rows.stored_bytes(session_id)
+        """What a call of the session may still add to the store."""
+        if session_id not in self._stored:  # read once; kept up to date by save
+            self._stored[session_id] = self.rows.stored_bytes(session_id)
+        left = self._config.checkpoint_session_bytes - self._stored[session_id]
         return Budget(
             self._config.checkpoint_file_bytes,
             max(0, min(self._config.checkpoint_call_bytes, left)),
@@ -111,6 +116,7 @@ class Checkpoints:
 
     async def reap(self, session: Session) -> None:
         """A session's rows are gone: the contents of its roots no row names go too."""
+        self._stored.pop(session.id, None)
         for root in {os.path.realpath(r) for r in session.workspace_roots}:
             named = self.rows.blobs_named(root)
             removed = await asyncio.to_thread(self.blobs.keep_only, root, named)
@@ -257,6 +263,8 @@ class Checkpoints:
             body,
         )
         self.rows.save(row, now=state != DONE)
+        if state == DONE and session.id in self._stored:
+            self._stored[session.id] += int(body.get("stored", 0))
         if state == DONE:
             self.announce(row, action, by)
         return row

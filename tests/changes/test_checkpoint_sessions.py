@@ -114,3 +114,31 @@ def test_a_daemon_killed_while_restoring_tears_no_file(tmp_path: Path, workspace
             assert all((big / f).read_bytes() == b"x" * 65536 for f in os.listdir(big))
     finally:
         daemon.stop()
+
+
+def test_caps_per_file_call_and_session_say_too_large(tmp_path: Path, workspace: Path) -> None:
+    config = tmp_path / "agentd.toml"
+    config.write_text(
+        "checkpoint_file_bytes = 1000\ncheckpoint_call_bytes = 3000\n"
+        "checkpoint_session_bytes = 5000\n"
+    )
+    daemon = start_daemon(tmp_path / "d", ["--config", str(config)])
+    try:
+        with Client(daemon.socket, timeout=120) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+
+            def too_large(call: str, command: str) -> int:
+                c.run_tool(sid, "Bash", {"command": command}, call)
+                diff = c.diff_checkpoint(sid, call, fmt="names")
+                return sum(f.after.why == "not restorable: too large" for f in diff.files)
+
+            random = "head -c 900 /dev/urandom >"
+            assert too_large("cap-file", "head -c 2000 /dev/urandom > big.bin") == 1
+            assert too_large("cap-call", "; ".join(f"{random} c{i}" for i in range(5))) == 2
+            assert too_large("cap-session", "; ".join(f"{random} s{i}" for i in range(3))) == 1
+            names = c.diff_checkpoint(sid, "cap-file", fmt="names").text
+            assert names == "A big.bin\n"  # added: its pre-image (none) is restorable
+            done = c.rewind_to_call(sid, "cap-session")
+            assert done.applied and not (workspace / "s0").exists()
+    finally:
+        daemon.stop()
