@@ -143,7 +143,26 @@ def test_file_tools_save_what_they_overwrite(
         "t-edit",
     )
     assert changes(client, session_id, "t-edit") == {"w.txt": "changed"}
-    assert [c.tool_use_id for c in client.list_checkpoints(session_id)] == ["t-write", "t-edit"]
+    client.run_tool(
+        session_id,
+        "MultiEdit",
+        {
+            "file_path": str(workspace / "w.txt"),
+            "edits": [{"old_string": "edited", "new_string": "multi"}],
+        },
+        "t-multi",
+    )
+    nb = workspace / "n.ipynb"
+    nb.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n')
+    os.chown(nb, workspace.stat().st_uid, workspace.stat().st_gid)
+    client.run_tool(session_id, "Read", {"file_path": str(nb)}, "t-nb-read")
+    edit = {"notebook_path": str(nb), "new_source": "1 + 1", "cell_type": "code"}
+    result = client.run_tool(session_id, "NotebookEdit", {**edit, "edit_mode": "insert"}, "t-nb")
+    assert not result.is_error, result.text
+    calls = [c.tool_use_id for c in client.list_checkpoints(session_id)]
+    assert calls == ["t-write", "t-edit", "t-multi", "t-nb"]
+    assert changes(client, session_id, "t-nb") == {"n.ipynb": "changed"}
+    assert "multi" in client.diff_checkpoint(session_id, "t-multi", fmt="unified").text
     done = client.rewind_to_call(session_id, "t-write")
     assert done.applied, done.message
     assert (workspace / "w.txt").read_text() == "original\n"
