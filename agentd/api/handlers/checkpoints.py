@@ -74,6 +74,13 @@ def _paths(paths: Any) -> list[str]:
     return [p.rstrip("/") or p for p in paths]
 
 
+def _who(said: str, context: Any) -> str:
+    """Who asked, as the transport says (a client cannot name someone else); what it
+    said of itself (a script's name) after it."""
+    who = client_identity(context)
+    return f"{who} for {said[:60]}" if said else who
+
+
 def _policy(value: str) -> str:
     value = value or restore.REFUSE
     if value not in restore.POLICIES:
@@ -165,7 +172,7 @@ class CheckpointHandlers:
             dry_run=request.dry_run,
             paths=_paths(request.paths),
             on_conflict=_policy(request.on_conflict),
-            by=request.by[:100] or client_identity(context),
+            by=_who(request.by, context),
         )
 
     @unary
@@ -179,7 +186,7 @@ class CheckpointHandlers:
             dry_run=request.dry_run,
             paths=[],
             on_conflict=_policy(request.on_conflict),
-            by=request.by[:100] or client_identity(context),
+            by=_who(request.by, context),
         )
 
     async def _restore(
