@@ -137,6 +137,9 @@ class Checkpoints:
         """The checkpoint of a run that ended (its change set read to the end)."""
         change_set = tracked.changes
         pending: list[Pending] = []
+        listed: list[Pending] = []  # past the cap on paths: named, never imaged
+        cap = self._config.checkpoint_call_paths
+        many = images.unknown(f"not restorable: more than {cap} paths changed in one call")
         for change in change_set.changes():
             where = split(change.path, tracked.roots)
             if where is None:
@@ -144,6 +147,9 @@ class Checkpoints:
             kind = {changeset.ADDED: "added", changeset.DELETED: "deleted"}.get(
                 change.kind, "changed"
             )
+            if len(pending) >= cap:
+                listed.append(Pending(where[0], where[1], kind, dict(many), dict(many)))
+                continue
             before = images.none() if kind == "added" else self._last_after(*where)
             pending.append(Pending(where[0], where[1], kind, before))
         if not pending:
@@ -157,7 +163,10 @@ class Checkpoints:
                     item.data["before"] = entry.content
         budget = self.budget(session.id)
         await asyncio.to_thread(self._images, pending, tracked.identity, budget)
-        body: dict[str, Any] = {"files": [p.entry() for p in pending], "stored": budget.stored}
+        body: dict[str, Any] = {
+            "files": [p.entry() for p in pending + listed],
+            "stored": budget.stored,
+        }
         if not change_set.complete:
             body["incomplete"] = "file events were lost: paths this call changed may be missing"
         return self.save(session, tool_use_id, tool_name, body, action)

@@ -273,6 +273,9 @@ class Config:
     checkpoint_file_bytes: Positive = 64 * 1024 * 1024
     # The most one call's checkpoint adds to the store; past it, "too large".
     checkpoint_call_bytes: Positive = 256 * 1024 * 1024
+    # The most paths one call's checkpoint keeps images of (a build's output of
+    # 100,000 files); the rest are listed "not restorable: more than N paths changed".
+    checkpoint_call_paths: Positive = 20000
     # The most one session's checkpoints add to the store; past it, "too large".
     checkpoint_session_bytes: Positive = 1024 * 1024 * 1024
     # Whether stopping the daemon stops the background tasks too (`agentd stop --tasks`

@@ -63,6 +63,8 @@ class CheckpointRows:
             ),
         )
         for entry in row.body.get("files", []) if row.state == DONE else []:
+            if entry["after"]["kind"] == "unknown" and entry["before"]["kind"] == "unknown":
+                continue  # named only (past a call's cap on paths): nothing to look up
             store.write_row(
                 "INSERT OR REPLACE INTO checkpoint_files "
                 "(root, path, time_ms, session_id, seq, after) VALUES (?, ?, ?, ?, ?, ?)",

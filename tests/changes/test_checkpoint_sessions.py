@@ -142,3 +142,24 @@ def test_caps_per_file_call_and_session_say_too_large(tmp_path: Path, workspace:
             assert done.applied and not (workspace / "s0").exists()
     finally:
         daemon.stop()
+
+
+def test_past_the_cap_on_paths_a_call_names_them_and_says_why(
+    tmp_path: Path, workspace: Path
+) -> None:
+    config = tmp_path / "agentd.toml"
+    config.write_text("checkpoint_call_paths = 10\n")
+    daemon = start_daemon(tmp_path / "d", ["--config", str(config)])
+    try:
+        with Client(daemon.socket, timeout=120) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            c.run_tool(sid, "Bash", {"command": "for i in $(seq 15); do echo $i > f$i; done"}, "p")
+            diff = c.diff_checkpoint(sid, "p", fmt="names")
+            assert len(diff.files) == 15
+            why = "not restorable: more than 10 paths changed in one call"
+            assert sum(f.before.why == why for f in diff.files) == 5
+            assert diff.text.count(f"({why})") == 5
+            done = c.rewind_to_call(sid, "p")
+            assert done.applied and len(os.listdir(workspace)) == 5
+    finally:
+        daemon.stop()
