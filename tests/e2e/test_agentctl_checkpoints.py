@@ -46,3 +46,15 @@ def test_the_workflow_from_a_terminal(
 
     refused = agentctl("diff", session_id, "no-such-call")
     assert refused.returncode != 0 and "agentctl checkpoints SESSION" in refused.stderr
+
+
+def test_attach_shows_what_each_call_changed(
+    client: Client, daemon: DaemonProcess, workspace: Path
+) -> None:
+    sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    client.run_tool(sid, "Bash", {"command": "echo 1 > shown.txt; echo 2 > also.txt"}, "c-at")
+    client.close_session(sid)  # its replay ends: attach prints it all and returns
+    shown = ctl.run("--socket", daemon.socket, "attach", sid)
+    assert shown.returncode == 0, shown.stderr
+    assert "files changed by call c-at (Bash): +2 ~0 -0, checkpoint 1" in shown.stdout
+    assert "    +also.txt" in shown.stdout and "    +shown.txt" in shown.stdout
