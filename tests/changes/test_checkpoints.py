@@ -231,3 +231,17 @@ def test_hostile_names_reach_no_terminal_raw_and_break_nothing(
     done = client.rewind_to_call(session_id, "t-names")
     assert done.applied, done.message
     assert os.listdir(workspace) == []
+
+
+def test_a_write_through_a_link_records_its_target(
+    client: Client, session_id: str, workspace: Path
+) -> None:
+    bash(client, session_id, "echo first > real.txt; ln -s real.txt via", "t-link")
+    client.run_tool(session_id, "Read", {"file_path": str(workspace / "via")}, "t-link-read")
+    client.run_tool(
+        session_id, "Write", {"file_path": str(workspace / "via"), "content": "second\n"}, "t-via"
+    )
+    assert changes(client, session_id, "t-via") == {"real.txt": "changed"}
+    done = client.restore_checkpoint(session_id, "t-via")
+    assert done.applied, done.message
+    assert (workspace / "via").is_symlink() and (workspace / "real.txt").read_text() == "first\n"

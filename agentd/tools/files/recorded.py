@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import TYPE_CHECKING
 
+from agentd.foundation.errors import PathOutsideWorkspace
 from agentd.fs import access as fsaccess
 from agentd.tools.files import filestate
 
@@ -14,6 +16,25 @@ if TYPE_CHECKING:
     from agentd.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
+
+
+def _written(loc: fsaccess.Located) -> fsaccess.Located:
+    """The file a write to `loc` changes: a link inside the root is written through
+    (fs/access.py), so its target is what changed, and what a restore puts back."""
+    try:
+        fd = fsaccess.open_beneath(loc, os.O_PATH)
+    except (OSError, PathOutsideWorkspace):
+        return loc  # a new file, or one the write refuses anyway
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+    if real == loc.path:
+        return loc
+    try:
+        return fsaccess.locate(real, [loc.root], loc.identity)
+    except PathOutsideWorkspace:
+        return loc
 
 
 async def write(
@@ -24,9 +45,10 @@ async def write(
     current: filestate.Current | None,
 ) -> None:
     """Write `data` atomically over `current` (None: a new file), then record it."""
-    await asyncio.to_thread(filestate.write, loc, data, ctx.services.temp_ledger)
     checkpoints = ctx.services.commands.changes.checkpoints
-    if checkpoints is None or loc.rel in (".", ""):
+    written = await asyncio.to_thread(_written, loc) if checkpoints is not None else loc
+    await asyncio.to_thread(filestate.write, loc, data, ctx.services.temp_ledger)
+    if checkpoints is None or written.rel in (".", ""):
         return
     before = (current.data, current.st.st_mode) if current is not None else None
     try:
@@ -34,9 +56,9 @@ async def write(
             ctx.session,
             tool_use_id=ctx.tool_use_id,
             tool_name=tool_name,
-            root=loc.root,
-            rel=loc.rel,
-            identity=loc.identity,
+            root=written.root,
+            rel=written.rel,
+            identity=written.identity,
             before=before,
         )
     except Exception:
