@@ -163,6 +163,10 @@ class Checkpoints:
                     item.data["before"] = entry.content
         budget = self.budget(session.id)
         await asyncio.to_thread(self._images, pending, tracked.identity, budget)
+        # What ends as it began (a change held and reverted, a file put back) is no change.
+        pending = [p for p in pending if not images.same(p.before, p.after)]
+        if not pending and not listed:
+            return None
         body: dict[str, Any] = {
             "files": [p.entry() for p in pending + listed],
             "stored": budget.stored,

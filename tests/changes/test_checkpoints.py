@@ -245,3 +245,14 @@ def test_a_write_through_a_link_records_its_target(
     done = client.restore_checkpoint(session_id, "t-via")
     assert done.applied, done.message
     assert (workspace / "via").is_symlink() and (workspace / "real.txt").read_text() == "first\n"
+
+
+def test_a_change_held_and_reverted_is_no_change(
+    client: Client, session_id: str, workspace: Path
+) -> None:
+    text = bash(client, session_id, "echo 'export X=1' > .envrc; echo kept > kept.txt", "t-held")
+    assert "reverted" in text or "stay" in text, text
+    assert not (workspace / ".envrc").exists()
+    assert changes(client, session_id, "t-held") == {"kept.txt": "added"}
+    [held] = [c for c in client.list_checkpoints(session_id) if c.tool_use_id == "t-held"]
+    assert (held.added, held.changed, held.deleted) == (1, 0, 0)
