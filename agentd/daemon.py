@@ -13,6 +13,7 @@ import grpc
 
 import agentd_sandbox
 from agentd.api.handlers.calls import CallHandlers
+from agentd.api.handlers.checkpoints import CheckpointHandlers
 from agentd.api.handlers.credentials import CredentialHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
@@ -26,6 +27,7 @@ from agentd.api.server import Server
 from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
 from agentd.calls.tasks import TaskStarter
+from agentd.changes.checkpoints import Checkpoints
 from agentd.changes.service import ChangeTracker
 from agentd.credentials import config as credential_config
 from agentd.credentials.masked_config import load_masked
@@ -152,6 +154,11 @@ class Daemon:
         self.outputs = outputs
         self.asker = asker = Asker(self.sessions, config.permission_timeout_seconds)
         self.changes = ChangeTracker(config, asker)
+        if config.checkpoints:
+            self.changes.checkpoints = Checkpoints(config, self.sessions)
+            self.reaper.on_reaped.append(self.changes.checkpoints.reap)
+            if interrupted := self.changes.checkpoints.rows.interrupted():
+                log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.
         self.network_rules = NetworkRulesSource(config, lambda: self.permissions.settings)
         loop = asyncio.get_running_loop()
@@ -273,6 +280,7 @@ class Daemon:
                 self.sessions, TaskStarter(self.executor), self.tasks, self._emit
             ),
             ports=self.ports,
+            checkpoints=CheckpointHandlers(self.sessions, self.changes, config, self.temp_ledger),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()

@@ -9,6 +9,7 @@ here fails the daemon's start, not a client's call.
 from __future__ import annotations
 
 from agentd.api.handlers.calls import CallHandlers
+from agentd.api.handlers.checkpoints import CheckpointHandlers
 from agentd.api.handlers.credentials import CredentialHandlers
 from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
@@ -33,6 +34,7 @@ class Servicer:
         credentials: CredentialHandlers,
         task_io: TaskIOHandlers,
         ports: PortHandlers,
+        checkpoints: CheckpointHandlers,
     ) -> None:
         self.GetStatus = status.GetStatus
         self.ListTools = status.ListTools
@@ -73,3 +75,8 @@ class Servicer:
         self.StopForward = ports.StopForward
         self.Forward = ports.Forward
         self.ListPorts = ports.ListPorts
+
+        self.ListCheckpoints = checkpoints.ListCheckpoints
+        self.DiffCheckpoint = checkpoints.DiffCheckpoint
+        self.RestoreCheckpoint = checkpoints.RestoreCheckpoint
+        self.RewindToCall = checkpoints.RewindToCall

@@ -173,6 +173,21 @@ def event_to_pb(event: Event) -> pb.Event:
                 for t in b.todos
             ]
             out.todos_changed.CopyFrom(pb.TodosChanged(todos=todos))
+        case ev.FilesChanged() as b:
+            out.files_changed.CopyFrom(
+                pb.FilesChanged(
+                    tool_use_id=b.tool_use_id,
+                    tool_name=b.tool_name,
+                    checkpoint=b.checkpoint,
+                    added=b.added,
+                    changed=b.changed,
+                    deleted=b.deleted,
+                    paths=b.paths,
+                    not_restorable=b.not_restorable,
+                    action=b.action,
+                    by=b.by,
+                )
+            )
         case ev.TaskStarted() as b:
             out.task_started.CopyFrom(pb.TaskStarted(task=task_to_pb(b.task)))
         case ev.TaskFinished() as b:

@@ -42,6 +42,7 @@ class _Path:
     after: bool
     is_dir: bool
     handle: Fid | None = None
+    was_dir: bool | None = None  # its kind at its first event (a file may become a directory)
 
 
 @dataclass
@@ -128,7 +129,7 @@ class ChangeSet:
             state = self._paths.get(path)
             if state is None:
                 before: bool | None = {"create": False, "to": None}.get(op, True)
-                state = self._paths[path] = _Path(before, True, is_dir)
+                state = self._paths[path] = _Path(before, True, is_dir, was_dir=is_dir)
             state.after = op not in ("delete", "from")
             state.is_dir = is_dir
             if handle is not None:
@@ -147,7 +148,8 @@ class ChangeSet:
                 kind = REPLACED if state.after else DELETED
             else:
                 kind = CHANGED if state.after else DELETED
-            if kind is not None and not (state.is_dir and kind == CHANGED):
+            kind_kept = state.was_dir is None or state.was_dir == state.is_dir
+            if kind is not None and not (state.is_dir and kind == CHANGED and kind_kept):
                 out.append(Change(path, kind, state.is_dir))
         return out
 

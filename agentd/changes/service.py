@@ -16,7 +16,6 @@ checkpoints ("what did call X change").
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
@@ -24,6 +23,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from agentd.changes import fanotify, holding, known, persist, prompt, resolve, walk
+from agentd.changes.checkpoints import Checkpoints
+from agentd.changes.files import Entry
+from agentd.changes.following import TaskFollowing
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
 from agentd.changes.tracked import Tracked
@@ -107,6 +109,9 @@ class ChangeTracker:
         self._stale: set[_Key] = set()
         self._why_not = why_not if config.changes_tracking != SCAN else ""
         self._asked_events = config.changes_tracking == EVENTS
+        # Where each writing call's checkpoint goes (set by the assembly; None: nowhere).
+        self.checkpoints: Checkpoints | None = None
+        self._tasks = TaskFollowing(self)
 
     def announce(self) -> None:
         """Say in the daemon's log how calls are followed (once it starts serving)."""
@@ -279,6 +284,54 @@ class ChangeTracker:
 
     def _lock(self, key: _Key) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
+
+    # ---- checkpoints
+    def running(self, session_id: str) -> list[str]:
+        """The runs of a session still followed (commands and tasks that may write)."""
+        return [t.id for t in self._active.values() if t.session_id == session_id]
+
+    async def known_before(
+        self, tracked: Tracked, into: dict[str, Entry] | None = None
+    ) -> dict[str, Entry]:
+        """The known good content of the paths the run touched so far (its pre-images
+        where no checkpoint has them), taken before a hold can change what is known;
+        what `into` holds already stays."""
+        out = into if into is not None else {}
+        if self.checkpoints is None:
+            return out
+        paths = await asyncio.to_thread(tracked.touched_paths)
+        for root in tracked.roots:
+            baseline = self._baselines.get((root, tracked.identity))
+            if baseline is None or not baseline.entries:
+                continue
+            prefix = root.rstrip("/") + "/"
+            for path in paths:
+                if not path.startswith(prefix) or path in out:
+                    continue
+                if (entry := baseline.entries.get(path[len(prefix) :])) is not None:
+                    out[path] = entry
+        return out
+
+    async def checkpoint(
+        self,
+        session: Session,
+        tracked: Tracked,
+        known: dict[str, Entry],
+        *,
+        tool_use_id: str,
+        tool_name: str,
+        action: str = "call",
+    ) -> None:
+        """Record what the run changed (checkpoints.py); a failure is logged, never the
+        call's."""
+        if self.checkpoints is None or not tracked.events:
+            return
+        try:
+            await self.checkpoints.record_run(
+                session, tracked, known, tool_use_id=tool_use_id, tool_name=tool_name, action=action
+            )
+        except Exception:
+            log.exception("session %s: the checkpoint of call %s failed", session.id, tool_use_id)
 
     # ---- after (or while) a run
     async def hold(self, tracked: Tracked, *, final: bool = True) -> list[Held]:
@@ -463,7 +516,7 @@ class ChangeTracker:
         self._active.pop(tracked.id, None)
         tracked.close(keep_log=keep_log)
 
-    # ---- background tasks
+    # ---- background tasks (following.py)
     async def readopt(
         self,
         session: Session,
@@ -475,42 +528,20 @@ class ChangeTracker:
         tool_use_id: str,
         notify: Callable[[str, str], None],
     ) -> None:
-        """Follow again a task a previous daemon left running: its reader has gone on
-        writing its log. What the task touched before now is not known good: compared
-        with the known good the last daemon kept, each difference is held; with none
-        kept, it is left out of the baseline this daemon builds (a file it made is held,
-        one it changed is held as changed from an unknown content)."""
-        path = os.path.join(self._dir, f"{task_id}.log")
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError:
-            return  # started by a daemon without events: nothing to read
-        roots = [os.path.realpath(r) for r in session.workspace_roots]
-        tracked = Tracked(task_id, session.id, roots, identity, log_path=path, log=fd)
-        tracked.events = True
-        touched_before = await asyncio.to_thread(tracked.touched_paths)
-        for root in roots:
-            await self._refresh(root, identity)
-            baseline = self._baselines[(root, identity)]
-            if (root, identity) in self._loaded:
-                continue  # every difference from the kept known good is a suspect already
-            prefix = root.rstrip("/") + "/"
-            for touched in touched_before:
-                if touched.startswith(prefix):
-                    baseline.forget(touched[len(prefix) :])
-        self._active[tracked.id] = tracked
-        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
+        """Follow again a task a previous daemon left running (following.py)."""
+        await self._tasks.readopt(
+            session,
+            identity,
+            done,
+            task_id=task_id,
+            made_by=made_by,
+            tool_use_id=tool_use_id,
+            notify=notify,
+        )
 
     def sweep(self, keep: set[str]) -> None:
         """Remove change logs of runs no one follows (a previous daemon's)."""
-        try:
-            names = os.listdir(self._dir)
-        except OSError:
-            return
-        for name in names:
-            if name.endswith(".log") and name.removesuffix(".log") not in keep:
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(self._dir, name))
+        self._tasks.sweep(keep)
 
     def follow(
         self,
@@ -523,75 +554,13 @@ class ChangeTracker:
         tool_use_id: str,
         notify: Callable[[str, str], None],
     ) -> None:
-        """Check a background task every changes_check_seconds while it runs and once at
-        its end; a person is asked without holding the task up, and the model told
-        through `notify(session_id, text)`."""
-        if tracked.log_path:
-            with contextlib.suppress(OSError):
-                renamed = os.path.join(self._dir, f"{task_id}.log")
-                os.rename(tracked.log_path, renamed)
-                tracked.log_path = renamed
-        self._follow_future(session, tracked, done, made_by, tool_use_id, notify)
-
-    def _follow_future(
-        self,
-        session: Session,
-        tracked: Tracked,
-        done: asyncio.Future[Any],
-        made_by: str,
-        tool_use_id: str,
-        notify: Callable[[str, str], None],
-    ) -> None:
-        future = asyncio.ensure_future(
-            self._follow(session, tracked, done, made_by, tool_use_id, notify)
+        """Check a background task while it runs and at its end (following.py)."""
+        self._tasks.follow(
+            session,
+            tracked,
+            done,
+            task_id=task_id,
+            made_by=made_by,
+            tool_use_id=tool_use_id,
+            notify=notify,
         )
-        self._followers.add(future)
-        future.add_done_callback(self._followers.discard)
-
-    async def _follow(
-        self,
-        session: Session,
-        tracked: Tracked,
-        done: asyncio.Future[Any],
-        made_by: str,
-        tool_use_id: str,
-        notify: Callable[[str, str], None],
-    ) -> None:
-        try:
-            while True:
-                ended = done.done()
-                if not ended:
-                    await asyncio.wait({done}, timeout=self._check)
-                    ended = done.done()
-                try:
-                    items = await self.hold(tracked, final=ended)
-                except OSError as exc:  # this check only; the next one looks again
-                    log.warning("checking the changes of task run %s: %s", tracked.id, exc)
-                    items = []
-                if items:
-                    decided = asyncio.ensure_future(
-                        self._decide_later(session, tracked, items, made_by, tool_use_id, notify)
-                    )
-                    self._followers.add(decided)
-                    decided.add_done_callback(self._followers.discard)
-                if ended:
-                    break
-        except asyncio.CancelledError:
-            # The daemon is stopping and the task lives on: its log stays for the next.
-            self.close(tracked, keep_log=True)
-            raise
-        except Exception:
-            log.exception("following the changes of task run %s failed", tracked.id)
-        self.close(tracked)
-
-    async def _decide_later(
-        self,
-        session: Session,
-        tracked: Tracked,
-        items: list[Held],
-        made_by: str,
-        tool_use_id: str,
-        notify: Callable[[str, str], None],
-    ) -> None:
-        text = await self.decide(session, tracked, items, made_by=made_by, tool_use_id=tool_use_id)
-        notify(session.id, text)

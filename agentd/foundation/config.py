@@ -279,6 +279,19 @@ class Config:
     # events (a flood of renames or mode changes) loses the rest, and what it may have
     # changed is then checked by a walk of the workspace, not trusted.
     changes_log_bytes: Positive = 64 * 1024 * 1024
+    # Whether each writing call's changes are kept as a checkpoint to diff, restore and
+    # rewind (agentctl checkpoints|diff|restore|rewind).
+    checkpoints: bool = True
+    # The largest file whose content a checkpoint keeps (what each writing call
+    # changed, to diff and restore); a larger one is listed "not restorable: too large".
+    checkpoint_file_bytes: Positive = 64 * 1024 * 1024
+    # The most one call's checkpoint adds to the store; past it, "too large".
+    checkpoint_call_bytes: Positive = 256 * 1024 * 1024
+    # The most paths one call's checkpoint keeps images of (a build's output of
+    # 100,000 files); the rest are listed "not restorable: more than N paths changed".
+    checkpoint_call_paths: Positive = 20000
+    # The most one session's checkpoints add to the store; past it, "too large".
+    checkpoint_session_bytes: Positive = 1024 * 1024 * 1024
     # Whether stopping the daemon stops the background tasks too (`agentd stop --tasks`
     # does it once). Off: tasks run on under their shims and the next daemon takes them
     # over; closing a session still stops its tasks.

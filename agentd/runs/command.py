@@ -360,8 +360,9 @@ class CommandRun:
             return ""
         tracker, request = self._commands.changes, self.request
         try:
+            known = await tracker.known_before(tracked)
             held = await tracker.hold(tracked)
-            return await tracker.decide(
+            text = await tracker.decide(
                 request.session,
                 tracked,
                 held,
@@ -369,6 +370,10 @@ class CommandRun:
                 tool_use_id=request.tool_use_id,
                 cancelled=cancelled,
             )
+            await tracker.checkpoint(
+                request.session, tracked, known, tool_use_id=request.tool_use_id, tool_name="Bash"
+            )
+            return text
         finally:
             tracker.close(tracked)
 

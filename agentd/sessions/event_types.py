@@ -108,6 +108,24 @@ class TodosChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class FilesChanged:
+    """A writing call (or a restore) changed files: its checkpoint (agentd/changes/)."""
+
+    KIND: ClassVar[str] = "files_changed"
+    tool_use_id: str
+    tool_name: str
+    checkpoint: int  # its number in the session
+    added: int
+    changed: int
+    deleted: int
+    # The first paths, relative to their root ("+" added, "~" changed, "-" deleted).
+    paths: list[str]
+    not_restorable: int
+    action: str = "call"  # call, task, restore, rewind
+    by: str = ""  # who asked for a restore
+
+
+@dataclass(frozen=True, slots=True)
 class TaskStarted:
     KIND: ClassVar[str] = "task_started"
     task: TaskPayload
@@ -239,6 +257,7 @@ EventBody = (
     | Progress
     | CallFinished
     | TodosChanged
+    | FilesChanged
     | TaskStarted
     | TaskFinished
     | PermissionRequested
@@ -262,6 +281,7 @@ BY_KIND: dict[str, type[EventBody]] = {
         Progress,
         CallFinished,
         TodosChanged,
+        FilesChanged,
         TaskStarted,
         TaskFinished,
         PermissionRequested,

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -88,6 +88,9 @@ class Reaper:
         # Session directories made from here on are of sessions this daemon just made.
         self._started = time.time()
         self._dirs = session_dirs.of(config.state_dir)
+        # Called with each session once its rows are gone (the checkpoint store drops
+        # the contents no row names any more).
+        self.on_reaped: list[Callable[[Session], Awaitable[None]]] = []
 
     # ---- the daemon's own timer ----
     def start(self) -> None:
@@ -248,6 +251,11 @@ class Reaper:
         tmp_owners.forget(self.config.tmp_owners_dir, session.id)
         self.reaped += 1
         log.info("reaped session %s (%s)", session.id, why)
+        for hook in self.on_reaped:
+            try:
+                await hook(session)
+            except Exception:
+                log.exception("session %s: a step after reaping it failed", session.id)
 
     def on_create(self, session: Session) -> None:
         """Record whose the session's directories will be (see tmp_owners)."""

@@ -49,6 +49,29 @@ CREATE TABLE IF NOT EXISTS open_calls (
     started_ms INTEGER NOT NULL,
     PRIMARY KEY (session_id, tool_use_id)
 );
+-- What each writing call changed (agentd/changes/checkpoints.py): one row per call,
+-- its files and their images before and after as JSON; a restore's intent is its row
+-- with state 'restoring', written before the workspace is touched.
+CREATE TABLE IF NOT EXISTS checkpoints (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    tool_use_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    time_ms INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+-- Each path's image after each call, to find the content a later call overwrote.
+CREATE TABLE IF NOT EXISTS checkpoint_files (
+    root TEXT NOT NULL,
+    path TEXT NOT NULL,
+    time_ms INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    after TEXT NOT NULL,
+    PRIMARY KEY (root, path, session_id, seq)
+);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -80,5 +103,7 @@ SESSION_ROWS = (
     ("tasks", "session_id"),
     ("call_outputs", "session_id"),
     ("open_calls", "session_id"),
+    ("checkpoints", "session_id"),
+    ("checkpoint_files", "session_id"),
     ("sessions", "id"),
 )

@@ -620,6 +620,19 @@ class Store:
         self._write("DELETE FROM call_outputs WHERE session_id = ?", (session_id,))
         self._dirty()
 
+    # rows of a table another module owns (sessions/checkpoint_rows.py)
+    def write_row(self, sql: str, params: Any = (), *, now: bool = False) -> None:
+        """A write in the grouped commit, or committed before return when `now`."""
+        self._write(sql, params)
+        if now:
+            self.flush()
+        else:
+            self._dirty()
+
+    def read_rows(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """Rows on the loop's thread (it sees this connection's uncommitted writes)."""
+        return list(self._db.execute(sql, params))
+
     # trusted settings content: committed at once, a trust given or revoked must not be lost
     def save_trust(self, path: str, sha256: str, approved_by: str, approved_ms: int) -> None:
         self.require_writable("Trusting")

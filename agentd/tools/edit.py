@@ -11,7 +11,7 @@ from agentd.foundation.errors import InputError
 from agentd.fs import access as fsaccess
 from agentd.sessions.session import Session
 from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
-from agentd.tools.files import filestate, textdiff, trailing
+from agentd.tools.files import filestate, recorded, textdiff, trailing
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
 STALE_NOTE = (
@@ -107,6 +107,7 @@ class Target:
     codec: filestate.TextCodec
     exists: bool
     stale: bool  # changed on disk since the session's last Read
+    current: filestate.Current | None = None  # what a write overwrites (its checkpoint)
 
 
 async def load_target(
@@ -136,12 +137,12 @@ async def load_target(
     if filestate.has_nul(current.data):
         filestate.refuse_nul(loc.path)
     content, codec = filestate.decode(current.data)
-    return Target(loc, content, codec, exists=True, stale=stale)
+    return Target(loc, content, codec, exists=True, stale=stale, current=current)
 
 
-async def save_target(ctx: ToolContext, target: Target, content: str) -> None:
+async def save_target(ctx: ToolContext, target: Target, content: str, tool_name: str) -> None:
     data = target.codec.encode(content)
-    await asyncio.to_thread(filestate.write, target.loc, data, ctx.services.temp_ledger)
+    await recorded.write(ctx, tool_name, target.loc, data, target.current)
     filestate.remember_written(ctx.session, target.loc, data)
 
 
@@ -200,7 +201,7 @@ class EditTool(Tool[EditInput]):
         old_n = old.replace("\r\n", "\n") if target.codec.crlf else old
         new_n = new.replace("\r\n", "\n") if target.codec.crlf else new
         applied = apply_edit(target.content, old_n, new_n, replace_all)
-        await save_target(ctx, target, applied.content)
+        await save_target(ctx, target, applied.content, self.name)
         path = target.loc.path
         if replace_all:
             text = f"Updated {path}: every occurrence was replaced {CURRENT_NOTE}."

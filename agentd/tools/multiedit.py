@@ -118,7 +118,7 @@ class MultiEditTool(Tool[MultiEditInput]):
                 raise InputError(
                     f"Edit {number} of {len(edits)} failed, so no edit was made. {exc}"
                 ) from None
-        await save_target(ctx, target, content)
+        await save_target(ctx, target, content, self.name)
         path = target.loc.path
         summary = "\n".join(
             f'{n}. "{_preview(e["old_string"])}" -> "{_preview(e["new_string"])}"'

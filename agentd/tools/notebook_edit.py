@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict
 
 from agentd.foundation.errors import InputError, ToolError
 from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
-from agentd.tools.files import filestate
+from agentd.tools.files import filestate, recorded
 from agentd.tools.formats.notebooks import join_source, notebook_language
 
 _INDEX_ID = re.compile(r"^cell-(\d+)$")
@@ -175,7 +175,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         if original.endswith("\n"):
             updated += "\n"
         payload = updated.encode("utf-8")
-        await asyncio.to_thread(filestate.write, loc, payload, ctx.services.temp_ledger)
+        await recorded.write(ctx, self.name, loc, payload, current)
         filestate.remember_written(session, loc, payload)
         data.update(
             {

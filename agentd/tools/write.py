@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 
 from agentd.foundation.errors import InputError
 from agentd.tools.base import FileAccess, Hints, Tool, ToolContext, ToolResult
-from agentd.tools.files import filestate, textdiff, trailing
+from agentd.tools.files import filestate, recorded, textdiff, trailing
 
 CURRENT_NOTE = "(your view of the file is current; there is no need to Read it again)"
 
@@ -66,7 +66,7 @@ class WriteTool(Tool[WriteInput]):
             # file's CRLF; Write replaces the whole file as given). Encoding and BOM stay.
             codec = filestate.TextCodec(codec.encoding, codec.bom, False)
         data = codec.encode(content)
-        await asyncio.to_thread(filestate.write, loc, data, ctx.services.temp_ledger)
+        await recorded.write(ctx, self.name, loc, data, current)
         filestate.remember_written(session, loc, data)
         fields: dict[str, Any] = {
             "type": "create" if original is None else "update",

@@ -53,6 +53,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
     driven = client.stub.StartTask(  # a task with its stdin open (exec, attach-task)
         pb.StartTaskRequest(session_id=sid, command="cat", stdin=True)
     ).task_id
+    client.run_tool(sid, "Bash", {"command": "echo j > json.txt"}, "toolu_json")
     ca = tmp / "ca.pem"
     ca.write_text("not checked until used\n")
     token = tmp / "token"
@@ -99,6 +100,10 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("credentials",): [],
         ("mcp", "install"): ["claude-code", "--workspace", str(workspace)],
         ("ports",): [sid],
+        ("checkpoints",): [sid],
+        ("diff",): [sid, "toolu_json", "--stat"],
+        ("restore",): [sid, "toolu_json", "--dry-run"],
+        ("rewind",): [sid, "toolu_json", "--dry-run"],
         # No ask is pending: refused (exit 3), the error as JSON on stderr.
         ("approve",): ["-s", sid, "ABCD"],
         ("deny",): ["ABCD"],

@@ -46,6 +46,8 @@ SAMPLES: list[ev.EventBody] = [
     ev.CallFinished("Bash", 7, RESULT),
     ev.CallFinished("Read", 1, RESULT, interrupted=True),
     ev.TodosChanged([{"content": "c", "status": "pending", "activeForm": "a"}]),
+    ev.FilesChanged("toolu_1", "Bash", 3, 1, 2, 0, ["+a", "~b", "~c"], 1),
+    ev.FilesChanged("rewind-1", "RewindToCall", 4, 0, 1, 0, ["~b"], 0, "rewind", "ann@box"),
     ev.TaskStarted({**TASK, "exit_code": None, "status": "running"}),
     ev.TaskFinished(TASK),
     ev.PermissionRequested("perm_1", "toolu_1", "Bash", {"command": "rm x"}, ["r"], "R", 9, ["R"]),

@@ -326,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tree_groups.task_terminal(top)
     tree_groups.forward(top)
+    tree_groups.checkpoints(top)
     return p
 
 

@@ -124,3 +124,55 @@ def forward(top: Tree) -> None:
         nargs="?",
         help="session name, id or id prefix (default $AGENTD_SESSION)",
     )
+
+
+def checkpoints(top: Tree) -> None:
+    """What each writing call changed, and putting it back."""
+    ls = top.leaf(
+        "checkpoints",
+        "a session's writing calls and what each changed (newest last)",
+        "checkpoints:cmd_checkpoints",
+    )
+    ls.add_argument("session", metavar="SESSION", help="session name, id or unique id prefix")
+    df = top.leaf(
+        "diff", "what a call changed (--since: it and everything after)", "checkpoints:cmd_diff"
+    )
+    df.add_argument("session", metavar="SESSION")
+    df.add_argument("call", metavar="CALL", help="the call's tool_use_id (agentctl checkpoints)")
+    df.add_argument("--since", action="store_true", help="from CALL to now (or to --to)")
+    df.add_argument("--to", default="", metavar="CALL", help="with --since: up to this call")
+    fmt = df.add_mutually_exclusive_group()
+    fmt.add_argument("--stat", dest="format", action="store_const", const="stat")
+    fmt.add_argument("--names", dest="format", action="store_const", const="names")
+    df.set_defaults(format="unified")
+    df.add_argument("paths", nargs="*", metavar="PATH", help="only these paths")
+    rs = top.leaf(
+        "restore", "put back what a call changed, as before it", "checkpoints:cmd_restore"
+    )
+    rs.add_argument("session", metavar="SESSION")
+    rs.add_argument("call", metavar="CALL")
+    rs.add_argument("paths", nargs="*", metavar="PATH", help="only these paths")
+    rw = top.leaf("rewind", "undo a call and every call after it", "checkpoints:cmd_rewind")
+    rw.add_argument("session", metavar="SESSION")
+    rw.add_argument("call", metavar="CALL")
+    rw.add_argument("--yes", action="store_true", help="do not ask; rewind what is shown")
+    for p in (rs, rw):
+        p.add_argument(
+            "--dry-run", action="store_true", help="show what would change; change nothing"
+        )
+        how = p.add_mutually_exclusive_group()
+        how.add_argument(
+            "--force",
+            dest="on_conflict",
+            action="store_const",
+            const="overwrite",
+            help="overwrite paths changed since (outside the agent, or by a running task)",
+        )
+        how.add_argument(
+            "--skip",
+            dest="on_conflict",
+            action="store_const",
+            const="skip",
+            help="leave paths with a conflict as they are; restore the rest",
+        )
+        p.set_defaults(on_conflict="")

@@ -260,6 +260,55 @@ class AsyncClient(_Base):
     ) -> list[Task]:
         return await self._unary(rpc.list_tasks(session_id, include_finished), timeout)
 
+    async def list_checkpoints(
+        self, session_id: str, *, timeout: float | None = None
+    ) -> list[pb.Checkpoint]:
+        """The session's writing calls that changed files, oldest first."""
+        return await self._unary(rpc.list_checkpoints(session_id), timeout)
+
+    async def diff_checkpoint(
+        self,
+        session_id: str,
+        tool_use_id: str,
+        *,
+        since: bool = False,
+        to: str = "",
+        fmt: str = "stat",
+        paths: list[str] | None = None,
+        timeout: float | None = None,
+    ) -> pb.DiffCheckpointResponse:
+        """What a call changed (`since`: it and every call after, to now or to `to`)."""
+        call = rpc.diff_checkpoint(session_id, tool_use_id, since, to, fmt, paths or [])
+        return await self._unary(call, timeout)
+
+    async def restore_checkpoint(
+        self,
+        session_id: str,
+        tool_use_id: str,
+        paths: list[str] | None = None,
+        *,
+        dry_run: bool = False,
+        on_conflict: str = "",
+        timeout: float | None = None,
+    ) -> pb.RestoreCheckpointResponse:
+        """Put the paths a call changed back as they were before it."""
+        call = rpc.restore_checkpoint(session_id, tool_use_id, paths or [], dry_run, on_conflict)
+        return await self._unary(call, timeout)
+
+    async def rewind_to_call(
+        self,
+        session_id: str,
+        tool_use_id: str,
+        *,
+        dry_run: bool = False,
+        on_conflict: str = "",
+        timeout: float | None = None,
+    ) -> pb.RestoreCheckpointResponse:
+        """Undo a call and every call after it."""
+        return await self._unary(
+            rpc.rewind_to_call(session_id, tool_use_id, dry_run, on_conflict), timeout
+        )
+
     async def classify(self, command: str, *, timeout: float | None = None) -> dict[str, Any]:
         return await self._unary(rpc.classify(command), timeout)
 

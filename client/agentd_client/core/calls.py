@@ -415,3 +415,45 @@ def revoke_trust(path: str, sha256: str) -> Call:
 def list_credentials() -> Call:
     """Credential sources and routes, and which sessions used them (never a secret)."""
     return Call("ListCredentials", pb.ListCredentialsRequest(), lambda r: r, safe=True)
+
+
+# checkpoints: what each writing call changed; diff, restore, rewind
+
+
+def list_checkpoints(session_id: str) -> Call:
+    request = pb.ListCheckpointsRequest(session_id=session_id)
+    return Call("ListCheckpoints", request, lambda r: list(r.checkpoints), safe=True)
+
+
+def diff_checkpoint(
+    session_id: str, tool_use_id: str, since: bool, to: str, fmt: str, paths: list[str]
+) -> Call:
+    request = pb.DiffCheckpointRequest(
+        session_id=session_id,
+        tool_use_id=tool_use_id,
+        since=since,
+        to_tool_use_id=to,
+        format=fmt,
+        paths=paths,
+    )
+    return Call("DiffCheckpoint", request, safe=True)
+
+
+def restore_checkpoint(
+    session_id: str, tool_use_id: str, paths: list[str], dry_run: bool, on_conflict: str
+) -> Call:
+    request = pb.RestoreCheckpointRequest(
+        session_id=session_id,
+        tool_use_id=tool_use_id,
+        paths=paths,
+        dry_run=dry_run,
+        on_conflict=on_conflict,
+    )
+    return Call("RestoreCheckpoint", request, safe=dry_run)
+
+
+def rewind_to_call(session_id: str, tool_use_id: str, dry_run: bool, on_conflict: str) -> Call:
+    request = pb.RewindToCallRequest(
+        session_id=session_id, tool_use_id=tool_use_id, dry_run=dry_run, on_conflict=on_conflict
+    )
+    return Call("RewindToCall", request, safe=dry_run)

@@ -127,6 +127,8 @@ def describe_event(e: pb.Event) -> str:
                 box = {"completed": "[x]", "in_progress": "[~]"}.get(todo.status, "[ ]")
                 lines.append(f"    {box} {one(todo.content)}")
             return "\n".join(lines)
+        case "files_changed":
+            return files_changed(head, e.files_changed)
         case "task_started":
             t = e.task_started.task
             return f"{head} task {one(t.id)} started: {one(t.command[:120])}"
@@ -183,6 +185,25 @@ def describe_event(e: pb.Event) -> str:
         case "port_forward":
             return describe_forward(head, e.port_forward)
     return f"{head} {one(kind)}"
+
+
+def files_changed(head: str, f: pb.FilesChanged) -> str:
+    """A checkpoint: what a call (or a restore, and who asked) changed, its first paths."""
+    one = sanitize.line
+    what = {"restore": "restore", "rewind": "rewind", "task": "task"}.get(f.action, "call")
+    who = f" by {one(f.by)}" if f.by else ""
+    counts = f"+{f.added} ~{f.changed} -{f.deleted}"
+    lost = f", {f.not_restorable} not restorable" if f.not_restorable else ""
+    lines = [
+        f"{head} files changed by {what} {one(f.tool_use_id)} ({one(f.tool_name)}){who}: "
+        f"{counts}{lost}, checkpoint {f.checkpoint}"
+    ]
+    shown = list(f.paths[:10])
+    lines += [f"    {one(p)}" for p in shown]
+    total = f.added + f.changed + f.deleted
+    if total > len(shown):
+        lines.append(f"    ... {total - len(shown)} more (agentctl diff)")
+    return "\n".join(lines)
 
 
 def task_controlled(t: pb.TaskControlled) -> str:

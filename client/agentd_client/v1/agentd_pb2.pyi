@@ -548,7 +548,7 @@ class Gap(_message.Message):
     def __init__(self, from_seq: _Optional[int] = ..., to_seq: _Optional[int] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent", "git_push", "task_controlled", "port_forward")
+    __slots__ = ("seq", "session_id", "time_ms", "call_started", "progress", "call_finished", "todos_changed", "task_started", "task_finished", "permission_requested", "permission_resolved", "cwd_changed", "session_closed", "gap", "permission_decided", "settings_ignored", "agent", "git_push", "task_controlled", "port_forward", "files_changed")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
@@ -569,6 +569,7 @@ class Event(_message.Message):
     GIT_PUSH_FIELD_NUMBER: _ClassVar[int]
     TASK_CONTROLLED_FIELD_NUMBER: _ClassVar[int]
     PORT_FORWARD_FIELD_NUMBER: _ClassVar[int]
+    FILES_CHANGED_FIELD_NUMBER: _ClassVar[int]
     seq: int
     session_id: str
     time_ms: int
@@ -589,7 +590,32 @@ class Event(_message.Message):
     git_push: GitPush
     task_controlled: TaskControlled
     port_forward: PortForward
-    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ..., git_push: _Optional[_Union[GitPush, _Mapping]] = ..., task_controlled: _Optional[_Union[TaskControlled, _Mapping]] = ..., port_forward: _Optional[_Union[PortForward, _Mapping]] = ...) -> None: ...
+    files_changed: FilesChanged
+    def __init__(self, seq: _Optional[int] = ..., session_id: _Optional[str] = ..., time_ms: _Optional[int] = ..., call_started: _Optional[_Union[CallStarted, _Mapping]] = ..., progress: _Optional[_Union[Progress, _Mapping]] = ..., call_finished: _Optional[_Union[CallFinished, _Mapping]] = ..., todos_changed: _Optional[_Union[TodosChanged, _Mapping]] = ..., task_started: _Optional[_Union[TaskStarted, _Mapping]] = ..., task_finished: _Optional[_Union[TaskFinished, _Mapping]] = ..., permission_requested: _Optional[_Union[PermissionRequested, _Mapping]] = ..., permission_resolved: _Optional[_Union[PermissionResolved, _Mapping]] = ..., cwd_changed: _Optional[_Union[CwdChanged, _Mapping]] = ..., session_closed: _Optional[_Union[SessionClosed, _Mapping]] = ..., gap: _Optional[_Union[Gap, _Mapping]] = ..., permission_decided: _Optional[_Union[PermissionDecided, _Mapping]] = ..., settings_ignored: _Optional[_Union[SettingsIgnored, _Mapping]] = ..., agent: _Optional[_Union[AgentEvent, _Mapping]] = ..., git_push: _Optional[_Union[GitPush, _Mapping]] = ..., task_controlled: _Optional[_Union[TaskControlled, _Mapping]] = ..., port_forward: _Optional[_Union[PortForward, _Mapping]] = ..., files_changed: _Optional[_Union[FilesChanged, _Mapping]] = ...) -> None: ...
+
+class FilesChanged(_message.Message):
+    __slots__ = ("tool_use_id", "tool_name", "checkpoint", "added", "changed", "deleted", "paths", "not_restorable", "action", "by")
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    NOT_RESTORABLE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    tool_use_id: str
+    tool_name: str
+    checkpoint: int
+    added: int
+    changed: int
+    deleted: int
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    not_restorable: int
+    action: str
+    by: str
+    def __init__(self, tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., checkpoint: _Optional[int] = ..., added: _Optional[int] = ..., changed: _Optional[int] = ..., deleted: _Optional[int] = ..., paths: _Optional[_Iterable[str]] = ..., not_restorable: _Optional[int] = ..., action: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
 
 class AgentContentBlock(_message.Message):
     __slots__ = ("type", "text", "id", "name", "input")
@@ -1212,3 +1238,151 @@ class PortForward(_message.Message):
     bytes_out: int
     how: str
     def __init__(self, action: _Optional[str] = ..., forward_id: _Optional[str] = ..., connection_id: _Optional[str] = ..., port: _Optional[int] = ..., address: _Optional[str] = ..., local: _Optional[str] = ..., by: _Optional[str] = ..., bytes_in: _Optional[int] = ..., bytes_out: _Optional[int] = ..., how: _Optional[str] = ...) -> None: ...
+
+class FileImage(_message.Message):
+    __slots__ = ("kind", "mode", "size", "sha256", "target", "why")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    mode: int
+    size: int
+    sha256: str
+    target: str
+    why: str
+    def __init__(self, kind: _Optional[str] = ..., mode: _Optional[int] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ..., target: _Optional[str] = ..., why: _Optional[str] = ...) -> None: ...
+
+class CheckpointFile(_message.Message):
+    __slots__ = ("root", "path", "change", "before", "after")
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    root: str
+    path: str
+    change: str
+    before: FileImage
+    after: FileImage
+    def __init__(self, root: _Optional[str] = ..., path: _Optional[str] = ..., change: _Optional[str] = ..., before: _Optional[_Union[FileImage, _Mapping]] = ..., after: _Optional[_Union[FileImage, _Mapping]] = ...) -> None: ...
+
+class Checkpoint(_message.Message):
+    __slots__ = ("seq", "tool_use_id", "tool_name", "state", "time_ms", "added", "changed", "deleted", "not_restorable", "action", "note")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    ADDED_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    NOT_RESTORABLE_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    tool_use_id: str
+    tool_name: str
+    state: str
+    time_ms: int
+    added: int
+    changed: int
+    deleted: int
+    not_restorable: int
+    action: str
+    note: str
+    def __init__(self, seq: _Optional[int] = ..., tool_use_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., state: _Optional[str] = ..., time_ms: _Optional[int] = ..., added: _Optional[int] = ..., changed: _Optional[int] = ..., deleted: _Optional[int] = ..., not_restorable: _Optional[int] = ..., action: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+
+class ListCheckpointsRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class ListCheckpointsResponse(_message.Message):
+    __slots__ = ("checkpoints",)
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[Checkpoint]
+    def __init__(self, checkpoints: _Optional[_Iterable[_Union[Checkpoint, _Mapping]]] = ...) -> None: ...
+
+class DiffCheckpointRequest(_message.Message):
+    __slots__ = ("session_id", "tool_use_id", "since", "to_tool_use_id", "format", "paths")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    TO_TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    tool_use_id: str
+    since: bool
+    to_tool_use_id: str
+    format: str
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, session_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., since: _Optional[bool] = ..., to_tool_use_id: _Optional[str] = ..., format: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DiffCheckpointResponse(_message.Message):
+    __slots__ = ("files", "text")
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedCompositeFieldContainer[CheckpointFile]
+    text: str
+    def __init__(self, files: _Optional[_Iterable[_Union[CheckpointFile, _Mapping]]] = ..., text: _Optional[str] = ...) -> None: ...
+
+class RestoreCheckpointRequest(_message.Message):
+    __slots__ = ("session_id", "tool_use_id", "dry_run", "paths", "on_conflict", "by")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    ON_CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    tool_use_id: str
+    dry_run: bool
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    on_conflict: str
+    by: str
+    def __init__(self, session_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., dry_run: _Optional[bool] = ..., paths: _Optional[_Iterable[str]] = ..., on_conflict: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
+
+class RewindToCallRequest(_message.Message):
+    __slots__ = ("session_id", "tool_use_id", "dry_run", "on_conflict", "by")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    ON_CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    tool_use_id: str
+    dry_run: bool
+    on_conflict: str
+    by: str
+    def __init__(self, session_id: _Optional[str] = ..., tool_use_id: _Optional[str] = ..., dry_run: _Optional[bool] = ..., on_conflict: _Optional[str] = ..., by: _Optional[str] = ...) -> None: ...
+
+class RestorePath(_message.Message):
+    __slots__ = ("root", "path", "action", "conflict", "to")
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    root: str
+    path: str
+    action: str
+    conflict: str
+    to: FileImage
+    def __init__(self, root: _Optional[str] = ..., path: _Optional[str] = ..., action: _Optional[str] = ..., conflict: _Optional[str] = ..., to: _Optional[_Union[FileImage, _Mapping]] = ...) -> None: ...
+
+class RestoreCheckpointResponse(_message.Message):
+    __slots__ = ("paths", "applied", "checkpoint", "message")
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    paths: _containers.RepeatedCompositeFieldContainer[RestorePath]
+    applied: bool
+    checkpoint: int
+    message: str
+    def __init__(self, paths: _Optional[_Iterable[_Union[RestorePath, _Mapping]]] = ..., applied: _Optional[bool] = ..., checkpoint: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...

@@ -194,6 +194,26 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.FromString,
                 _registered_method=True)
+        self.ListCheckpoints = channel.unary_unary(
+                '/agentd.v1.Agentd/ListCheckpoints',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ListCheckpointsRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCheckpointsResponse.FromString,
+                _registered_method=True)
+        self.DiffCheckpoint = channel.unary_unary(
+                '/agentd.v1.Agentd/DiffCheckpoint',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.DiffCheckpointRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.DiffCheckpointResponse.FromString,
+                _registered_method=True)
+        self.RestoreCheckpoint = channel.unary_unary(
+                '/agentd.v1.Agentd/RestoreCheckpoint',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.FromString,
+                _registered_method=True)
+        self.RewindToCall = channel.unary_unary(
+                '/agentd.v1.Agentd/RewindToCall',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.RewindToCallRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.FromString,
+                _registered_method=True)
 
 
 class AgentdServicer:
@@ -434,6 +454,34 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListCheckpoints(self, request, context):
+        """Checkpoints: what each writing call changed (Bash included), newest last.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DiffCheckpoint(self, request, context):
+        """What a call changed, or everything from it to now (`since`), or between two calls.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreCheckpoint(self, request, context):
+        """Put back what a call changed (its paths as they were before it); `dry_run` plans.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RewindToCall(self, request, context):
+        """Undo a call and every call after it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentdServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -596,6 +644,26 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.ListPorts,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.SerializeToString,
+            ),
+            'ListCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCheckpoints,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListCheckpointsRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ListCheckpointsResponse.SerializeToString,
+            ),
+            'DiffCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.DiffCheckpoint,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.DiffCheckpointRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.DiffCheckpointResponse.SerializeToString,
+            ),
+            'RestoreCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreCheckpoint,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.SerializeToString,
+            ),
+            'RewindToCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.RewindToCall,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.RewindToCallRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1462,6 +1530,114 @@ class Agentd:
             '/agentd.v1.Agentd/ListPorts',
             agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ListPortsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ListCheckpoints',
+            agentd_dot_v1_dot_agentd__pb2.ListCheckpointsRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ListCheckpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DiffCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/DiffCheckpoint',
+            agentd_dot_v1_dot_agentd__pb2.DiffCheckpointRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.DiffCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/RestoreCheckpoint',
+            agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RewindToCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/RewindToCall',
+            agentd_dot_v1_dot_agentd__pb2.RewindToCallRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.FromString,
             options,
             channel_credentials,
             insecure,
