@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -43,6 +44,7 @@ from agentd.runs.tasks import InProcessRun, new_task_id
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
 from agentd.sandboxing.mode import SandboxMode
+from agentd.sandboxing.protected import sandbox_protection
 from agentd.sandboxing.runtime import SandboxRuntime
 from agentd.sessions.session import Session
 from agentd_sandbox import PathGone, SandboxPolicy, SandboxUnavailable, shell_argv, spawn
@@ -100,14 +102,17 @@ async def plan_bash(
         await runtime.masks.prepare(session)
     # On a thread: it walks the workspace's git directories and, on the session's first
     # networked call, makes its network namespace (the event loop serves on meanwhile).
+    protection = plans.for_session(session.id) if plans is not None else sandbox_protection
     policy = await asyncio.to_thread(
-        sandbox_policy.policy_for,
-        session,
-        config,
-        tmp_dir,
-        runtime,
-        read_only=read_only,
-        **({"protection": plans.for_session(session.id)} if plans is not None else {}),
+        functools.partial(
+            sandbox_policy.policy_for,
+            session,
+            config,
+            tmp_dir,
+            runtime,
+            read_only=read_only,
+            protection=protection,
+        )
     )
     policy.env = {**policy.env, "BASH_ENV": bash_env}
     staged = readonly.Staged()

@@ -89,7 +89,7 @@ def _of_unknown_session(
     is known to (one the database knows is settled as usual)."""
     if session_known is None or any(t.id == name for t in tasks.tasks()):
         return False
-    body = shim_client.read_json(dir_fd, "task.json")
+    body = protocol.read_json(dir_fd, "task.json")
     session_id = body.get("session_id") if body else None
     return (
         isinstance(session_id, str)
