@@ -72,4 +72,5 @@ class Servicer:
         self.StartForward = ports.StartForward
         self.StopForward = ports.StopForward
         self.Forward = ports.Forward
+        self.ForwardMux = ports.ForwardMux
         self.ListPorts = ports.ListPorts

@@ -27,9 +27,11 @@ import grpc
 from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.foundation.errors import AgentdError, Exhausted, InvalidRequest
 from agentd.network import ports
+from agentd.network.port_mux import Backlogged, Dialer, Journal, SessionMux
 from agentd.network.service import NetworkService
 from agentd.sessions.event_types import PortForward
 from agentd.sessions.session import Session, SessionManager, network_mode
+from agentd_client.core.forward_mux import MAX_DATA, WINDOW, Outbox
 from agentd_client.core.forward_wire import data_frame
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -73,13 +75,16 @@ class PortHandlers:
             task.cancel()
 
     def _closed(self, session_id: str, who: str) -> None:
+        self._released(session_id, who)
+        if self.open == 0:
+            _trim()
+
+    def _released(self, session_id: str, who: str) -> None:
         self.open -= 1
         for counts, key in ((self.by_session, session_id), (self.by_client, who)):
             counts[key] -= 1
             if counts[key] <= 0:
                 del counts[key]
-        if self.open == 0:
-            _trim()
 
     def _session(self, session_id: str) -> Session:
         return self.sessions.get(require(session_id, "session_id"), open_only=True)
@@ -238,6 +243,81 @@ class PortHandlers:
                     how=pump.how,
                 )
             )
+
+    def _admit(self, session_id: str, who: str) -> str | None:
+        """One more forwarded connection counted, or why not (a cap is reached)."""
+        if self.open >= MAX_OPEN:
+            return f"{MAX_OPEN} forwarded connections are open; close some first"
+        if self.by_session[session_id] >= MAX_OPEN_PER_SESSION:
+            return (
+                f"session {session_id} has {MAX_OPEN_PER_SESSION} forwarded connections "
+                "open; close some first"
+            )
+        if self.by_client[who] >= MAX_OPEN_PER_CLIENT:
+            return (
+                f"this client has {MAX_OPEN_PER_CLIENT} forwarded connections open; "
+                "close some first"
+            )
+        self.open += 1
+        self.by_session[session_id] += 1
+        self.by_client[who] += 1
+        return None
+
+    @unary
+    async def ForwardMux(self, requests: AsyncIterator[pb.ForwardMuxRequest], context: Any) -> None:
+        first = await anext(requests, None)
+        if first is None or not first.HasField("start") or first.frames:
+            raise InvalidRequest("a multiplexed forward's first message is `start` alone")
+        start = first.start
+        session = self._session(start.session_id)
+        ports.checked_port(start.port)
+        ports.checked_host(start.host)
+        path = self._namespace(session, start.port)
+        who = client_identity(context)
+        outbox = Outbox(context.write)
+        mux = SessionMux(
+            outbox,
+            Dialer(path),
+            Journal(self.sessions.log(session.id)),
+            start,
+            lambda: self._admit(session.id, who),
+            lambda: self._released(session.id, who),
+            who,
+        )
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        # The client's stream ending (cancelled, or half-closed) ends its connections.
+        how = "cancelled by the client"
+        await context.write(
+            pb.ForwardMuxResponse(started=pb.ForwardMuxStarted(window=WINDOW, max_data=MAX_DATA))
+        )
+        writer = asyncio.ensure_future(outbox.run())
+        try:
+            async for request in requests:
+                if request.HasField("start"):
+                    raise InvalidRequest("`start` comes once, in a stream's first message")
+                for frame in request.frames:
+                    mux.receive(frame)
+                if writer.done():
+                    break
+        except Backlogged:
+            how = "the client reads none of its stream"
+            raise Exhausted(
+                "this stream's client sends frames and reads none of the answers; read them"
+            ) from None
+        except asyncio.CancelledError:
+            how = "the daemon stopped" if self.stopping else "cancelled by the client"
+            raise
+        finally:
+            if task is not None:
+                self._running.discard(task)
+            mux.close(how)
+            writer.cancel()
+            with contextlib.suppress(BaseException):
+                await writer
+            if self.open == 0:
+                _trim()
 
 
 def _trim() -> None:
