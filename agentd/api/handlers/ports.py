@@ -65,6 +65,8 @@ class PortHandlers:
         self.by_session: Counter[str] = Counter()
         self.by_client: Counter[str] = Counter()
         self._running: set[asyncio.Task[Any]] = set()
+        # The multiplexed streams' journals with rows not yet written, by session.
+        self._journals: dict[str, set[Journal]] = {}
         self.stopping = False
 
     def stop(self) -> None:
@@ -134,6 +136,8 @@ class PortHandlers:
         self, request: pb.StopForwardRequest, context: Any
     ) -> pb.StopForwardResponse:
         session = self._session(request.session_id)
+        for journal in self._journals.get(session.id, ()):
+            journal.flush()  # its connections' rows come before the stop
         self.sessions.log(session.id).emit(
             PortForward(
                 action="stopped",
@@ -275,10 +279,11 @@ class PortHandlers:
         path = self._namespace(session, start.port)
         who = client_identity(context)
         outbox = Outbox(context.write)
+        journal = Journal(self.sessions.log(session.id))
         mux = SessionMux(
             outbox,
             Dialer(path),
-            Journal(self.sessions.log(session.id)),
+            journal,
             start,
             lambda: self._admit(session.id, who),
             lambda: self._released(session.id, who),
@@ -287,13 +292,17 @@ class PortHandlers:
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
+        self._journals.setdefault(session.id, set()).add(journal)
         # The client's stream ending (cancelled, or half-closed) ends its connections.
         how = "cancelled by the client"
-        await context.write(
-            pb.ForwardMuxResponse(started=pb.ForwardMuxStarted(window=WINDOW, max_data=MAX_DATA))
-        )
-        writer = asyncio.ensure_future(outbox.run())
+        writer: asyncio.Future[None] | None = None
         try:
+            await context.write(
+                pb.ForwardMuxResponse(
+                    started=pb.ForwardMuxStarted(window=WINDOW, max_data=MAX_DATA)
+                )
+            )
+            writer = asyncio.ensure_future(outbox.run())
             async for request in requests:
                 if request.HasField("start"):
                     raise InvalidRequest("`start` comes once, in a stream's first message")
@@ -313,9 +322,14 @@ class PortHandlers:
             if task is not None:
                 self._running.discard(task)
             mux.close(how)
-            writer.cancel()
-            with contextlib.suppress(BaseException):
-                await writer
+            journals = self._journals.get(session.id, set())
+            journals.discard(journal)
+            if not journals:
+                self._journals.pop(session.id, None)
+            if writer is not None:
+                writer.cancel()
+                with contextlib.suppress(BaseException):
+                    await writer
             if self.open == 0:
                 _trim()
 
