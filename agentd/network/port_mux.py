@@ -25,6 +25,8 @@ from agentd_client.core.forward_mux import WINDOW, Link, Outbox
 from agentd_client.core.forward_wire import close_frame, opened_frame
 from agentd_client.v1 import agentd_pb2 as pb
 
+# Sockets made ahead per address family and stream.
+STOCK = 4
 # Journal rows wait this long to be written together.
 JOURNAL_BATCH_S = 0.2
 # Control frames waiting for a client that reads nothing of its stream: past this it is
@@ -37,18 +39,63 @@ class Backlogged(Exception):
 
 
 class Dialer:
-    """Sockets made inside a session's namespace by a thread that stays there."""
+    """Sockets made inside a session's namespace by a thread that stays there, a few
+    kept made ahead so a connection takes one without waiting for the thread."""
 
     def __init__(self, path: str) -> None:
         self._pool = ThreadPoolExecutor(1, "agentd-forward", netns.join, (path,))
+        self._stock: dict[int, list[socket.socket]] = {socket.AF_INET: [], socket.AF_INET6: []}
+        self._filling: set[int] = set()
+        self._closed = False
 
-    async def socket(self, family: socket.AddressFamily) -> socket.socket:
+    def warm(self, family: socket.AddressFamily) -> None:
+        self._refill(family)
+
+    async def make(self, family: socket.AddressFamily) -> socket.socket:
+        stock = self._stock[family]
+        if stock:
+            sock = stock.pop()
+            self._refill(family)
+            return sock
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, socket.socket, family, socket.SOCK_STREAM)
+        return await loop.run_in_executor(self._pool, _made, family)
+
+    def _refill(self, family: socket.AddressFamily) -> None:
+        stock = self._stock[family]
+        if self._closed or family in self._filling or len(stock) >= STOCK:
+            return
+        self._filling.add(family)
+        loop = asyncio.get_running_loop()
+        made = loop.run_in_executor(self._pool, _made_many, family, STOCK - len(stock))
+
+        def done(future: asyncio.Future[list[socket.socket]]) -> None:
+            self._filling.discard(family)
+            if future.cancelled() or future.exception() is not None:
+                return
+            if self._closed:
+                for sock in future.result():
+                    sock.close()
+                return
+            stock.extend(future.result())
+
+        made.add_done_callback(done)
 
     def close(self) -> None:
+        self._closed = True
+        for stock in self._stock.values():
+            for sock in stock:
+                sock.close()
+            stock.clear()
         # The thread ends with the pool: the namespace it joined goes with it.
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _made(family: socket.AddressFamily) -> socket.socket:
+    return socket.socket(family, socket.SOCK_STREAM)
+
+
+def _made_many(family: socket.AddressFamily, n: int) -> list[socket.socket]:
+    return [socket.socket(family, socket.SOCK_STREAM) for _ in range(n)]
 
 
 class Journal:
@@ -100,6 +147,7 @@ class SessionMux:
         self.links: dict[int, Link] = {}
         self.last_id = 0  # ids are new and rising: one at or below is over
         self._dials: set[asyncio.Task[None]] = set()
+        dialer.warm(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
 
     # Frames from the client.
 
@@ -155,7 +203,7 @@ class SessionMux:
         for address in [self.host] if self.host else list(ports.LOOPBACK):
             family = socket.AF_INET6 if ":" in address else socket.AF_INET
             try:
-                sock = await self.dialer.socket(family)
+                sock = await self.dialer.make(family)
             except (OSError, RuntimeError) as exc:  # RuntimeError: the pool shut down
                 last = OSError(str(exc))
                 break
@@ -175,7 +223,7 @@ class SessionMux:
                 sock.close()
                 raise
             shown = f"[{address}]:{self.port}" if ":" in address else f"{address}:{self.port}"
-            self.outbox.put(opened_frame(link.id, shown))
+            self.outbox.put_later(opened_frame(link.id, shown))
             self.journal.add(
                 PortForward(
                     action="connected",

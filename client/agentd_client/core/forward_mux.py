@@ -34,6 +34,8 @@ GRANT_AT = WINDOW // 4
 MESSAGE_BYTES = 1024 * 1024
 # Credit beyond this is a peer's error (a window that would overflow the field).
 MAX_CREDIT = 1 << 31
+# How long a frame nobody waits for may wait for company.
+LATER_S = 0.01
 
 
 class Host(Protocol):
@@ -54,10 +56,18 @@ class Outbox:
         self.parts: list[bytes] = []
         self.owed: dict[int, Link] = {}
         self.ready = asyncio.Event()
+        self._later: asyncio.TimerHandle | None = None
 
     def put(self, frame: bytes) -> None:
         self.parts.append(frame)
         self.ready.set()
+
+    def put_later(self, frame: bytes) -> None:
+        """A frame nobody waits for (the daemon's `opened`): it goes with the next
+        frames, or within LATER_S, not in a message of its own."""
+        self.parts.append(frame)
+        if self._later is None:
+            self._later = asyncio.get_running_loop().call_later(LATER_S, self.ready.set)
 
     def owe(self, link: Link) -> None:
         self.owed[link.id] = link
@@ -71,6 +81,9 @@ class Outbox:
         while True:
             await self.ready.wait()
             self.ready.clear()
+            if self._later is not None:
+                self._later.cancel()
+                self._later = None
             parts, self.parts = self.parts, []
             for link in self.owed.values():
                 if link.owed and not link.done:
@@ -273,7 +286,9 @@ class Link(asyncio.Protocol):
             self.transport.pause_reading()
 
     def _maybe_finish(self) -> None:
-        """Both ends wrote their last byte: the socket closes once its buffer is written
-        (connection_lost then tells the peer)."""
-        if self.eof_sent and self.peer_eof and self.transport is not None:
-            self.transport.close()
+        """Both ends wrote their last byte: the socket closes once its buffer is written,
+        and the peer is told now (its `close` goes in the same message as the `eof`)."""
+        if self.eof_sent and self.peer_eof and self.transport is not None and not self.done:
+            transport = self.transport
+            self._end("", tell=True)
+            transport.close()
