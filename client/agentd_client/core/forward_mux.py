@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, cast
 
 from agentd_client.core.forward_wire import (
     close_frame,
@@ -114,7 +114,7 @@ class Link(asyncio.Protocol):
         self.owed = 0  # taken by the socket, not yet granted back
         self.held = 0  # taken from the peer, still in the transport's buffer
         self.transport: asyncio.Transport | None = None
-        self.early: list[bytes] = []  # the peer's data before the socket connected
+        self.early: list[bytes | memoryview] = []  # the peer's data before the socket connected
         self.waiting = bytearray()  # read from the socket beyond the peer's credit
         self.read_eof = False  # the socket's far end wrote its last byte
         self.eof_sent = False
@@ -128,12 +128,12 @@ class Link(asyncio.Protocol):
     # The socket's side.
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A socket's transport (uvloop's is not an asyncio.Transport subclass).
+        self.transport = sock = cast(asyncio.Transport, transport)
         # Told of every byte left in the buffer: credit is granted once the kernel took it.
-        transport.set_write_buffer_limits(high=0)
+        sock.set_write_buffer_limits(high=0)
         if self.done:
-            transport.abort()
+            sock.abort()
             return
         for data in self.early:
             self._write(data)
@@ -179,7 +179,7 @@ class Link(asyncio.Protocol):
 
     # The peer's side (frames from the stream).
 
-    def on_data(self, data: bytes) -> None:
+    def on_data(self, data: bytes | memoryview) -> None:
         if len(data) > MAX_DATA:
             self.reset(f"a data frame of {len(data)} bytes is over the limit of {MAX_DATA}")
             return
@@ -239,7 +239,7 @@ class Link(asyncio.Protocol):
             self.host.outbox.put(close_frame(self.id, reason))
         self.host.forget(self, reason)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | memoryview) -> None:
         assert self.transport is not None
         self.to_socket += len(data)
         self.transport.write(data)
