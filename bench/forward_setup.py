@@ -220,18 +220,24 @@ def measure(
                 batch(name, 20)
             samples: dict[str, list[float]] = {k: [] for k in paths}
             p50s: dict[str, list[float]] = {k: [] for k in paths}
-            cpu: dict[str, float] = {"agentd": 0.0, "ssh": 0.0}
-            meters = {
-                "agentd": lambda: cpu_seconds(daemon_pid) + cpu_seconds(agentctl_pid),
-                "ssh": lambda: tree_cpu(server.proc.pid) + cpu_seconds(ssh_proc.pid),
+            cpu: dict[str, float] = {"daemon": 0.0, "agentctl": 0.0, "sshd": 0.0, "ssh": 0.0}
+            meters: dict[str, dict[str, Callable[[], float]]] = {
+                "agentd": {
+                    "daemon": lambda: cpu_seconds(daemon_pid),
+                    "agentctl": lambda: cpu_seconds(agentctl_pid),
+                },
+                "ssh": {
+                    "sshd": lambda: tree_cpu(server.proc.pid),
+                    "ssh": lambda: cpu_seconds(ssh_proc.pid),
+                },
             }
             for _ in range(rounds):
                 for name in paths:
-                    meter = meters.get(name)
-                    before = meter() if meter else 0.0
+                    meter = meters.get(name, {})
+                    before = {k: m() for k, m in meter.items()}
                     got = batch(name, per_round)
-                    if meter:
-                        cpu[name] += meter() - before
+                    for k, m in meter.items():
+                        cpu[k] += m() - before[k]
                     samples[name] += got
                     p50s[name].append(percentile(got, 50))
             rates = {
@@ -257,8 +263,10 @@ def measure(
     out["setup_agentd_vs_ssh"] = round(
         percentile(samples["agentd"], 50) / percentile(samples["ssh"], 50), 2
     )
-    out["cpu_ms_per_conn_agentd"] = round(1000 * cpu["agentd"] / n, 3)
-    out["cpu_ms_per_conn_ssh"] = round(1000 * cpu["ssh"] / n, 3)
+    out["cpu_ms_per_conn_agentd"] = round(1000 * (cpu["daemon"] + cpu["agentctl"]) / n, 3)
+    out["cpu_ms_per_conn_ssh"] = round(1000 * (cpu["sshd"] + cpu["ssh"]) / n, 3)
+    for k, seconds_used in cpu.items():
+        out[f"cpu_ms_per_conn_{k}_alone"] = round(1000 * seconds_used / n, 3)
     for name, (rate, refused) in rates.items():
         out[f"parallel_{name}_conn_per_s"] = round(rate)
         out[f"parallel_{name}_refused"] = refused

@@ -80,6 +80,9 @@ class Outbox:
     async def run(self) -> None:
         while True:
             await self.ready.wait()
+            # One more turn of the loop: what the sockets hold already (a new
+            # connection's first bytes right behind its accept) joins this message.
+            await asyncio.sleep(0)
             self.ready.clear()
             if self._later is not None:
                 self._later.cancel()
