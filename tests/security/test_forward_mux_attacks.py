@@ -316,3 +316,18 @@ def test_a_thousand_opens_on_a_stream_nobody_reads_stay_bounded(
         assert os.path.exists(stuck)
         c.close_session(sid)
         c.close_session(other)
+
+
+def test_a_closed_session_takes_no_new_connection(client: Client, workspace: Path) -> None:
+    """The session closes while its stream is open: a connection opened after is
+    refused with the reason, though the stream's thread still sits in its namespace."""
+    sid, port = _echo_session(client, workspace)
+    mux = Mux(client, pb.ForwardMuxStart(session_id=sid, port=port))
+    try:
+        mux.send(Frame(id=1, open=True))
+        mux.wait_opened(1)
+        client.close_session(sid)
+        mux.send(Frame(id=2, open=True))
+        assert "closed" in mux.wait_closed(2)
+    finally:
+        mux.close()

@@ -249,7 +249,12 @@ class PortHandlers:
             )
 
     def _admit(self, session_id: str, who: str) -> str | None:
-        """One more forwarded connection counted, or why not (a cap is reached)."""
+        """One more forwarded connection counted, or why not (the session closed, a cap
+        is reached)."""
+        try:
+            self.sessions.get(session_id, open_only=True)
+        except AgentdError as exc:
+            return str(exc)
         if self.open >= MAX_OPEN:
             return f"{MAX_OPEN} forwarded connections are open; close some first"
         if self.by_session[session_id] >= MAX_OPEN_PER_SESSION:
