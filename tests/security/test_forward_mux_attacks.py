@@ -331,3 +331,30 @@ def test_a_closed_session_takes_no_new_connection(client: Client, workspace: Pat
         assert "closed" in mux.wait_closed(2)
     finally:
         mux.close()
+
+
+def test_streams_are_capped_per_session(echo: tuple[Client, str, int]) -> None:
+    """Each stream keeps a thread in its session's namespace: 16 per session at once;
+    the 17th is refused in one line, and one ending frees its place."""
+    c, sid, port = echo
+    start = pb.ForwardMuxStart(session_id=sid, port=port)
+    streams = [Mux(c, start) for _ in range(16)]
+    try:
+        with pytest.raises(grpc.RpcError) as caught:
+            Mux(c, start)
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "16 forward streams" in (caught.value.details() or "")
+        streams.pop().close()
+
+        def another() -> Mux | None:
+            try:
+                return Mux(c, start)
+            except grpc.RpcError:
+                return None
+
+        streams.append(wait_until(another, timeout=60, what="a stream's place freed"))
+        streams[-1].send(Frame(id=1, open=True))
+        streams[-1].wait_opened(1)
+    finally:
+        for mux in streams:
+            mux.close()

@@ -50,6 +50,10 @@ AHEAD = 2
 MAX_OPEN = 256
 MAX_OPEN_PER_SESSION = 64
 MAX_OPEN_PER_CLIENT = 128
+# Multiplexed streams open at once: one session, all together (each keeps a thread in
+# its session's namespace; one `agentctl forward` is one stream).
+MAX_STREAMS_PER_SESSION = 16
+MAX_STREAMS = 64
 
 
 class TooMany(Exhausted):
@@ -67,6 +71,7 @@ class PortHandlers:
         self._running: set[asyncio.Task[Any]] = set()
         # The multiplexed streams' journals with rows not yet written, by session.
         self._journals: dict[str, set[Journal]] = {}
+        self.streams: Counter[str] = Counter()
         self.stopping = False
 
     def stop(self) -> None:
@@ -283,6 +288,30 @@ class PortHandlers:
         ports.checked_host(start.host)
         path = self._namespace(session, start.port)
         who = client_identity(context)
+        if self.streams.total() >= MAX_STREAMS:
+            raise TooMany(f"{MAX_STREAMS} forward streams are open; stop some forwards first")
+        if self.streams[session.id] >= MAX_STREAMS_PER_SESSION:
+            raise TooMany(
+                f"session {session.id} has {MAX_STREAMS_PER_SESSION} forward streams open; "
+                "stop some forwards first"
+            )
+        self.streams[session.id] += 1
+        try:
+            await self._mux(requests, context, session, start, path, who)
+        finally:
+            self.streams[session.id] -= 1
+            if self.streams[session.id] <= 0:
+                del self.streams[session.id]
+
+    async def _mux(
+        self,
+        requests: AsyncIterator[pb.ForwardMuxRequest],
+        context: Any,
+        session: Session,
+        start: pb.ForwardMuxStart,
+        path: str,
+        who: str,
+    ) -> None:
         outbox = Outbox(context.write)
         journal = Journal(self.sessions.log(session.id))
         mux = SessionMux(
