@@ -130,6 +130,8 @@ class Stream:
             self.ended = True
             if writer is not None:
                 writer.cancel()
+                # Its failure (the call ended under it) is the stream's, said above.
+                writer.add_done_callback(lambda w: w.cancelled() or w.exception())
             for link in list(self.links.values()):
                 link.on_close("the stream to agentd ended")
             self.call.cancel()
