@@ -17,6 +17,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from agentd.network import netns, ports
 from agentd.sessions.event_types import PortForward
@@ -27,6 +28,9 @@ from agentd_client.v1 import agentd_pb2 as pb
 
 # Sockets made ahead per address family and stream.
 STOCK = 4
+# How long a connection over a cap waits for a place, and how often it looks.
+WAIT_S = 5.0
+RETRY_S = 0.02
 # Journal rows wait this long to be written together.
 JOURNAL_BATCH_S = 0.2
 # Control frames waiting for a client that reads nothing of its stream: past this it is
@@ -120,8 +124,22 @@ class Journal:
             self.log.emit(row)
 
 
+@dataclass(frozen=True, slots=True)
+class Places:
+    """The caps on forwarded connections, as the handler counts them: `take` counts one
+    more open or says why not (and whether waiting for a place may help); `wait` holds
+    one of the few places to wait in (False: none left), `unwait` gives it back."""
+
+    take: Callable[[], tuple[str, bool] | None]
+    release: Callable[[], None]
+    wait: Callable[[], bool]
+    unwait: Callable[[], None]
+
+
 class SessionMux:
-    """The connections of one ForwardMux stream, keyed by the client's ids."""
+    """The connections of one ForwardMux stream, keyed by the client's ids. A connection
+    over a cap waits up to WAIT_S for a place (a closing connection holds one until the
+    server has closed its end), in a bounded line; past that, refused with the cap."""
 
     def __init__(
         self,
@@ -129,8 +147,7 @@ class SessionMux:
         dialer: Dialer,
         journal: Journal,
         start: pb.ForwardMuxStart,
-        admit: Callable[[], str | None],
-        release: Callable[[], None],
+        places: Places,
         by: str,
     ) -> None:
         self.outbox = outbox
@@ -139,12 +156,14 @@ class SessionMux:
         self.port = start.port
         self.host = start.host
         self.forward_id = start.forward_id[:100]
-        self.admit = admit
+        self.places = places
         self.by = by
         # Names this stream's connections in the journal: conn_<stream>_<id>.
         self.name = f"conn_{uuid.uuid4().hex[:8]}_"
-        self.release = release
         self.links: dict[int, Link] = {}
+        # Connections waiting for a place, oldest first: the deadline and the cap's line.
+        self.waiting: dict[int, tuple[float, str]] = {}
+        self._retry: asyncio.TimerHandle | None = None
         self.last_id = 0  # ids are new and rising: one at or below is over
         self._dials: set[asyncio.Task[None]] = set()
         dialer.warm(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
@@ -187,15 +206,47 @@ class SessionMux:
                 )
             return
         self.last_id = cid
-        refused = self.admit()
-        if refused is not None:
-            self.outbox.put(close_frame(cid, refused))
+        refused = self.places.take()
+        if refused is None:
+            link = self.links[cid] = Link(self, cid, WINDOW)
+            self._connect(link)
             return
-        link = Link(self, cid, WINDOW)
-        self.links[cid] = link
+        why, may_wait = refused
+        if may_wait and self.places.wait():
+            # Its first bytes (within its credit) wait with it.
+            self.links[cid] = Link(self, cid, WINDOW)
+            self.waiting[cid] = (asyncio.get_running_loop().time() + WAIT_S, why)
+            self._retry_soon()
+            return
+        self.outbox.put(close_frame(cid, why))
+
+    def _connect(self, link: Link) -> None:
         task = asyncio.create_task(self._dial(link))
         self._dials.add(task)
         task.add_done_callback(self._dials.discard)
+
+    def _retry_soon(self) -> None:
+        if self._retry is None and self.waiting:
+            self._retry = asyncio.get_running_loop().call_later(RETRY_S, self._admit_waiting)
+
+    def _admit_waiting(self) -> None:
+        """Waiting connections take the places freed, oldest first; those past their
+        deadline are refused with their cap."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        now = asyncio.get_running_loop().time()
+        for cid, (deadline, why) in list(self.waiting.items()):
+            link = self.links.get(cid)
+            if link is None or cid not in self.waiting:
+                continue
+            if self.places.take() is None:
+                del self.waiting[cid]
+                self.places.unwait()
+                self._connect(link)
+            elif now >= deadline:
+                link.reset(why)
+        self._retry_soon()
 
     async def _dial(self, link: Link) -> None:
         loop = asyncio.get_running_loop()
@@ -250,7 +301,12 @@ class SessionMux:
     def forget(self, link: Link, reason: str) -> None:
         if self.links.pop(link.id, None) is None:
             return
-        self.release()
+        if self.waiting.pop(link.id, None) is not None:
+            self.places.unwait()  # never held a place
+            return
+        self.places.release()
+        if self.waiting:
+            self._admit_waiting()
         if link.transport is None:
             return  # never connected: the client was told why, nothing was journaled
         self.journal.add(
@@ -267,6 +323,9 @@ class SessionMux:
 
     def close(self, how: str) -> None:
         """The stream ended: every connection with it."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
         for task in list(self._dials):
             task.cancel()
         for link in list(self.links.values()):

@@ -212,14 +212,15 @@ def own_daemon(tmp_path: Path) -> Iterator[DaemonProcess]:
 
 def test_the_caps_hold_across_streams(own_daemon: DaemonProcess, workspace: Path) -> None:
     """Three sessions' streams from one client, 70 connections each: a session gets 64,
-    the client 128 in all; the rest are refused one by one with the cap that holds,
-    and a connection closed frees its place."""
+    the client 128 in all; the rest wait for a place (64 at most, all streams) and are
+    refused one by one with the cap that holds when none frees in time, and a
+    connection closed frees its place."""
     with Client(own_daemon.socket, timeout=60) as c:
         sessions = [_echo_session(c, workspace) for _ in range(3)]
         streams = [Mux(c, pb.ForwardMuxStart(session_id=s, port=p)) for s, p in sessions]
         try:
             opened: list[int] = []
-            for mux in streams:
+            for mux in streams:  # one after the other: which cap holds is known
                 mux.send(*[Frame(id=i, open=True) for i in range(1, 71)])
 
                 def settled(mux: Mux = mux) -> bool:
@@ -228,11 +229,12 @@ def test_the_caps_hold_across_streams(own_daemon: DaemonProcess, workspace: Path
                         for i in range(1, 71)
                     )
 
-                mux.wait("every open answered", settled)
+                mux.wait("every open answered", settled, timeout=120)
                 opened.append(sum(mux.closed(i) is None for i in range(1, 71)))
             assert opened == [64, 64, 0], opened
             assert "has 64 forwarded connections open" in str(streams[0].closed(70))
             assert "this client has 128" in str(streams[2].closed(1))
+            assert "this client has 128" in str(streams[2].closed(70))
             # One closed on the first stream: the third may open one.
             streams[0].send(Frame(id=1, close=""))
             _echoes(streams[0], 2, b"still")  # the close has been taken
@@ -243,6 +245,27 @@ def test_the_caps_hold_across_streams(own_daemon: DaemonProcess, workspace: Path
                 mux.close()
         for sid, _ in sessions:
             c.close_session(sid)
+
+
+def test_a_connection_over_the_cap_waits_for_a_place(
+    echo: tuple[Client, str, int],
+) -> None:
+    """The session's 65th connection is not refused at once: it waits, its first bytes
+    with it, and connects when one of the 64 closes."""
+    c, sid, port = echo
+    mux = Mux(c, pb.ForwardMuxStart(session_id=sid, port=port))
+    try:
+        mux.send(*[Frame(id=i, open=True) for i in range(1, 65)])
+        for i in range(1, 65):
+            mux.wait_opened(i)
+        mux.send(Frame(id=65, open=True), data(65, b"waited"))
+        _echoes(mux, 1, b"meanwhile")  # the open of 65 was taken, and is waiting
+        assert not mux.of(65), mux.of(65)
+        mux.send(Frame(id=1, close=""))
+        mux.wait_opened(65)
+        mux.wait("the waiting bytes echoed", lambda: mux.received(65) == b"waited")
+    finally:
+        mux.close()
 
 
 FLOODS = r"""

@@ -27,7 +27,7 @@ import grpc
 from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.foundation.errors import AgentdError, Exhausted, InvalidRequest
 from agentd.network import ports
-from agentd.network.port_mux import Backlogged, Dialer, Journal, SessionMux
+from agentd.network.port_mux import Backlogged, Dialer, Journal, Places, SessionMux
 from agentd.network.service import NetworkService
 from agentd.sessions.event_types import PortForward
 from agentd.sessions.session import Session, SessionManager, network_mode
@@ -54,6 +54,9 @@ MAX_OPEN_PER_CLIENT = 128
 # its session's namespace; one `agentctl forward` is one stream).
 MAX_STREAMS_PER_SESSION = 16
 MAX_STREAMS = 64
+# Multiplexed connections over a cap waiting for a place, all streams together (each
+# holds at most its credit of early bytes).
+MAX_WAITING = 64
 
 
 class TooMany(Exhausted):
@@ -72,6 +75,7 @@ class PortHandlers:
         # The multiplexed streams' journals with rows not yet written, by session.
         self._journals: dict[str, set[Journal]] = {}
         self.streams: Counter[str] = Counter()
+        self.waiting = 0  # multiplexed connections waiting for a place, all streams
         self.stopping = False
 
     def stop(self) -> None:
@@ -253,29 +257,38 @@ class PortHandlers:
                 )
             )
 
-    def _admit(self, session_id: str, who: str) -> str | None:
-        """One more forwarded connection counted, or why not (the session closed, a cap
-        is reached)."""
+    def _admit(self, session_id: str, who: str) -> tuple[str, bool] | None:
+        """One more forwarded connection counted, or why not and whether a place may
+        free up (a cap is reached) or not (the session closed)."""
         try:
             self.sessions.get(session_id, open_only=True)
         except AgentdError as exc:
-            return str(exc)
+            return str(exc), False
         if self.open >= MAX_OPEN:
-            return f"{MAX_OPEN} forwarded connections are open; close some first"
+            return f"{MAX_OPEN} forwarded connections are open; close some first", True
         if self.by_session[session_id] >= MAX_OPEN_PER_SESSION:
             return (
                 f"session {session_id} has {MAX_OPEN_PER_SESSION} forwarded connections "
                 "open; close some first"
-            )
+            ), True
         if self.by_client[who] >= MAX_OPEN_PER_CLIENT:
             return (
                 f"this client has {MAX_OPEN_PER_CLIENT} forwarded connections open; "
                 "close some first"
-            )
+            ), True
         self.open += 1
         self.by_session[session_id] += 1
         self.by_client[who] += 1
         return None
+
+    def _wait(self) -> bool:
+        if self.waiting >= MAX_WAITING:
+            return False
+        self.waiting += 1
+        return True
+
+    def _unwait(self) -> None:
+        self.waiting -= 1
 
     @unary
     async def ForwardMux(self, requests: AsyncIterator[pb.ForwardMuxRequest], context: Any) -> None:
@@ -319,8 +332,12 @@ class PortHandlers:
             Dialer(path),
             journal,
             start,
-            lambda: self._admit(session.id, who),
-            lambda: self._released(session.id, who),
+            Places(
+                take=lambda: self._admit(session.id, who),
+                release=lambda: self._released(session.id, who),
+                wait=self._wait,
+                unwait=self._unwait,
+            ),
             who,
         )
         task = asyncio.current_task()
