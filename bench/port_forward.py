@@ -1,6 +1,11 @@
-"""Forwarded throughput (`agentctl forward`) against a direct loopback connection, in one run.
+"""Forwarded ports (`agentctl forward`) against a direct connection and `ssh -L`, in one run.
 
     .venv/bin/python bench/port_forward.py [--mb 100] [--connections 50] [--tls]
+        [--rounds 5] [--per-round 100] [--parallel 50] [--seconds 5]
+
+Opening connections (bench/forward_setup.py: set-up p50 against `ssh -L` to a Debian
+sshd on loopback, CPU per connection, 50 threads opening connections against direct;
+goals <= 1.2x ssh -L, <= 2 ms, >= 60 %), then throughput (--mb 0 skips it):
 
 One daemon, one proxied session whose background task runs the exchange server
 (tests/support/forward_traffic.py: each connection moves --mb MB each way at once, then
@@ -30,7 +35,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import forward_setup
 from _common import cpu_seconds, memory_kb, verdict, workspace
+from _sshd import sshd
 
 from agentd.network import netns
 from agentd_client import Client
@@ -156,24 +163,87 @@ def run(daemon: DaemonProcess, ctl_args: list[str], ws: str, mb: int, n: int) ->
     }
 
 
+def run_setup(
+    daemon: DaemonProcess, ctl_args: list[str], ws: str, args: argparse.Namespace
+) -> dict[str, object]:
+    """Opening connections: agentctl forward, direct and ssh -L (forward_setup.py)."""
+    Path(ws, "echo.py").write_text(forward_setup.ECHO)
+    port = free_port()
+    with Client(daemon.socket, timeout=120) as c, sshd() as server:
+        sid = c.create_session(ws, permission_mode="bypassPermissions").id
+        r = c.run_tool(
+            sid, "Bash", {"command": f"exec python3 echo.py {port}", "run_in_background": True}
+        )
+        assert not r.is_error, r.text
+        path = os.path.join(daemon.state_dir, "netns", sid)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                netns.connect(path, ("127.0.0.1", port)).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        fw = subprocess.Popen(
+            [AGENTCTL, "forward", sid, f"0:{port}", "--json", *ctl_args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert fw.stdout is not None
+        local = json.loads(fw.stdout.readline())["local_port"]
+        try:
+            out = forward_setup.measure(
+                ws, path, port, local, daemon.proc.pid, fw.pid, server,
+                args.rounds, args.per_round, args.parallel, args.seconds, args.bulk_mb,
+            )  # fmt: skip
+        finally:
+            fw.terminate()
+            fw.wait(30)
+        c.close_session(sid)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=100, help="MB each way per connection")
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--tls", action="store_true", help="agentctl over TLS + token, not unix")
+    ap.add_argument("--rounds", type=int, default=5, help="set-up rounds, paths interleaved")
+    ap.add_argument("--per-round", type=int, default=100, help="connections per path per round")
+    ap.add_argument("--parallel", type=int, default=50, help="threads opening connections")
+    ap.add_argument("--seconds", type=float, default=5.0, help="each parallel phase")
+    ap.add_argument("--bulk-mb", type=int, default=20, help="MB per parallel bulk connection")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="agentd-bench-fwd-"))
     ws = workspace()
     daemon_args, ctl_args = tls_config(base) if args.tls else ([], [])
     daemon = start_daemon(base / "d", daemon_args)
+    ctl = ctl_args or ["--socket", daemon.socket]
+    out: dict[str, object] = {}
     try:
-        out = run(daemon, ctl_args or ["--socket", daemon.socket], ws, args.mb, args.connections)
+        out.update(run_setup(daemon, ctl, ws, args))
+        if args.mb:
+            out.update(run(daemon, ctl, ws, args.mb, args.connections))
     finally:
         daemon.stop()
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(ws, ignore_errors=True)
     out["transport"] = "tls+token" if args.tls else "unix socket"
     print(json.dumps(out, indent=2))
+    ratio = float(str(out["setup_agentd_vs_ssh"]))
+    cpu = float(str(out["cpu_ms_per_conn_agentd"]))
+    par = float(str(out["parallel_agentd_vs_direct"]))
+    print(
+        f"set-up p50 {out['setup_agentd_p50_ms']} ms vs ssh -L {out['setup_ssh_p50_ms']} ms: "
+        f"{ratio:.2f}x (goal <= 1.2x: {verdict(ratio <= 1.2)}); CPU per connection {cpu} ms "
+        f"vs ssh's {out['cpu_ms_per_conn_ssh']} ms (goal <= 2 ms: {verdict(cpu <= 2)}); "
+        f"{args.parallel} opening in parallel {par:.0%} of direct (goal >= 60 %: "
+        f"{verdict(par >= 0.6)}); {args.parallel} bulk streams {out['bulk_agentd_vs_direct']:.0%}"
+        " of direct"
+    )
+    if not args.mb:
+        return 0
     n = args.connections
     print(
         f"forwarded vs direct: 1 connection {out['ratio_1']:.0%}, {n} at once "

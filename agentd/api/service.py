@@ -74,6 +74,7 @@ class Servicer:
         self.StartForward = ports.StartForward
         self.StopForward = ports.StopForward
         self.Forward = ports.Forward
+        self.ForwardMux = ports.ForwardMux
         self.ListPorts = ports.ListPorts
 
         self.ListCheckpoints = checkpoints.ListCheckpoints

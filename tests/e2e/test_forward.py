@@ -107,7 +107,14 @@ def test_fifty_connections_at_once_move_bytes_exactly_both_ways(tls: Tls, worksp
             fw.stop()
         bad = [(i, r) for i, r in enumerate(results) if not (r and r.sent_ok and r.received_ok)]  # type: ignore[attr-defined]
         assert not bad, bad[:3]
-        closed = [e for e in journal(c, sid) if e["action"] == "closed"]
+        closed = wait_until(  # the journal takes connection events in batches
+            lambda: (
+                [e for e in journal(c, sid) if e["action"] == "closed"][49:]
+                and [e for e in journal(c, sid) if e["action"] == "closed"]
+            ),
+            timeout=30,
+            what="50 connections' ends in the journal",
+        )
         assert len(closed) == 50
         assert all(int(str(e["bytes_in"])) == SIZE + 16 for e in closed), closed[:2]
         c.close_session(sid)

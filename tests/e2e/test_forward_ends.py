@@ -78,7 +78,11 @@ def test_the_server_ending_closes_the_laptops_connection_and_leaves_nothing(
             timeout=30,
             what="the connection closed at both ends",
         )
-        closed = [e for e in journal(c, sid) if e["action"] == "closed"]
+        closed = wait_until(  # the journal takes connection events in batches
+            lambda: [e for e in journal(c, sid) if e["action"] == "closed"],
+            timeout=30,
+            what="the connection's end in the journal",
+        )
         assert len(closed) == 1, closed
         c.close_session(sid)
 
@@ -207,7 +211,11 @@ def test_the_laptops_client_closing_ends_the_connection_in_the_sandbox(
                 timeout=30,
                 what="the connection closed at both ends",
             )
-            closed = [e for e in journal(c, sid) if e["action"] == "closed"]
+            closed = wait_until(  # the journal takes connection events in batches
+                lambda: [e for e in journal(c, sid) if e["action"] == "closed"],
+                timeout=30,
+                what="the connection's end in the journal",
+            )
             assert [(e["how"], e["bytes_in"]) for e in closed] == [("closed", "8")], closed
             again = socket.create_connection(("127.0.0.1", fw.local_port), 30)
             assert exchange(again, 1 << 20, seed=5).received_ok

@@ -27,9 +27,11 @@ import grpc
 from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.foundation.errors import AgentdError, Exhausted, InvalidRequest
 from agentd.network import ports
+from agentd.network.port_mux import Backlogged, Dialer, Journal, Places, SessionMux
 from agentd.network.service import NetworkService
 from agentd.sessions.event_types import PortForward
 from agentd.sessions.session import Session, SessionManager, network_mode
+from agentd_client.core.forward_mux import MAX_DATA, WINDOW, Outbox
 from agentd_client.core.forward_wire import data_frame
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -48,6 +50,13 @@ AHEAD = 2
 MAX_OPEN = 256
 MAX_OPEN_PER_SESSION = 64
 MAX_OPEN_PER_CLIENT = 128
+# Multiplexed streams open at once: one session, all together (each keeps a thread in
+# its session's namespace; one `agentctl forward` is one stream).
+MAX_STREAMS_PER_SESSION = 16
+MAX_STREAMS = 64
+# Multiplexed connections over a cap waiting for a place, all streams together (each
+# holds at most its credit of early bytes).
+MAX_WAITING = 64
 
 
 class TooMany(Exhausted):
@@ -63,6 +72,10 @@ class PortHandlers:
         self.by_session: Counter[str] = Counter()
         self.by_client: Counter[str] = Counter()
         self._running: set[asyncio.Task[Any]] = set()
+        # The multiplexed streams' journals with rows not yet written, by session.
+        self._journals: dict[str, set[Journal]] = {}
+        self.streams: Counter[str] = Counter()
+        self.waiting = 0  # multiplexed connections waiting for a place, all streams
         self.stopping = False
 
     def stop(self) -> None:
@@ -73,13 +86,16 @@ class PortHandlers:
             task.cancel()
 
     def _closed(self, session_id: str, who: str) -> None:
+        self._released(session_id, who)
+        if self.open == 0:
+            _trim()
+
+    def _released(self, session_id: str, who: str) -> None:
         self.open -= 1
         for counts, key in ((self.by_session, session_id), (self.by_client, who)):
             counts[key] -= 1
             if counts[key] <= 0:
                 del counts[key]
-        if self.open == 0:
-            _trim()
 
     def _session(self, session_id: str) -> Session:
         return self.sessions.get(require(session_id, "session_id"), open_only=True)
@@ -129,6 +145,8 @@ class PortHandlers:
         self, request: pb.StopForwardRequest, context: Any
     ) -> pb.StopForwardResponse:
         session = self._session(request.session_id)
+        for journal in self._journals.get(session.id, ()):
+            journal.flush()  # its connections' rows come before the stop
         self.sessions.log(session.id).emit(
             PortForward(
                 action="stopped",
@@ -238,6 +256,133 @@ class PortHandlers:
                     how=pump.how,
                 )
             )
+
+    def _admit(self, session_id: str, who: str) -> tuple[str, bool] | None:
+        """One more forwarded connection counted, or why not and whether a place may
+        free up (a cap is reached) or not (the session closed)."""
+        try:
+            self.sessions.get(session_id, open_only=True)
+        except AgentdError as exc:
+            return str(exc), False
+        if self.open >= MAX_OPEN:
+            return f"{MAX_OPEN} forwarded connections are open; close some first", True
+        if self.by_session[session_id] >= MAX_OPEN_PER_SESSION:
+            return (
+                f"session {session_id} has {MAX_OPEN_PER_SESSION} forwarded connections "
+                "open; close some first"
+            ), True
+        if self.by_client[who] >= MAX_OPEN_PER_CLIENT:
+            return (
+                f"this client has {MAX_OPEN_PER_CLIENT} forwarded connections open; "
+                "close some first"
+            ), True
+        self.open += 1
+        self.by_session[session_id] += 1
+        self.by_client[who] += 1
+        return None
+
+    def _wait(self) -> bool:
+        if self.waiting >= MAX_WAITING:
+            return False
+        self.waiting += 1
+        return True
+
+    def _unwait(self) -> None:
+        self.waiting -= 1
+
+    @unary
+    async def ForwardMux(self, requests: AsyncIterator[pb.ForwardMuxRequest], context: Any) -> None:
+        first = await anext(requests, None)
+        if first is None or not first.HasField("start") or first.frames:
+            raise InvalidRequest("a multiplexed forward's first message is `start` alone")
+        start = first.start
+        session = self._session(start.session_id)
+        ports.checked_port(start.port)
+        ports.checked_host(start.host)
+        path = self._namespace(session, start.port)
+        who = client_identity(context)
+        if self.streams.total() >= MAX_STREAMS:
+            raise TooMany(f"{MAX_STREAMS} forward streams are open; stop some forwards first")
+        if self.streams[session.id] >= MAX_STREAMS_PER_SESSION:
+            raise TooMany(
+                f"session {session.id} has {MAX_STREAMS_PER_SESSION} forward streams open; "
+                "stop some forwards first"
+            )
+        self.streams[session.id] += 1
+        try:
+            await self._mux(requests, context, session, start, path, who)
+        finally:
+            self.streams[session.id] -= 1
+            if self.streams[session.id] <= 0:
+                del self.streams[session.id]
+
+    async def _mux(
+        self,
+        requests: AsyncIterator[pb.ForwardMuxRequest],
+        context: Any,
+        session: Session,
+        start: pb.ForwardMuxStart,
+        path: str,
+        who: str,
+    ) -> None:
+        outbox = Outbox(context.write)
+        journal = Journal(self.sessions.log(session.id))
+        mux = SessionMux(
+            outbox,
+            Dialer(path),
+            journal,
+            start,
+            Places(
+                take=lambda: self._admit(session.id, who),
+                release=lambda: self._released(session.id, who),
+                wait=self._wait,
+                unwait=self._unwait,
+            ),
+            who,
+        )
+        task = asyncio.current_task()
+        if task is not None:
+            self._running.add(task)
+        self._journals.setdefault(session.id, set()).add(journal)
+        # The client's stream ending (cancelled, or half-closed) ends its connections.
+        how = "cancelled by the client"
+        writer: asyncio.Future[None] | None = None
+        try:
+            await context.write(
+                pb.ForwardMuxResponse(
+                    started=pb.ForwardMuxStarted(window=WINDOW, max_data=MAX_DATA)
+                )
+            )
+            writer = asyncio.ensure_future(outbox.run())
+            async for request in requests:
+                if request.HasField("start"):
+                    raise InvalidRequest("`start` comes once, in a stream's first message")
+                for frame in request.frames:
+                    mux.receive(frame)
+                if writer.done():
+                    break
+        except Backlogged:
+            how = "the client reads none of its stream"
+            raise Exhausted(
+                "this stream's client sends frames and reads none of the answers; read them"
+            ) from None
+        except asyncio.CancelledError:
+            how = "the daemon stopped" if self.stopping else "cancelled by the client"
+            raise
+        finally:
+            if task is not None:
+                self._running.discard(task)
+            mux.close(how)
+            journals = self._journals.get(session.id, set())
+            journals.discard(journal)
+            if not journals:
+                self._journals.pop(session.id, None)
+            if writer is not None:
+                writer.cancel()
+                with contextlib.suppress(BaseException):
+                    await writer
+            if self.open == 0:
+                _trim()
 
 
 def _trim() -> None:

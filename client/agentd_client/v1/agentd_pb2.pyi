@@ -1189,6 +1189,60 @@ class ForwardResponse(_message.Message):
     eof: bool
     def __init__(self, opened: _Optional[_Union[ForwardOpened, _Mapping]] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ...) -> None: ...
 
+class ForwardFrame(_message.Message):
+    __slots__ = ("id", "open", "opened", "data", "eof", "close", "window")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    OPENED_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EOF_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    open: bool
+    opened: str
+    data: bytes
+    eof: bool
+    close: str
+    window: int
+    def __init__(self, id: _Optional[int] = ..., open: _Optional[bool] = ..., opened: _Optional[str] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., close: _Optional[str] = ..., window: _Optional[int] = ...) -> None: ...
+
+class ForwardMuxStart(_message.Message):
+    __slots__ = ("session_id", "port", "host", "forward_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    port: int
+    host: str
+    forward_id: str
+    def __init__(self, session_id: _Optional[str] = ..., port: _Optional[int] = ..., host: _Optional[str] = ..., forward_id: _Optional[str] = ...) -> None: ...
+
+class ForwardMuxStarted(_message.Message):
+    __slots__ = ("window", "max_data")
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    MAX_DATA_FIELD_NUMBER: _ClassVar[int]
+    window: int
+    max_data: int
+    def __init__(self, window: _Optional[int] = ..., max_data: _Optional[int] = ...) -> None: ...
+
+class ForwardMuxRequest(_message.Message):
+    __slots__ = ("start", "frames")
+    START_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    start: ForwardMuxStart
+    frames: _containers.RepeatedCompositeFieldContainer[ForwardFrame]
+    def __init__(self, start: _Optional[_Union[ForwardMuxStart, _Mapping]] = ..., frames: _Optional[_Iterable[_Union[ForwardFrame, _Mapping]]] = ...) -> None: ...
+
+class ForwardMuxResponse(_message.Message):
+    __slots__ = ("started", "frames")
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    FRAMES_FIELD_NUMBER: _ClassVar[int]
+    started: ForwardMuxStarted
+    frames: _containers.RepeatedCompositeFieldContainer[ForwardFrame]
+    def __init__(self, started: _Optional[_Union[ForwardMuxStarted, _Mapping]] = ..., frames: _Optional[_Iterable[_Union[ForwardFrame, _Mapping]]] = ...) -> None: ...
+
 class ListPortsRequest(_message.Message):
     __slots__ = ("session_id",)
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

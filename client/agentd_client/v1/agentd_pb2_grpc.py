@@ -189,6 +189,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardResponse.FromString,
                 _registered_method=True)
+        self.ForwardMux = channel.stream_stream(
+                '/agentd.v1.Agentd/ForwardMux',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxResponse.FromString,
+                _registered_method=True)
         self.ListPorts = channel.unary_unary(
                 '/agentd.v1.Agentd/ListPorts',
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
@@ -447,6 +452,18 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ForwardMux(self, request_iterator, context):
+        """Many forwarded connections on one stream (what `agentctl forward` uses): the first
+        request is `start` (the session and port), answered `started`; then each side sends
+        frames naming a connection by id, as ssh carries channels. The client opens ids
+        (1, 2, ... never reused); each direction's data is limited by credit the receiver
+        grants (`window`), per connection. A bad frame resets its connection (`close` with
+        the reason), never the stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListPorts(self, request, context):
         """What listens (TCP) inside a session's sandbox network namespace.
         """
@@ -639,6 +656,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.Forward,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardResponse.SerializeToString,
+            ),
+            'ForwardMux': grpc.stream_stream_rpc_method_handler(
+                    servicer.ForwardMux,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxResponse.SerializeToString,
             ),
             'ListPorts': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPorts,
@@ -1503,6 +1525,33 @@ class Agentd:
             '/agentd.v1.Agentd/Forward',
             agentd_dot_v1_dot_agentd__pb2.ForwardRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ForwardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForwardMux(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/agentd.v1.Agentd/ForwardMux',
+            agentd_dot_v1_dot_agentd__pb2.ForwardMuxRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ForwardMuxResponse.FromString,
             options,
             channel_credentials,
             insecure,

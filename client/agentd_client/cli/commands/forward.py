@@ -1,16 +1,16 @@
 """`agentctl forward` and `agentctl ports`: a session's sandbox ports on the laptop.
 
 `forward SESSION [LOCAL:]PORT` listens on the laptop (127.0.0.1 unless --bind says
-otherwise) and carries each connection it accepts as one Forward stream on the channel
-agentctl already uses (the unix socket, an ssh-forwarded one, or TLS with the token), to
-127.0.0.1:PORT (else ::1) inside the session's sandbox. Each direction reads only when
-the other end took the last chunk, so neither a slow browser nor a slow server makes
-either side buffer more than a chunk and the transport's windows.
+otherwise) and carries every connection it accepts on one ForwardMux stream on the
+channel agentctl already uses (the unix socket, an ssh-forwarded one, or TLS with the
+token), to 127.0.0.1:PORT (else ::1) inside the session's sandbox. Each connection has
+credit both ways (core/forward_mux.py): a slow browser or a slow server stops its own
+connection, never the others, and neither side buffers more than a window of it.
 
-How it ends: Ctrl-C (or SIGTERM, SIGHUP) stops listening, cancels every open stream
-(the daemon closes its sockets in the sandbox), records the stop and exits 130 (128+N).
-A connection closed at either end ends its stream alone. The daemon restarting cuts the
-open connections; new ones go through once it is back.
+How it ends: Ctrl-C (or SIGTERM, SIGHUP) stops listening, cancels the stream (the daemon
+closes its sockets in the sandbox), records the stop and exits 130 (128+N). A
+connection closed at either end ends alone. The daemon restarting cuts the open
+connections; new ones go through once it is back (on a new stream).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -29,15 +31,12 @@ from agentd_client.core import contexts
 from agentd_client.core.aio import AsyncClient
 from agentd_client.core.client import Client
 from agentd_client.core.errors import Usage, from_rpc_error
-from agentd_client.core.forward_wire import data_frame, data_of
+from agentd_client.core.forward_mux import Link, Outbox
+from agentd_client.core.forward_wire import ReadFrame, frames_of, open_frame
 from agentd_client.terminal.hangup import Hangup, say
 from agentd_client.terminal.sanitize import line as one
 from agentd_client.v1 import agentd_pb2 as pb
 
-# Bytes read from a laptop connection per message (the daemon sends the same size back).
-CHUNK = 1024 * 1024
-# Chunks read from a laptop connection ahead of gRPC taking them.
-AHEAD = 2
 START_TIMEOUT_S = 30.0
 OPEN_TIMEOUT_S = 30.0
 
@@ -55,19 +54,107 @@ def parse_spec(spec: str) -> tuple[int, int]:
     return local_port, port
 
 
-def _encoded(request: pb.ForwardRequest | bytes) -> bytes:
-    """`open` the usual way; data arrives already encoded (data_frame)."""
-    return request if isinstance(request, bytes) else request.SerializeToString()
+def _decoded(raw: bytes) -> pb.ForwardMuxResponse | list[ReadFrame]:
+    """Frames read by hand, data as views of the message received (forward_wire); any
+    other message decoded."""
+    frames = frames_of(raw)
+    return frames if frames is not None else pb.ForwardMuxResponse.FromString(raw)
 
 
-def _decoded(raw: bytes) -> pb.ForwardResponse | memoryview:
-    """A data message's bytes as a view of `raw`; any other message decoded."""
-    data = data_of(raw)
-    return data if data is not None else pb.ForwardResponse.FromString(raw)
+class Stream:
+    """One ForwardMux stream and the laptop's connections it carries. Connections
+    accepted before the daemon answered `started` wait for its credit; the stream
+    ending (the daemon restarting) resets them, and the next connection opens a new
+    stream."""
+
+    def __init__(self, forwarder: Forwarder) -> None:
+        self.forwarder = forwarder
+        # Requests go encoded already (forward_wire); a chunk is copied once on its way.
+        self.call = forwarder.mux(wait_for_ready=True)
+        self.outbox = Outbox(self.call.write)
+        self.links: dict[int, Link] = {}
+        self.window = 0  # each new connection's credit, once started
+        self.next_id = 1
+        self.ended = False
+        self.task = asyncio.ensure_future(self.run())
+
+    def attach(self) -> Link:
+        """A new laptop connection on this stream (the listener's protocol factory)."""
+        link = Link(self, self.next_id, self.window)
+        self.next_id += 1
+        self.links[link.id] = link
+        self.outbox.put(open_frame(link.id))
+        return link
+
+    def forget(self, link: Link, reason: str) -> None:
+        self.links.pop(link.id, None)
+
+    async def run(self) -> None:
+        writer: asyncio.Future[None] | None = None
+        f = self.forwarder
+        start = pb.ForwardMuxStart(session_id=f.session_id, port=f.port, forward_id=f.forward_id)
+        try:
+            await self.call.write(pb.ForwardMuxRequest(start=start).SerializeToString())
+            try:
+                first = await asyncio.wait_for(self.call.read(), OPEN_TIMEOUT_S)
+            except TimeoutError:
+                say(
+                    f"agentctl forward: agentd at {f.where} did not answer within "
+                    f"{OPEN_TIMEOUT_S:g}s"
+                )
+                return
+            if first is grpc.aio.EOF or isinstance(first, list) or not first.HasField("started"):
+                return
+            self.window = first.started.window
+            for link in list(self.links.values()):
+                link.allowed = self.window
+                link.on_window(self.window)
+            writer = asyncio.ensure_future(self.outbox.run())
+            while True:
+                reply = await self.call.read()
+                if reply is grpc.aio.EOF:
+                    return
+                if isinstance(reply, list):
+                    for cid, kind, value in reply:
+                        self.receive(cid, kind, value)
+                    continue
+                for frame in reply.frames:
+                    kind = frame.WhichOneof("kind") or ""
+                    self.receive(frame.id, kind, getattr(frame, kind) if kind else 0)
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                say(f"agentctl forward: {from_rpc_error(exc, f.where).message}")
+        except asyncio.CancelledError:
+            pass  # agentctl stops (stop()): the connections end with it, quietly
+        finally:
+            self.ended = True
+            if writer is not None:
+                writer.cancel()
+                # Its failure (the call ended under it) is the stream's, said above.
+                writer.add_done_callback(lambda w: w.cancelled() or w.exception())
+            for link in list(self.links.values()):
+                link.on_close("the stream to agentd ended")
+            self.call.cancel()
+
+    def receive(self, cid: int, kind: str, value: int | str | bytes | memoryview) -> None:
+        link = self.links.get(cid)
+        if link is None:
+            return  # crossed its connection's close
+        if kind == "data" and not isinstance(value, int | str):
+            link.on_data(value)
+        elif kind == "window" and isinstance(value, int):
+            link.on_window(value)
+        elif kind == "eof":
+            link.on_eof()
+        elif kind == "close" and isinstance(value, str):
+            if value:
+                say(f"agentctl forward: {one(value)}")
+            link.on_close(value)
 
 
 class Forwarder:
-    """The laptop's listener and its connections, each one Forward stream."""
+    """The laptop's listener: every connection it accepts goes on one ForwardMux
+    stream (a new one once the last has ended)."""
 
     def __init__(
         self, client: AsyncClient, session_id: str, port: int, forward_id: str, where: str
@@ -77,103 +164,22 @@ class Forwarder:
         self.port = port
         self.forward_id = forward_id
         self.where = where
-        self.connections: set[asyncio.Task[None]] = set()
-        # The Forward RPC with data messages encoded and read by hand (forward_wire):
-        # a chunk is copied once on its way up, not at all on its way down.
-        self._forward = client.channel.stream_stream(
-            "/agentd.v1.Agentd/Forward",
-            request_serializer=_encoded,
+        self.stream: Stream | None = None
+        self.mux = client.channel.stream_stream(
+            "/agentd.v1.Agentd/ForwardMux",
+            request_serializer=bytes,
             response_deserializer=_decoded,
         )
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self.connections.add(task)
-        # A connection made while the daemon restarts waits for it (up to OPEN_TIMEOUT_S),
-        # rather than failing at once on a channel still backing off.
-        call = self._forward(wait_for_ready=True)
-        try:
-            await call.write(
-                pb.ForwardRequest(
-                    open=pb.ForwardOpen(
-                        session_id=self.session_id, port=self.port, forward_id=self.forward_id
-                    )
-                )
-            )
-            try:
-                first = await asyncio.wait_for(call.read(), OPEN_TIMEOUT_S)
-            except TimeoutError:
-                say(
-                    f"agentctl forward: agentd at {self.where} did not answer within "
-                    f"{OPEN_TIMEOUT_S:g}s"
-                )
-                return
-            if first is grpc.aio.EOF or first.WhichOneof("kind") != "opened":
-                return
-            up = asyncio.ensure_future(self._up(reader, call))
-            try:
-                await self._down(call, writer)
-                await up
-            finally:
-                up.cancel()
-        except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
-                say(f"agentctl forward: {from_rpc_error(exc, self.where).message}")
-        except (ConnectionError, OSError):
-            pass  # the laptop's side went away: the stream is cancelled below
-        except asyncio.CancelledError:
-            pass  # agentctl stops (stop()): this connection ends with it, quietly
-        except Exception as exc:  # one connection's failure never stops the others
-            say(f"agentctl forward: a connection failed: {exc}")
-        finally:
-            call.cancel()
-            writer.close()
-            # Cancelled here too when agentctl stops: the connection is closed either way.
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await writer.wait_closed()
-            self.connections.discard(task)
-
-    async def _up(self, reader: asyncio.StreamReader, call: Any) -> None:
-        # The laptop's connection is read while gRPC sends the last chunk, no further
-        # than AHEAD chunks before gRPC has taken them (`write` returns then).
-        queue: asyncio.Queue[bytes] = asyncio.Queue(AHEAD)
-
-        async def read() -> None:
-            try:
-                while data := await reader.read(CHUNK):
-                    await queue.put(data)
-            finally:
-                await queue.put(b"")
-
-        reading = asyncio.ensure_future(read())
-        try:
-            while data := await queue.get():
-                await call.write(data_frame(data))
-            await call.done_writing()
-        finally:
-            reading.cancel()
-
-    async def _down(self, call: Any, writer: asyncio.StreamWriter) -> None:
-        while True:
-            reply = await call.read()
-            if reply is grpc.aio.EOF:
-                return
-            if isinstance(reply, memoryview):  # data, as a view of the message received
-                writer.write(reply)
-                await writer.drain()
-                continue
-            kind = reply.WhichOneof("kind")
-            if kind == "data":
-                writer.write(reply.data)
-                await writer.drain()
-            elif kind == "eof" and writer.can_write_eof():
-                writer.write_eof()
+    def connection(self) -> Link:
+        if self.stream is None or self.stream.ended:
+            self.stream = Stream(self)
+        return self.stream.attach()
 
     async def stop(self) -> None:
-        for task in list(self.connections):
-            task.cancel()
-        await asyncio.gather(*self.connections, return_exceptions=True)
+        if self.stream is not None:
+            self.stream.task.cancel()
+            await asyncio.gather(self.stream.task, return_exceptions=True)
 
 
 async def _serve(
@@ -192,7 +198,7 @@ async def _serve(
     client = contexts.open_client(args.endpoint, wait_for_ready=False, factory=AsyncClient)
     forwarder = Forwarder(client, session_id, port, started.forward_id, args.endpoint.where)
     try:
-        server = await asyncio.start_server(forwarder.handle, args.bind, local_port)
+        server = await loop.create_server(forwarder.connection, args.bind, local_port)
     except OSError as exc:
         await client.close()
         raise Usage(f"cannot listen on {args.bind}:{local_port}: {exc.strerror or exc}") from None
@@ -223,6 +229,17 @@ async def _serve(
         await client.close()
 
 
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed (its transports are C: a connection's bytes cost a
+    fraction of asyncio's), asyncio's loop otherwise."""
+    try:
+        uvloop = importlib.import_module("uvloop")
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def cmd_forward(c: Client, args: argparse.Namespace) -> int:
     local_port, port = parse_spec(args.spec)
     session_id = names.resolve(c, args.session_name or args.default_session)
@@ -232,7 +249,8 @@ def cmd_forward(c: Client, args: argparse.Namespace) -> int:
     )
     signum = 0
     try:
-        signum = asyncio.run(_serve(args, session_id, port, local_port, started))
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            signum = runner.run(_serve(args, session_id, port, local_port, started))
     finally:
         with contextlib.suppress(grpc.RpcError):
             c.stub.StopForward(
