@@ -120,7 +120,10 @@ def announce(text: str, fmt: str) -> None:
     if fmt == "json":
         record = logging.LogRecord("agentd", logging.INFO, __file__, 0, text, None, None)
         text = JsonFormatter().format(record)
-    print(text, file=sys.stderr, flush=True)
+    # One write, the newline in it, as the log's handler writes its lines: print() writes
+    # the newline apart, and a record another thread logs meanwhile would land between.
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def set_level(level: str) -> None:
