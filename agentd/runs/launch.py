@@ -44,7 +44,6 @@ from agentd.runs.tasks import InProcessRun, new_task_id
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import readonly
 from agentd.sandboxing.mode import SandboxMode
-from agentd.sandboxing.protected import sandbox_protection
 from agentd.sandboxing.runtime import SandboxRuntime
 from agentd.sessions.session import Session
 from agentd_sandbox import PathGone, SandboxPolicy, SandboxUnavailable, shell_argv, spawn
@@ -102,7 +101,7 @@ async def plan_bash(
         await runtime.masks.prepare(session)
     # On a thread: it walks the workspace's git directories and, on the session's first
     # networked call, makes its network namespace (the event loop serves on meanwhile).
-    protection = plans.for_session(session.id) if plans is not None else sandbox_protection
+    protection = plans.for_session(session.id) if plans is not None else None
     policy = await asyncio.to_thread(
         functools.partial(
             sandbox_policy.policy_for,

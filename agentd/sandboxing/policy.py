@@ -126,7 +126,7 @@ def policy_for(
     *,
     read_only: bool = False,
     search: bool = False,
-    protection: Callable[[str, FsIdentity | None], SandboxProtection] = sandbox_protection,
+    protection: Callable[[str, FsIdentity | None], SandboxProtection] | None = None,
 ) -> SandboxPolicy:
     """The session's sandbox, with the runtime's network, ssh-agent and control group;
     `read_only`: every workspace root read-only and no network, only the temp dir
@@ -147,8 +147,9 @@ def policy_for(
     protected: list[str] = []
     ensure_dirs: list[str] = []
     fs_ident = FsIdentity(*ident) if ident else None
+    protect = protection or sandbox_protection
     for root in roots if not search else ():
-        found = protection(root, fs_ident)
+        found = protect(root, fs_ident)
         pinned += found.pinned
         protected += found.read_only
         ensure_dirs += found.ensure_dirs
