@@ -71,7 +71,10 @@ def look(root: str, rel: str, identity: FsIdentity | None, cap: int) -> tuple[Im
     """The image `rel` has now beneath `root`, and a regular file's bytes (None past
     `cap`, or for anything else)."""
     with acting_as(identity):
-        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:  # the workspace root itself went (or was replaced)
+            return unknown(f"not restorable: the workspace root is gone ({exc.strerror})"), None
         try:
             try:
                 fd = linux.openat2(

@@ -330,6 +330,8 @@ class ChangeTracker:
             await self.checkpoints.record_run(
                 session, tracked, known, tool_use_id=tool_use_id, tool_name=tool_name, action=action
             )
+        except OSError as exc:  # the workspace or the state disk, not a bug: one line
+            log.warning("session %s: no checkpoint of call %s: %s", session.id, tool_use_id, exc)
         except Exception:
             log.exception("session %s: the checkpoint of call %s failed", session.id, tool_use_id)
 

@@ -34,6 +34,13 @@ def test_each_kind_of_entry(tmp_path: Path) -> None:
     assert images.look(str(tmp_path), "/dev/null", None, 10)[0]["kind"] == "unknown"
 
 
+def test_a_root_that_is_gone_is_said_not_raised(tmp_path: Path) -> None:
+    """A task whose workspace was removed before its end: its checkpoint says so."""
+    image, content = images.look(str(tmp_path / "gone"), "f", None, 10)
+    assert image["kind"] == "unknown" and "workspace root is gone" in image["why"]
+    assert content is None
+
+
 def test_a_device_is_not_restorable_and_not_opened(tmp_path: Path) -> None:
     os.mknod(tmp_path / "zero", 0o600 | 0o020000, os.makedev(1, 5))  # /dev/zero's numbers
     assert images.look(str(tmp_path), "zero", None, 10)[0]["why"] == images.NOT_REGULAR
