@@ -147,8 +147,19 @@ for i in range(4):
     got = os.read(r, 1)
     print("CHILD", i, "ALLOCATED" if got else "KILLED", flush=True)
     pids.append(pid)
-# A child killed since it allocated (the group's OOM takes the largest) holds nothing.
-alive = sum(os.waitpid(pid, os.WNOHANG) == (0, 0) for pid in pids)
+# A child killed since it allocated (the group's OOM takes the largest) holds nothing;
+# the kill may land a moment after the allocation that caused it: counted until it
+# settles (10 s at most).
+import time
+dead, deadline = set(), time.monotonic() + 10
+while True:
+    for pid in pids:
+        if pid not in dead and os.waitpid(pid, os.WNOHANG) != (0, 0):
+            dead.add(pid)
+    alive = len(pids) - len(dead)
+    if alive * {100 * MiB} < {SESSION_MEMORY} or time.monotonic() > deadline:
+        break
+    time.sleep(0.2)
 print("HOLDING", alive, "ALIVE", flush=True)
 signal.pause()
 """
