@@ -20,9 +20,10 @@ import logging
 import os
 import secrets
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from agentd.changes import fanotify, holding, known, persist, prompt, resolve, walk
+from agentd.changes import fanotify, holding, known, matching, persist, prompt, resolve, walk
+from agentd.changes.asker import Asker
 from agentd.changes.checkpoints import Checkpoints
 from agentd.changes.files import Entry
 from agentd.changes.following import TaskFollowing
@@ -35,32 +36,6 @@ from agentd.foundation.privdir import ensure_private_dir
 from agentd.fs.identity import FsIdentity, call_as
 from agentd.sandboxing import codebearing
 from agentd.sessions.session import Session
-
-
-class Answered(Protocol):
-    @property
-    def decision(self) -> str: ...
-
-    @property
-    def decided_by(self) -> str: ...
-
-
-class Asker(Protocol):
-    """What the tracker needs of permissions.Asker (a floor above this one)."""
-
-    def has_listeners(self, session_id: str) -> bool: ...
-
-    async def ask(
-        self,
-        session_id: str,
-        *,
-        tool_use_id: str,
-        tool_name: str,
-        tool_input: dict[str, Any],
-        reasons: list[str],
-        cancelled: asyncio.Event | None = None,
-    ) -> Answered: ...
-
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +329,7 @@ class ChangeTracker:
             baseline = self._baselines.get(key)
             if by_events and baseline is not None and baseline.entries:
                 restated = await asyncio.to_thread(
-                    call_as, tracked.identity, self._restated, baseline, taken, uid
+                    call_as, tracked.identity, matching.restated, baseline, taken, uid
                 )
             if restated:  # who else wrote meanwhile: the person (host watch), other runs
                 await self._host_news(root)
@@ -368,11 +343,17 @@ class ChangeTracker:
                     others |= self._pending.get(key, set())
                     restated -= others
                     items = await asyncio.to_thread(
-                        call_as, tracked.identity, self._find, baseline, taken, restated
+                        call_as,
+                        tracked.identity,
+                        matching.by_events,
+                        baseline,
+                        self._table,
+                        taken,
+                        restated,
                     )
                 else:
                     items, new_dirs = await asyncio.to_thread(
-                        call_as, tracked.identity, self._scan_changes, baseline
+                        call_as, tracked.identity, matching.by_walk, baseline, self._table
                     )
                     made += new_dirs
                 await asyncio.to_thread(
@@ -398,56 +379,6 @@ class ChangeTracker:
                 item.note or "reverted",
             )
         return held
-
-    @staticmethod
-    def _restated(baseline: Baseline, taken: Any, uid: int | None) -> set[str]:
-        """Known code-bearing files that changed though the run's events do not name
-        them: their stat moved, or a sandboxed process holds them open for writing."""
-        prefix = baseline.root.rstrip("/") + "/"
-        unsure = known.open_for_writing(uid)
-        return {r for r in known.restated(baseline, unsure) if prefix + r not in taken.touched}
-
-    def _find(self, baseline: Baseline, taken: Any, restated: set[str]) -> list[Held]:
-        """By the run's events, matched by identity as well as by name: the paths it
-        touched, the known code-bearing files those are other names of (and those names
-        themselves, as links), the known ones that changed with no other writer's event
-        (`restated`), and the suspects no event explained."""
-        root = baseline.root
-        prefix = root.rstrip("/") + "/"
-        touched = set(taken.touched)
-        ids = known.by_identity(baseline)
-        links: dict[str, str] = {}
-        for path in taken.touched if ids else ():
-            if not path.startswith(prefix) or (ident := known.identity_of(path)) is None:
-                continue
-            other = ids.get(ident)
-            rel = path[len(prefix) :]
-            if other is not None and other != rel:
-                touched.add(prefix + other)
-                links[rel] = other
-        touched |= {prefix + rel for rel in restated}
-        touched |= {prefix + rel for rel in baseline.suspects}
-        return holding.find(
-            baseline, self._table, touched, taken.moves, taken.existed_before, links
-        )
-
-    def _scan_changes(self, baseline: Baseline) -> tuple[list[Held], list[str]]:
-        """Without events (or with some lost): a walk of the root, compared with its
-        baseline, says which code-bearing files differ; and the code-bearing
-        directories that are new (to remove if reverting empties them)."""
-        now = walk.scan(baseline.root, self._table)
-        new_dirs = [u for u in now.units if u not in baseline.units]
-        new_dirs += [g for g in now.git_dirs if g not in baseline.git_dirs]
-        touched = {
-            os.path.join(baseline.root, rel)
-            for rel in set(now.entries) | set(baseline.entries) | set(baseline.suspects)
-            if not (now.entries.get(rel) and now.entries[rel].same(baseline.entries.get(rel)))
-        }
-
-        def existed(path: str) -> bool | None:
-            return path[len(baseline.root) + 1 :] in baseline.entries
-
-        return holding.find(baseline, self._table, touched, [], existed), new_dirs
 
     async def decide(
         self,

@@ -1,13 +1,11 @@
 """Ports of a session's sandbox: start and stop a forward, carry one forwarded
 connection, list what listens (`agentctl forward`, `agentctl ports`).
 
-A forwarded connection is one bidirectional stream on the client's existing channel (the
-unix socket, or TLS with the token): nothing new listens on the dev box. Its bytes are
-read from the sandbox's socket only while fewer than AHEAD chunks wait for gRPC to take
-them (`write` returns once the transport has it, within HTTP/2's flow-control window)
-and from the stream only when the socket has taken the previous one, so a client that
-never reads, or a server that never does, holds at most a few chunks and the windows in
-the daemon.
+Forwarded connections ride the client's existing channel (the unix socket, or TLS with
+the token): nothing new listens on the dev box. `agentctl forward` carries all of a
+forward's connections on one ForwardMux stream (agentd/network/port_mux.py); the older
+Forward RPC carries one each (forward_pump.py). Either way a client that never reads,
+or a server that never does, holds at most its window in the daemon.
 """
 
 from __future__ import annotations
@@ -16,14 +14,12 @@ import asyncio
 import contextlib
 import ctypes
 import logging
-import socket
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
-
+from agentd.api.handlers.forward_pump import Pump, shown
 from agentd.api.handlers.rpc import client_identity, require, unary
 from agentd.foundation.errors import AgentdError, Exhausted, InvalidRequest
 from agentd.network import ports
@@ -32,18 +28,10 @@ from agentd.network.service import NetworkService
 from agentd.sessions.event_types import PortForward
 from agentd.sessions.session import Session, SessionManager, network_mode
 from agentd_client.core.forward_mux import MAX_DATA, WINDOW, Outbox
-from agentd_client.core.forward_wire import data_frame
 from agentd_client.v1 import agentd_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-# Bytes read from the sandbox's socket per message: big enough that gRPC's per-message
-# cost is small next to the copy; small enough that what a stream holds (its window:
-# AHEAD chunks and the one gRPC is sending) times the connections a session may open
-# stays a small part of the daemon.
-CHUNK = 256 * 1024
-# Chunks read from the sandbox's socket ahead of gRPC taking them, per connection.
-AHEAD = 2
 # Forwarded connections open at once: all sessions together, one session, one client
 # (as it names itself: a courtesy cap; the session's is the one that holds). Past any
 # of them, refused: one client cannot take another session's forwards.
@@ -218,9 +206,9 @@ class PortHandlers:
             self._running.add(task)
         journal = self.sessions.log(session.id)
         connection_id = f"conn_{uuid.uuid4().hex[:12]}"
-        pump = _Pump(sock, requests, context)
+        pump = Pump(sock, requests, context)
         try:
-            address = _shown(sock)
+            address = shown(sock)
             journal.emit(
                 PortForward(
                     action="connected",
@@ -390,87 +378,3 @@ def _trim() -> None:
     freed into malloc's arenas, which keep them resident otherwise."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def _shown(sock: socket.socket) -> str:
-    """The sandbox's end of the connection, "127.0.0.1:PORT" or "[::1]:PORT"."""
-    try:
-        host, port = sock.getpeername()[:2]
-    except OSError:  # reset already: said when the pump reads
-        return "?"
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-class _Pump:
-    """Both directions of one connection; each stops reading once the other end has
-    not taken what it read (AHEAD chunks toward gRPC, one toward the socket)."""
-
-    def __init__(self, sock: socket.socket, requests: AsyncIterator[Any], context: Any) -> None:
-        self.sock = sock
-        self.requests = requests
-        self.context = context
-        self.sent = 0  # to the sandbox's server
-        self.received = 0  # from it
-        self.how = "closed"  # how it ended, for the journal
-        self.loop = asyncio.get_running_loop()
-
-    async def run(self) -> None:
-        """Until both directions have ended (or one failed: the RPC ends with it)."""
-        up = asyncio.ensure_future(self._up())
-        down = asyncio.ensure_future(self._down())
-        try:
-            done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                if (failure := task.exception()) is not None:
-                    raise failure
-        except OSError as exc:
-            self.how = f"broke in the sandbox: {exc.strerror or exc}"
-            await self.context.abort(grpc.StatusCode.ABORTED, f"the connection {self.how}")
-        except AgentdError as exc:
-            self.how = f"refused: {exc}"
-            raise
-        finally:
-            for task in (up, down):
-                task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.gather(up, down, return_exceptions=True)
-        self.how = "closed"
-
-    async def _up(self) -> None:
-        async for request in self.requests:
-            if request.WhichOneof("kind") != "data":
-                raise InvalidRequest("after `open`, a forwarded connection sends only data")
-            await self.loop.sock_sendall(self.sock, request.data)
-            self.sent += len(request.data)
-        # The laptop's side wrote its last byte: the server reads its end, may still write.
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_WR)
-
-    async def _down(self) -> None:
-        # A few chunks in flight: the socket is read while gRPC sends the last chunk,
-        # and no further than AHEAD chunks before gRPC has taken them.
-        queue: asyncio.Queue[bytes | OSError] = asyncio.Queue(AHEAD)
-
-        async def read() -> None:
-            try:
-                while data := await self.loop.sock_recv(self.sock, CHUNK):
-                    self.received += len(data)
-                    await queue.put(data)
-            except OSError as exc:  # a reset: said to the client after what came before
-                await queue.put(exc)
-                return
-            await queue.put(b"")
-
-        reader = asyncio.ensure_future(read())
-        try:
-            while True:
-                item = await queue.get()
-                if isinstance(item, OSError):
-                    raise item
-                if not item:
-                    break
-                # Encoded here: one copy of the chunk, not protobuf's two (forward_wire).
-                await self.context.write(data_frame(item))
-            await self.context.write(pb.ForwardResponse(eof=True))
-        finally:
-            reader.cancel()
