@@ -98,33 +98,41 @@ def tls_config(base: Path) -> tuple[list[str], list[str]]:
     ]
 
 
+def serve_and_forward(
+    c: Client, daemon: DaemonProcess, ws: str, script: str, port: int, ctl_args: list[str]
+) -> tuple[str, str, subprocess.Popen[str], int]:
+    """A session whose background task runs `script` on `port` in the sandbox, once it
+    accepts, and `agentctl forward` to it: (session, its namespace, agentctl, local port)."""
+    sid = c.create_session(ws, permission_mode="bypassPermissions").id
+    r = c.run_tool(
+        sid, "Bash", {"command": f"exec python3 {script} {port}", "run_in_background": True}
+    )
+    assert not r.is_error, r.text
+    path = os.path.join(daemon.state_dir, "netns", sid)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            netns.connect(path, ("127.0.0.1", port)).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    fw = subprocess.Popen(
+        [AGENTCTL, "forward", sid, f"0:{port}", "--json", *ctl_args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert fw.stdout is not None
+    return sid, path, fw, int(json.loads(fw.stdout.readline())["local_port"])
+
+
 def run(daemon: DaemonProcess, ctl_args: list[str], ws: str, mb: int, n: int) -> dict[str, object]:
     size = mb * 1_000_000
     Path(ws, "server.py").write_text(SERVER)
     port = free_port()
     with Client(daemon.socket, timeout=120) as c:
-        sid = c.create_session(ws, permission_mode="bypassPermissions").id
-        r = c.run_tool(
-            sid, "Bash", {"command": f"exec python3 server.py {port}", "run_in_background": True}
-        )
-        assert not r.is_error, r.text
-        path = os.path.join(daemon.state_dir, "netns", sid)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                netns.connect(path, ("127.0.0.1", port)).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        fw = subprocess.Popen(
-            [AGENTCTL, "forward", sid, f"0:{port}", "--json", *ctl_args],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert fw.stdout is not None
-        local = json.loads(fw.stdout.readline())["local_port"]
+        sid, path, fw, local = serve_and_forward(c, daemon, ws, "server.py", port, ctl_args)
         try:
             direct_1, ok_d1 = phase(lambda: netns.connect(path, ("127.0.0.1", port)), 1, size)
             direct_n, ok_dn = phase(lambda: netns.connect(path, ("127.0.0.1", port)), n, size)
@@ -170,28 +178,7 @@ def run_setup(
     Path(ws, "echo.py").write_text(forward_setup.ECHO)
     port = free_port()
     with Client(daemon.socket, timeout=120) as c, sshd() as server:
-        sid = c.create_session(ws, permission_mode="bypassPermissions").id
-        r = c.run_tool(
-            sid, "Bash", {"command": f"exec python3 echo.py {port}", "run_in_background": True}
-        )
-        assert not r.is_error, r.text
-        path = os.path.join(daemon.state_dir, "netns", sid)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                netns.connect(path, ("127.0.0.1", port)).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        fw = subprocess.Popen(
-            [AGENTCTL, "forward", sid, f"0:{port}", "--json", *ctl_args],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert fw.stdout is not None
-        local = json.loads(fw.stdout.readline())["local_port"]
+        sid, path, fw, local = serve_and_forward(c, daemon, ws, "echo.py", port, ctl_args)
         try:
             out = forward_setup.measure(
                 ws, path, port, local, daemon.proc.pid, fw.pid, server,
