@@ -21,6 +21,7 @@ import pytest
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.forward_traffic import FLOODS
 from tests.support.waiting import task_finished, wait_for_event, wait_until
 
 pytestmark = pytest.mark.timeout(240)
@@ -326,27 +327,6 @@ def test_a_server_that_never_reads_stops_the_clients_stream_not_the_daemon(
         assert taken[0] < 64, f"{taken[0]} MiB were taken by a server that reads nothing"
         assert grown_kb < 64 * 1024, f"the daemon grew by {grown_kb} kB"
         c.close_session(sid)
-
-
-FLOODS = r"""
-import socket, sys, threading
-server = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=1024)
-print("listening", flush=True)
-lock = threading.Lock()
-def flood(conn):
-    conn.settimeout(5)  # stuck this long: nobody takes more
-    chunk = b"x" * (1 << 20)
-    try:
-        while True:
-            conn.send(chunk)
-    except OSError:
-        pass
-    with lock, open("stuck.txt", "a") as f:
-        f.write("stuck\n")
-while True:
-    conn, _ = server.accept()
-    threading.Thread(target=flood, args=(conn,), daemon=True).start()
-"""
 
 
 def test_a_thousand_streams_from_a_client_that_never_reads_stay_bounded(

@@ -20,6 +20,7 @@ from agentd_client import Client
 from agentd_client.core.forward_mux import MAX_DATA, WINDOW
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.forward_traffic import FLOODS
 from tests.support.mux import Frame, Mux, data
 from tests.support.waiting import wait_until
 
@@ -266,27 +267,6 @@ def test_a_connection_over_the_cap_waits_for_a_place(
         mux.wait("the waiting bytes echoed", lambda: mux.received(65) == b"waited")
     finally:
         mux.close()
-
-
-FLOODS = r"""
-import socket, sys, threading
-server = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=1024)
-print("listening", flush=True)
-lock = threading.Lock()
-def flood(conn):
-    conn.settimeout(5)  # stuck this long: nobody takes more
-    chunk = b"x" * (1 << 20)
-    try:
-        while True:
-            conn.send(chunk)
-    except OSError:
-        pass
-    with lock, open("stuck.txt", "a") as f:
-        f.write("stuck\n")
-while True:
-    conn, _ = server.accept()
-    threading.Thread(target=flood, args=(conn,), daemon=True).start()
-"""
 
 
 def _rss_kb(pid: int) -> int:

@@ -122,3 +122,26 @@ def exchange(sock: socket.socket, size: int, seed: int) -> Exchange:
     if len(buf) != 64:
         return Exchange(False, False, total)
     return Exchange(bytes(buf[:32]) == sent.digest(), bytes(buf[32:]) == got.digest(), total)
+
+
+# A server that sends to every connection until nobody takes more for 5 s, then notes
+# it in stuck.txt: a client (or a daemon) that never reads, flooded.
+FLOODS = r"""
+import socket, sys, threading
+server = socket.create_server(("127.0.0.1", int(sys.argv[1])), backlog=1024)
+print("listening", flush=True)
+lock = threading.Lock()
+def flood(conn):
+    conn.settimeout(5)  # stuck this long: nobody takes more
+    chunk = b"x" * (1 << 20)
+    try:
+        while True:
+            conn.send(chunk)
+    except OSError:
+        pass
+    with lock, open("stuck.txt", "a") as f:
+        f.write("stuck\n")
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=flood, args=(conn,), daemon=True).start()
+"""
