@@ -18,6 +18,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from agentd.credentials.config import Route, Source
@@ -94,9 +95,11 @@ def fill_environment(home: str, workdir: str) -> dict[str, str]:
     }
 
 
-def _git_fill(source: Source, workdir: str, owner_uid: int) -> tuple[str, str]:
-    """The configured user's helpers answer, else the session owner's."""
-    parts = urlsplit(source.url)
+def _run_as_owner(
+    source: Source, workdir: str, owner_uid: int, argv: list[str], stdin: bytes | None
+) -> subprocess.CompletedProcess[bytes]:
+    """`argv` run as the configured user (else the session's owner) with an environment
+    of our making, in `workdir` (theirs, made if missing), bounded by FILL_SECONDS."""
     try:
         user = pwd.getpwnam(source.user) if source.user else pwd.getpwuid(owner_uid)
     except KeyError:
@@ -104,16 +107,13 @@ def _git_fill(source: Source, workdir: str, owner_uid: int) -> tuple[str, str]:
         raise SourceError(f"no user {who} for {source.where}") from None
     os.makedirs(workdir, mode=0o700, exist_ok=True)
     os.chown(workdir, user.pw_uid, user.pw_gid)
-    request = f"protocol=https\nhost={parts.netloc}\n"
-    if parts.path.strip("/"):
-        request += f"path={parts.path.strip('/')}\n"
     change_user = os.getuid() == 0 and user.pw_uid != 0
+    feed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     try:
-        done = subprocess.run(
-            ["git", "-c", "credential.interactive=false", "credential", "fill"],
-            input=request + "\n",
+        return subprocess.run(
+            argv,
+            **feed,
             capture_output=True,
-            text=True,
             env=fill_environment(source.home or user.pw_dir, workdir),
             cwd=workdir,
             timeout=FILL_SECONDS,
@@ -124,9 +124,20 @@ def _git_fill(source: Source, workdir: str, owner_uid: int) -> tuple[str, str]:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SourceError(f"{source.where} failed ({type(exc).__name__})") from None
+
+
+def _git_fill(source: Source, workdir: str, owner_uid: int) -> tuple[str, str]:
+    """The configured user's helpers answer, else the session owner's."""
+    parts = urlsplit(source.url)
+    request = f"protocol=https\nhost={parts.netloc}\n"
+    if parts.path.strip("/"):
+        request += f"path={parts.path.strip('/')}\n"
+    argv = ["git", "-c", "credential.interactive=false", "credential", "fill"]
+    done = _run_as_owner(source, workdir, owner_uid, argv, (request + "\n").encode())
     if done.returncode != 0:
         raise SourceError(f"{source.where} found no credential (exit {done.returncode})")
-    fields = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line and line)
+    answer = done.stdout.decode("utf-8", "replace")
+    fields = dict(line.split("=", 1) for line in answer.splitlines() if "=" in line and line)
     # An answer for another host than asked is not used (a helper may answer anything).
     if fields.get("host", parts.netloc) != parts.netloc:
         raise SourceError(f"{source.where} answered for another host")
@@ -137,29 +148,7 @@ def _git_fill(source: Source, workdir: str, owner_uid: int) -> tuple[str, str]:
 def _command(source: Source, workdir: str, owner_uid: int) -> str:
     """The first line the command prints, run as the configured user (else the
     session's owner) with an environment of our making, in an empty directory."""
-    try:
-        user = pwd.getpwnam(source.user) if source.user else pwd.getpwuid(owner_uid)
-    except KeyError:
-        who = source.user or f"uid {owner_uid}"
-        raise SourceError(f"no user {who} for {source.where}") from None
-    os.makedirs(workdir, mode=0o700, exist_ok=True)
-    os.chown(workdir, user.pw_uid, user.pw_gid)
-    change_user = os.getuid() == 0 and user.pw_uid != 0
-    try:
-        done = subprocess.run(
-            list(source.command),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=fill_environment(source.home or user.pw_dir, workdir),
-            cwd=workdir,
-            timeout=FILL_SECONDS,
-            user=user.pw_uid if change_user else None,
-            group=user.pw_gid if change_user else None,
-            extra_groups=[] if change_user else None,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SourceError(f"{source.where} failed ({type(exc).__name__})") from None
+    done = _run_as_owner(source, workdir, owner_uid, list(source.command), None)
     if done.returncode != 0:
         raise SourceError(f"{source.where} failed (exit {done.returncode})")
     first = done.stdout[: MAX_SECRET_BYTES + 1].decode("utf-8", "replace").strip()
