@@ -5,6 +5,7 @@ its chunks and its spelling, and holding a textual answer whole to rewrite its U
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import h11
@@ -81,6 +82,31 @@ async def next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.
         async with asyncio.timeout(IDLE_SECONDS):
             data = await reader.read(CHUNK)
         conn.receive_data(data)
+
+
+async def request_body(
+    conn: h11.Connection,
+    reader: asyncio.StreamReader,
+    send: Callable[[h11.Event], Awaitable[None]],
+    limit: int,
+) -> tuple[bytes, bool] | None:
+    """A request's body up to `limit` bytes and whether it ended (False: more may
+    follow); a `100 Continue` first where the client waits for one. None: the request
+    ended before its body did."""
+    if conn.they_are_waiting_for_100_continue:
+        await send(h11.InformationalResponse(status_code=100, headers=[]))
+    parts: list[bytes] = []
+    size = 0
+    while size <= limit:
+        event = await next_event(conn, reader)
+        if isinstance(event, h11.Data):
+            parts.append(bytes(event.data))
+            size += len(event.data)
+        elif isinstance(event, h11.EndOfMessage):
+            return b"".join(parts), True
+        else:
+            return None
+    return b"".join(parts), False
 
 
 # Textual bodies up to this size have the upstream's absolute URLs rewritten onto the

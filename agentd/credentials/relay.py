@@ -31,6 +31,7 @@ from agentd.credentials.http import (
     Masker,
     Upstream,
     next_event,
+    request_body,
     response_headers,
     rewritable,
 )
@@ -151,20 +152,10 @@ class RouteConnection:
 
     async def _body(self, limit: int) -> tuple[bytes, bool]:
         """The request body, up to `limit` bytes (more may follow: False)."""
-        if self.server.they_are_waiting_for_100_continue:
-            await self._send(h11.InformationalResponse(status_code=100, headers=[]))
-        parts: list[bytes] = []
-        size = 0
-        while size <= limit:
-            event = await next_event(self.server, self.reader)
-            if isinstance(event, h11.Data):
-                parts.append(bytes(event.data))
-                size += len(event.data)
-            elif isinstance(event, h11.EndOfMessage):
-                return b"".join(parts), True
-            else:
-                raise OSError("the request ended early")
-        return b"".join(parts), False
+        body = await request_body(self.server, self.reader, self._send, limit)
+        if body is None:
+            raise OSError("the request ended early")
+        return body
 
     async def _request(self, request: h11.Request) -> None:
         target = request.target.decode("latin-1")

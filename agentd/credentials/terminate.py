@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import h11
 
-from agentd.credentials.http import HOP, next_event
+from agentd.credentials.http import HOP, next_event, request_body
 from agentd.credentials.injection import Injection, OutStream, Swap
 from agentd.network.connection import CHUNK, Answers, Request
 
@@ -160,20 +160,10 @@ class _Exchange:
 
     async def _body(self) -> tuple[bytes, bool]:
         """The request's body up to BODY_HELD_BYTES (more may follow: False)."""
-        if self.server.they_are_waiting_for_100_continue:
-            await self._down(h11.InformationalResponse(status_code=100, headers=[]))
-        parts: list[bytes] = []
-        size = 0
-        while size <= BODY_HELD_BYTES:
-            event = await next_event(self.server, self.reader)
-            if isinstance(event, h11.Data):
-                parts.append(bytes(event.data))
-                size += len(event.data)
-            elif isinstance(event, h11.EndOfMessage):
-                return b"".join(parts), True
-            else:
-                raise _Cut
-        return b"".join(parts), False
+        body = await request_body(self.server, self.reader, self._down, BODY_HELD_BYTES)
+        if body is None:
+            raise _Cut
+        return body
 
     async def _exchange(self, request: h11.Request) -> bool:
         """One request and its answer; False: the connection ends."""
