@@ -12,25 +12,14 @@ import h11
 
 from agentd.credentials import paths, spellings
 from agentd.credentials.config import Route
+from agentd.network import forward
 from agentd.network.connection import CHUNK
 
 IDLE_SECONDS = 120.0
 
-HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"proxy-authorization",
-        b"proxy-authenticate",
-        b"te",
-        b"trailer",
-        b"upgrade",
-        b"host",
-        b"expect",
-        b"accept-encoding",
-    }
-)
+# Not passed on by a route: the proxy's hop-by-hop set, and what the route sets itself
+# (the upstream's host, no 100-continue upstream, an encoding it can mask).
+HOP = forward.HOP | {b"host", b"expect", b"accept-encoding"}
 
 
 class Masker:
