@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from agentd.changes import images
 from agentd.changes.images import Image
+from agentd.fs.access import write_temp_and_rename
 from agentd.fs.identity import FsIdentity, acting_as
 from agentd.fs.temp_ledger import TempLedger
 from agentd_sandbox import linux
@@ -152,24 +153,12 @@ def _replace(
     try:
         if image["kind"] == images.LINK:
             os.symlink(image.get("target", ""), tmp, dir_fd=dir_fd)
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        elif data is None:
+            raise Refused("its stored copy is missing")
         else:
-            if data is None:
-                raise Refused("its stored copy is missing")
             mode = image.get("mode", 0o644) & 0o7777
-            fd = os.open(
-                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
-            )
-            try:
-                if ledger:
-                    ledger.made(token, os.fstat(fd))
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fchmod(fd, mode)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            write_temp_and_rename(dir_fd, tmp, name, mode, None, data, ledger, token)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)

@@ -267,7 +267,7 @@ def _write_atomic(
                 "Tools that only read still work."
             ) from None
         try:
-            _write_temp_and_rename(dir_fd, tmp, name, mode, old, data, ledger, token)
+            write_temp_and_rename(dir_fd, tmp, name, mode, old, data, ledger, token)
         finally:
             if ledger:
                 ledger.done(token)
@@ -278,7 +278,7 @@ def _write_atomic(
             os.close(dfd)
 
 
-def _write_temp_and_rename(
+def write_temp_and_rename(
     dir_fd: int,
     tmp: str,
     name: str,
@@ -288,6 +288,9 @@ def _write_temp_and_rename(
     ledger: TempLedger | None,
     token: str,
 ) -> None:
+    """`data` written whole to the new temp file `tmp` in `dir_fd` (noted in `ledger`),
+    its mode and owner (those of `old`, the file it replaces, if any) set, fsynced, and
+    renamed over `name`; the temp file removed on any failure."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode, dir_fd=dir_fd)
     try:
         try:
