@@ -250,6 +250,8 @@ def _kill(proc: Any) -> None:
 def check_rg_failed(out: RgOutput) -> None:
     """rg exits 2 both for a bad pattern/glob/type (nothing searched) and for unreadable
     files among results; only the first, with nothing found, is a failed call."""
+    if out.truncated and not out.never_started:
+        return  # stopped on purpose (its bound, its time limit), bwrap too if not yet rg
     if out.never_started or (out.stderr.startswith("bwrap:") and not out.stdout):
         # The sandbox failed before rg ran (bwrap exits 1, which rg uses for "no match").
         raise ToolError(f"The search's sandbox failed, so nothing was searched: {out.stderr}")
