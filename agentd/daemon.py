@@ -377,7 +377,7 @@ class Daemon:
         if swept:
             log.info("removed the control groups of %d sessions no longer open", swept)
         _report_unknown("control groups", self.groups.where(), unknown)
-        self.server = Server(self.config, self.servicer, self.sessions)
+        self.server = Server(self.config, self.servicer, self.sessions, self.network.holder)
         await self.server.start()
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.

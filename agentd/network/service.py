@@ -28,6 +28,7 @@ from typing import Any
 
 from agentd.foundation import metrics
 from agentd.foundation.config import Config
+from agentd.foundation.holder import Holder
 from agentd.network import env as proxy_env
 from agentd.network import netns
 from agentd.network.address import AllowList, internal_reason, literal_address
@@ -40,7 +41,6 @@ from agentd.network.connection import (
     Verdict,
     refused_line,
 )
-from agentd.network.holder import Holder
 from agentd.network.http_proxy import serve_http
 from agentd.network.loop import ServiceLoop
 from agentd.network.rules import NetworkRules, normal_host, suggested_entry
