@@ -153,7 +153,11 @@ class Commands:
             self.tasks, self.outputs, session_open, self._readopted, session_known
         )
         running = [t for t in self.tasks.tasks() if self.tasks.is_running(t.id)]
-        self.changes.sweep({t.id for t in running})
+        # A task left running untaken (of a session the database does not know) keeps
+        # its change log: so does every task whose shim directory is still there.
+        root = self.tasks.shim_root
+        shims = set(os.listdir(root)) if root is not None and os.path.isdir(root) else set()
+        self.changes.sweep({t.id for t in running} | shims)
         self._serve_kept({t.session_id for t in running})
         return adopted
 
