@@ -89,13 +89,14 @@ async def plan_bash(
     tasks_dir: str,
     bash_env: str,
     plans: PlanCache | None = None,
+    views: dict[str, str] | None = None,
 ) -> LaunchPlan:
     """A Bash command's launch: the session's sandbox as `mode` says (read-only and
     neutralised runs get their git configs staged), the session's output files
     read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
     The command's text goes in through the environment, never on a command line.
     `plans`: what the session's earlier plans found in its workspace, kept while it
-    holds (agentd/runs/plans.py)."""
+    holds (agentd/runs/plans.py). `views`: review mode's overlay of each root."""
     read_only = mode is SandboxMode.READ_ONLY
     if runtime.masks is not None:  # masked credentials' values, fetched off the loop
         await runtime.masks.prepare(session)
@@ -114,6 +115,8 @@ async def plan_bash(
         )
     )
     policy.env = {**policy.env, "BASH_ENV": bash_env}
+    if views and not read_only:
+        policy.views = dict(views)  # review mode: each root seen through its view
     staged = readonly.Staged()
     if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
         staged = await readonly.enforce(

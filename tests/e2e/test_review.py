@@ -1,0 +1,200 @@
+"""Review mode through the real daemon: a writing Bash call runs on an overlay of the
+workspace, its changes wait (ListPendingChanges, `agentctl review`), and a person
+applies them (byte-exact, modes kept, a checkpoint of their own) or discards them."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from agentd_client import Client
+from tests.support import ctl
+from tests.support.daemon import DaemonProcess
+from tests.support.waiting import wait_for_event
+from tests.support.workspaces import SANDBOX_UID
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="review mode needs a root daemon")
+
+
+def _session(client: Client, workspace: Path) -> str:
+    """A review session on `workspace`, whose files (made by the test) become the
+    sandbox user's, as a workspace it works in is."""
+    for dirpath, dirnames, filenames in os.walk(workspace):
+        for name in [*dirnames, *filenames]:
+            os.lchown(os.path.join(dirpath, name), SANDBOX_UID, SANDBOX_UID)
+    return client.create_session(
+        str(workspace), permission_mode="bypassPermissions", review=True
+    ).id
+
+
+def _text(result: object) -> str:
+    return "".join(b.text for b in result.content)  # type: ignore[attr-defined]
+
+
+def _tree(root: Path) -> dict[str, tuple[str, int, bytes]]:
+    out: dict[str, tuple[str, int, bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            rel = str(path.relative_to(root))
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", 0, os.readlink(path).encode())
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode), b"")
+            else:
+                out[rel] = ("file", stat.S_IMODE(st.st_mode), path.read_bytes())
+    return out
+
+
+def test_a_sed_waits_then_applies_byte_exact_with_modes(
+    client: Client, daemon: DaemonProcess, workspace: Path
+) -> None:
+    (workspace / "f.txt").write_text("alpha\nbeta\n")
+    sid = _session(client, workspace)
+    command = "sed -i s/alpha/ALPHA/ f.txt; printf '\\x00\\xff' > bin; chmod 751 bin"
+    result = client.run_tool(sid, "Bash", {"command": command}, "r-1")
+    assert "wait" in _text(result) and "~f.txt" in _text(result) and "+bin" in _text(result)
+    assert (workspace / "f.txt").read_text() == "alpha\nbeta\n"
+    assert not (workspace / "bin").exists()
+
+    pending = client.list_pending_changes(sid)
+    assert pending.id and pending.tool_use_id == "r-1"
+    assert "-alpha" in pending.text and "+ALPHA" in pending.text
+    assert {(f.path, f.change) for f in pending.files} == {("f.txt", "changed"), ("bin", "added")}
+
+    refused = client.run_tool(sid, "Bash", {"command": "touch other"}, "r-2")
+    assert refused.is_error and "review" in _text(refused)
+    refused = client.run_tool(sid, "Write", {"file_path": str(workspace / "w"), "content": "x"})
+    assert refused.is_error and "review" in _text(refused)
+    seen = client.run_tool(sid, "Bash", {"command": "cat f.txt"}, "r-3")  # read-only: runs
+    assert not seen.is_error and "alpha" in _text(seen)
+
+    done = client.resolve_pending_changes(sid, pending.id, "apply")
+    assert done.applied and done.checkpoint
+    assert (workspace / "f.txt").read_text() == "ALPHA\nbeta\n"
+    assert (workspace / "bin").read_bytes() == b"\x00\xff"
+    assert stat.S_IMODE((workspace / "bin").stat().st_mode) == 0o751
+    assert (workspace / "bin").stat().st_uid == SANDBOX_UID  # written as the session's identity
+    assert not client.list_pending_changes(sid).id
+
+    # The apply is the call's checkpoint: a rewind undoes it.
+    client.rewind_to_call(sid, "r-1")
+    assert (workspace / "f.txt").read_text() == "alpha\nbeta\n"
+    assert not (workspace / "bin").exists()
+
+
+def test_a_pending_rm_rf_and_a_discard_leave_the_workspace_untouched(
+    client: Client, workspace: Path
+) -> None:
+    tree = workspace / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "a").write_text("a")
+    (tree / "b").write_text("b")
+    os.symlink("b", tree / "l")
+    (workspace / "keep").write_text("keep")
+    before = _tree(workspace)
+    sid = _session(client, workspace)
+    result = client.run_tool(sid, "Bash", {"command": "rm -rf tree; echo x >> keep"}, "rm-1")
+    assert not result.is_error, _text(result)
+    assert _tree(workspace) == before
+    pending = client.list_pending_changes(sid, fmt="names")
+    assert ("tree", "deleted") in {(f.path, f.change) for f in pending.files}
+    done = client.resolve_pending_changes(sid, pending.id, "discard")
+    assert done.discarded and not done.applied
+    assert _tree(workspace) == before
+    assert not client.list_pending_changes(sid).id
+    again = client.run_tool(sid, "Bash", {"command": "rm -rf tree"}, "rm-2")
+    assert not again.is_error
+    applied = client.resolve_pending_changes(sid, client.list_pending_changes(sid).id, "apply")
+    assert applied.applied, applied.message
+    assert not tree.exists() and (workspace / "keep").read_text() == "keep"
+
+
+def test_a_directory_replaced_whole_deletes_what_it_held(client: Client, workspace: Path) -> None:
+    (workspace / "d").mkdir()
+    (workspace / "d" / "old").write_text("old")
+    (workspace / "d" / "gone").write_text("gone")
+    sid = _session(client, workspace)
+    client.run_tool(sid, "Bash", {"command": "rm -rf d && mkdir d && echo new > d/new"}, "op-1")
+    pending = client.list_pending_changes(sid)
+    done = client.resolve_pending_changes(sid, pending.id, "apply")
+    assert done.applied, done.message
+    assert sorted(os.listdir(workspace / "d")) == ["new"]
+
+
+def test_apply_is_refused_over_a_path_changed_since(client: Client, workspace: Path) -> None:
+    (workspace / "f").write_text("1")
+    sid = _session(client, workspace)
+    client.run_tool(sid, "Bash", {"command": "echo 2 > f"}, "cf-1")
+    (workspace / "f").write_text("person's edit")
+    pending = client.list_pending_changes(sid)
+    refused = client.resolve_pending_changes(sid, pending.id, "apply")
+    assert not refused.applied and "changed in the workspace" in refused.message
+    assert (workspace / "f").read_text() == "person's edit"
+    forced = client.resolve_pending_changes(sid, pending.id, "apply", force=True)
+    assert forced.applied and (workspace / "f").read_text() == "2\n"
+
+
+def test_background_and_unsandboxed_commands_are_refused(client: Client, workspace: Path) -> None:
+    sid = _session(client, workspace)
+    bg = client.run_tool(sid, "Bash", {"command": "touch x", "run_in_background": True})
+    assert bg.is_error and "background" in _text(bg)
+    assert not (workspace / "x").exists()
+
+
+def test_two_terminals_see_the_review_event_and_agentctl_reviews(
+    client: Client, daemon: DaemonProcess, workspace: Path
+) -> None:
+    sid = _session(client, workspace)
+    after = client.get_session(sid).last_seq
+    with ThreadPoolExecutor(2) as pool:  # two terminals attached, following live
+        seen = [
+            pool.submit(
+                wait_for_event,
+                client,
+                sid,
+                lambda e: e.WhichOneof("kind") == "files_changed",
+                after,
+            )
+            for _ in range(2)
+        ]
+        client.run_tool(sid, "Bash", {"command": "printf 'hi\\n' > $'\\e[31mred'"}, "ev-1")
+        for future in seen:
+            event = future.result()
+            assert event.files_changed.action == "pending review"
+            assert event.files_changed.tool_use_id == "ev-1"
+    shown = ctl.run("--socket", daemon.socket, "review", sid)
+    assert shown.returncode == 0, shown.stderr
+    assert "+hi" in shown.stdout and "\x1b" not in shown.stdout
+    as_json = json.loads(ctl.run("--socket", daemon.socket, "review", sid, "--json").stdout)
+    assert as_json["tool_use_id"] == "ev-1"
+    applied = ctl.run("--socket", daemon.socket, "review", sid, "--apply", "--json")
+    assert applied.returncode == 0, applied.stderr
+    assert json.loads(applied.stdout)["applied"]
+    assert (workspace / "\x1b[31mred").read_text() == "hi\n"
+    nothing = ctl.run("--socket", daemon.socket, "review", sid)
+    assert "nothing waits" in nothing.stdout
+
+
+def test_rpc_inputs_are_checked(client: Client, workspace: Path) -> None:
+    import grpc
+
+    sid = _session(client, workspace)
+    plain = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+    for call in (
+        lambda: client.resolve_pending_changes(sid, 1, "frobnicate"),
+        lambda: client.resolve_pending_changes(sid, 0, "apply"),
+        lambda: client.resolve_pending_changes(sid, 99, "apply"),
+        lambda: client.list_pending_changes(plain),
+        lambda: client.list_pending_changes(sid, fmt="bogus"),
+        lambda: client.resolve_pending_changes(sid, 1, "apply", by="x\0y"),
+    ):
+        with pytest.raises(grpc.RpcError) as info:
+            call()
+        assert info.value.details()  # one line that says what to do
