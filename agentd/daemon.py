@@ -162,6 +162,8 @@ class Daemon:
             self.changes.reviews = Reviews(
                 self.changes.checkpoints, config.state_dir, config.checkpoint_call_paths
             )
+            if swept := self.changes.reviews.sweep():
+                log.warning("%d review view(s) a stopped daemon left were removed", swept)
             if interrupted := self.changes.checkpoints.rows.interrupted():
                 log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.

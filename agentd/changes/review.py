@@ -66,6 +66,22 @@ class Reviews:
         self._limit = path_limit
         self.locks: dict[str, asyncio.Lock] = {}
 
+    def sweep(self) -> int:
+        """The views a daemon that died during a call left: unmounted and removed (what
+        they hold never reached a workspace, and no row names it); how many."""
+        base = self._dirs.existing_base()
+        if base is None:
+            return 0
+        swept = 0
+        for name in os.listdir(base):
+            review = os.path.join(base, name, "review")
+            if not os.path.isdir(review) or os.path.islink(review):
+                continue
+            for view in os.listdir(review):
+                overlay.remove(overlay.View("", os.path.join(review, view)))
+                swept += 1
+        return swept
+
     def pending(self, session_id: str) -> Row | None:
         """The change set waiting in this session, if one does."""
         rows = self.checkpoints.rows.list(session_id)

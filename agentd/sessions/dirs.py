@@ -71,6 +71,11 @@ class SessionDirs:
                 self._base = self._recorded() or self._make_base()
             return self._base
 
+    def existing_base(self) -> str | None:
+        """This daemon's base if it has one already (none is made)."""
+        with self._lock:
+            return self._base or self._recorded()
+
     def session_path(self, session_id: str) -> str:
         return os.path.join(self.base(), _checked(session_id))
 

@@ -4,19 +4,24 @@ applies them (byte-exact, modes kept, a checkpoint of their own) or discards the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import stat
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
 
 from agentd_client import Client
 from tests.support import ctl
-from tests.support.daemon import DaemonProcess
-from tests.support.waiting import wait_for_event
-from tests.support.workspaces import SANDBOX_UID
+from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.waiting import wait_for_event, wait_until
+from tests.support.workspaces import SANDBOX_UID, reachable_workspace
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="review mode needs a root daemon")
 
@@ -183,8 +188,6 @@ def test_two_terminals_see_the_review_event_and_agentctl_reviews(
 
 
 def test_rpc_inputs_are_checked(client: Client, workspace: Path) -> None:
-    import grpc
-
     sid = _session(client, workspace)
     plain = client.create_session(str(workspace), permission_mode="bypassPermissions").id
     for call in (
@@ -198,3 +201,60 @@ def test_rpc_inputs_are_checked(client: Client, workspace: Path) -> None:
         with pytest.raises(grpc.RpcError) as info:
             call()
         assert info.value.details()  # one line that says what to do
+
+
+def test_a_command_at_its_timeout_is_stopped_and_what_it_wrote_waits(
+    client: Client, workspace: Path
+) -> None:
+    sid = _session(client, workspace)
+    args = {"command": "echo early > t; sleep 60", "timeout": 1000}
+    result = client.run_tool(sid, "Bash", args, "to-1")
+    assert "background" not in _text(result) and "wait" in _text(result)
+    assert not (workspace / "t").exists()
+    assert [f.path for f in client.list_pending_changes(sid).files] == ["t"]
+
+
+def test_in_a_git_repository_only_what_the_command_wrote_waits(
+    client: Client, session_id: str, workspace: Path
+) -> None:
+    made = client.run_tool(session_id, "Bash", {"command": "git init -q . && echo ok"})
+    assert "ok" in _text(made), _text(made)
+    sid = _session(client, workspace)
+    client.run_tool(sid, "Bash", {"command": "echo x > x"}, "git-1")
+    assert [f.path for f in client.list_pending_changes(sid).files] == ["x"]
+
+
+def _views() -> list[str]:
+    """Overlay mounts of review views in this mount namespace (the daemon's)."""
+    with open("/proc/self/mountinfo") as f:
+        lines = [line.split() for line in f]
+    return [parts[4] for parts in lines if "/review/" in parts[4] and "overlay" in parts]
+
+
+@pytest.mark.timeout(240)
+def test_views_a_killed_daemon_left_are_removed_by_the_next(tmp_path: Path) -> None:
+    workspace = reachable_workspace()
+    base = tmp_path / "d"
+    first = start_daemon(base)
+    try:
+        with Client(first.socket, timeout=60) as c:
+            sid = _session(c, workspace)
+
+            def run() -> None:
+                with contextlib.suppress(grpc.RpcError):
+                    c.run_tool(sid, "Bash", {"command": "echo x > y; sleep 7331.61"})
+
+            call = threading.Thread(target=run, daemon=True)
+            call.start()
+            wait_until(lambda: _views(), 60, "a review view mounted for the call")
+    finally:
+        first.stop(signal.SIGKILL)
+    assert _views()
+    second = start_daemon(base)
+    try:
+        second.wait_for_log("review view(s) a stopped daemon left were removed")
+        assert not _views()
+        assert not (workspace / "y").exists()
+    finally:
+        second.stop()
+        shutil.rmtree(workspace, ignore_errors=True)
