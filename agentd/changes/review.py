@@ -31,7 +31,7 @@ from typing import Any
 from agentd.changes import images, restore, upper
 from agentd.changes.checkpoints import Budget, Checkpoints, Pending
 from agentd.changes.images import Image
-from agentd.foundation.errors import FailedPrecondition, NotFound
+from agentd.foundation.errors import FailedPrecondition, NotFound, ToolError
 from agentd.fs import overlay
 from agentd.fs.identity import FsIdentity, acting_as
 from agentd.fs.temp_ledger import TempLedger
@@ -64,7 +64,8 @@ class Reviews:
         self.checkpoints = checkpoints
         self._dirs = session_dirs.of(state_dir)
         self._limit = path_limit
-        self.locks: dict[str, asyncio.Lock] = {}
+        # Sessions with a review call running: one change set at a time, made or waiting.
+        self._running: set[str] = set()
 
     def sweep(self) -> int:
         """The views a daemon that died during a call left: unmounted and removed (what
@@ -93,7 +94,21 @@ class Reviews:
 
     # ---- a call's views
     async def open(self, session: Session, gid: int | None) -> Opened:
-        """Mount a view of each root for one call (OSError when the kernel refuses)."""
+        """Mount a view of each root for one call (OSError when the kernel refuses);
+        ToolError while another one runs or a change set waits."""
+        if session.id in self._running or self.pending(session.id) is not None:
+            raise ToolError(
+                "This session is in review mode and another command's changes are being "
+                "made or wait for review; run this one once a person has resolved them."
+            )
+        self._running.add(session.id)
+        try:
+            return await self._mount(session, gid)
+        except BaseException:
+            self._running.discard(session.id)
+            raise
+
+    async def _mount(self, session: Session, gid: int | None) -> Opened:
         base = await asyncio.to_thread(self._review_dir, session.id, gid)
         token = secrets.token_hex(6)
         views: list[overlay.View] = []
@@ -124,6 +139,25 @@ class Reviews:
     ) -> str:
         """The call ended: its change set saved as pending, the views gone; what the
         model is told."""
+        try:
+            return await self._close(session, opened, identity, tool_use_id, command)
+        finally:
+            self._running.discard(session.id)
+
+    def abandon(self, session: Session, opened: Opened) -> None:
+        """The call never started: its views go, nothing waits."""
+        self._running.discard(session.id)
+        for view in opened.views:
+            overlay.remove(view)
+
+    async def _close(
+        self,
+        session: Session,
+        opened: Opened,
+        identity: FsIdentity | None,
+        tool_use_id: str,
+        command: str,
+    ) -> str:
         try:
             for view in opened.views:
                 await asyncio.to_thread(overlay.unmount, view)

@@ -26,7 +26,6 @@ from agentd.changes.tracked import Tracked
 from agentd.foundation.config import Config
 from agentd.foundation.errors import SessionNotFound, ToolError
 from agentd.fs import identity as fsidentity
-from agentd.fs import overlay
 from agentd.fs.identity import FsIdentity
 from agentd.network.state import CallNet
 from agentd.runs import launch
@@ -125,9 +124,8 @@ class Commands:
         try:
             started = await self._launch(request, tracked, opened)
         except BaseException:
-            if opened is not None:
-                for view in opened.views:
-                    await asyncio.to_thread(overlay.remove, view)
+            if opened is not None and self.changes.reviews is not None:
+                await asyncio.to_thread(self.changes.reviews.abandon, request.session, opened)
             if tracked is not None:
                 self.changes.close(tracked)
             if network is not None and net_call is not None:

@@ -116,7 +116,7 @@ async def plan_bash(
     )
     policy.env = {**policy.env, "BASH_ENV": bash_env}
     if views and not read_only:
-        policy.views = dict(views)  # review mode: each root seen through its view
+        _review_views(policy, views, tmp_dir)
     staged = readonly.Staged()
     if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
         staged = await readonly.enforce(
@@ -127,6 +127,20 @@ async def plan_bash(
         # The session's output files, read-only at a fixed path (`tail -f` works).
         policy.ro_binds = [*policy.ro_binds, (tasks_dir, TASKS_MOUNT)]
     return LaunchPlan(policy, shell_argv(policy, command), sandboxed, staged)
+
+
+def _review_views(policy: SandboxPolicy, views: dict[str, str], tmp_dir: str) -> None:
+    """Review mode: each root seen through its copy-on-write view. The git directories
+    the policy pins writable onto themselves would write the real ones, past the view:
+    here they are read-only (a command cannot write git's state; a person commits after
+    applying), and the missing hooks directories inside them need no cover."""
+    pinned = [p for p in policy.writable if p not in views and p != tmp_dir]
+    policy.writable = [p for p in policy.writable if p not in pinned]
+    policy.read_only = [*pinned, *policy.read_only]
+    policy.ensure_dirs = [
+        d for d in policy.ensure_dirs if not any(d.startswith(p.rstrip("/") + "/") for p in pinned)
+    ]
+    policy.views = dict(views)
 
 
 def search_policy(

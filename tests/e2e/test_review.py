@@ -20,6 +20,7 @@ import pytest
 from agentd_client import Client
 from tests.support import ctl
 from tests.support.daemon import DaemonProcess, start_daemon
+from tests.support.processes import processes_with
 from tests.support.waiting import wait_for_event, wait_until
 from tests.support.workspaces import SANDBOX_UID, reachable_workspace
 
@@ -219,9 +220,15 @@ def test_in_a_git_repository_only_what_the_command_wrote_waits(
 ) -> None:
     made = client.run_tool(session_id, "Bash", {"command": "git init -q . && echo ok"})
     assert "ok" in _text(made), _text(made)
+    shutil.rmtree(workspace / ".git" / "hooks")  # a missing hooks dir is made read-only
     sid = _session(client, workspace)
-    client.run_tool(sid, "Bash", {"command": "echo x > x"}, "git-1")
+    command = "echo x > x; git add x; git -c user.name=a -c user.email=a@b commit -qm m"
+    client.run_tool(sid, "Bash", {"command": command}, "git-1")
     assert [f.path for f in client.list_pending_changes(sid).files] == ["x"]
+    # The git directory, bound onto itself elsewhere, is read-only here: nothing of the
+    # command reaches it.
+    assert not (workspace / ".git" / "index").exists()
+    assert not (workspace / ".git" / "hooks").exists()
 
 
 def _views() -> list[str]:
@@ -258,3 +265,22 @@ def test_views_a_killed_daemon_left_are_removed_by_the_next(tmp_path: Path) -> N
     finally:
         second.stop()
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+def test_a_second_writing_command_while_one_runs_is_refused(
+    client: Client, workspace: Path
+) -> None:
+    sid = _session(client, workspace)
+    mine = str(workspace)
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(
+            client.run_tool, sid, "Bash", {"command": "echo 1 > one; sleep 7331.62 & wait"}
+        )
+        wait_until(lambda: processes_with("sleep 7331.62"), 60, "the first command running")
+        second = client.run_tool(sid, "Bash", {"command": "echo 2 > two"}, "second")
+        assert second.is_error and "being made or wait for review" in _text(second)
+        assert not os.path.exists(os.path.join(mine, "two"))
+        for pid in processes_with("sleep 7331.62"):
+            os.kill(pid, signal.SIGKILL)
+        first.result()
+    assert [f.path for f in client.list_pending_changes(sid).files] == ["one"]
