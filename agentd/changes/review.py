@@ -43,10 +43,6 @@ from agentd_sandbox.linux import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE
 
 PENDING, DISCARDED = "pending", "discarded"
 CHANGED = "changed in the workspace since the command ran"
-WAITING = (
-    "a change set of this session waits for review; a person resolves it first "
-    "(`agentctl review SESSION --apply` or `--discard`)"
-)
 
 
 @dataclass
@@ -87,10 +83,6 @@ class Reviews:
         """The change set waiting in this session, if one does."""
         rows = self.checkpoints.rows.list(session_id)
         return next((r for r in reversed(rows) if r.state == PENDING), None)
-
-    def refuse_if_pending(self, session: Session) -> None:
-        if session.review and self.pending(session.id) is not None:
-            raise FailedPrecondition(WAITING)
 
     # ---- a call's views
     async def open(self, session: Session, gid: int | None) -> Opened:
@@ -312,7 +304,8 @@ def _unchanged(now: Image, to: Image) -> bool:
 
 def _told(items: list[Pending], truncated: bool) -> str:
     """The model's notice: the change waits, and what it is."""
-    shown = [f"{'+~-'[('added', 'changed', 'deleted').index(i.kind)]}{i.rel}" for i in items[:20]]
+    sign = {"added": "+", "changed": "~", "deleted": "-"}
+    shown = [sign[i.kind] + images.shown(i.rel) for i in items[:20]]
     more = f" and {len(items) - 20} more" if len(items) > 20 else ""
     text = (
         "Review mode: this command's changes to the workspace were NOT applied. They wait "
