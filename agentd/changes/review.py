@@ -79,6 +79,10 @@ class Reviews:
                 swept += 1
         return swept
 
+    def busy(self, session_id: str) -> bool:
+        """Whether a change set of the session is being made or waits."""
+        return session_id in self._running or self.pending(session_id) is not None
+
     def pending(self, session_id: str) -> Row | None:
         """The change set waiting in this session, if one does."""
         rows = self.checkpoints.rows.list(session_id)
@@ -88,7 +92,7 @@ class Reviews:
     async def open(self, session: Session, gid: int | None) -> Opened:
         """Mount a view of each root for one call (OSError when the kernel refuses);
         ToolError while another one runs or a change set waits."""
-        if session.id in self._running or self.pending(session.id) is not None:
+        if self.busy(session.id):
             raise ToolError(
                 "This session is in review mode and another command's changes are being "
                 "made or wait for review; run this one once a person has resolved them."

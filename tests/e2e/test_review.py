@@ -267,9 +267,7 @@ def test_views_a_killed_daemon_left_are_removed_by_the_next(tmp_path: Path) -> N
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-def test_a_second_writing_command_while_one_runs_is_refused(
-    client: Client, workspace: Path
-) -> None:
+def test_a_second_writing_call_while_one_runs_is_refused(client: Client, workspace: Path) -> None:
     sid = _session(client, workspace)
     mine = str(workspace)
     with ThreadPoolExecutor(1) as pool:
@@ -279,6 +277,8 @@ def test_a_second_writing_command_while_one_runs_is_refused(
         wait_until(lambda: processes_with("sleep 7331.62"), 60, "the first command running")
         second = client.run_tool(sid, "Bash", {"command": "echo 2 > two"}, "second")
         assert second.is_error and "being made or wait for review" in _text(second)
+        written = client.run_tool(sid, "Write", {"file_path": f"{mine}/w", "content": "x"})
+        assert written.is_error and "being made or wait" in _text(written)
         assert not os.path.exists(os.path.join(mine, "two"))
         for pid in processes_with("sleep 7331.62"):
             os.kill(pid, signal.SIGKILL)

@@ -46,11 +46,11 @@ async def write(
 ) -> None:
     """Write `data` atomically over `current` (None: a new file), then record it."""
     reviews = ctx.services.commands.changes.reviews
-    if ctx.session.review and reviews is not None and reviews.pending(ctx.session.id):
+    if ctx.session.review and reviews is not None and reviews.busy(ctx.session.id):
         raise ToolError(
-            "This session is in review mode and a command's changes still wait for a "
-            "person's review; files cannot be written until they are applied or discarded. "
-            "Ask the user to review them (agentctl review SESSION)."
+            "This session is in review mode and a command's changes are being made or "
+            "wait for a person's review; files cannot be written until they are applied "
+            "or discarded. Ask the user to review them (agentctl review SESSION)."
         )
     checkpoints = ctx.services.commands.changes.checkpoints
     written = await asyncio.to_thread(_written, loc) if checkpoints is not None else loc
