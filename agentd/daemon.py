@@ -160,7 +160,10 @@ class Daemon:
             self.changes.checkpoints = Checkpoints(config, self.sessions)
             self.reaper.on_reaped.append(self.changes.checkpoints.reap)
             self.changes.reviews = Reviews(
-                self.changes.checkpoints, config.state_dir, config.checkpoint_call_paths
+                self.changes.checkpoints,
+                config.state_dir,
+                config.checkpoint_call_paths,
+                config.checkpoint_call_bytes,
             )
             if swept := self.changes.reviews.sweep():
                 log.warning("%d review view(s) a stopped daemon left were removed", swept)

@@ -56,8 +56,12 @@ class Opened:
 
 
 class Reviews:
-    def __init__(self, checkpoints: Checkpoints, state_dir: str, path_limit: int) -> None:
+    def __init__(
+        self, checkpoints: Checkpoints, state_dir: str, path_limit: int, upper_bytes: int
+    ) -> None:
         self.checkpoints = checkpoints
+        # What one call may write in its view (what one call's checkpoint may store).
+        self._upper_bytes = upper_bytes
         self._dirs = session_dirs.of(state_dir)
         self._limit = path_limit
         # Sessions with a review call running: one change set at a time, made or waiting.
@@ -111,7 +115,7 @@ class Reviews:
         try:
             for i, root in enumerate(session.workspace_roots):
                 at = os.path.join(base, f"{token}-{i}")
-                views.append(await asyncio.to_thread(overlay.mount, root, at))
+                views.append(await asyncio.to_thread(overlay.mount, root, at, self._upper_bytes))
         except BaseException:
             for view in views:
                 await asyncio.to_thread(overlay.remove, view)

@@ -8,13 +8,16 @@ over the workspace root (agentd_sandbox/bwrap.py, Role.VIEW):
 
     <dir>/             root, 0711: the sandbox identity walks to `merged`, lists nothing
         merged/        the overlay's root (its mount point)
-        layers/        root, 0700: nothing of the sandbox reaches the layers directly
+        layers/        a tmpfs of root's, 0700: nothing of the sandbox reaches it directly
             upper/     what the command wrote: files, whiteouts, opaque directories
             work/      the overlay's own
 
 The lower layer is the root opened with no link on its way and named to the kernel by
 descriptor (/proc/self/fd/N), so a link planted on the root's path is never followed.
-The upper directory takes the root's owner and mode (the view's root shows them).
+The upper directory takes the root's owner and mode (the view's root shows them). The
+layers are a sized tmpfs: what a command writes is bounded (no more than a change set
+can store), charged to its own control group as memory, and never fills the disk the
+daemon's state is on.
 Redirects, metacopy and the index are off: the upper holds whole files and plain
 names, all a reader of the change set (agentd/changes/upper.py) needs to understand.
 """
@@ -52,9 +55,10 @@ class View:
         return os.path.join(self.dir, "layers", "work")
 
 
-def mount(root: str, at: str) -> View:
+def mount(root: str, at: str, upper_bytes: int) -> View:
     """Mount a view of `root` in the fresh directory `at` (made here, 0711, the
-    daemon's); OSError when the kernel refuses (the directories are removed again)."""
+    daemon's), whose writes may take `upper_bytes`; OSError when the kernel refuses
+    (the directories are removed again)."""
     for path in (":", ","):
         if path in at:
             raise OSError(errno.EINVAL, f"a view's directory may not hold {path!r}: {at}")
@@ -63,7 +67,10 @@ def mount(root: str, at: str) -> View:
     os.chmod(at, 0o711)
     try:
         os.mkdir(view.merged, 0o700)
-        os.mkdir(os.path.dirname(view.upper), 0o700)
+        layers = os.path.dirname(view.upper)
+        os.mkdir(layers, 0o700)
+        flags = linux.MS_NOSUID | linux.MS_NODEV
+        linux.mount("tmpfs", layers, "tmpfs", flags, f"size={upper_bytes},mode=700,uid=0,gid=0")
         os.mkdir(view.work, 0o700)
         lower = anchored.open_path(root, os.O_PATH | os.O_DIRECTORY)
         try:
@@ -73,12 +80,11 @@ def mount(root: str, at: str) -> View:
             os.chmod(view.upper, st.st_mode & 0o7777, follow_symlinks=False)
             options = f"lowerdir=/proc/self/fd/{lower},upperdir={view.upper},"
             options += f"workdir={view.work},{_OPTIONS}"
-            flags = linux.MS_NOSUID | linux.MS_NODEV
             linux.mount("overlay", view.merged, "overlay", flags, options)
         finally:
             os.close(lower)
     except BaseException:
-        trees.remove_tree(at)
+        remove(view)
         raise
     return view
 
@@ -90,6 +96,8 @@ def unmount(view: View) -> None:
 
 
 def remove(view: View) -> None:
-    """The view's directories, its layers included (unmounted first)."""
+    """The view's directories, its layers included (each unmounted first)."""
     unmount(view)
+    with contextlib.suppress(OSError):
+        linux.umount2(os.path.dirname(view.upper), linux.MNT_DETACH)
     trees.remove_tree(view.dir)

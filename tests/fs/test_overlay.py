@@ -19,7 +19,7 @@ def test_writes_through_the_view_land_in_the_upper(tmp_path: Path) -> None:
     root.mkdir(mode=0o750)
     os.chmod(root, 0o750)
     (root / "a").write_text("a")
-    view = overlay.mount(str(root), str(tmp_path / "view"))
+    view = overlay.mount(str(root), str(tmp_path / "view"), 1 << 20)
     try:
         merged = Path(view.merged)
         assert (merged / "a").read_text() == "a"
@@ -31,10 +31,12 @@ def test_writes_through_the_view_land_in_the_upper(tmp_path: Path) -> None:
             assert mounts.is_overlay(fd)
         finally:
             os.close(fd)
+        with pytest.raises(OSError, match="space"):  # the layers hold 1 MiB at most
+            (merged / "big").write_bytes(b"x" * (2 << 20))
     finally:
         overlay.unmount(view)
     assert (root / "a").read_text() == "a" and not (root / "b").exists()
-    assert sorted(os.listdir(view.upper)) == ["a", "b"]
+    assert sorted(os.listdir(view.upper)) == ["a", "b", "big"]
     assert os.stat(os.path.dirname(view.upper)).st_mode & 0o777 == 0o700
     overlay.remove(view)
     assert not os.path.exists(view.dir)
@@ -44,5 +46,5 @@ def test_a_root_named_through_a_link_is_refused(tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     os.symlink(tmp_path / "real", tmp_path / "link")
     with pytest.raises(OSError):
-        overlay.mount(str(tmp_path / "link"), str(tmp_path / "view"))
+        overlay.mount(str(tmp_path / "link"), str(tmp_path / "view"), 1 << 20)
     assert not os.path.exists(tmp_path / "view")
