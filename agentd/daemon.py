@@ -19,6 +19,7 @@ from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
 from agentd.api.handlers.ports import PortHandlers
+from agentd.api.handlers.review import ReviewHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
 from agentd.api.handlers.task_io import TaskIOHandlers
@@ -28,6 +29,7 @@ from agentd.api.service import Servicer
 from agentd.calls.executor import Executor
 from agentd.calls.tasks import TaskStarter
 from agentd.changes.checkpoints import Checkpoints
+from agentd.changes.review import Reviews
 from agentd.changes.service import ChangeTracker
 from agentd.credentials import config as credential_config
 from agentd.credentials.masked_config import load_masked
@@ -157,6 +159,14 @@ class Daemon:
         if config.checkpoints:
             self.changes.checkpoints = Checkpoints(config, self.sessions)
             self.reaper.on_reaped.append(self.changes.checkpoints.reap)
+            self.changes.reviews = Reviews(
+                self.changes.checkpoints,
+                config.state_dir,
+                config.checkpoint_call_paths,
+                config.checkpoint_call_bytes,
+            )
+            if swept := self.changes.reviews.sweep():
+                log.warning("%d review view(s) a stopped daemon left were removed", swept)
             if interrupted := self.changes.checkpoints.rows.interrupted():
                 log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.
@@ -265,6 +275,9 @@ class Daemon:
         self.sessions.admit.append(self._workspace_usable)
         self.sessions.on_create.append(self._index_changes)
         self.ports = PortHandlers(self.sessions, self.network)
+        checkpoint_handlers = CheckpointHandlers(
+            self.sessions, self.changes, config, self.temp_ledger
+        )
         self.servicer = Servicer(
             status=StatusHandlers(
                 self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
@@ -280,7 +293,10 @@ class Daemon:
                 self.sessions, TaskStarter(self.executor), self.tasks, self._emit
             ),
             ports=self.ports,
-            checkpoints=CheckpointHandlers(self.sessions, self.changes, config, self.temp_ledger),
+            checkpoints=checkpoint_handlers,
+            review=ReviewHandlers(
+                self.sessions, self.changes, config, self.temp_ledger, checkpoint_handlers.locks
+            ),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
