@@ -146,6 +146,7 @@ def start_daemon(
             state_dir = value
     daemon = DaemonProcess(socket, state_dir, proc)
     ready = threading.Event()
+    serving: list[bool] = []
 
     def drain() -> None:
         assert proc.stderr is not None
@@ -155,6 +156,7 @@ def start_daemon(
                 daemon.log_lines.append(line)
                 daemon.logged.notify_all()
             if "agentd serving" in line:
+                serving.append(True)
                 ready.set()
         ready.set()  # the daemon exited; stop waiting
         with daemon.logged:
@@ -162,7 +164,8 @@ def start_daemon(
 
     threading.Thread(target=drain, daemon=True).start()
     started = time.monotonic()
-    served = ready.wait(timeout) and proc.poll() is None
+    # Its stderr may end before it can be seen to exit: serving is what it said.
+    served = ready.wait(timeout) and bool(serving) and proc.poll() is None
     if served and not socket.startswith("@"):
         left = max(1.0, timeout - (time.monotonic() - started))
         try:
