@@ -29,6 +29,7 @@ from agentd.changes.files import Entry
 from agentd.changes.following import TaskFollowing
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
+from agentd.changes.readchanged import Recorded
 from agentd.changes.tracked import Tracked
 from agentd.changes.walk import Baseline
 from agentd.foundation.config import Config
@@ -296,19 +297,22 @@ class ChangeTracker:
         tool_use_id: str,
         tool_name: str,
         action: str = "call",
-    ) -> None:
+    ) -> Recorded:
         """Record what the run changed (checkpoints.py); a failure is logged, never the
         call's."""
         if self.checkpoints is None or not tracked.events:
-            return
+            return Recorded(kept=False)
         try:
-            await self.checkpoints.record_run(
+            row = await self.checkpoints.record_run(
                 session, tracked, known, tool_use_id=tool_use_id, tool_name=tool_name, action=action
             )
         except OSError as exc:  # the workspace or the state disk, not a bug: one line
             log.warning("session %s: no checkpoint of call %s: %s", session.id, tool_use_id, exc)
         except Exception:
             log.exception("session %s: the checkpoint of call %s failed", session.id, tool_use_id)
+        else:
+            return Recorded(kept=True, row=row)
+        return Recorded(kept=False)
 
     # ---- after (or while) a run
     async def hold(self, tracked: Tracked, *, final: bool = True) -> list[Held]:
