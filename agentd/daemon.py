@@ -157,6 +157,7 @@ class Daemon:
         if config.checkpoints:
             self.changes.checkpoints = Checkpoints(config, self.sessions)
             self.reaper.on_reaped.append(self.changes.checkpoints.reap)
+            self.reaper.on_reaped.append(self.changes.reap)
             if interrupted := self.changes.checkpoints.rows.interrupted():
                 log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.

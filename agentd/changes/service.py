@@ -22,13 +22,25 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from agentd.changes import fanotify, holding, known, matching, persist, prompt, resolve, walk
+from agentd.changes import (
+    capture,
+    fanotify,
+    holding,
+    known,
+    matching,
+    persist,
+    prompt,
+    resolve,
+    walk,
+)
 from agentd.changes.asker import Asker
+from agentd.changes.capture import Capture
 from agentd.changes.checkpoints import Checkpoints
 from agentd.changes.files import Entry
 from agentd.changes.following import TaskFollowing
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
+from agentd.changes.pack import Pack
 from agentd.changes.readchanged import Recorded
 from agentd.changes.tracked import Tracked
 from agentd.changes.walk import Baseline
@@ -44,6 +56,8 @@ log = logging.getLogger(__name__)
 KEEP_PROMPT = "KeepChanges"
 EVENTS, SCAN = "events", "scan"
 _Key = tuple[str, FsIdentity | None]
+# Captures kept at once (one per root and identity); the oldest goes first.
+MAX_CAPTURES = 8
 
 
 def events_work() -> str:
@@ -88,6 +102,11 @@ class ChangeTracker:
         # Where each writing call's checkpoint goes (set by the assembly; None: nowhere).
         self.checkpoints: Checkpoints | None = None
         self._tasks = TaskFollowing(self)
+        # Each root's pre-images no other source has (capture.py), taken at its first
+        # writing command; what a previous daemon took is gone with it.
+        self._capture_dir = os.path.join(config.state_dir, "capture")
+        capture.clear(self._capture_dir)
+        self._captures: dict[_Key, Capture] = {}
 
     def announce(self) -> None:
         """Say in the daemon's log how calls are followed (once it starts serving)."""
@@ -129,6 +148,7 @@ class ChangeTracker:
         tracked.log_cap = self._log_cap
         for root in roots:
             await self._refresh(root, identity)
+            await self._capture(root, identity)
         if self.mode == EVENTS:
             try:
                 self._open_log(tracked)
@@ -170,6 +190,11 @@ class ChangeTracker:
             skip = await self._touched_by_others(root)
             old = self._baselines.get(key)
             also = self._pending.pop(key, set())
+            if (captured := self._captures.get(key)) is not None:
+                if key in self._stale:  # what changed is not known: taken again
+                    await self._drop_capture(key)
+                else:  # changed outside the agent's running commands since
+                    captured.forget(also - skip)
             uid = identity.uid if identity is not None else None
             if old is None or key in self._stale or self.mode == SCAN:
                 stale = key in self._stale
@@ -200,6 +225,52 @@ class ChangeTracker:
             if self._host is not None:
                 self._host.learn({os.path.basename(rel) for rel in fresh.entries})
             await self._save(key, fresh)
+
+    async def _capture(self, root: str, identity: FsIdentity | None) -> None:
+        """Copy what no other source would give as a pre-image (capture.py), once per
+        root and identity, before the first writing command runs: the host watch is told
+        the names first, so that a change after the copy drops it."""
+        key = (root, identity)
+        if self.checkpoints is None or self._host is None or key in self._captures:
+            return
+        async with self._lock(key):
+            if key in self._captures:
+                return
+            while len(self._captures) >= MAX_CAPTURES:
+                await self._drop_capture(next(iter(self._captures)))
+            where = os.path.join(self._capture_dir, secrets.token_hex(8) + ".pack")
+            try:
+                taken = await self._take_capture(root, identity, where)
+            except OSError as exc:  # the state disk, or the root gone: the call goes on
+                log.warning("cannot capture %s before its first writing command: %s", root, exc)
+                taken = Capture(root, None)
+            self._captures[key] = taken
+            if taken.over:
+                log.info("capture of %s: %d files, %s", root, len(taken.files), taken.over)
+
+    async def _take_capture(self, root: str, identity: FsIdentity | None, where: str) -> Capture:
+        ensure_private_dir(self._capture_dir, "captured files")
+        found = await asyncio.to_thread(call_as, identity, capture.walk, root)
+        if self._host is not None:
+            self._host.learn({os.path.basename(rel) for rel, _ in found[0]})
+            await self._host.sync()
+        pack = await asyncio.to_thread(Pack, where)
+        try:
+            return await asyncio.to_thread(capture.take, root, identity, pack, found)
+        except BaseException:
+            pack.remove()
+            raise
+
+    async def _drop_capture(self, key: _Key) -> None:
+        if (gone := self._captures.pop(key, None)) is not None and gone.pack is not None:
+            await asyncio.to_thread(gone.pack.remove)
+
+    async def reap(self, session: Session) -> None:
+        """A session is reaped: the captures of its roots go (the next writing command
+        on one takes it again)."""
+        roots = {os.path.realpath(r) for r in session.workspace_roots}
+        for key in [k for k in self._captures if k[0] in roots]:
+            await self._drop_capture(key)
 
     def _saved_path(self, key: _Key) -> str:
         root, identity = key
@@ -303,8 +374,19 @@ class ChangeTracker:
         if self.checkpoints is None or not tracked.events:
             return Recorded(kept=False)
         try:
+            captured = {
+                root: got
+                for root in tracked.roots
+                if (got := self._captures.get((root, tracked.identity))) is not None
+            }
             row = await self.checkpoints.record_run(
-                session, tracked, known, tool_use_id=tool_use_id, tool_name=tool_name, action=action
+                session,
+                tracked,
+                known,
+                tool_use_id=tool_use_id,
+                tool_name=tool_name,
+                action=action,
+                captured=captured,
             )
         except OSError as exc:  # the workspace or the state disk, not a bug: one line
             log.warning("session %s: no checkpoint of call %s: %s", session.id, tool_use_id, exc)
