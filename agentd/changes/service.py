@@ -480,25 +480,14 @@ class ChangeTracker:
         yes. The text tells the model what happened."""
         if not items:
             return ""
-        refused = ""
-        if session.permission_mode == "dontAsk":
-            refused = "the session is in dontAsk mode, where what needs a person is refused"
-        elif not self._asker.has_listeners(session.id):
-            refused = f"nobody was attached to session {session.label} to approve them"
-        else:
-            answer = await self._asker.ask(
-                session.id,
-                tool_use_id=tool_use_id,
-                tool_name=KEEP_PROMPT,
-                tool_input=prompt.prompt_input(items, made_by),
-                reasons=prompt.prompt_reasons(items, made_by),
-                cancelled=cancelled,
-            )
-            if answer.decision != "allow":
-                refused = {
-                    "timeout": "nobody answered in time",
-                    "cancelled": "the call was cancelled while waiting",
-                }.get(answer.decided_by, f"{answer.decided_by} refused them")
+        refused = await self.ask_person(
+            session,
+            tool_use_id=tool_use_id,
+            tool_name=KEEP_PROMPT,
+            tool_input=prompt.prompt_input(items, made_by),
+            reasons=prompt.prompt_reasons(items, made_by),
+            cancelled=cancelled,
+        )
         if refused:
             return prompt.notice(items, made_by, f"They stay reverted: {refused}.")
         failed = await asyncio.to_thread(call_as, tracked.identity, self._reapply, items)
@@ -509,6 +498,38 @@ class ChangeTracker:
         if failed:
             verdict += " Except: " + "; ".join(failed) + "."
         return prompt.notice(items, made_by, verdict)
+
+    async def ask_person(
+        self,
+        session: Session,
+        *,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        reasons: list[str],
+        cancelled: asyncio.Event | None = None,
+    ) -> str:
+        """Ask the session's attached terminals about a change that makes code run later
+        (held changes, a restore of such files): "" when a person allowed it, else why
+        not (nobody to ask is a no, never a yes)."""
+        if session.permission_mode == "dontAsk":
+            return "the session is in dontAsk mode, where what needs a person is refused"
+        if not self._asker.has_listeners(session.id):
+            return f"nobody was attached to session {session.label} to approve them"
+        answer = await self._asker.ask(
+            session.id,
+            tool_use_id=tool_use_id,
+            tool_name=tool_name,
+            tool_input=tool_input,
+            reasons=reasons,
+            cancelled=cancelled,
+        )
+        if answer.decision == "allow":
+            return ""
+        return {
+            "timeout": "nobody answered in time",
+            "cancelled": "the call was cancelled while waiting",
+        }.get(answer.decided_by, f"{answer.decided_by} refused them")
 
     def _reapply(self, items: list[Held]) -> list[str]:
         failed: list[str] = []
