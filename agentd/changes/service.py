@@ -252,8 +252,7 @@ class ChangeTracker:
         ensure_private_dir(self._capture_dir, "captured files")
         found = await asyncio.to_thread(call_as, identity, capture.walk, root)
         if self._host is not None:
-            self._host.learn({os.path.basename(rel) for rel, _ in found[0]})
-            await self._host.sync()
+            await self._host.learn_all({os.path.basename(rel) for rel, _ in found[0]})
         pack = await asyncio.to_thread(Pack, where)
         try:
             return await asyncio.to_thread(capture.take, root, identity, pack, found)

@@ -13,6 +13,7 @@ from pathlib import Path
 from agentd.changes import capture
 from agentd_client import Client
 from agentd_client.v1 import agentd_pb2 as pb
+from tests.support.daemon import start_daemon
 
 
 def bash(client: Client, sid: str, command: str, call: str) -> str:
@@ -117,3 +118,25 @@ def test_a_tracked_file_edited_outside_after_the_capture_is_not_given_the_index(
     bash(client, session_id, "echo agent > h.txt", "t-h")
     got = before(client, session_id, "t-h")
     assert got["h.txt"].why == "no pre-image (not captured)", got["h.txt"]
+
+
+def test_more_names_than_the_watch_pipe_holds_are_all_told_before_the_copy(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # ~160 KB of distinct names: the host watch takes them as its pipe drains, and no
+    # event counts as lost (which would walk every workspace again).
+    for i in range(3000):
+        made(workspace, f"many/{i:05d}-a-rather-long-and-distinct-file-name.txt", b"x\n")
+    made(workspace, "many/zzzz-told-last.txt", b"at the capture\n")
+    proc = start_daemon(tmp_path / "d")
+    try:
+        with Client(proc.socket, timeout=120) as client:
+            sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+            bash(client, sid, "echo first > first.txt", "t-first")  # the capture is taken
+            (workspace / "many/zzzz-told-last.txt").write_bytes(b"a person's edit\n")
+            bash(client, sid, "echo agent > many/zzzz-told-last.txt", "t-last")
+            got = before(client, sid, "t-last")
+    finally:
+        assert proc.stop() == 0, proc.log
+    assert got["many/zzzz-told-last.txt"].why == "no pre-image (not captured)"
+    assert "file events were lost" not in proc.log, proc.log[-2000:]
