@@ -131,3 +131,19 @@ def test_without_a_change_set_the_files_are_compared_by_stat(
     finally:
         assert proc.stop() == 0, proc.log
     assert named(text) == ["s.txt"], text
+
+
+def test_without_checkpoints_the_change_set_still_says(tmp_path: Path, workspace: Path) -> None:
+    # checkpoints = false keeps no images: what each read file holds now is looked at.
+    config = tmp_path / "config.toml"
+    config.write_text("checkpoints = false\n")
+    proc = start_daemon(tmp_path / "d", ["--config", str(config)])
+    try:
+        with Client(proc.socket, timeout=60) as client:
+            sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+            for rel in ("c.txt", "t.txt"):
+                read(client, sid, made(workspace, rel, "one\n"))
+            text = bash(client, sid, "echo two >> c.txt; touch -d '2001-01-01' t.txt")
+    finally:
+        assert proc.stop() == 0, proc.log
+    assert named(text) == ["c.txt"], text
