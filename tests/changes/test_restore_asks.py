@@ -75,4 +75,5 @@ def test_a_dry_run_asks_nobody(client: Client, session_id: str, workspace: Path)
     with client.approver(session_id, lambda ask: asks.append(ask) or True):
         done = client.rewind_to_call(session_id, "w-env2", dry_run=True)
     assert not done.applied and asks == []
+    assert "1 of them make code run later: a person attached" in done.message, done.message
     assert (workspace / ".envrc").read_text() == "export A=2\n"

@@ -238,7 +238,13 @@ class CheckpointHandlers:
             conflicts = [s for s in the_plan.conflicts() if images.restorable(s.to)]
             out = _paths_of(the_plan)
             if dry_run:
-                return pb.RestoreCheckpointResponse(paths=out, message=_summary(the_plan, False))
+                message = _summary(the_plan, False)
+                if asked := restore.code_bearing(restore.to_do(the_plan, on_conflict)):
+                    message += (
+                        f"; {len(asked)} of them make code run later: a person attached to the "
+                        "session is asked first"
+                    )
+                return pb.RestoreCheckpointResponse(paths=out, message=message)
             if conflicts and on_conflict == restore.REFUSE:
                 first = conflicts[0]
                 return pb.RestoreCheckpointResponse(
