@@ -29,10 +29,6 @@ class Blobs:
     def __init__(self, base: str) -> None:
         self._base = base  # <state>/checkpoints
 
-    @property
-    def base(self) -> str:
-        return self._base
-
     def _dir(self, root: str) -> str:
         return os.path.join(self._base, root_key(root))
 

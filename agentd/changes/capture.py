@@ -49,10 +49,11 @@ REGENERABLE = frozenset(
         ".cache",
     }
 )
-# The budget of one capture.
-MAX_FILES = 10_000
-MAX_BYTES = 64 * 1024 * 1024
+# The largest file a capture copies (its budget of files and bytes is configured:
+# checkpoint_capture_files, checkpoint_capture_bytes).
 MAX_FILE_BYTES = 16 * 1024 * 1024
+# Files left out that a capture names (past them, one reason stands for the rest).
+SKIPPED_NAMED = 20_000
 # Entries a walk looks at, at most (a tree past it is captured in part).
 MAX_ENTRIES = 200_000
 # Bytes read as the session's identity before they are written to the pack as the daemon.
@@ -71,7 +72,9 @@ class Capture:
     # Paths git tracks whose working file matched its index then (the index is their
     # pre-image), None when the root is not a repository git could read.
     clean: set[str] | None = None
-    # Why files were left out (empty: none was): the budget, a file's size.
+    # Files left out, each with why (the budget, its size), up to SKIPPED_NAMED of them.
+    skipped: dict[str, str] = field(default_factory=dict)
+    # Why further files may have been left out unnamed (empty: none was).
     over: str = ""
     stored: int = 0
 
@@ -96,9 +99,15 @@ class Capture:
                 + next(p for p in parts[:-1] if p in REGENERABLE)
                 + "/)"
             )
-        if self.over:
-            return f"not restorable: not captured ({self.over})"
+        if why := self.skipped.get(rel) or self.over:
+            return f"not restorable: not captured ({why})"
         return images.NOT_CAPTURED
+
+    def skip(self, rel: str, why: str) -> None:
+        if len(self.skipped) < SKIPPED_NAMED:
+            self.skipped[rel] = why
+        else:
+            self.over = self.over or why
 
     def git_trusted(self, rel: str) -> bool:
         """Whether git's index may give `rel`'s pre-image: it matched the index at the
@@ -114,8 +123,18 @@ class Capture:
                 self.clean.discard(rel)
 
 
+@dataclass(frozen=True, slots=True)
+class Budget:
+    files: int
+    bytes: int
+
+
 def take(
-    root: str, identity: FsIdentity | None, pack: Pack, walked: tuple[list[tuple[str, int]], str]
+    root: str,
+    identity: FsIdentity | None,
+    pack: Pack,
+    walked: tuple[list[tuple[str, int]], str],
+    budget: Budget,
 ) -> Capture:
     """Copy what no other source holds of the files `walk` found, within the budget,
     read as `identity` a batch at a time and written to `pack` as the daemon (a worker
@@ -126,17 +145,20 @@ def take(
     capture.clean = tracked
     capture.over = over
     big = f"files over {_mib(MAX_FILE_BYTES)} are not copied"
+    past = f"past the capture's budget of {budget.files} files, {_mib(budget.bytes)}"
     wanted: list[str] = []
     total = 0
     for rel, size in found:
         if tracked is not None and rel in tracked:
             continue
+        why = ""
         if size > MAX_FILE_BYTES:
-            capture.over = capture.over or big
+            why = big
+        elif len(wanted) >= budget.files or total + size > budget.bytes:
+            why = past
+        if why:
+            capture.skip(rel, why)
             continue
-        if len(wanted) >= MAX_FILES or total + size > MAX_BYTES:
-            capture.over = f"past the capture's budget of {MAX_FILES} files, {_mib(MAX_BYTES)}"
-            break
         wanted.append(rel)
         total += size
     try:
@@ -156,8 +178,8 @@ def take(
                         batch.append((rel, *got))
                         size += len(got[1])
             for rel, mode, data in batch:
-                if capture.stored + len(data) > MAX_BYTES:  # grew since the walk
-                    capture.over = capture.over or big
+                if capture.stored + len(data) > budget.bytes:  # grew since the walk
+                    capture.skip(rel, past)
                     continue
                 capture.files[rel] = (pack.add(data), mode)
                 capture.stored += len(data)

@@ -105,6 +105,9 @@ class ChangeTracker:
         # Each root's pre-images no other source has (capture.py), taken at its first
         # writing command; what a previous daemon took is gone with it.
         self._capture_dir = os.path.join(config.state_dir, "capture")
+        self._capture_budget = capture.Budget(
+            config.checkpoint_capture_files, config.checkpoint_capture_bytes
+        )
         capture.clear(self._capture_dir)
         self._captures: dict[_Key, Capture] = {}
 
@@ -255,7 +258,9 @@ class ChangeTracker:
             await self._host.learn_all({os.path.basename(rel) for rel, _ in found[0]})
         pack = await asyncio.to_thread(Pack, where)
         try:
-            return await asyncio.to_thread(capture.take, root, identity, pack, found)
+            return await asyncio.to_thread(
+                capture.take, root, identity, pack, found, self._capture_budget
+            )
         except BaseException:
             pack.remove()
             raise

@@ -140,3 +140,24 @@ def test_more_names_than_the_watch_pipe_holds_are_all_told_before_the_copy(
         assert proc.stop() == 0, proc.log
     assert got["many/zzzz-told-last.txt"].why == "no pre-image (not captured)"
     assert "file events were lost" not in proc.log, proc.log[-2000:]
+
+
+def test_past_the_configured_budget_a_file_says_so(tmp_path: Path, workspace: Path) -> None:
+    for name in ("a.txt", "b.txt", "c.txt"):
+        made(workspace, name, name.encode() + b"\n")
+    config = tmp_path / "config.toml"
+    config.write_text("checkpoint_capture_files = 2\n")
+    proc = start_daemon(tmp_path / "d", ["--config", str(config)])
+    try:
+        with Client(proc.socket, timeout=60) as client:
+            sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+            bash(client, sid, "for f in a b c; do echo x > $f.txt; done", "t-all")
+            got = before(client, sid, "t-all")
+    finally:
+        assert proc.stop() == 0, proc.log
+    whys = sorted(got[n].why for n in ("a.txt", "b.txt", "c.txt"))
+    assert whys == [
+        "",
+        "",
+        "not restorable: not captured (past the capture's budget of 2 files, 64 MiB)",
+    ], whys
