@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 KEEP_PROMPT = "KeepChanges"
 EVENTS, SCAN = "events", "scan"
 _Key = tuple[str, FsIdentity | None]
-# Captures kept at once (one per root and identity); the oldest goes first.
+# Captures kept at once (one per root and identity); the least recently used goes first.
 MAX_CAPTURES = 8
 
 
@@ -234,7 +234,10 @@ class ChangeTracker:
         root and identity, before the first writing command runs: the host watch is told
         the names first, so that a change after the copy drops it."""
         key = (root, identity)
-        if self.checkpoints is None or self._host is None or key in self._captures:
+        if self.checkpoints is None or self._host is None:
+            return
+        if key in self._captures:  # the last used goes last
+            self._captures[key] = self._captures.pop(key)
             return
         async with self._lock(key):
             if key in self._captures:
