@@ -6,6 +6,7 @@ agent; and git's index trusted only for files that matched it."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 from pathlib import Path
@@ -161,3 +162,27 @@ def test_past_the_configured_budget_a_file_says_so(tmp_path: Path, workspace: Pa
         "",
         "not restorable: not captured (past the capture's budget of 2 files, 64 MiB)",
     ], whys
+
+
+def test_a_daemon_killed_leaves_its_copies_to_the_next_one_to_remove(
+    tmp_path: Path, workspace: Path
+) -> None:
+    made(workspace, "u.txt", b"before\n")
+    first = start_daemon(tmp_path / "d")
+    with Client(first.socket, timeout=60) as client:
+        sid = client.create_session(str(workspace), permission_mode="bypassPermissions").id
+        bash(client, sid, "echo x > u.txt", "t-x")
+    packs = Path(first.state_dir) / "capture"
+    assert [p.suffix for p in packs.iterdir()] == [".pack"]
+    first.stop(signal.SIGKILL)
+    second = start_daemon(tmp_path / "d")
+    try:
+        with Client(second.socket, timeout=60) as client:
+            client.status()
+            assert not packs.exists() or list(packs.iterdir()) == []
+            # What the first daemon's checkpoint stored is the checkpoints' own: restorable.
+            done = client.restore_checkpoint(sid, "t-x")
+            assert done.applied, done.message
+    finally:
+        assert second.stop() == 0, second.log
+    assert (workspace / "u.txt").read_bytes() == b"before\n"
