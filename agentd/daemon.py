@@ -167,6 +167,7 @@ class Daemon:
             )
             if swept := self.changes.reviews.sweep():
                 log.warning("%d review view(s) a stopped daemon left were removed", swept)
+            self.reaper.on_reaped.append(self.changes.reap)
             if interrupted := self.changes.checkpoints.rows.interrupted():
                 log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.

@@ -23,6 +23,7 @@ from typing import Any
 
 from agentd.changes import changeset, files, gitblobs, images
 from agentd.changes.blobs import Blobs
+from agentd.changes.capture import Capture
 from agentd.changes.files import Entry
 from agentd.changes.images import Image
 from agentd.changes.tracked import Tracked
@@ -133,8 +134,11 @@ class Checkpoints:
         tool_use_id: str,
         tool_name: str,
         action: str = "call",
+        captured: dict[str, Capture] | None = None,
     ) -> Row | None:
-        """The checkpoint of a run that ended (its change set read to the end)."""
+        """The checkpoint of a run that ended (its change set read to the end);
+        `captured`: each root's copies taken before its first writing command."""
+        captured = captured or {}
         change_set = tracked.changes
         pending: list[Pending] = []
         listed: list[Pending] = []  # past the cap on paths: named, never imaged
@@ -162,7 +166,7 @@ class Checkpoints:
                 if entry.kind == files.FILE and entry.content is not None:
                     item.data["before"] = entry.content
         budget = self.budget(session.id)
-        await asyncio.to_thread(self._images, pending, tracked.identity, budget)
+        await asyncio.to_thread(self._images, pending, tracked.identity, budget, captured)
         # What ends as it began (a change held and reverted, a file put back) is no change.
         pending = [p for p in pending if not images.same(p.before, p.after)]
         if not pending and not listed:
@@ -181,12 +185,28 @@ class Checkpoints:
             return images.unknown(images.NOT_CAPTURED)
         return after
 
-    def _images(self, pending: list[Pending], identity: FsIdentity | None, budget: Budget) -> None:
-        """Git's pre-images for the rest, then every post-image (a worker thread's job)."""
+    def _images(
+        self,
+        pending: list[Pending],
+        identity: FsIdentity | None,
+        budget: Budget,
+        captured: dict[str, Capture] | None = None,
+    ) -> None:
+        """The captured copies' and git's pre-images for the rest, then every
+        post-image (a worker thread's job)."""
+        captured = captured or {}
         by_root: dict[str, list[Pending]] = {}
         for item in pending:
-            if item.before["kind"] == images.UNKNOWN:
-                by_root.setdefault(item.root, []).append(item)
+            if item.before["kind"] != images.UNKNOWN:
+                continue
+            if (capture := captured.get(item.root)) is not None:
+                if (got := capture.pre_image(item.rel)) is not None:
+                    item.before, item.data["before"] = got
+                    continue
+                if not capture.git_trusted(item.rel):  # edited outside: not the index's
+                    item.before = images.unknown(capture.why_not(item.rel))
+                    continue
+            by_root.setdefault(item.root, []).append(item)
         for root, items in by_root.items():
             # Git's index is the sandbox's to write: its copy of a code-bearing file (or
             # of git's own files) would put back what a command planted, unheld.
@@ -203,6 +223,8 @@ class Checkpoints:
                     item.before["from"] = "git"
                     item.data["before"] = data
         for item in pending:
+            if item.before.get("why") == images.NOT_CAPTURED and item.root in captured:
+                item.before = images.unknown(captured[item.root].why_not(item.rel))
             self.store(item, "before", budget)
         self.post_images(pending, identity, budget)
 

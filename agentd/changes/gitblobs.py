@@ -87,3 +87,18 @@ def blobs(root: str, identity: FsIdentity | None, rels: list[str]) -> dict[str, 
         found[sha] = out[pos : pos + size]
         pos += size + 1
     return {rel: (mode, found[sha]) for rel, (mode, sha) in wanted.items() if sha in found}
+
+
+def tracked_clean(root: str, identity: FsIdentity | None) -> set[str] | None:
+    """The paths git tracks whose working file matches the index (by git's own stat
+    check, then content where the stat cannot tell); None when the root is not a
+    repository git can read."""
+    if not os.path.exists(os.path.join(root, ".git")):
+        return None
+    try:
+        listed = _git(root, identity, ["ls-files", "-z"])
+        dirty = _git(root, identity, ["diff-files", "--name-only", "-z"])
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = {n.decode(errors="surrogateescape") for n in listed.split(b"\0") if n}
+    return names - {n.decode(errors="surrogateescape") for n in dirty.split(b"\0") if n}

@@ -85,6 +85,26 @@ class HostWatch:
         self._untold += [b"n" + bytes([len(b)]) + b for b in map(os.fsencode, sorted(new))]
         self._tell()
 
+    async def learn_all(self, names: set[str]) -> None:
+        """`learn`, and return once the watch has every name (or counts events lost): a
+        change made after this returns to a file of one of these names is told."""
+        self.learn(names)
+        loop = asyncio.get_running_loop()
+        while self._untold and self._sync >= 0:  # more than the pipe holds: as it drains
+            self._tell()
+            if not self._untold:
+                break
+            room: asyncio.Future[None] = loop.create_future()
+            loop.add_writer(self._sync, _settle, room)
+            try:
+                await asyncio.wait_for(room, SYNC_SECONDS)
+            except TimeoutError:
+                self._lost = True
+                return
+            finally:
+                loop.remove_writer(self._sync)
+        await self.sync()
+
     def _tell(self) -> None:
         """Write what is still untold, one record a write: each is far below PIPE_BUF,
         so a full pipe takes it whole or not at all (the rest waits for the next look;
@@ -230,3 +250,8 @@ class HostWatch:
                 self._proc.kill()
             self._proc.wait()
             self._proc = None
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

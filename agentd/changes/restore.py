@@ -31,12 +31,17 @@ from agentd.changes.images import Image
 from agentd.foundation.errors import InvalidRequest, NotFound
 from agentd.fs.identity import FsIdentity
 from agentd.fs.temp_ledger import TempLedger
+from agentd.sandboxing import codebearing
 from agentd.sessions.checkpoint_rows import DONE, RESTORING, Row
 from agentd.sessions.session import Session
 
 REFUSE, SKIP, OVERWRITE = "refuse", "skip", "overwrite"
 # Files written at once by a restore.
 _WRITERS = 16
+# Paths a person's request names one by one (all are counted, and decided).
+ASKED_PATHS = 100
+# The tool_name of the request that asks a person to restore code-bearing files.
+RESTORE_PROMPT = "RestoreCheckpoint"
 POLICIES = (REFUSE, SKIP, OVERWRITE)
 OUTSIDE = "changed outside the agent since its last checkpoint"
 LATER = "changed again by a later call (checkpoint {}); rewind to undo both"
@@ -50,6 +55,9 @@ class Step:
     to: Image
     conflict: str = ""
     now: Image = field(default_factory=images.none)
+    # Why it is left as it is although it would be restored: a person did not approve a
+    # path that makes code run later.
+    held: str = ""
 
     @property
     def action(self) -> str:
@@ -163,13 +171,7 @@ async def apply(
 ) -> tuple[Row | None, list[Step]]:
     """Carry a plan out (the caller has refused it on conflicts when the policy says);
     the restore's own checkpoint and the steps done."""
-    todo = [
-        s
-        for s in the_plan.steps
-        if s.action != "none"
-        and images.restorable(s.to)
-        and not (s.conflict and on_conflict != OVERWRITE)
-    ]
+    todo = [s for s in to_do(the_plan, on_conflict) if not s.held]
     if not todo:
         return None, []
     budget = checkpoints.budget(session.id)
@@ -195,6 +197,66 @@ async def apply(
         body["failed"] = failed
     row = checkpoints.save(session, tool_use_id, name, body, action, by=by, seq=intent.seq)
     return row, todo
+
+
+def to_do(the_plan: Plan, on_conflict: str) -> list[Step]:
+    """The steps a restore with this policy would carry out."""
+    return [
+        s
+        for s in the_plan.steps
+        if s.action != "none"
+        and images.restorable(s.to)
+        and not (s.conflict and on_conflict != OVERWRITE)
+    ]
+
+
+def code_bearing(steps: list[Step]) -> list[tuple[Step, str]]:
+    """The steps that would write, link or remove a file that makes code run later (the
+    list the file tools ask about, agentd/sandboxing/codebearing.toml), with why."""
+    table = codebearing.table()
+    out: list[tuple[Step, str]] = []
+    for step in steps:
+        if (name := table.for_file_tools(step.rel)) is not None:
+            out.append((step, name))
+    return out
+
+
+def ask_input(
+    checkpoints: Checkpoints, held: list[tuple[Step, str]], by: str, of: str
+) -> dict[str, Any]:
+    """The request a person sees: each path, what it is now and what it would become, and
+    the restored content's first lines (a file's)."""
+    lines: list[str] = []
+    for step, _ in held[:ASKED_PATHS]:
+        rel = images.shown(step.rel)
+        lines.append(f"{rel}: {images.describe(step.now)} -> {images.describe(step.to)}")
+        if step.to["kind"] == images.FILE and (
+            data := checkpoints.blobs.get(step.root, step.to["blob"])
+        ):
+            text = data[:4096].decode("utf-8", "replace").splitlines()[:20]
+            lines += [f"+{line}" for line in text]
+    first = images.shown(os.path.join(held[0][0].root, held[0][0].rel))
+    more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
+    return {
+        "file_path": first + more,
+        "restore_of": of,
+        "asked_by": by,
+        "changes": [
+            {"path": images.shown(s.rel), "to": images.describe(s.to), "reason": name}
+            for s, name in held[:ASKED_PATHS]
+        ],
+        "count": len(held),
+        "diff": "\n".join(lines),
+    }
+
+
+def ask_reasons(held: list[tuple[Step, str]], by: str, of: str) -> list[str]:
+    return [
+        f"restore these files, which make code run later outside the sandbox, as you? "
+        f"{by} asked to put back what they were before call {of}; they are left as they "
+        "are unless you say yes:",
+        *(f"{images.shown(s.rel)} ({name})" for s, name in held[:ASKED_PATHS]),
+    ]
 
 
 def pre_images(

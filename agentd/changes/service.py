@@ -22,13 +22,26 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from agentd.changes import fanotify, holding, known, matching, persist, prompt, resolve, walk
+from agentd.changes import (
+    capture,
+    fanotify,
+    holding,
+    known,
+    matching,
+    persist,
+    prompt,
+    resolve,
+    walk,
+)
 from agentd.changes.asker import Asker
+from agentd.changes.capture import Capture
 from agentd.changes.checkpoints import Checkpoints
 from agentd.changes.files import Entry
 from agentd.changes.following import TaskFollowing
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
+from agentd.changes.pack import Pack
+from agentd.changes.readchanged import Recorded
 from agentd.changes.review import Reviews
 from agentd.changes.tracked import Tracked
 from agentd.changes.walk import Baseline
@@ -44,6 +57,8 @@ log = logging.getLogger(__name__)
 KEEP_PROMPT = "KeepChanges"
 EVENTS, SCAN = "events", "scan"
 _Key = tuple[str, FsIdentity | None]
+# Captures kept at once (one per root and identity); the least recently used goes first.
+MAX_CAPTURES = 8
 
 
 def events_work() -> str:
@@ -90,6 +105,14 @@ class ChangeTracker:
         # Review mode's change sets (set with the checkpoints; None: no review mode).
         self.reviews: Reviews | None = None
         self._tasks = TaskFollowing(self)
+        # Each root's pre-images no other source has (capture.py), taken at its first
+        # writing command; what a previous daemon took is gone with it.
+        self._capture_dir = os.path.join(config.state_dir, "capture")
+        self._capture_budget = capture.Budget(
+            config.checkpoint_capture_files, config.checkpoint_capture_bytes
+        )
+        capture.clear(self._capture_dir)
+        self._captures: dict[_Key, Capture] = {}
 
     def announce(self) -> None:
         """Say in the daemon's log how calls are followed (once it starts serving)."""
@@ -131,6 +154,7 @@ class ChangeTracker:
         tracked.log_cap = self._log_cap
         for root in roots:
             await self._refresh(root, identity)
+            await self._capture(root, identity)
         if self.mode == EVENTS:
             try:
                 self._open_log(tracked)
@@ -172,6 +196,11 @@ class ChangeTracker:
             skip = await self._touched_by_others(root)
             old = self._baselines.get(key)
             also = self._pending.pop(key, set())
+            if (captured := self._captures.get(key)) is not None:
+                if key in self._stale:  # what changed is not known: taken again
+                    await self._drop_capture(key)
+                else:  # changed outside the agent's running commands since
+                    captured.forget(also - skip)
             uid = identity.uid if identity is not None else None
             if old is None or key in self._stale or self.mode == SCAN:
                 stale = key in self._stale
@@ -202,6 +231,56 @@ class ChangeTracker:
             if self._host is not None:
                 self._host.learn({os.path.basename(rel) for rel in fresh.entries})
             await self._save(key, fresh)
+
+    async def _capture(self, root: str, identity: FsIdentity | None) -> None:
+        """Copy what no other source would give as a pre-image (capture.py), once per
+        root and identity, before the first writing command runs: the host watch is told
+        the names first, so that a change after the copy drops it."""
+        key = (root, identity)
+        if self.checkpoints is None or self._host is None:
+            return
+        if key in self._captures:  # the last used goes last
+            self._captures[key] = self._captures.pop(key)
+            return
+        async with self._lock(key):
+            if key in self._captures:
+                return
+            while len(self._captures) >= MAX_CAPTURES:
+                await self._drop_capture(next(iter(self._captures)))
+            where = os.path.join(self._capture_dir, secrets.token_hex(8) + ".pack")
+            try:
+                taken = await self._take_capture(root, identity, where)
+            except OSError as exc:  # the state disk, or the root gone: the call goes on
+                log.warning("cannot capture %s before its first writing command: %s", root, exc)
+                taken = Capture(root, None)
+            self._captures[key] = taken
+            if taken.over:
+                log.info("capture of %s: %d files, %s", root, len(taken.files), taken.over)
+
+    async def _take_capture(self, root: str, identity: FsIdentity | None, where: str) -> Capture:
+        ensure_private_dir(self._capture_dir, "captured files")
+        found = await asyncio.to_thread(call_as, identity, capture.walk, root)
+        if self._host is not None:
+            await self._host.learn_all({os.path.basename(rel) for rel, _ in found[0]})
+        pack = await asyncio.to_thread(Pack, where)
+        try:
+            return await asyncio.to_thread(
+                capture.take, root, identity, pack, found, self._capture_budget
+            )
+        except BaseException:
+            pack.remove()
+            raise
+
+    async def _drop_capture(self, key: _Key) -> None:
+        if (gone := self._captures.pop(key, None)) is not None and gone.pack is not None:
+            await asyncio.to_thread(gone.pack.remove)
+
+    async def reap(self, session: Session) -> None:
+        """A session is reaped: the captures of its roots go (the next writing command
+        on one takes it again)."""
+        roots = {os.path.realpath(r) for r in session.workspace_roots}
+        for key in [k for k in self._captures if k[0] in roots]:
+            await self._drop_capture(key)
 
     def _saved_path(self, key: _Key) -> str:
         root, identity = key
@@ -299,19 +378,33 @@ class ChangeTracker:
         tool_use_id: str,
         tool_name: str,
         action: str = "call",
-    ) -> None:
+    ) -> Recorded:
         """Record what the run changed (checkpoints.py); a failure is logged, never the
         call's."""
         if self.checkpoints is None or not tracked.events:
-            return
+            return Recorded(kept=False)
         try:
-            await self.checkpoints.record_run(
-                session, tracked, known, tool_use_id=tool_use_id, tool_name=tool_name, action=action
+            captured = {
+                root: got
+                for root in tracked.roots
+                if (got := self._captures.get((root, tracked.identity))) is not None
+            }
+            row = await self.checkpoints.record_run(
+                session,
+                tracked,
+                known,
+                tool_use_id=tool_use_id,
+                tool_name=tool_name,
+                action=action,
+                captured=captured,
             )
         except OSError as exc:  # the workspace or the state disk, not a bug: one line
             log.warning("session %s: no checkpoint of call %s: %s", session.id, tool_use_id, exc)
         except Exception:
             log.exception("session %s: the checkpoint of call %s failed", session.id, tool_use_id)
+        else:
+            return Recorded(kept=True, row=row)
+        return Recorded(kept=False)
 
     # ---- after (or while) a run
     async def hold(self, tracked: Tracked, *, final: bool = True) -> list[Held]:
@@ -397,25 +490,14 @@ class ChangeTracker:
         yes. The text tells the model what happened."""
         if not items:
             return ""
-        refused = ""
-        if session.permission_mode == "dontAsk":
-            refused = "the session is in dontAsk mode, where what needs a person is refused"
-        elif not self._asker.has_listeners(session.id):
-            refused = f"nobody was attached to session {session.label} to approve them"
-        else:
-            answer = await self._asker.ask(
-                session.id,
-                tool_use_id=tool_use_id,
-                tool_name=KEEP_PROMPT,
-                tool_input=prompt.prompt_input(items, made_by),
-                reasons=prompt.prompt_reasons(items, made_by),
-                cancelled=cancelled,
-            )
-            if answer.decision != "allow":
-                refused = {
-                    "timeout": "nobody answered in time",
-                    "cancelled": "the call was cancelled while waiting",
-                }.get(answer.decided_by, f"{answer.decided_by} refused them")
+        refused = await self.ask_person(
+            session,
+            tool_use_id=tool_use_id,
+            tool_name=KEEP_PROMPT,
+            tool_input=prompt.prompt_input(items, made_by),
+            reasons=prompt.prompt_reasons(items, made_by),
+            cancelled=cancelled,
+        )
         if refused:
             return prompt.notice(items, made_by, f"They stay reverted: {refused}.")
         failed = await asyncio.to_thread(call_as, tracked.identity, self._reapply, items)
@@ -426,6 +508,38 @@ class ChangeTracker:
         if failed:
             verdict += " Except: " + "; ".join(failed) + "."
         return prompt.notice(items, made_by, verdict)
+
+    async def ask_person(
+        self,
+        session: Session,
+        *,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+        reasons: list[str],
+        cancelled: asyncio.Event | None = None,
+    ) -> str:
+        """Ask the session's attached terminals about a change that makes code run later
+        (held changes, a restore of such files): "" when a person allowed it, else why
+        not (nobody to ask is a no, never a yes)."""
+        if session.permission_mode == "dontAsk":
+            return "the session is in dontAsk mode, where what needs a person is refused"
+        if not self._asker.has_listeners(session.id):
+            return f"nobody was attached to session {session.label} to approve them"
+        answer = await self._asker.ask(
+            session.id,
+            tool_use_id=tool_use_id,
+            tool_name=tool_name,
+            tool_input=tool_input,
+            reasons=reasons,
+            cancelled=cancelled,
+        )
+        if answer.decision == "allow":
+            return ""
+        return {
+            "timeout": "nobody answered in time",
+            "cancelled": "the call was cancelled while waiting",
+        }.get(answer.decided_by, f"{answer.decided_by} refused them")
 
     def _reapply(self, items: list[Held]) -> list[str]:
         failed: list[str] = []

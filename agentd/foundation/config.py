@@ -295,6 +295,11 @@ class Config:
     checkpoint_call_paths: Positive = 20000
     # The most one session's checkpoints add to the store; past it, "too large".
     checkpoint_session_bytes: Positive = 1024 * 1024 * 1024
+    # The capture before a workspace's first writing command (the pre-images of files
+    # git does not track): the most files and bytes it copies; past them a file's diff
+    # says "not restorable: not captured (past the capture's budget …)".
+    checkpoint_capture_files: Positive = 10000
+    checkpoint_capture_bytes: Positive = 64 * 1024 * 1024
     # Whether stopping the daemon stops the background tasks too (`agentd stop --tasks`
     # does it once). Off: tasks run on under their shims and the next daemon takes them
     # over; closing a session still stops its tasks.

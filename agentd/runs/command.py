@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agentd.changes import readchanged
 from agentd.changes.prompt import made_by
 from agentd.changes.review import Opened
 from agentd.changes.service import ChangeTracker
@@ -45,9 +46,6 @@ from agentd.sandboxing.runtime import SandboxRuntime
 from agentd.sessions.session import Session, SessionManager, network_mode
 
 log = logging.getLogger(__name__)
-
-# The files the session has read that are looked at before and after a command.
-READ_FILES_LOOKED_AT = 500
 
 # A command moved the session's cwd (session, new cwd, previous cwd).
 CwdChanged = Callable[[Session, str, str], None]
@@ -110,11 +108,14 @@ class Commands:
         """Start the command; raises ToolError when its sandbox could not start."""
         session = request.session
         notices = self._cwd_that_exists(request)
-        # Before the command can run: what it changes is named afterwards.
-        before = _read_files_state(session)
         opened = await self._open_review(request)
         # A review run writes no workspace: its change set is its view's upper dir.
         tracked = None if opened is not None else await self._track(request)
+        # Before the command can run, the read files no change set will cover, by stat
+        # (readchanged.py): all of them when the run is not followed by events.
+        followed = tracked is not None and tracked.watch() is not None
+        covered = tracked.roots + session.workspace_roots if tracked is not None else []
+        before = readchanged.stats_before(session.read_state, covered if followed else None)
         network = self.sandbox.network
         net_call = (
             network.begin_call(session.id, request.tool_use_id, request.command)
@@ -143,7 +144,9 @@ class Commands:
             output_path=started.run.output.path,
             tool_use_id=request.tool_use_id,
         )
-        run = CommandRun(self, request, started, task, tracked, net_call, before, notices)
+        run = CommandRun(
+            self, request, started, task, tracked, net_call, (before, followed), notices
+        )
         run.review = opened
         return run
 
@@ -307,7 +310,7 @@ class CommandRun:
         task: Task,
         tracked: Tracked | None,
         net_call: CallNet | None,
-        read_before: dict[str, tuple[int, int]],
+        read_before: tuple[readchanged.Stats, bool],
         notices: list[str],
     ) -> None:
         self._commands = commands
@@ -317,7 +320,8 @@ class CommandRun:
         self.task = task
         self._tracked = tracked
         self._net_call = net_call
-        self._read_before = read_before
+        # The read files stat'ed before it, and whether it was to be followed by events.
+        self._read_before, self._followed = read_before
         self.notices = notices
         # Review mode's views: what it wrote waits for a person (settled at its end).
         self.review: Opened | None = None
@@ -371,11 +375,12 @@ class CommandRun:
         reported_cwd = self._started.channels.reported_cwd()
         self._started.cleanup()
         notices = self.notices
-        if held := await self._settle(cancelled):
+        held, changed_read = await self._settle(cancelled)
+        if held:
             notices.append(held)
         if reported_cwd is not None:
             notices += commands.apply_cwd(request, reported_cwd)
-        if changed := _changed_files(request.session, self._read_before):
+        if changed := await self._changed_read_files(changed_read):
             notices.append(
                 "This command changed files you have read: "
                 + ", ".join(changed)
@@ -390,22 +395,24 @@ class CommandRun:
         self._net_call = None
         return network.end_call(self.request.session.id, net_call)
 
-    async def _settle(self, cancelled: asyncio.Event) -> str:
+    async def _settle(self, cancelled: asyncio.Event) -> tuple[str, set[str] | None]:
         """Hold what the finished command changed that makes code run later; ask a
-        person. The text says what happened (empty: nothing held)."""
+        person; record its checkpoint. The text says what happened (empty: nothing
+        held), with the read files its change set names (None: it has none)."""
         tracked = self._tracked
         tracker, request = self._commands.changes, self.request
         if self.review is not None and tracker.reviews is not None:
             opened, self.review = self.review, None
-            return await tracker.reviews.close(
+            said = await tracker.reviews.close(
                 request.session,
                 opened,
                 request.identity,
                 tool_use_id=request.tool_use_id,
                 command=request.command,
             )
+            return said, None
         if tracked is None:
-            return ""
+            return "", None
         try:
             known = await tracker.known_before(tracked)
             held = await tracker.hold(tracked)
@@ -417,12 +424,40 @@ class CommandRun:
                 tool_use_id=request.tool_use_id,
                 cancelled=cancelled,
             )
-            await tracker.checkpoint(
+            recorded = await tracker.checkpoint(
                 request.session, tracked, known, tool_use_id=request.tool_use_id, tool_name="Bash"
             )
-            return text
+            session = request.session
+            changed = await asyncio.to_thread(
+                readchanged.changed_read,
+                dict(session.read_state),
+                session.workspace_roots,
+                tracked,
+                held,
+                recorded,
+            )
+            return text, changed
         finally:
             tracker.close(tracked)
+
+    async def _changed_read_files(self, from_changes: set[str] | None) -> list[str]:
+        """The read files this command changed, as the model is told them: from its
+        change set where it has one; by stat for the rest (readchanged.py)."""
+        session = self.request.session
+        changed = set(from_changes or ())
+        changed |= readchanged.changed_by_stat(self._read_before)
+        if from_changes is None and self._followed:
+            # To be followed by events, yet no change set came: what the read state says.
+            changed |= await asyncio.to_thread(
+                readchanged.changed_since_read,
+                dict(session.read_state),
+                session.workspace_roots,
+                self.request.identity,
+            )
+        return sorted(
+            os.path.relpath(p, session.cwd) if p.startswith(session.cwd + "/") else p
+            for p in changed
+        )
 
 
 def _refused_notice(refused: list[str]) -> str:
@@ -439,24 +474,3 @@ def _refused_notice(refused: list[str]) -> str:
 async def _after(run: Run, cleanup: Callable[[], None]) -> None:
     await run.done
     cleanup()
-
-
-def _read_files_state(session: Session) -> dict[str, tuple[int, int]]:
-    state: dict[str, tuple[int, int]] = {}
-    for path in list(session.read_state)[:READ_FILES_LOOKED_AT]:
-        try:
-            st = os.stat(path)
-        except OSError:
-            state[path] = (-1, -1)
-            continue
-        state[path] = (st.st_mtime_ns, st.st_size)
-    return state
-
-
-def _changed_files(session: Session, before: dict[str, tuple[int, int]]) -> list[str]:
-    after = _read_files_state(session)
-    return sorted(
-        os.path.relpath(p, session.cwd) if p.startswith(session.cwd + "/") else p
-        for p, v in after.items()
-        if before.get(p, v) != v
-    )

@@ -192,16 +192,19 @@ def test_git_tracked_file_gets_its_pre_image_from_git(
     assert (workspace / "g.txt").read_text() == "from git\n"
 
 
-def test_untracked_overwritten_file_says_why_it_cannot_be_restored(
+def test_untracked_overwritten_file_comes_back_from_the_capture(
     client: Client, session_id: str, workspace: Path
 ) -> None:
     (workspace / "u.txt").write_text("made outside\n")
+    os.chmod(workspace / "u.txt", 0o640)
     os.chown(workspace / "u.txt", workspace.stat().st_uid, workspace.stat().st_gid)
     bash(client, session_id, "echo over > u.txt", "t-over")
     got = files(client, session_id, "t-over")
-    assert got["u.txt"][1].why == "no pre-image (not captured)"
-    names = client.diff_checkpoint(session_id, "t-over", fmt="names").text
-    assert "u.txt  (no pre-image (not captured))" in names
+    assert got["u.txt"][1].sha256, got["u.txt"][1]
+    done = client.restore_checkpoint(session_id, "t-over")
+    assert done.applied, done.message
+    assert (workspace / "u.txt").read_bytes() == b"made outside\n"
+    assert stat.S_IMODE((workspace / "u.txt").stat().st_mode) == 0o640
 
 
 @pytest.mark.parametrize("fmt", ["stat", "names", "unified"])

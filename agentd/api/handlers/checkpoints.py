@@ -189,6 +189,28 @@ class CheckpointHandlers:
             by=who(request.by, context),
         )
 
+    async def _ask(
+        self, session: Session, the_plan: restore.Plan, on_conflict: str, by: str
+    ) -> None:
+        """A restore that would write files that make code run later asks a person, as
+        a command's change to one is held and asked about: without a yes (nobody
+        attached, a no, no answer in time) those paths are left as they are."""
+        held = restore.code_bearing(restore.to_do(the_plan, on_conflict))
+        if not held:
+            return
+        of = the_plan.of.tool_use_id
+        asked = await asyncio.to_thread(restore.ask_input, self._service(), held, by, of)
+        refused = await self.tracker.ask_person(
+            session,
+            tool_use_id=of,
+            tool_name=restore.RESTORE_PROMPT,
+            tool_input=asked,
+            reasons=restore.ask_reasons(held, by, of),
+        )
+        for step, name in held:
+            if refused:
+                step.held = f"it makes code run later ({name}) and {refused}"
+
     async def _restore(
         self,
         session_id: str,
@@ -214,18 +236,15 @@ class CheckpointHandlers:
                 service, session, identity, tool_use_id, rewind=rewind, paths=paths, running=running
             )
             conflicts = [s for s in the_plan.conflicts() if images.restorable(s.to)]
-            out = [
-                pb.RestorePath(
-                    root=images.shown(s.root),
-                    path=images.shown(s.rel),
-                    action=s.action,
-                    conflict=s.conflict,
-                    to=image_pb(s.to),
-                )
-                for s in the_plan.steps
-            ]
+            out = _paths_of(the_plan)
             if dry_run:
-                return pb.RestoreCheckpointResponse(paths=out, message=_summary(the_plan, False))
+                message = _summary(the_plan, False)
+                if asked := restore.code_bearing(restore.to_do(the_plan, on_conflict)):
+                    message += (
+                        f"; {len(asked)} of them make code run later: a person attached to the "
+                        "session is asked first"
+                    )
+                return pb.RestoreCheckpointResponse(paths=out, message=message)
             if conflicts and on_conflict == restore.REFUSE:
                 first = conflicts[0]
                 return pb.RestoreCheckpointResponse(
@@ -234,6 +253,8 @@ class CheckpointHandlers:
                     f"was changed ({len(conflicts)} conflict(s); --force overwrites, --skip "
                     "leaves them)",
                 )
+            await self._ask(session, the_plan, on_conflict, by)
+            out = _paths_of(the_plan)
             row, _ = await restore.apply(
                 service,
                 session,
@@ -253,11 +274,30 @@ class CheckpointHandlers:
         )
 
 
+def _paths_of(the_plan: restore.Plan) -> list[pb.RestorePath]:
+    return [
+        pb.RestorePath(
+            root=images.shown(s.root),
+            path=images.shown(s.rel),
+            action=s.action,
+            conflict=s.held or s.conflict,
+            to=image_pb(s.to),
+        )
+        for s in the_plan.steps
+    ]
+
+
 def _summary(the_plan: restore.Plan, applied: bool) -> str:
-    acting = [s for s in the_plan.steps if s.action != "none" and not s.conflict]
+    acting = [s for s in the_plan.steps if s.action != "none" and not s.conflict and not s.held]
     stuck = [s for s in the_plan.steps if s.conflict]
+    held = [s for s in the_plan.steps if s.held]
     verb = "restored" if applied else "would restore"
     text = f"{verb} {len(acting)} path(s)"
     if stuck:
         text += f"; {len(stuck)} path(s) conflict or cannot be restored"
+    if held:
+        text += (
+            f"; {len(held)} path(s) left as they are: {held[0].held} (restore them again "
+            "while a person is attached to answer: `agentctl attach SESSION`)"
+        )
     return text
