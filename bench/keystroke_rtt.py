@@ -8,9 +8,12 @@ Rows, interleaved so the machine's noise falls on all of them alike:
 - ssh -tt: the same byte through Debian's OpenSSH on loopback (an sshd this bench starts
   on a free port with its own keys) to `cat` on the remote pty: what people use instead,
 - gRPC round trip: GetTaskTerminal over the daemon's unix socket (the socket's floor),
-- attach-task: a byte sent on a WriteInput stream, through the daemon, the task's shim,
-  its PTY in the sandbox and `cat` there (raw, no echo), back through the shim, the output
-  file and a followed ReadOutput stream: what `agentctl attach-task` does per key.
+- attach-task: a byte sent over the daemon's terminal socket (a token from OpenTerminal,
+  then one unix socket off gRPC), through the daemon, the task's shim, its PTY in the
+  sandbox and `cat` there (raw, no echo), back through the shim and the daemon: what
+  `agentctl attach-task` and `exec -it` do per key on the daemon's machine,
+- attach-task over gRPC: the same on a WriteInput stream and a followed ReadOutput
+  stream, what they do where the terminal socket is not offered (a daemon over TCP).
 Goal: attach-task p50 <= 1.5x ssh -tt's, same run.
 """
 
@@ -34,7 +37,8 @@ from _common import daemon, percentile, verdict, workspace
 
 from tests.network.servers import sshd
 
-ATTACH = "attach-task (WriteInput -> sandbox PTY cat -> ReadOutput)"
+ATTACH = "attach-task (terminal socket -> sandbox PTY cat -> back)"
+ATTACH_GRPC = "attach-task over gRPC (WriteInput -> PTY cat -> ReadOutput)"
 DIRECT = "direct pty echo (cat on a raw pty)"
 GRPC = "gRPC round trip (GetTaskTerminal)"
 SSH = "ssh -tt localhost (OpenSSH on loopback, remote pty cat)"
@@ -100,6 +104,7 @@ def _ssh(stack: ExitStack) -> Callable[[], None]:
 
 def measure(rounds: int, warm: int) -> dict[str, list[float]]:
     from agentd_client import Client
+    from agentd_client.core.terminal_channel import open_channel
     from agentd_client.v1 import agentd_pb2 as pb
 
     ws = workspace()
@@ -108,13 +113,18 @@ def measure(rounds: int, warm: int) -> dict[str, list[float]]:
         with ExitStack() as stack, daemon() as d, Client(d.socket) as c:
             via_ssh = _ssh(stack)
             sid = c.create_session(ws, permission_mode="bypassPermissions").id
-            started = c.stub.StartTask(
-                pb.StartTaskRequest(
-                    session_id=sid,
-                    command="stty raw -echo; echo ready; exec cat",
-                    pty=pb.TerminalSize(rows=24, cols=80),
+
+            def cat_task() -> pb.TaskTerminal:
+                return c.stub.StartTask(
+                    pb.StartTaskRequest(
+                        session_id=sid,
+                        command="stty raw -echo; echo ready; exec cat",
+                        pty=pb.TerminalSize(rows=24, cols=80),
+                    )
                 )
-            )
+
+            # One task per path: each echo is read by its own follower only.
+            started, by_socket = cat_task(), cat_task()
             ref = pb.TaskRef(session_id=sid, task_id=started.task_id)
             keys: queue.Queue[bytes | None] = queue.Queue()
 
@@ -132,15 +142,34 @@ def measure(rounds: int, warm: int) -> dict[str, list[float]]:
             while b"ready" not in seen:
                 seen += next(output).data
 
-            def via_attach() -> None:
+            channel = open_channel(c, sid, by_socket.task_id, input=True)
+            if channel is None:
+                raise RuntimeError("the daemon did not offer its terminal socket")
+            channel_out = channel.outputs()
+            seen = b""
+            while b"ready" not in seen:
+                seen += next(channel_out).data
+
+            def via_grpc_attach() -> None:
                 keys.put(b"k")
                 while b"k" not in next(output).data:
+                    pass
+
+            def via_attach() -> None:
+                channel.send(b"k")
+                while b"k" not in next(channel_out).data:
                     pass
 
             def via_grpc() -> None:
                 c.stub.GetTaskTerminal(ref)
 
-            fns = {DIRECT: direct, SSH: via_ssh, GRPC: via_grpc, ATTACH: via_attach}
+            fns = {
+                DIRECT: direct,
+                SSH: via_ssh,
+                GRPC: via_grpc,
+                ATTACH: via_attach,
+                ATTACH_GRPC: via_grpc_attach,
+            }
             for fn in fns.values():
                 for _ in range(warm):
                     fn()
@@ -153,9 +182,11 @@ def measure(rounds: int, warm: int) -> dict[str, list[float]]:
                     samples[name].append((clock() - t0) * 1000)
             keys.put(None)
             output.cancel()
-            c.stub.SignalTask(
-                pb.SignalTaskRequest(session_id=sid, task_id=started.task_id, signal="KILL")
-            )
+            channel.close()
+            for task in (started, by_socket):
+                c.stub.SignalTask(
+                    pb.SignalTaskRequest(session_id=sid, task_id=task.task_id, signal="KILL")
+                )
     finally:
         close_direct()
         shutil.rmtree(ws, ignore_errors=True)
@@ -169,6 +200,7 @@ def main() -> None:
     rounds, warm = (100, 10) if args.quick else (1000, 50)
     samples = measure(rounds, warm)
     base = percentile(samples[SSH], 50)
+    print(f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'row':60} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'x ssh':>7}")
     for name, values in samples.items():
         p50 = percentile(values, 50)

@@ -63,6 +63,10 @@ class ShimOutput:
         # Seconds its followers let output gather after a wake-up (registry.COALESCE
         # unless it is a terminal's).
         self.coalesce = COALESCE
+        # Followers that take the live bytes as they come (the terminal socket's caught-up
+        # connections): called with (offset, bytes) at each, and with (size, b"") when
+        # the size moved otherwise; one that answers False is dropped (it fell behind).
+        self.relays: list[Callable[[int, bytes], bool]] = []
         if state:
             self.update(state)
 
@@ -125,7 +129,13 @@ class ShimOutput:
             self._recent_at += drop
         self.size = end
         self.total = max(self.total, total)
+        if self.relays:
+            self.relays = [relay for relay in self.relays if relay(at, data)]
         self._notify()
+
+    def _moved(self) -> None:
+        if self.relays:
+            self.relays = [relay for relay in self.relays if relay(self.size, b"")]
 
     def changed(self) -> asyncio.Future[None]:
         if self._next is None or self._next.done():
@@ -147,6 +157,7 @@ class ShimOutput:
         line = msg.get("line")
         if isinstance(line, str):
             self._line = line[-LAST_LINE_BYTES:]
+        self._moved()
         self._notify()
 
     def ended(self, msg: dict[str, Any]) -> None:
@@ -160,6 +171,8 @@ class ShimOutput:
             self._end = {"written": self.total}
         self.done = True
         self._recent = bytearray()
+        self._moved()
+        self.relays = []
         self._notify()
         if self.on_finish is not None:
             self.on_finish()
@@ -338,6 +351,24 @@ class ShimRun:
                 self._unacked -= len(part)
                 raise
             view = view[len(part) :]
+        return True
+
+    def write_now(self, data: bytes) -> bool:
+        """Send `data` (a keystroke's worth) to its stdin at once if the input window has
+        room and the control socket takes it; False: nothing was sent (use write())."""
+        if (
+            self.done.done()
+            or not self.stdin_open
+            or not self._binary_input
+            or len(data) > 32768
+            or self._unacked + len(data) > terminal.INPUT_WINDOW
+        ):
+            return False
+        try:
+            self._sock.send(bytes([protocol.INPUT]) + data)
+        except OSError:
+            return False
+        self._unacked += len(data)
         return True
 
     def close_input(self) -> None:

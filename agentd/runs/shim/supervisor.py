@@ -113,6 +113,7 @@ class Shim:
         size = req.get("pty")
         pty_size = (size[0], size[1]) if isinstance(size, list) and len(size) == 2 else None
         self.input = terminal.Input(pty_size, bool(req.get("stdin")))
+        self.unacked = 0  # input written and not yet acknowledged (under ACK_BYTES)
         self.interval = terminal.UPDATE_INTERVAL if self.input.pty else UPDATE_INTERVAL
         # A terminal's output is sent as it is read (LIVE); `lagging`: some could not be,
         # so the next state update is due at the fast interval.
@@ -282,9 +283,10 @@ class Shim:
     def _write_input(self) -> None:
         inp = self.input
         fd = inp.fd
-        written = inp.flush()
-        if written:
-            self._send_all({"ev": "wrote", "n": written})
+        self.unacked += inp.flush()
+        if self.unacked >= terminal.ACK_BYTES:
+            self._send_all({"ev": "wrote", "n": self.unacked})
+            self.unacked = 0
         want = bool(inp.pending) and inp.fd >= 0
         registered = self.sel.get_map().get(fd) is not None if fd >= 0 else False
         if want and not registered:

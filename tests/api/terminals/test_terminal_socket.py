@@ -1,0 +1,283 @@
+"""A task's terminal over the daemon's terminal socket (agentd/api/terminals/), through
+the real daemon, a task's real shim and a raw `cat` on its PTY in the sandbox: bytes
+exact both ways, tokens good once for their uid and task only (nothing written before
+one is checked), a client that never reads stalling nobody, replay then live bytes
+contiguous."""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from agentd.api.terminals.tokens import Refused, TerminalTokens
+from agentd_client import Client
+from agentd_client.core import terminal_wire as wire
+from agentd_client.core.terminal_channel import (
+    ChannelRefused,
+    Output,
+    TerminalChannel,
+    open_channel,
+)
+from agentd_client.v1 import agentd_pb2 as pb
+from tests.support.daemon import DaemonProcess
+from tests.support.waiting import wait_until
+
+RAW_CAT = "stty raw -echo; echo ready; exec cat"
+
+
+def _start(client: Client, session_id: str, command: str = RAW_CAT) -> str:
+    started = client.stub.StartTask(
+        pb.StartTaskRequest(
+            session_id=session_id, command=command, pty=pb.TerminalSize(rows=24, cols=80)
+        )
+    )
+    return str(started.task_id)
+
+
+def _kill(client: Client, session_id: str, task_id: str) -> None:
+    client.stub.SignalTask(
+        pb.SignalTaskRequest(session_id=session_id, task_id=task_id, signal="KILL")
+    )
+
+
+def _token(client: Client, session_id: str, task_id: str, **kw: object) -> pb.TerminalChannel:
+    request = pb.OpenTerminalRequest(
+        session_id=session_id, task_id=task_id, uid=os.geteuid(), input=True
+    )
+    for key, value in kw.items():
+        setattr(request, key, value)
+    offered = client.stub.OpenTerminal(request)
+    assert offered.path and offered.token
+    return offered
+
+
+class _Reader:
+    """A channel's output read on a thread: the bytes, and (offset, length) of each frame."""
+
+    def __init__(self, channel: TerminalChannel) -> None:
+        self.channel = channel
+        self.data = bytearray()
+        self.frames: list[tuple[int, int]] = []
+        self.ended = threading.Event()
+        self._grew = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            for out in self.channel.outputs():
+                self._take(out)
+        except OSError:
+            pass
+        finally:
+            self.ended.set()
+            with self._grew:
+                self._grew.notify_all()
+
+    def _take(self, out: Output) -> None:
+        with self._grew:
+            if out.data:
+                self.frames.append((out.offset, len(out.data)))
+                self.data += out.data
+            self._grew.notify_all()
+
+    def until(self, want: bytes, timeout: float = 60) -> bool:
+        with self._grew:
+            return self._grew.wait_for(
+                lambda: want in self.data or self.ended.is_set(), timeout
+            ) and (want in self.data)
+
+    def length(self, n: int, timeout: float = 120) -> bool:
+        with self._grew:
+            return self._grew.wait_for(lambda: len(self.data) >= n or self.ended.is_set(), timeout)
+
+
+def _contiguous(frames: list[tuple[int, int]], start: int = 0) -> bool:
+    at = start
+    for offset, size in frames:
+        if offset != at:
+            return False
+        at += size
+    return True
+
+
+def _whole_output(client: Client, session_id: str, task_id: str) -> bytes:
+    return b"".join(
+        chunk.data
+        for chunk in client.stub.ReadOutput(
+            pb.ReadOutputRequest(session_id=session_id, id=task_id, follow=False)
+        )
+    )
+
+
+@pytest.fixture
+def cat_task(client: Client, session_id: str) -> Iterator[str]:
+    task_id = _start(client, session_id)
+    yield task_id
+    _kill(client, session_id, task_id)
+
+
+def test_keys_and_their_echo_are_exact_both_ways_with_a_1_mib_paste(
+    daemon: DaemonProcess, client: Client, session_id: str, cat_task: str
+) -> None:
+    channel = open_channel(client, session_id, cat_task, input=True)
+    assert channel is not None, "the daemon offers its terminal socket on its unix socket"
+    daemon.wait_for_log(f"terminal socket: task {cat_task} linked")
+    reader = _Reader(channel)
+    try:
+        assert reader.until(b"ready\n")
+        start = len(reader.data)
+        keys = bytes(range(256))
+        for i in range(0, 256, 16):  # as typed: a few bytes at a time, each echoed
+            channel.send(keys[i : i + 16])
+            assert reader.length(start + i + 16)
+        paste = random.Random(7).randbytes(1 << 20)
+        channel.send(paste)
+        assert reader.length(start + 256 + len(paste))
+        assert bytes(reader.data[start:]) == keys + paste
+        assert _contiguous(reader.frames)
+    finally:
+        channel.close()
+
+
+def test_a_token_is_good_once_for_its_uid_and_task_and_nothing_passes_before_it(
+    client: Client, session_id: str, cat_task: str
+) -> None:
+    other = _start(client, session_id)
+    try:
+        used = _token(client, session_id, cat_task)
+        TerminalChannel.connect(used.path, used.token).close()
+        attempts = [
+            # spent already
+            (used.path, wire.frame(wire.HELLO, used.token), "already used"),
+            # made for another uid than the connection's
+            (
+                used.path,
+                wire.frame(wire.HELLO, _token(client, session_id, cat_task, uid=4242).token),
+                "for uid 4242",
+            ),
+            # no token at all: input first
+            (used.path, b"", "first frame must be HELLO"),
+            # a made-up token
+            (used.path, wire.frame(wire.HELLO, os.urandom(32)), "unknown"),
+        ]
+        for path, hello, why in attempts:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(60)
+                sock.connect(path)
+                # The token and keys behind it in one write: none may reach the task.
+                sock.sendall(hello + wire.frame(wire.INPUT, b"INTRUDER"))
+                answer = b""
+                while chunk := sock.recv(4096):
+                    answer += chunk
+                frames = wire.FrameReader(wire.MAX_DAEMON_PAYLOAD).feed(answer)
+                assert [k for k, _ in frames] == [wire.REFUSED], why
+                assert why in frames[0][1].decode()
+        # A token names one task: its keys go there, never to another.
+        to_other = _token(client, session_id, other)
+        other_channel = TerminalChannel.connect(to_other.path, to_other.token)
+        other_reader = _Reader(other_channel)
+        other_channel.send(b"for-the-other")
+        assert other_reader.until(b"for-the-other")
+        other_channel.close()
+        # What reached the first task's terminal: only what its own channel sent.
+        channel = open_channel(client, session_id, cat_task, input=True)
+        assert channel is not None
+        reader = _Reader(channel)
+        channel.send(b"<mark>")
+        assert reader.until(b"<mark>")
+        channel.close()
+        assert _whole_output(client, session_id, cat_task) == b"ready\n<mark>"
+    finally:
+        _kill(client, session_id, other)
+
+
+def test_a_spent_or_expired_token_is_refused() -> None:
+    tokens = TerminalTokens()
+    token = tokens.issue("s", "b0", 0, offset=0, input=True, hangup_on_drop=False, by="me")
+    with pytest.raises(Refused, match="for uid 0"):
+        tokens.redeem(token, 1)  # the wrong uid spends it too
+    with pytest.raises(Refused, match="already used"):
+        tokens.redeem(token, 0)
+    token = tokens.issue("s", "b0", 0, offset=0, input=True, hangup_on_drop=False, by="me")
+    assert tokens.redeem(token, 0).task_id == "b0"
+    stale = TerminalTokens(seconds=-1)
+    token = stale.issue("s", "b0", 0, offset=0, input=True, hangup_on_drop=False, by="me")
+    with pytest.raises(Refused, match="expired"):
+        stale.redeem(token, 0)
+
+
+def test_a_client_that_never_reads_stalls_neither_the_task_nor_another_terminal(
+    client: Client, session_id: str
+) -> None:
+    # Far more output than the socket buffers and the daemon's bound hold.
+    task_id = _start(
+        client, session_id, "stty raw -echo; echo ready; head -c 1 >/dev/null; seq 1 600000"
+    )
+    stuck = TerminalChannel.connect(**_connect_args(client, session_id, task_id))
+    stuck.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    channel = open_channel(client, session_id, task_id, input=True)
+    assert channel is not None
+    reader = _Reader(channel)
+    try:
+        assert reader.until(b"ready\n")
+        channel.send(b"g")
+        assert reader.ended.wait(180), "the reading terminal got the output to its end"
+        assert bytes(reader.data) == _whole_output(client, session_id, task_id)
+        assert b"\n600000\n" in reader.data  # the PTY is raw: no carriage returns
+        assert _contiguous(reader.frames)
+        wait_until(
+            lambda: (
+                client.stub.GetTaskTerminal(
+                    pb.TaskRef(session_id=session_id, task_id=task_id)
+                ).status
+                != "running"
+            ),
+            timeout=60,
+            what="the task ended while a client read nothing",
+        )
+    finally:
+        stuck.close()
+        channel.close()
+
+
+def _connect_args(client: Client, session_id: str, task_id: str) -> dict[str, object]:
+    offered = _token(client, session_id, task_id)
+    return {"path": offered.path, "token": offered.token}
+
+
+def test_a_terminal_linked_mid_run_gets_replay_then_live_bytes_contiguous(
+    client: Client, session_id: str, cat_task: str
+) -> None:
+    first_channel = open_channel(client, session_id, cat_task, input=True)
+    assert first_channel is not None
+    first = _Reader(first_channel)
+    late: _Reader | None = None
+    try:
+        assert first.until(b"ready\n")
+        for i in range(40):
+            first_channel.send(f"<{i}>".encode())  # key by key, each echoed as it is read
+            assert first.until(f"<{i}>".encode())
+            if i == 20:
+                late_channel = open_channel(client, session_id, cat_task)
+                assert late_channel is not None
+                late = _Reader(late_channel)
+        assert late is not None and late.until(b"<39>")
+        expected = b"ready\n" + b"".join(f"<{i}>".encode() for i in range(40))
+        assert bytes(first.data) == expected and bytes(late.data) == expected
+        assert _contiguous(first.frames) and _contiguous(late.frames)
+    finally:
+        first_channel.close()
+        if late is not None:
+            late.channel.close()
+
+
+def test_a_refused_channel_says_why(client: Client, session_id: str, cat_task: str) -> None:
+    offered = _token(client, session_id, cat_task)
+    TerminalChannel.connect(offered.path, offered.token).close()
+    with pytest.raises(ChannelRefused, match="already used"):
+        TerminalChannel.connect(offered.path, offered.token)
