@@ -28,7 +28,7 @@ import socket
 import sys
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from agentd.api.terminals.tokens import Grant, Refused, TerminalTokens
 from agentd.runs.output.registry import Outputs
@@ -87,7 +87,8 @@ class TerminalConnection(asyncio.Protocol):
 
     # asyncio's callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # A stream transport (uvloop's are not asyncio.Transport subclasses).
+        transport = cast(asyncio.Transport, transport)
         self._transport = transport
         transport.set_write_buffer_limits(high=OUTPUT_HIGH)
         sock = transport.get_extra_info("socket")
