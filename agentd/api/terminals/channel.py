@@ -22,8 +22,11 @@ is told why and closed. Then:
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import itertools
 import logging
+import os
 import socket
 import sys
 from collections import deque
@@ -48,6 +51,9 @@ INPUT_HIGH = 256 * 1024
 INPUT_LOW = 64 * 1024
 # Output bytes the socket's buffer may hold for a client before its output waits.
 OUTPUT_HIGH = 256 * 1024
+# Seconds after the shim handed a client back before it is handed over again.
+RELINK_SECONDS = 1.0
+_LINK_IDS = itertools.count(1)
 
 
 class TaskControl(Protocol):
@@ -82,6 +88,7 @@ class TerminalConnection(asyncio.Protocol):
         self._jobs: list[asyncio.Task[Any]] = []
         self._writable: asyncio.Future[None] | None = None
         self._written = 0
+        self._back_at = -RELINK_SECONDS  # when the shim last handed the client back
         self._reason = ""  # why input ended: detached, ended (else closed or dropped)
         self._closed = False
 
@@ -276,7 +283,13 @@ class TerminalConnection(asyncio.Protocol):
                 offset, done = await self._replay(grant, offset)
                 if done:
                     break
-                offset = await self._relay(offset)
+                if self._linkable():
+                    linked = await self._link(offset)
+                    if linked is None:
+                        return  # the client went while the shim had it
+                    offset = linked
+                else:
+                    offset = await self._relay(offset)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the output is gone: said to the client
@@ -312,6 +325,83 @@ class TerminalConnection(asyncio.Protocol):
             await chunks.aclose()
         return offset, True
 
+    def _linkable(self) -> bool:
+        """Whether the client may go to the shim now: it sends input, is caught up with
+        nothing of it queued, half-read or unsent here, and was not handed back lately."""
+        run, transport, grant = self._run, self._transport, self._grant
+        return (
+            grant is not None
+            and grant.input
+            and run is not None
+            and run.can_link
+            and not run.done.done()
+            and transport is not None
+            and not transport.is_closing()
+            and transport.get_write_buffer_size() == 0
+            and not self._queued
+            and self._reader.pending == 0
+            and asyncio.get_running_loop().time() - self._back_at >= RELINK_SECONDS
+        )
+
+    async def _link(self, offset: int) -> int | None:
+        """The client handed to the task's shim from `offset` (agentd/runs/shim/links.py):
+        its keys and echo then skip this process. Back when the shim hands it back (the
+        offset reached; what it did not take or send is taken and sent here first); None
+        when the client went meanwhile (the connection is closed here too)."""
+        run, transport = self._run, self._transport
+        assert run is not None and transport is not None
+        loop = asyncio.get_running_loop()
+        link_id = next(_LINK_IDS)
+        back: asyncio.Future[tuple[dict[str, Any], int | None]] = loop.create_future()
+
+        def told(msg: dict[str, Any], fd: int | None) -> None:
+            if back.done():
+                if fd is not None:
+                    os.close(fd)
+            else:
+                back.set_result((msg, fd))
+
+        transport.pause_reading()
+        copy = os.dup(transport.get_extra_info("socket").fileno())
+        try:
+            handed = run.link(link_id, copy, offset, told)
+        finally:
+            os.close(copy)
+        if not handed:
+            self._back_at = loop.time()
+            transport.resume_reading()
+            return offset
+        ended: asyncio.Future[Any] = asyncio.ensure_future(asyncio.shield(run.done))
+        waiting: set[asyncio.Future[Any]] = {back, ended}
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            run.unlink(link_id)
+            raise
+        finally:
+            ended.cancel()
+        if not back.done():  # the shim ended holding it: where the client is, unknown
+            run.unlink(link_id)
+            self._close()
+            return None
+        msg, fd = back.result()
+        if fd is not None:
+            os.close(fd)  # the same connection as this transport's
+        self._written += _int(msg.get("bytes"))
+        reason = msg.get("reason")
+        if reason in ("closed", "dropped"):
+            self._reason = str(reason)
+            self._close()
+            return None
+        self._back_at = loop.time()
+        unsent, rest = _b64(msg.get("unsent")), _b64(msg.get("rest"))
+        if unsent:
+            transport.write(unsent)
+        transport.resume_reading()
+        if rest:
+            self.data_received(rest)
+        return _int(msg.get("offset"), offset)
+
     async def _relay(self, offset: int) -> int:
         """The shim's live bytes from `offset`, sent from its callback as they come,
         until they skip (a frame the shim could not send: the file has it), the client
@@ -345,6 +435,17 @@ class TerminalConnection(asyncio.Protocol):
         if self._writable is not None and not self._writable.done():
             await self._writable
         return at[0]
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and value >= 0 else default
+
+
+def _b64(value: object) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True) if isinstance(value, str) else b""
+    except ValueError:
+        return b""
 
 
 def factory(

@@ -34,7 +34,7 @@ MAX_CLIENT_PAYLOAD = 1 << 16
 # The longest payload the daemon sends (an output chunk and its offset).
 MAX_DAEMON_PAYLOAD = (1 << 20) + OFFSET.size
 # Bytes of input a client puts in one frame.
-INPUT_FRAME = 1 << 15
+INPUT_FRAME = 1 << 14
 
 
 class FrameError(ValueError):

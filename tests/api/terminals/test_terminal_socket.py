@@ -191,7 +191,15 @@ def test_a_token_is_good_once_for_its_uid_and_task_and_nothing_passes_before_it(
         channel.send(b"<mark>")
         assert reader.until(b"<mark>")
         channel.close()
-        assert _whole_output(client, session_id, cat_task) == b"ready\n<mark>"
+        # (The shim sends a linked client its echo before the file and the daemon have it.)
+        whole = wait_until(
+            lambda: (
+                (out := _whole_output(client, session_id, cat_task)).endswith(b"<mark>") and out
+            ),
+            timeout=60,
+            what="the mark in the output file",
+        )
+        assert whole == b"ready\n<mark>"
     finally:
         _kill(client, session_id, other)
 
@@ -240,6 +248,11 @@ def test_a_client_that_never_reads_stalls_neither_the_task_nor_another_terminal(
             timeout=60,
             what="the task ended while a client read nothing",
         )
+        # The stuck client, reading at last, gets it all, contiguous, to the end: what
+        # its socket held, then the rest from the file.
+        late = _Reader(stuck)
+        assert late.ended.wait(180)
+        assert bytes(late.data) == bytes(reader.data) and _contiguous(late.frames)
     finally:
         stuck.close()
         channel.close()
@@ -281,3 +294,56 @@ def test_a_refused_channel_says_why(client: Client, session_id: str, cat_task: s
     TerminalChannel.connect(offered.path, offered.token).close()
     with pytest.raises(ChannelRefused, match="already used"):
         TerminalChannel.connect(offered.path, offered.token)
+
+
+def test_keys_resizes_and_a_detach_while_linked_are_all_counted_and_recorded(
+    client: Client, session_id: str, cat_task: str
+) -> None:
+    """Keys go through the shim once the channel is caught up; a resize and the detach
+    come back to the daemon, which records them, and the input event counts every key."""
+    channel = open_channel(client, session_id, cat_task, input=True)
+    assert channel is not None
+    reader = _Reader(channel)
+    assert reader.until(b"ready\n")
+    sent = 0
+    for i in range(30):
+        key = f"[{i}]".encode()
+        channel.send(key)
+        sent += len(key)
+        assert reader.until(key)
+    channel.resize(33, 99)
+    wait_until(
+        lambda: (
+            client.stub.GetTaskTerminal(
+                pb.TaskRef(session_id=session_id, task_id=cat_task)
+            ).size.cols
+            == 99
+        ),
+        timeout=60,
+        what="the resize reached the task",
+    )
+    channel.send(b"<last>")
+    sent += len(b"<last>")
+    assert reader.until(b"<last>")
+    channel.detach()
+    channel.close()
+    events = wait_until(
+        lambda: [
+            e.task_controlled
+            for e in client.attach(session_id, follow=False)
+            if e.HasField("task_controlled")
+            and e.task_controlled.task_id == cat_task
+            and e.task_controlled.action == "input"
+        ],
+        timeout=60,
+        what="the input event",
+    )
+    assert (events[-1].bytes, events[-1].reason) == (sent, "detached")
+    resized = [
+        e.task_controlled.size.cols
+        for e in client.attach(session_id, follow=False)
+        if e.HasField("task_controlled") and e.task_controlled.action == "resized"
+    ]
+    assert 99 in resized
+    status = client.stub.GetTaskTerminal(pb.TaskRef(session_id=session_id, task_id=cat_task))
+    assert status.status == "running"  # detached: it runs on
