@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/keystroke_rtt.py [--quick]
 
-Rows, interleaved so the machine's noise falls on all of them alike:
+Rows, interleaved in a new order each round so the machine's noise falls on all of them
+alike:
 - direct pty: one byte written to a pty's master, read back from `cat` on its raw slave
   (this process and cat only: the floor a terminal has anyway),
 - ssh -tt: the same byte through Debian's OpenSSH on loopback (an sshd this bench starts
@@ -14,7 +15,8 @@ Rows, interleaved so the machine's noise falls on all of them alike:
   `agentctl attach-task` and `exec -it` do per key on the daemon's machine,
 - attach-task over gRPC: the same on a WriteInput stream and a followed ReadOutput
   stream, what they do where the terminal socket is not offered (a daemon over TCP).
-Goal: attach-task p50 <= 1.5x ssh -tt's, same run.
+Goal: attach-task p50 <= 1.5x ssh -tt's, same run. `--grpc-only` leaves the terminal
+socket's row out (to measure a build from before it, its checkout first on PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import queue
+import random
 import select
 import shutil
 import subprocess
@@ -102,9 +105,8 @@ def _ssh(stack: ExitStack) -> Callable[[], None]:
     return once
 
 
-def measure(rounds: int, warm: int) -> dict[str, list[float]]:
+def measure(rounds: int, warm: int, grpc_only: bool = False) -> dict[str, list[float]]:
     from agentd_client import Client
-    from agentd_client.core.terminal_channel import open_channel
     from agentd_client.v1 import agentd_pb2 as pb
 
     ws = workspace()
@@ -142,13 +144,17 @@ def measure(rounds: int, warm: int) -> dict[str, list[float]]:
             while b"ready" not in seen:
                 seen += next(output).data
 
-            channel = open_channel(c, sid, by_socket.task_id, input=True)
-            if channel is None:
-                raise RuntimeError("the daemon did not offer its terminal socket")
-            channel_out = channel.outputs()
-            seen = b""
-            while b"ready" not in seen:
-                seen += next(channel_out).data
+            channel = None
+            if not grpc_only:
+                from agentd_client.core.terminal_channel import open_channel
+
+                channel = open_channel(c, sid, by_socket.task_id, input=True)
+                if channel is None:
+                    raise RuntimeError("the daemon did not offer its terminal socket")
+                channel_out = channel.outputs()
+                seen = b""
+                while b"ready" not in seen:
+                    seen += next(channel_out).data
 
             def via_grpc_attach() -> None:
                 keys.put(b"k")
@@ -156,6 +162,7 @@ def measure(rounds: int, warm: int) -> dict[str, list[float]]:
                     pass
 
             def via_attach() -> None:
+                assert channel is not None
                 channel.send(b"k")
                 while b"k" not in next(channel_out).data:
                     pass
@@ -170,19 +177,27 @@ def measure(rounds: int, warm: int) -> dict[str, list[float]]:
                 ATTACH: via_attach,
                 ATTACH_GRPC: via_grpc_attach,
             }
+            if grpc_only:
+                del fns[ATTACH]
             for fn in fns.values():
                 for _ in range(warm):
                     fn()
             samples: dict[str, list[float]] = {name: [] for name in fns}
             clock = time.perf_counter
+            order = list(fns.items())
+            shuffle = random.Random(0).shuffle
             for _ in range(rounds):
-                for name, fn in fns.items():
+                # A new order each round: what a row leaves behind (a daemon still busy
+                # after a gRPC call) falls on every row alike, not on the one after it.
+                shuffle(order)
+                for name, fn in order:
                     t0 = clock()
                     fn()
                     samples[name].append((clock() - t0) * 1000)
             keys.put(None)
             output.cancel()
-            channel.close()
+            if channel is not None:
+                channel.close()
             for task in (started, by_socket):
                 c.stub.SignalTask(
                     pb.SignalTaskRequest(session_id=sid, task_id=task.task_id, signal="KILL")
@@ -196,9 +211,10 @@ def measure(rounds: int, warm: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smaller run")
+    parser.add_argument("--grpc-only", action="store_true", help="no terminal socket row")
     args = parser.parse_args()
     rounds, warm = (100, 10) if args.quick else (1000, 50)
-    samples = measure(rounds, warm)
+    samples = measure(rounds, warm, args.grpc_only)
     base = percentile(samples[SSH], 50)
     print(f"load average {os.getloadavg()[0]:.2f}")
     print(f"{'row':60} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'x ssh':>7}")
@@ -208,7 +224,7 @@ def main() -> None:
             f"{name:60} {p50:8.3f} {percentile(values, 90):8.3f} {percentile(values, 99):8.3f}"
             f" {p50 / base:7.2f}"
         )
-    ratio = percentile(samples[ATTACH], 50) / base
+    ratio = percentile(samples[ATTACH_GRPC if args.grpc_only else ATTACH], 50) / base
     print(f"goal: attach-task p50 <= 1.5x ssh -tt: {ratio:.2f}x, {verdict(ratio <= 1.5)}")
 
 

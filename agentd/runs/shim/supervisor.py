@@ -56,6 +56,9 @@ from agentd.runs.shim.protocol import (
 )
 
 _READ_SIZE = 1 << 20
+# A PTY gives a few KiB a read: a smaller buffer comes from the heap, where a 1 MiB one
+# is a fresh mapping (mmap, page faults, mremap) on every keystroke's echo.
+_PTY_READ_SIZE = 1 << 16
 _F_SETPIPE_SZ = 1031
 # Seconds between output updates sent to the daemon while output flows.
 UPDATE_INTERVAL = 0.01
@@ -378,7 +381,7 @@ class Shim:
 
     def _on_output(self) -> None:
         try:
-            chunk = os.read(self.pipe_r, _READ_SIZE)
+            chunk = os.read(self.pipe_r, _PTY_READ_SIZE if self.live else _READ_SIZE)
         except BlockingIOError:
             return
         except OSError:  # a PTY whose every slave end closed: EIO
