@@ -181,6 +181,7 @@ def test_a_token_is_good_once_for_its_uid_and_task_and_nothing_passes_before_it(
         to_other = _token(client, session_id, other)
         other_channel = TerminalChannel.connect(to_other.path, to_other.token)
         other_reader = _Reader(other_channel)
+        assert other_reader.until(b"ready\n")
         other_channel.send(b"for-the-other")
         assert other_reader.until(b"for-the-other")
         other_channel.close()
@@ -188,6 +189,7 @@ def test_a_token_is_good_once_for_its_uid_and_task_and_nothing_passes_before_it(
         channel = open_channel(client, session_id, cat_task, input=True)
         assert channel is not None
         reader = _Reader(channel)
+        assert reader.until(b"ready\n")
         channel.send(b"<mark>")
         assert reader.until(b"<mark>")
         channel.close()
@@ -226,7 +228,7 @@ def test_a_client_that_never_reads_stalls_neither_the_task_nor_another_terminal(
     task_id = _start(
         client, session_id, "stty raw -echo; echo ready; head -c 1 >/dev/null; seq 1 600000"
     )
-    stuck = TerminalChannel.connect(**_connect_args(client, session_id, task_id))
+    stuck = TerminalChannel.connect(**_connect_args(client, session_id, task_id))  # type: ignore[arg-type]
     stuck.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     channel = open_channel(client, session_id, task_id, input=True)
     assert channel is not None
@@ -258,8 +260,8 @@ def test_a_client_that_never_reads_stalls_neither_the_task_nor_another_terminal(
         channel.close()
 
 
-def _connect_args(client: Client, session_id: str, task_id: str) -> dict[str, object]:
-    offered = _token(client, session_id, task_id)
+def _connect_args(client: Client, session_id: str, task_id: str, **kw: object) -> dict[str, object]:
+    offered = _token(client, session_id, task_id, **kw)
     return {"path": offered.path, "token": offered.token}
 
 
@@ -347,3 +349,39 @@ def test_keys_resizes_and_a_detach_while_linked_are_all_counted_and_recorded(
     assert 99 in resized
     status = client.stub.GetTaskTerminal(pb.TaskRef(session_id=session_id, task_id=cat_task))
     assert status.status == "running"  # detached: it runs on
+
+
+def test_after_the_token_input_without_the_right_or_an_oversized_frame_writes_nothing(
+    client: Client, session_id: str, cat_task: str
+) -> None:
+    """A watcher's token (no input) sends keys: ignored. A frame past the bound: the
+    connection is closed. Unknown kinds and a size out of range: ignored."""
+    watcher = TerminalChannel.connect(**_connect_args(client, session_id, cat_task, input=False))
+    assert _Reader(watcher).until(b"ready\n")  # the terminal is raw, cat reads it
+    watcher.send(b"WATCHER")
+    watcher.sock.sendall(wire.frame(99, b"?") + wire.frame(wire.RESIZE, wire.SIZE.pack(0, 5000)))
+    watcher.close()
+    offered = _token(client, session_id, cat_task)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(60)
+        sock.connect(offered.path)
+        sock.sendall(wire.frame(wire.HELLO, offered.token))
+        sock.sendall(wire.HEADER.pack(wire.INPUT, 10 << 20) + b"OVERSIZED" * 100)
+        while sock.recv(1 << 16):  # READY and the output, then the daemon closes
+            pass
+    channel = open_channel(client, session_id, cat_task, input=True)
+    assert channel is not None
+    reader = _Reader(channel)
+    assert reader.until(b"ready\n")
+    channel.send(b"<mark>")
+    assert reader.until(b"<mark>")
+    channel.close()
+    whole = wait_until(
+        lambda: (out := _whole_output(client, session_id, cat_task)).endswith(b"<mark>") and out,
+        timeout=60,
+        what="the mark in the output file",
+    )
+    assert whole == b"ready\n<mark>"
+    assert whole == b"ready\n<mark>"
+    size = client.stub.GetTaskTerminal(pb.TaskRef(session_id=session_id, task_id=cat_task)).size
+    assert (size.rows, size.cols) == (24, 80)
