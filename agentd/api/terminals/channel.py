@@ -283,13 +283,14 @@ class TerminalConnection(asyncio.Protocol):
                 offset, done = await self._replay(grant, offset)
                 if done:
                     break
-                if self._linkable():
-                    linked = await self._link(offset)
-                    if linked is None:
-                        return  # the client went while the shim had it
-                    offset = linked
-                else:
-                    offset = await self._relay(offset)
+                while self._caught_up(offset):
+                    if self._linkable():
+                        linked = await self._link(offset)
+                        if linked is None:
+                            return  # the client went while the shim had it
+                        offset = linked
+                    else:
+                        offset = await self._relay(offset)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the output is gone: said to the client
@@ -324,6 +325,17 @@ class TerminalConnection(asyncio.Protocol):
         finally:
             await chunks.aclose()
         return offset, True
+
+    def _caught_up(self, offset: int) -> bool:
+        """At the live end of a running terminal, with room to send: no replay needed."""
+        run = self._run
+        return (
+            not self._closed
+            and run is not None
+            and not run.output.done
+            and run.output.size == offset
+            and (self._writable is None or self._writable.done())
+        )
 
     def _linkable(self) -> bool:
         """Whether the client may go to the shim now: it sends input, is caught up with
@@ -426,8 +438,15 @@ class TerminalConnection(asyncio.Protocol):
 
         live.relays.append(relay)
         ended = asyncio.ensure_future(asyncio.shield(self._run.done))
+        # One that may go to the shim again wakes to see whether it may: RELINK_SECONDS
+        # after it came back, then every RELINK_SECONDS (input queued here waits).
+        grant, run = self._grant, self._run
+        wait: float | None = None
+        if grant is not None and grant.input and run.can_link:
+            since = asyncio.get_running_loop().time() - self._back_at
+            wait = RELINK_SECONDS - since if since < RELINK_SECONDS else RELINK_SECONDS
         try:
-            await asyncio.wait({lost, ended}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({lost, ended}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ended.cancel()
             with contextlib.suppress(ValueError):

@@ -385,3 +385,57 @@ def test_after_the_token_input_without_the_right_or_an_oversized_frame_writes_no
     assert whole == b"ready\n<mark>"
     size = client.stub.GetTaskTerminal(pb.TaskRef(session_id=session_id, task_id=cat_task)).size
     assert (size.rows, size.cols) == (24, 80)
+
+
+def _shim_pid(daemon: DaemonProcess, task_id: str) -> int:
+    """The task's shim, by the peer credentials of its control socket."""
+    import glob
+    import sys
+
+    (path,) = [
+        p for p in glob.glob(f"{daemon.state_dir}/**/ctl.sock", recursive=True) if task_id in p
+    ]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as probe:
+        probe.connect(path)
+        creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(creds[0:4], sys.byteorder)
+
+
+def _shim_holds(shim_pid: int, channel: TerminalChannel) -> bool:
+    """Whether the shim holds the daemon's end of this client's connection (linked)."""
+    import subprocess
+
+    mine = str(os.fstat(channel.sock.fileno()).st_ino)
+    listing = subprocess.run(["ss", "-xH"], capture_output=True, text=True, check=True).stdout
+    peers = [t[-1] for line in listing.splitlines() if (t := line.split())[-3:-2] == [mine]]
+    held = set()
+    for fd in os.listdir(f"/proc/{shim_pid}/fd"):
+        try:
+            held.add(os.readlink(f"/proc/{shim_pid}/fd/{fd}"))
+        except OSError:
+            continue
+    return any(f"socket:[{peer}]" in held for peer in peers)
+
+
+def test_a_caught_up_client_goes_to_the_shim_comes_back_for_a_resize_then_goes_again(
+    daemon: DaemonProcess, client: Client, session_id: str, cat_task: str
+) -> None:
+    channel = open_channel(client, session_id, cat_task, input=True)
+    assert channel is not None
+    reader = _Reader(channel)
+    try:
+        assert reader.until(b"ready\n")
+        shim = _shim_pid(daemon, cat_task)
+        wait_until(lambda: _shim_holds(shim, channel), timeout=60, what="the client linked")
+        channel.resize(30, 90)  # not a key: back to the daemon, which resizes
+        wait_until(lambda: not _shim_holds(shim, channel), timeout=60, what="handed back")
+        channel.send(b"<between>")  # through the daemon meanwhile
+        assert reader.until(b"<between>")
+        wait_until(lambda: _shim_holds(shim, channel), timeout=60, what="linked again")
+        channel.send(b"<after>")
+        assert reader.until(b"<after>")
+        assert bytes(reader.data) == b"ready\n<between><after>" and _contiguous(reader.frames)
+        size = client.stub.GetTaskTerminal(pb.TaskRef(session_id=session_id, task_id=cat_task))
+        assert (size.size.rows, size.size.cols) == (30, 90)
+    finally:
+        channel.close()
