@@ -277,6 +277,7 @@ class Daemon:
             terminal_socket_path(config.socket_path),
         )
         # A task's terminal bytes off gRPC (agentd/api/terminals/).
+        self.task_io = task_io
         self.terminals = TerminalServer(config.socket_path, terminal_tokens, outputs, task_io)
         self.servicer = Servicer(
             status=StatusHandlers(
@@ -390,7 +391,8 @@ class Daemon:
         _report_unknown("control groups", self.groups.where(), unknown)
         self.server = Server(self.config, self.servicer, self.sessions)
         await self.server.start()
-        await self.terminals.start()
+        if not await self.terminals.start():
+            self.task_io.terminals = None  # OpenTerminal offers none: the gRPC streams serve
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()

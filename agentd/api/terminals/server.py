@@ -12,7 +12,6 @@ import stat
 
 from agentd.api.terminals.channel import TaskControl, factory
 from agentd.api.terminals.tokens import TerminalTokens
-from agentd.foundation.errors import ConfigError
 from agentd.runs.output.registry import Outputs
 
 log = logging.getLogger(__name__)
@@ -33,24 +32,33 @@ class TerminalServer:
         self._control = control
         self._server: asyncio.AbstractServer | None = None
 
-    async def start(self) -> None:
+    async def start(self) -> bool:
         """Listen; after the API server started (which checked the directory and that no
-        other daemon serves it), so a socket left at the path is a stale one."""
-        with contextlib.suppress(FileNotFoundError):
-            if not stat.S_ISSOCK(os.lstat(self.path).st_mode):
-                raise ConfigError(
-                    f"{self.path} exists and is not a socket; agentd will not replace it"
-                )
-            os.unlink(self.path)
-        old_umask = os.umask(0o177)
+        other daemon serves it), so a socket left at the path is a stale one. False (and
+        a warning) when it cannot: clients then use the gRPC streams."""
         try:
-            self._server = await asyncio.get_running_loop().create_unix_server(
-                factory(self._tokens, self._outputs, self._control), self.path
+            with contextlib.suppress(FileNotFoundError):
+                if not stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                    raise OSError(f"{self.path} exists and is not a socket")
+                os.unlink(self.path)
+            old_umask = os.umask(0o177)
+            try:
+                self._server = await asyncio.get_running_loop().create_unix_server(
+                    factory(self._tokens, self._outputs, self._control), self.path
+                )
+            finally:
+                os.umask(old_umask)
+            os.chmod(self.path, 0o600)
+        except OSError as exc:
+            log.warning(
+                "no terminal socket (%s): terminals use the gRPC streams; "
+                "a shorter socket path or removing what is at %s gives it back",
+                exc,
+                self.path,
             )
-        finally:
-            os.umask(old_umask)
-        os.chmod(self.path, 0o600)
+            return False
         log.info("terminal socket on %s", self.path)
+        return True
 
     async def stop(self) -> None:
         if self._server is not None:

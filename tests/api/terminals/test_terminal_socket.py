@@ -11,6 +11,7 @@ import random
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -439,3 +440,34 @@ def test_a_caught_up_client_goes_to_the_shim_comes_back_for_a_resize_then_goes_a
         assert (size.size.rows, size.size.cols) == (30, 90)
     finally:
         channel.close()
+
+
+def test_a_daemon_that_cannot_make_its_terminal_socket_serves_terminals_over_grpc(
+    tmp_path_factory: pytest.TempPathFactory, workspace: Path
+) -> None:
+    """A socket path with no room for ".term" (a unix socket's path is at most 107
+    bytes): the daemon starts, says so once, and offers no terminal socket."""
+    from tests.support.daemon import start_daemon
+
+    base = tmp_path_factory.mktemp("term")
+    run_dir = base / "r"
+    run_dir.mkdir(mode=0o700)
+    name = "s" * (104 - len(str(run_dir)) - 1)
+    socket_path = f"{run_dir}/{name}"
+    assert len(socket_path) == 104
+    d = start_daemon(base, socket=socket_path)
+    try:
+        d.wait_for_log("no terminal socket")
+        with Client(d.socket) as c:
+            sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+            task_id = _start(c, sid)
+            offered = c.stub.OpenTerminal(
+                pb.OpenTerminalRequest(
+                    session_id=sid, task_id=task_id, uid=os.geteuid(), input=True
+                )
+            )
+            assert offered.path == ""
+            assert open_channel(c, sid, task_id, input=True) is None
+            _kill(c, sid, task_id)
+    finally:
+        assert d.stop() == 0, d.log
