@@ -471,3 +471,30 @@ def test_a_daemon_that_cannot_make_its_terminal_socket_serves_terminals_over_grp
             _kill(c, sid, task_id)
     finally:
         assert d.stop() == 0, d.log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another uid needs root")
+def test_another_uid_cannot_even_connect_nor_use_a_token_made_for_it_from_here(
+    daemon: DaemonProcess, client: Client, session_id: str, cat_task: str
+) -> None:
+    """The socket keeps other uids out (0600 in the daemon's directory); a token made
+    for uid 65534 is refused to a connection of ours, and spent by the try."""
+    import subprocess
+
+    offered = _token(client, session_id, cat_task, uid=65534)
+    tried = subprocess.run(
+        [
+            "/usr/bin/python3",
+            "-c",
+            f"import socket; socket.socket(socket.AF_UNIX).connect({offered.path!r})",
+        ],
+        user=65534,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert tried.returncode != 0 and "PermissionError" in tried.stderr
+    with pytest.raises(ChannelRefused, match="for uid 65534"):
+        TerminalChannel.connect(offered.path, offered.token)
+    with pytest.raises(ChannelRefused, match="already used"):
+        TerminalChannel.connect(offered.path, offered.token)
