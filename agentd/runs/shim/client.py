@@ -260,7 +260,9 @@ class ShimRun:
         floods shares the loop); resolve `ending` at its end, or when it is gone."""
         for _ in range(READS_PER_WAKEUP):
             try:
-                data, ancillary, _, _ = self._sock.recvmsg(protocol.MAX_MESSAGE, _FD_SPACE)
+                data, ancillary, _, _ = self._sock.recvmsg(
+                    protocol.MAX_MESSAGE, _FD_SPACE, socket.MSG_CMSG_CLOEXEC
+                )
                 if ancillary:  # a terminal's connection handed back (links.py)
                     self._handed_back(data, _fds(ancillary))
                     continue

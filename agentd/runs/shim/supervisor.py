@@ -239,7 +239,9 @@ class Shim:
 
     def _on_ctrl(self, conn: socket.socket) -> None:
         try:
-            data, ancillary, _, _ = conn.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(4))
+            data, ancillary, _, _ = conn.recvmsg(
+                MAX_MESSAGE, socket.CMSG_SPACE(4), socket.MSG_CMSG_CLOEXEC
+            )
         except BlockingIOError:
             return
         except OSError:
