@@ -438,8 +438,25 @@ def test_a_caught_up_client_goes_to_the_shim_comes_back_for_a_resize_then_goes_a
         assert bytes(reader.data) == b"ready\n<between><after>" and _contiguous(reader.frames)
         size = client.stub.GetTaskTerminal(pb.TaskRef(session_id=session_id, task_id=cat_task))
         assert (size.size.rows, size.size.cols) == (30, 90)
+        # A detach while the shim has it: back to the daemon, which lets the task run on.
+        assert _shim_holds(shim, channel)
+        channel.detach()
     finally:
         channel.close()
+    events = wait_until(
+        lambda: [
+            e.task_controlled
+            for e in client.attach(session_id, follow=False)
+            if e.HasField("task_controlled")
+            and e.task_controlled.task_id == cat_task
+            and e.task_controlled.action == "input"
+        ],
+        timeout=60,
+        what="the input event",
+    )
+    assert (events[-1].reason, events[-1].bytes) == ("detached", len(b"<between><after>"))
+    term = client.stub.GetTaskTerminal(pb.TaskRef(session_id=session_id, task_id=cat_task))
+    assert term.status == "running"
 
 
 def test_a_daemon_that_cannot_make_its_terminal_socket_serves_terminals_over_grpc(
