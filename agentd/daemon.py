@@ -19,6 +19,7 @@ from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
 from agentd.api.handlers.ports import PortHandlers
+from agentd.api.handlers.review import ReviewHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
 from agentd.api.handlers.task_io import TaskIOHandlers
@@ -30,6 +31,7 @@ from agentd.api.terminals.tokens import TerminalTokens
 from agentd.calls.executor import Executor
 from agentd.calls.tasks import TaskStarter
 from agentd.changes.checkpoints import Checkpoints
+from agentd.changes.review import Reviews
 from agentd.changes.service import ChangeTracker
 from agentd.credentials import config as credential_config
 from agentd.credentials.masked_config import load_masked
@@ -159,6 +161,14 @@ class Daemon:
         if config.checkpoints:
             self.changes.checkpoints = Checkpoints(config, self.sessions)
             self.reaper.on_reaped.append(self.changes.checkpoints.reap)
+            self.changes.reviews = Reviews(
+                self.changes.checkpoints,
+                config.state_dir,
+                config.checkpoint_call_paths,
+                config.checkpoint_call_bytes,
+            )
+            if swept := self.changes.reviews.sweep():
+                log.warning("%d review view(s) a stopped daemon left were removed", swept)
             if interrupted := self.changes.checkpoints.rows.interrupted():
                 log.warning("%d restore(s) of checkpoints were interrupted by a crash", interrupted)
         # Proxied sessions' rules by name; a bad entry in the config stops start-up.
@@ -279,6 +289,9 @@ class Daemon:
         # A task's terminal bytes off gRPC (agentd/api/terminals/).
         self.task_io = task_io
         self.terminals = TerminalServer(config.socket_path, terminal_tokens, outputs, task_io)
+        checkpoint_handlers = CheckpointHandlers(
+            self.sessions, self.changes, config, self.temp_ledger
+        )
         self.servicer = Servicer(
             status=StatusHandlers(
                 self.sessions, self.executor, self.services, asker, self.reaper, self.sandbox_report
@@ -292,7 +305,10 @@ class Daemon:
             credentials=CredentialHandlers(self.credentials, self.ssh_agent, self.masks),
             task_io=task_io,
             ports=self.ports,
-            checkpoints=CheckpointHandlers(self.sessions, self.changes, config, self.temp_ledger),
+            checkpoints=checkpoint_handlers,
+            review=ReviewHandlers(
+                self.sessions, self.changes, config, self.temp_ledger, checkpoint_handlers.locks
+            ),
         )
         self.server: Server | None = None
         self._stopped = asyncio.Event()
@@ -389,7 +405,7 @@ class Daemon:
         if swept:
             log.info("removed the control groups of %d sessions no longer open", swept)
         _report_unknown("control groups", self.groups.where(), unknown)
-        self.server = Server(self.config, self.servicer, self.sessions)
+        self.server = Server(self.config, self.servicer, self.sessions, self.network.holder)
         await self.server.start()
         if not await self.terminals.start():
             self.task_io.terminals = None  # OpenTerminal offers none: the gRPC streams serve

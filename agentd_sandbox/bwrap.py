@@ -97,6 +97,9 @@ def _fill(out: MountList, policy: SandboxPolicy, identity: Identity) -> None:
         if anchored is not None:
             fd, dest, role = anchored
             out.add(Mount("bind", dest, role, fd=fd))
+            if path in policy.views:
+                view = roots.open_top(os.path.realpath(policy.views[path]), directory=True)
+                out.add(Mount("bind", dest, Role.VIEW, fd=view))
     for path in policy.ensure_dirs:
         # bwrap makes the mount point on the host (inside a writable bind), empty, and
         # covers it with an empty read-only tmpfs; its parent must be no link.

@@ -12,6 +12,8 @@ not the name it was given), that nothing hidden is shown again:
   descriptor bound onto its own path, beneath a root granted before it: so it can show
   nothing the root did not;
 - no bind's source holds or lies in a secret unless that secret is hidden after it;
+- a VIEW (review mode) is an overlay mount bound over a root granted before it, whose
+  lower layer is that root: it shows the root and what the command wrote over it;
 - nothing else is bound onto a host file that a covered place hides (a sanitised copy
   of a hidden git config would show what the original holds), and no file the caller
   gives by content (a data mount, which shows no host file) stands in for one either.
@@ -22,6 +24,7 @@ the list is then a sandbox that does not start, never one that shows a hidden fi
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import os
 from collections.abc import Iterable
@@ -37,6 +40,11 @@ class Role(enum.Enum):
     PROTECT = "protect"  # a path inside a granted root, bound onto itself
     HIDE = "hide"  # a secret covered after everything else
     FIXUP = "fixup"  # remounts and directories: shows nothing
+    VIEW = "view"  # an overlay over a granted root, bound onto that root
+
+
+# statfs(2)'s f_type of an overlay mount.
+OVERLAYFS_MAGIC = 0x794C7630
 
 
 # Ops that show a source at a destination.
@@ -126,6 +134,12 @@ def check(mounts: Iterable[Mount], covered: Iterable[str], secrets: Iterable[str
             raise _refused(mount, "it binds nothing")
         if mount.op == "ro-bind-try" and not os.path.lexists(source):
             continue
+        if mount.role is Role.VIEW:
+            if mount.fd is None or not is_overlay(mount.fd):
+                raise _refused(mount, "a view is not an overlay mount bound by descriptor")
+            if mount.dest not in roots:
+                raise _refused(mount, "a view lies over no root granted before it")
+            continue
         if mount.role is Role.PROTECT:
             if mount.fd is None:
                 raise _refused(mount, "a protected path is bound by name, not by descriptor")
@@ -148,6 +162,24 @@ def check(mounts: Iterable[Mount], covered: Iterable[str], secrets: Iterable[str
                 later = hidden_at.get(secret, -1) > index
                 if source != mount.dest or not later:
                     raise _refused(mount, f"it would show {secret}, which is hidden")
+
+
+def is_overlay(fd: int) -> bool:
+    """Whether the descriptor's file lies on an overlay mount."""
+    return statfs_type(fd) == OVERLAYFS_MAGIC
+
+
+def statfs_type(fd: int) -> int:
+    """fstatfs(2)'s f_type (os.fstatvfs does not give it)."""
+    buf = ctypes.create_string_buffer(120)
+    if _libc.fstatfs(fd, buf) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return int(ctypes.c_long.from_buffer(buf).value)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.fstatfs.argtypes = [ctypes.c_int, ctypes.c_void_p]
 
 
 def _stands_in(dest: str, covered: list[str], before: list[Mount]) -> bool:

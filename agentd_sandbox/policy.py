@@ -46,6 +46,10 @@ class SandboxPolicy:
     # covers with an empty read-only tmpfs, so a missing protected directory (.git/hooks)
     # cannot be filled.
     ensure_dirs: list[str] = field(default_factory=list)
+    # writable root -> the root of an overlay mount whose lower layer is that root: bound
+    # over the root, so the command writes a copy-on-write view (review mode) and the
+    # root itself is left as it was.
+    views: dict[str, str] = field(default_factory=dict)
     hidden: list[str] = field(default_factory=list)
     network: bool = False
     # A network namespace kept at this path (a bind-mounted nsfs file) that the sandbox

@@ -22,12 +22,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from agentd.api import reflection
 from agentd.api.decoding import DecodeGuard
+from agentd.api.handover import Handover, bind_path
 from agentd.api.names import SessionNames
 from agentd.api.service import Servicer
 from agentd.api.tls import load_server_pair, load_token
 from agentd.foundation import metrics
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
+from agentd.foundation.holder import Holder
 from agentd.foundation.privdir import ensure_private_dir
 from agentd.sessions.session import SessionManager
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc
@@ -113,9 +115,11 @@ def _check_port_free(listen: str) -> None:
                 raise ConfigError(f"cannot listen on tcp_listen {listen}: {exc.strerror}") from None
 
 
-def prepare_socket(path: str) -> None:
+def prepare_socket(path: str, successor: bool = False) -> None:
     """Make the socket's directory (0700) unless it exists, refuse a shared or foreign one,
-    clear a stale socket and refuse a live one or anything that is not a socket."""
+    clear a stale socket and refuse a live one or anything that is not a socket.
+    `successor`: the holder gave this daemon its predecessor's socket, which listens at
+    `path` with no daemon behind it (a probe would wait in its backlog)."""
     ensure_private_dir(os.path.dirname(path), "socket directory", readable_by_others=True)
     try:
         st = os.lstat(path)
@@ -123,6 +127,8 @@ def prepare_socket(path: str) -> None:
         return
     if not stat.S_ISSOCK(st.st_mode):
         raise ConfigError(f"{path} exists and is not a socket; agentd will not replace it")
+    if successor:
+        return
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.connect(path)
@@ -146,8 +152,13 @@ def _add_services(server: grpc.aio.Server, servicer: Servicer) -> health.aio.Hea
 
 class Server:
     def __init__(
-        self, config: Config, servicer: Servicer, sessions: SessionManager | None = None
+        self,
+        config: Config,
+        servicer: Servicer,
+        sessions: SessionManager | None = None,
+        holder: Holder | None = None,
     ) -> None:
+        """`holder`: where the unix socket is kept across a restart (handover.py)."""
         self.config = config
         # Every request's session_id may be a name or an id prefix (names.py).
         self._names: list[grpc.aio.ServerInterceptor] = (
@@ -171,10 +182,12 @@ class Server:
         tcp = self._tcp_server(config, servicer, options) if config.tcp_listen else None
         unix = grpc.aio.server(options=options, interceptors=[DecodeGuard(), *self._names])
         self._health.append(_add_services(unix, servicer))
-        prepare_socket(config.socket_path)
+        self.handover = Handover(holder, config.socket_path, config.restart_wait_seconds)
+        prepare_socket(config.socket_path, successor=self.handover.previous is not None)
+        self._bound = bind_path(config.socket_path)
         old_umask = os.umask(0o177)
         try:
-            unix.add_insecure_port(f"unix:{config.socket_path}")
+            unix.add_insecure_port(f"unix:{self._bound}")
         finally:
             os.umask(old_umask)
         self._servers.append(unix)
@@ -213,7 +226,8 @@ class Server:
             await server.start()
         # The socket exists only once bound; tighten it in case the umask was ignored.
         with contextlib.suppress(FileNotFoundError):
-            os.chmod(self.config.socket_path, 0o600)
+            os.chmod(self._bound, 0o600)
+        self.handover.serving(self._bound)
         for h in self._health:
             await h.set("", health_pb2.HealthCheckResponse.SERVING)
             await h.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
@@ -226,6 +240,8 @@ class Server:
             )
 
     async def stop(self, grace: float = 5.0) -> None:
+        """A stop lets go of the socket: clients are refused from now on."""
+        self.handover.stop(keep=False)
         for h in self._health:
             await h.enter_graceful_shutdown()
         for server in self._servers:

@@ -15,6 +15,7 @@ from agentd.api.handlers.events import EventHandlers
 from agentd.api.handlers.outputs import OutputHandlers
 from agentd.api.handlers.permissions import PermissionHandlers
 from agentd.api.handlers.ports import PortHandlers
+from agentd.api.handlers.review import ReviewHandlers
 from agentd.api.handlers.sessions import SessionHandlers
 from agentd.api.handlers.status import StatusHandlers
 from agentd.api.handlers.task_io import TaskIOHandlers
@@ -35,6 +36,7 @@ class Servicer:
         task_io: TaskIOHandlers,
         ports: PortHandlers,
         checkpoints: CheckpointHandlers,
+        review: ReviewHandlers,
     ) -> None:
         self.GetStatus = status.GetStatus
         self.ListTools = status.ListTools
@@ -82,3 +84,5 @@ class Servicer:
         self.DiffCheckpoint = checkpoints.DiffCheckpoint
         self.RestoreCheckpoint = checkpoints.RestoreCheckpoint
         self.RewindToCall = checkpoints.RewindToCall
+        self.ListPendingChanges = review.ListPendingChanges
+        self.ResolvePendingChanges = review.ResolvePendingChanges

@@ -43,6 +43,7 @@ def session_to_pb(s: Session, log_: EventLog | None = None) -> pb.Session:
         allow_network=s.allow_network,
         allow_unsandboxed=s.allow_unsandboxed,
         ask_timeout_seconds=s.ask_timeout_seconds,
+        review=s.review,
         network=network_mode(s),
         last_seq=log_.last_seq if log_ else 0,
         last_activity_ms=max(log_.last_time_ms, s.created_ms) if log_ else s.created_ms,

@@ -111,7 +111,7 @@ async def plan(
             )
         wanted = picked
     steps = [Step(root, rel, to) for (root, rel), to in sorted(wanted.items())]
-    await asyncio.to_thread(_look_all, steps, identity, checkpoints)
+    await asyncio.to_thread(look_all, steps, identity, checkpoints)
     for step in steps:
         key = (step.root, step.rel)
         if not images.restorable(step.to):
@@ -122,12 +122,12 @@ async def plan(
             step.conflict = LATER.format(last_seq[key])
         else:
             expected = checkpoints.rows.last_after(step.root, step.rel)
-            if expected is not None and _differs(expected, step.now):
+            if expected is not None and differs(expected, step.now):
                 step.conflict = OUTSIDE
     return Plan(steps, row, rewind)
 
 
-def _differs(expected: Image, now: Image) -> bool:
+def differs(expected: Image, now: Image) -> bool:
     """Whether the path is no longer what the last checkpoint left (a file whose content
     was not kept is compared by kind, mode and size)."""
     if expected["kind"] == images.FILE and not expected.get("blob"):
@@ -142,7 +142,7 @@ def matches(key: tuple[str, str], paths: list[str]) -> bool:
     return any(p in (rel, full) or rel.startswith(p.rstrip("/") + "/") for p in paths)
 
 
-def _look_all(steps: list[Step], identity: FsIdentity | None, checkpoints: Checkpoints) -> None:
+def look_all(steps: list[Step], identity: FsIdentity | None, checkpoints: Checkpoints) -> None:
     """Each path's image now (its content hashed, not stored yet)."""
     for step in steps:
         now, data = images.look(step.root, step.rel, identity, checkpoints.cap)
@@ -173,7 +173,7 @@ async def apply(
     if not todo:
         return None, []
     budget = checkpoints.budget(session.id)
-    pending = await asyncio.to_thread(_pre_images, checkpoints, todo, identity, budget)
+    pending = await asyncio.to_thread(pre_images, checkpoints, todo, identity, budget)
     action = "rewind" if the_plan.rewind else "restore"
     tool_use_id = f"{action}-{secrets.token_hex(6)}"
     body: dict[str, Any] = {
@@ -185,7 +185,7 @@ async def apply(
     }
     name = "RewindToCall" if the_plan.rewind else "RestoreCheckpoint"
     intent = checkpoints.save(session, tool_use_id, name, body, action, by=by, state=RESTORING)
-    failed = await asyncio.to_thread(_put_all, checkpoints, todo, identity, ledger)
+    failed = await asyncio.to_thread(put_all, checkpoints, todo, identity, ledger)
     for item in pending:  # what each path is now: the restore's post-images
         item.after = images.none()
     await asyncio.to_thread(checkpoints.post_images, pending, identity, budget)
@@ -197,7 +197,7 @@ async def apply(
     return row, todo
 
 
-def _pre_images(
+def pre_images(
     checkpoints: Checkpoints, todo: list[Step], identity: FsIdentity | None, budget: Budget
 ) -> list[Pending]:
     """Each path as it is now, stored: the restore's pre-images."""
@@ -215,7 +215,7 @@ def _pre_images(
     return out
 
 
-def _put_all(
+def put_all(
     checkpoints: Checkpoints,
     todo: list[Step],
     identity: FsIdentity | None,

@@ -29,6 +29,7 @@ from agentd.changes.files import Entry
 from agentd.changes.following import TaskFollowing
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
+from agentd.changes.review import Reviews
 from agentd.changes.tracked import Tracked
 from agentd.changes.walk import Baseline
 from agentd.foundation.config import Config
@@ -86,6 +87,8 @@ class ChangeTracker:
         self._asked_events = config.changes_tracking == EVENTS
         # Where each writing call's checkpoint goes (set by the assembly; None: nowhere).
         self.checkpoints: Checkpoints | None = None
+        # Review mode's change sets (set with the checkpoints; None: no review mode).
+        self.reviews: Reviews | None = None
         self._tasks = TaskFollowing(self)
 
     def announce(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from agentd.foundation.config import Config
-from agentd.network.holder import Holder
+from agentd.foundation.holder import Holder
 from agentd.runs.shim import client as shim_client
 from agentd.runs.shim import protocol
 from agentd_client.v1 import agentd_pb2, agentd_pb2_grpc

@@ -1,10 +1,12 @@
 """The HTTP pieces a credential route's relay is made of: reading h11 events under a
-timeout, the hop-by-hop headers never passed on, masking a secret in a stream whatever
-its chunks and its spelling, and holding a textual answer whole to rewrite its URLs."""
+timeout, the connection to the upstream, the hop-by-hop headers never passed on,
+masking a secret in a stream whatever its chunks and its spelling, and holding a
+textual answer whole to rewrite its URLs."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -13,7 +15,7 @@ import h11
 from agentd.credentials import paths, spellings
 from agentd.credentials.config import Route
 from agentd.network import forward
-from agentd.network.connection import CHUNK
+from agentd.network.connection import CHUNK, CONNECT_SECONDS
 
 IDLE_SECONDS = 120.0
 
@@ -60,6 +62,28 @@ class Upstream:
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     conn: h11.Connection = field(default_factory=lambda: h11.Connection(h11.CLIENT))
+
+
+async def connect(route: Route, addresses: list[str], tls: ssl.SSLContext) -> Upstream:
+    """A TLS connection to the route's upstream, each address tried in turn; the last
+    failure, in a few words, when none answers."""
+    failure: OSError = OSError("no address to connect to")
+    for address in addresses:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    address, route.port, ssl=tls, server_hostname=route.host, limit=CHUNK
+                ),
+                CONNECT_SECONDS,
+            )
+        except TimeoutError:
+            failure = OSError("timed out")
+            continue
+        except (OSError, ssl.SSLError) as exc:
+            failure = OSError(getattr(exc, "reason", None) or exc.strerror or str(exc))
+            continue
+        return Upstream(route.name, reader, writer)
+    raise failure
 
 
 async def next_event(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Event | type:

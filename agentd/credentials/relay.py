@@ -19,33 +19,30 @@ import asyncio
 import contextlib
 import ssl
 from typing import NoReturn, Protocol
-from urllib.parse import unquote
 
 import h11
 
-from agentd.credentials import paths, push
+from agentd.credentials import paths, push, push_http
 from agentd.credentials.config import Route
 from agentd.credentials.http import (
     HOP,
     Held,
     Masker,
     Upstream,
+    connect,
     next_event,
     request_body,
     response_headers,
     rewritable,
 )
 from agentd.credentials.sources import Secret, SourceError
-from agentd.network.connection import CHUNK, CONNECT_SECONDS, Decider, Request, refusal_body
+from agentd.network.connection import Decider, Request, refusal_body
 
 # A push's body read before it is forwarded, to prove fast-forwards; a bigger push still
 # has its commands read, and its non-creating updates ask.
 PUSH_HELD_BYTES = 64 * 1024 * 1024
 # Other request bodies are streamed once this much is buffered.
 BODY_HELD_BYTES = 1024 * 1024
-# receive-pack's advertisement read before a push, at most (a bigger one cannot be read:
-# every update of the push then asks).
-ADVERTISED_BYTES = 16 * 1024 * 1024
 
 
 class Routes(Protocol):
@@ -301,74 +298,35 @@ class RouteConnection:
     async def _advertised(
         self, route: Route, addresses: list[str], secret: Secret, path: str
     ) -> push.Advertised | None:
-        """The upstream's receive-pack advertisement, asked by the daemon itself just
-        before the push goes on (what the server would update, whatever the client
-        showed); None when it cannot be had or read."""
-        base, _, last = path.partition("?")[0].rpartition("/")
-        if unquote(last).lower() != "git-receive-pack":
+        """The upstream's receive-pack advertisement, asked just before the push goes on;
+        None when it cannot be had or read."""
+        request = push_http.advertisement_request(route, secret, path)
+        if request is None:
             return None
-        target = f"{base}/info/refs?service=git-receive-pack".encode()
-        headers = [
-            (b"Host", route.netloc.encode()),
-            (b"Accept-Encoding", b"identity"),
-            (b"User-Agent", b"git/agentd"),
-            (route.header.encode(), secret.header_value(route).encode()),
-        ]
         for attempt in (1, 2):
             reused = self._reusable(route)
             try:
                 upstream = await self._connect(route, addresses)
-                await self._up(upstream, h11.Request(method="GET", target=target, headers=headers))
+                await self._up(upstream, request)
                 await self._up(upstream, h11.EndOfMessage())
-                status, body = await self._collected(upstream)
+                status, body, reusable = await push_http.collected(upstream)
             except (OSError, TimeoutError, h11.ProtocolError):
                 self._drop_upstream()
                 if attempt == 1 and reused:
                     continue
                 return None
+            if not reusable:
+                self._drop_upstream()
             return push.advertised(body) if status == 200 and body is not None else None
         return None
-
-    async def _collected(self, upstream: Upstream) -> tuple[int, bytes | None]:
-        """A whole answer from the upstream (its body None past ADVERTISED_BYTES)."""
-        status, parts, size = 0, [], 0
-        while True:
-            event = await next_event(upstream.conn, upstream.reader)
-            if isinstance(event, h11.Response):
-                status = event.status_code
-            elif isinstance(event, h11.Data):
-                size += len(event.data)
-                if size > ADVERTISED_BYTES:
-                    self._drop_upstream()
-                    return status, None
-                parts.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                if upstream.conn.our_state is h11.DONE and upstream.conn.their_state is h11.DONE:
-                    upstream.conn.start_next_cycle()
-                else:
-                    self._drop_upstream()
-                return status, b"".join(parts)
-            elif not isinstance(event, h11.InformationalResponse):
-                raise OSError("the upstream closed")
 
     async def _push_answer(self, refused: tuple[push.Commands | None, str]) -> None:
         commands, why = refused
         if commands is None:
             await self._answer(403, f"{why}\n")
             return
-        data = push.refusal(commands, why)
-        await self._send(
-            h11.Response(
-                status_code=200,
-                headers=[
-                    ("Content-Type", "application/x-git-receive-pack-result"),
-                    ("Content-Length", str(len(data))),
-                    ("Cache-Control", "no-cache"),
-                ],
-            )
-        )
-        await self._send(h11.Data(data=data))
-        await self._send(h11.EndOfMessage())
+        for event in push_http.refusal(commands, why):
+            await self._send(event)
 
     # --- the upstream's side -------------------------------------------------------------
 
@@ -376,28 +334,8 @@ class RouteConnection:
         if self._reusable(route) and self.upstream is not None:
             return self.upstream
         self._drop_upstream()
-        failure: OSError = OSError("no address to connect to")
-        for address in addresses:
-            try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(
-                        address,
-                        route.port,
-                        ssl=self.routes.tls(route),
-                        server_hostname=route.host,
-                        limit=CHUNK,
-                    ),
-                    CONNECT_SECONDS,
-                )
-            except TimeoutError:
-                failure = OSError("timed out")
-                continue
-            except (OSError, ssl.SSLError) as exc:
-                failure = OSError(getattr(exc, "reason", None) or exc.strerror or str(exc))
-                continue
-            self.upstream = Upstream(route.name, reader, writer)
-            return self.upstream
-        raise failure
+        self.upstream = await connect(route, addresses, self.routes.tls(route))
+        return self.upstream
 
     def _drop_upstream(self) -> None:
         if self.upstream is not None:

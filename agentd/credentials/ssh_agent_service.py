@@ -45,9 +45,9 @@ from agentd.credentials.ssh_agent_rules import (
 )
 from agentd.foundation.config import Config
 from agentd.foundation.errors import ConfigError
+from agentd.network.decide import NOT_ASKING_MODES
 from agentd.network.loop import ServiceLoop
 from agentd.network.rules import NetworkRules
-from agentd.network.service import NOT_ASKING_MODES
 from agentd.network.state import AskAnswer
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session, SessionManager

@@ -141,6 +141,9 @@ def default_config_file() -> str | None:
 @dataclass
 class Config:
     socket_path: str = field(default_factory=default_socket_path)
+    # Seconds clients wait in the socket's backlog for a daemon that died to come back
+    # (its listening socket is held meanwhile); beyond, they are refused. 0: at once.
+    restart_wait_seconds: SecondsOrNever = 60.0
     state_dir: str = field(default_factory=default_state_dir)
     # TCP is off unless set ("127.0.0.1:7777"); it then needs tls_cert, tls_key and a
     # token: token_file (a file holding it, kept 0600; `agentd tls init` makes one) or token.

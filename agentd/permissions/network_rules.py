@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import InvalidRequest
+from agentd.network.decide import AskFn
 from agentd.network.rules import NetworkRules, Sourced, parse_pattern, presets, reason_text
-from agentd.network.service import AskAnswer, AskFn
+from agentd.network.state import AskAnswer
 from agentd.permissions.asker import Answer, Asker
 from agentd.permissions.decision import Behavior
 from agentd.permissions.rules import SourcedRule

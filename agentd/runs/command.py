@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentd.changes.prompt import made_by
+from agentd.changes.review import Opened
 from agentd.changes.service import ChangeTracker
 from agentd.changes.tracked import Tracked
 from agentd.foundation.config import Config
-from agentd.foundation.errors import SessionNotFound
+from agentd.foundation.errors import SessionNotFound, ToolError
 from agentd.fs import identity as fsidentity
 from agentd.fs.identity import FsIdentity
 from agentd.network.state import CallNet
@@ -111,7 +112,9 @@ class Commands:
         notices = self._cwd_that_exists(request)
         # Before the command can run: what it changes is named afterwards.
         before = _read_files_state(session)
-        tracked = await self._track(request)
+        opened = await self._open_review(request)
+        # A review run writes no workspace: its change set is its view's upper dir.
+        tracked = None if opened is not None else await self._track(request)
         network = self.sandbox.network
         net_call = (
             network.begin_call(session.id, request.tool_use_id, request.command)
@@ -119,8 +122,10 @@ class Commands:
             else None
         )
         try:
-            started = await self._launch(request, tracked)
+            started = await self._launch(request, tracked, opened)
         except BaseException:
+            if opened is not None and self.changes.reviews is not None:
+                await asyncio.to_thread(self.changes.reviews.abandon, request.session, opened)
             if tracked is not None:
                 self.changes.close(tracked)
             if network is not None and net_call is not None:
@@ -138,7 +143,9 @@ class Commands:
             output_path=started.run.output.path,
             tool_use_id=request.tool_use_id,
         )
-        return CommandRun(self, request, started, task, tracked, net_call, before, notices)
+        run = CommandRun(self, request, started, task, tracked, net_call, before, notices)
+        run.review = opened
+        return run
 
     async def readopt(
         self,
@@ -153,13 +160,41 @@ class Commands:
             self.tasks, self.outputs, session_open, self._readopted, session_known
         )
         running = [t for t in self.tasks.tasks() if self.tasks.is_running(t.id)]
-        self.changes.sweep({t.id for t in running})
+        # A task left running untaken (of a session the database does not know) keeps
+        # its change log: so does every task whose shim directory is still there.
+        root = self.tasks.shim_root
+        shims = set(os.listdir(root)) if root is not None and os.path.isdir(root) else set()
+        self.changes.sweep({t.id for t in running} | shims)
         self._serve_kept({t.session_id for t in running})
         return adopted
 
     # --- pieces ---------------------------------------------------------------------------
 
-    async def _launch(self, request: CommandRequest, tracked: Tracked | None) -> launch.Started:
+    async def _open_review(self, request: CommandRequest) -> Opened | None:
+        """A writing run of a session in review mode gets a copy-on-write view of each
+        root (agentd/changes/review.py); ToolError when it cannot have one."""
+        reviews = self.changes.reviews
+        if not request.session.review or request.mode is SandboxMode.READ_ONLY:
+            return None
+        if request.mode is SandboxMode.UNSANDBOXED:
+            raise ToolError("review mode runs no command outside the sandbox")
+        if reviews is None:
+            raise ToolError(
+                "review mode needs checkpoints, which this daemon keeps none of "
+                "(checkpoints = false); ask its operator"
+            )
+        gid = sandbox_policy.session_group(request.session, self.config)
+        try:
+            return await reviews.open(request.session, gid)
+        except OSError as exc:
+            raise ToolError(
+                f"review mode could not make a view of the workspace ({exc.strerror or exc}); "
+                "the command did not run"
+            ) from None
+
+    async def _launch(
+        self, request: CommandRequest, tracked: Tracked | None, opened: Opened | None = None
+    ) -> launch.Started:
         """The command planned (agentd/runs/launch.py) as the permission decision says,
         and started, its output registered for the session's watchers (and what it
         changes followed, when `tracked`)."""
@@ -180,6 +215,7 @@ class Commands:
                 tasks_dir=tasks_dir,
                 bash_env=channels.bash_env,
                 plans=self.plans,
+                views=opened.binds() if opened is not None else None,
             )
 
         return await launch.start_bash(
@@ -283,6 +319,8 @@ class CommandRun:
         self._net_call = net_call
         self._read_before = read_before
         self.notices = notices
+        # Review mode's views: what it wrote waits for a person (settled at its end).
+        self.review: Opened | None = None
 
     @property
     def run(self) -> Run:
@@ -356,9 +394,18 @@ class CommandRun:
         """Hold what the finished command changed that makes code run later; ask a
         person. The text says what happened (empty: nothing held)."""
         tracked = self._tracked
+        tracker, request = self._commands.changes, self.request
+        if self.review is not None and tracker.reviews is not None:
+            opened, self.review = self.review, None
+            return await tracker.reviews.close(
+                request.session,
+                opened,
+                request.identity,
+                tool_use_id=request.tool_use_id,
+                command=request.command,
+            )
         if tracked is None:
             return ""
-        tracker, request = self._commands.changes, self.request
         try:
             known = await tracker.known_before(tracked)
             held = await tracker.hold(tracked)

@@ -89,13 +89,14 @@ async def plan_bash(
     tasks_dir: str,
     bash_env: str,
     plans: PlanCache | None = None,
+    views: dict[str, str] | None = None,
 ) -> LaunchPlan:
     """A Bash command's launch: the session's sandbox as `mode` says (read-only and
     neutralised runs get their git configs staged), the session's output files
     read-only at TASKS_MOUNT, and `bash_env` sourced first (agentd/runs/channels.py).
     The command's text goes in through the environment, never on a command line.
     `plans`: what the session's earlier plans found in its workspace, kept while it
-    holds (agentd/runs/plans.py)."""
+    holds (agentd/runs/plans.py). `views`: review mode's overlay of each root."""
     read_only = mode is SandboxMode.READ_ONLY
     if runtime.masks is not None:  # masked credentials' values, fetched off the loop
         await runtime.masks.prepare(session)
@@ -114,6 +115,8 @@ async def plan_bash(
         )
     )
     policy.env = {**policy.env, "BASH_ENV": bash_env}
+    if views and not read_only:
+        _review_views(policy, views, tmp_dir)
     staged = readonly.Staged()
     if mode in (SandboxMode.READ_ONLY, SandboxMode.NEUTRALISED):
         staged = await readonly.enforce(
@@ -124,6 +127,20 @@ async def plan_bash(
         # The session's output files, read-only at a fixed path (`tail -f` works).
         policy.ro_binds = [*policy.ro_binds, (tasks_dir, TASKS_MOUNT)]
     return LaunchPlan(policy, shell_argv(policy, command), sandboxed, staged)
+
+
+def _review_views(policy: SandboxPolicy, views: dict[str, str], tmp_dir: str) -> None:
+    """Review mode: each root seen through its copy-on-write view. The git directories
+    the policy pins writable onto themselves would write the real ones, past the view:
+    here they are read-only (a command cannot write git's state; a person commits after
+    applying), and the missing hooks directories inside them need no cover."""
+    pinned = [p for p in policy.writable if p not in views and p != tmp_dir]
+    policy.writable = [p for p in policy.writable if p not in pinned]
+    policy.read_only = [*pinned, *policy.read_only]
+    policy.ensure_dirs = [
+        d for d in policy.ensure_dirs if not any(d.startswith(p.rstrip("/") + "/") for p in pinned)
+    ]
+    policy.views = dict(views)
 
 
 def search_policy(

@@ -11,6 +11,8 @@ the daemon's private state dir so that the next daemon finds it again:
         <session id>/            root : the session's group, 0710
             tmp/                 root : the session's group, 0770   ($TMPDIR; HOME inside)
             output/              root : the session's group, 0750   (output files, 0640)
+            review/              root : the session's group, 0710   (review mode's overlay
+                                 views, one per call while it runs: agentd/fs/overlay.py)
             ssh-agent/           root : the session's group, 0750   (the sandbox's ssh-agent
                                  socket and known_hosts: agentd/credentials/ssh_agent_dir.py)
 
@@ -69,6 +71,11 @@ class SessionDirs:
                 self._base = self._recorded() or self._make_base()
             return self._base
 
+    def existing_base(self) -> str | None:
+        """This daemon's base if it has one already (none is made)."""
+        with self._lock:
+            return self._base or self._recorded()
+
     def session_path(self, session_id: str) -> str:
         return os.path.join(self.base(), _checked(session_id))
 
@@ -87,6 +94,11 @@ class SessionDirs:
     def output_dir(self, session_id: str, gid: int | None) -> str:
         """The session's output dir, made if need be: its sandbox's group may read it."""
         return self._make(session_id, "output", gid, 0o750)
+
+    def review_dir(self, session_id: str, gid: int | None) -> str:
+        """Where the session's review-mode views are mounted (agentd/fs/overlay.py): its
+        sandbox's group walks to them."""
+        return self._make(session_id, "review", gid, 0o710)
 
     def _make(self, session_id: str, name: str, gid: int | None, mode: int) -> str:
         top = self.session_path(session_id)

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentd.foundation.config import Config
-from agentd.foundation.errors import AlreadyExists, InvalidRequest, SessionNotFound, StorageFull
+from agentd.foundation.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidRequest,
+    SessionNotFound,
+    StorageFull,
+)
 from agentd.foundation.errors import SessionClosed as SessionClosedError
 from agentd.sessions import gids
 from agentd.sessions.event_types import SessionClosed, TodoPayload
@@ -89,6 +95,9 @@ class Session:
     allow_unsandboxed: bool = False
     # How long its asks wait for an answer, in seconds; 0: the daemon's default.
     ask_timeout_seconds: float = 0.0
+    # Review mode: a writing Bash call runs on a copy-on-write view of the workspace and
+    # its changes wait for a person (agentd/changes/review.py).
+    review: bool = False
     # Directories outside the workspace roots that tools may use (additionalDirectories).
     additional_dirs: list[str] = field(default_factory=list)
     # path -> state at the last Read (or write by a tool) in this session
@@ -188,6 +197,7 @@ class SessionManager:
         owner_uid: int | None = None,
         network: str = "",
         ask_timeout_seconds: float = 0.0,
+        review: bool = False,
     ) -> Session:
         if not workspace_roots:
             raise InvalidRequest("a session needs at least one workspace root (--workspace DIR)")
@@ -223,6 +233,11 @@ class SessionManager:
                 raise InvalidRequest(f"environment variable {key} contains a NUL byte")
         if name:
             self._check_name(name)
+        if review and os.geteuid() != 0:
+            raise FailedPrecondition(
+                "review mode needs a daemon running as root (it mounts an overlay per "
+                "call); create the session without review"
+            )
         uid = os.getuid() if owner_uid is None else owner_uid
         session = Session(
             id=uuid.uuid4().hex,
@@ -238,6 +253,7 @@ class SessionManager:
             network=network or ("on" if allow_network else self._config.network_default),
             allow_unsandboxed=allow_unsandboxed,
             ask_timeout_seconds=ask_timeout_seconds,
+            review=review,
         )
         self._assign_gid(session)
         for admit in self.admit:

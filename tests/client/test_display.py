@@ -34,3 +34,15 @@ def test_a_restore_says_who_asked_for_it() -> None:
     )
     text = describe_event(event)
     assert "files changed by rewind rewind-ab (RewindToCall) by " in text and "\x1b" not in text
+
+
+def test_review_mode_says_the_changes_wait_then_who_applied_or_discarded_them() -> None:
+    def shown(action: str, by: str = "") -> str:
+        f = pb.FilesChanged(tool_use_id="t-1", tool_name="Bash", added=2, action=action, by=by)
+        return describe_event(pb.Event(seq=1, files_changed=f))
+
+    assert "changes of call t-1 (Bash) wait for review: +2 ~0 -0" in shown("pending review")
+    applied = shown("applied", "ann@box")
+    assert "files changed by call t-1 (Bash) by ann@box (review applied)" in applied
+    discarded = shown("discarded", "\x1b]0;bob")
+    assert "changes of call t-1 (Bash) discarded by" in discarded and "\x1b" not in discarded

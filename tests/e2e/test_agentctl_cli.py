@@ -104,6 +104,7 @@ def _args_for(daemon: DaemonProcess, client: Client, workspace: Path, tmp: Path)
         ("diff",): [sid, "toolu_json", "--stat"],
         ("restore",): [sid, "toolu_json", "--dry-run"],
         ("rewind",): [sid, "toolu_json", "--dry-run"],
+        ("review",): [client.create_session(str(workspace), review=True).id],
         # No ask is pending: refused (exit 3), the error as JSON on stderr.
         ("approve",): ["-s", sid, "ABCD"],
         ("deny",): ["ABCD"],

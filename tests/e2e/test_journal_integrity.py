@@ -146,7 +146,9 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Killed]:
                 ids.append(sid)
                 assert not c.run_tool(sid, "Bash", {"command": "true"}).is_error
                 if n == 0:
-                    task = {"command": f"sleep {TASK_MARKER}", "run_in_background": True}
+                    # A writing task: its changes are followed, in a log of its own.
+                    command = f"touch made-by-task; exec sleep {TASK_MARKER}"
+                    task = {"command": command, "run_in_background": True}
                     assert not c.run_tool(sid, "Bash", task).is_error
                 for k in range(40):
                     prompt = pb.AgentPrompt(text=f"prompt {n}.{k} " * 40)
@@ -194,6 +196,8 @@ def test_accepted_loss_leaves_what_it_cannot_prove_closed(killed: Killed) -> Non
     assert set(killed.ids) <= namespaces
     task = wait_present(f"sleep {TASK_MARKER}")
     assert all(d.is_dir() for d in dirs), dirs
+    change_logs = set((killed.base / "state" / "changes").glob("*.log"))
+    assert change_logs  # the task's
 
     daemon = start_daemon(killed.base, ["--accept-journal-loss"])
     try:
@@ -209,6 +213,7 @@ def test_accepted_loss_leaves_what_it_cannot_prove_closed(killed: Killed) -> Non
         assert set(killed.ids) <= killed.owner_records()
         assert "left 1 task(s) of sessions" in daemon.wait_for_log("task(s) of sessions")
         assert processes_with(f"sleep {TASK_MARKER}") == task  # not stopped
+        assert change_logs <= set((killed.base / "state" / "changes").glob("*.log"))
     finally:
         assert daemon.stop() == 0, daemon.log
     assert processes_with(f"sleep {TASK_MARKER}") == task

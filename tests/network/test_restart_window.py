@@ -1,5 +1,5 @@
 """A restart refuses no connection of a sandboxed client: the proxy's listening sockets
-are held across it (agentd/network/holder.py), so a background task that connects to its
+are held across it (agentd/foundation/holder.py), so a background task that connects to its
 proxy in a loop while the daemon is killed (-9) and started again sees every connection
 accepted, those made meanwhile once the next daemon takes the sockets back."""
 

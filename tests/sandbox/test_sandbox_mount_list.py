@@ -210,3 +210,17 @@ async def test_the_sandbox_shows_nothing_through_them_and_holds_no_descriptor(
     assert SECRET not in res.out, res.out
     # 0, 1, 2 and ls's own directory: none of the descriptors bwrap was handed.
     assert sorted(res.out.split()[-4:]) == ["0", "1", "2", "3"], res.out
+
+
+def test_a_view_that_is_no_overlay_or_over_no_root_fails_the_start(ws: str) -> None:
+    root, other = _fd(ws), _fd(ws)
+    try:
+        with pytest.raises(SandboxUnavailable, match="not an overlay"):
+            check(
+                [Mount("bind", ws, Role.GRANT, fd=root), Mount("bind", ws, Role.VIEW, fd=other)],
+                covered=["/tmp"],
+                secrets=[],
+            )
+    finally:
+        os.close(root)
+        os.close(other)

@@ -23,7 +23,7 @@ MAX_PATHS = 1000
 MAX_PATH = 4096
 
 
-def _image(image: dict[str, Any]) -> pb.FileImage:
+def image_pb(image: dict[str, Any]) -> pb.FileImage:
     return pb.FileImage(
         kind=image["kind"],
         mode=int(image.get("mode", 0)),
@@ -74,7 +74,7 @@ def _paths(paths: Any) -> list[str]:
     return [p.rstrip("/") or p for p in paths]
 
 
-def _who(said: str, context: Any) -> str:
+def who(said: str, context: Any) -> str:
     """Who asked, as the transport says (a client cannot name someone else); what it
     said of itself (a script's name) after it."""
     who = client_identity(context)
@@ -100,7 +100,7 @@ class CheckpointHandlers:
         self.tracker = tracker
         self.config = config
         self.ledger = ledger
-        self._locks: dict[str, asyncio.Lock] = {}
+        self.locks: dict[str, asyncio.Lock] = {}
 
     def _service(self) -> Any:
         if self.tracker.checkpoints is None:
@@ -152,8 +152,8 @@ class CheckpointHandlers:
                     root=images.shown(d.root),
                     path=images.shown(d.rel),
                     change=d.change,
-                    before=_image(d.before),
-                    after=_image(d.after),
+                    before=image_pb(d.before),
+                    after=image_pb(d.after),
                 )
                 for d in found
                 if d.change != "none"
@@ -172,7 +172,7 @@ class CheckpointHandlers:
             dry_run=request.dry_run,
             paths=_paths(request.paths),
             on_conflict=_policy(request.on_conflict),
-            by=_who(request.by, context),
+            by=who(request.by, context),
         )
 
     @unary
@@ -186,7 +186,7 @@ class CheckpointHandlers:
             dry_run=request.dry_run,
             paths=[],
             on_conflict=_policy(request.on_conflict),
-            by=_who(request.by, context),
+            by=who(request.by, context),
         )
 
     async def _restore(
@@ -208,7 +208,7 @@ class CheckpointHandlers:
             )
         service = self._service()
         identity = sandbox_policy.fs_identity(session, self.config)
-        async with self._locks.setdefault(session.id, asyncio.Lock()):
+        async with self.locks.setdefault(session.id, asyncio.Lock()):
             running = self.tracker.running(session.id)
             the_plan = await restore.plan(
                 service, session, identity, tool_use_id, rewind=rewind, paths=paths, running=running
@@ -220,7 +220,7 @@ class CheckpointHandlers:
                     path=images.shown(s.rel),
                     action=s.action,
                     conflict=s.conflict,
-                    to=_image(s.to),
+                    to=image_pb(s.to),
                 )
                 for s in the_plan.steps
             ]

@@ -43,6 +43,7 @@ class SessionHandlers:
             allow_unsandboxed=request.allow_unsandboxed,
             network=request.network,
             ask_timeout_seconds=checked_timeout(request.ask_timeout_seconds, "ask_timeout_seconds"),
+            review=request.review,
         )
         return session_to_pb(session)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, NotRequired, TypedDict
 
-from agentd.foundation.errors import InputError
+from agentd.bashsec import classify
+from agentd.foundation.errors import InputError, ToolError
 from agentd.runs.command import CommandRequest
 from agentd.runs.output.file import head_and_tail
 from agentd.runs.output.registry import sandbox_path
@@ -90,12 +91,20 @@ class BashTool(Tool[BashInput]):
 
     async def call(self, args: BashInput, ctx: ToolContext) -> ToolResult:
         command: str = args["command"]
+        mode = ctx.sandbox
+        reviewed = ctx.session.review and mode is not SandboxMode.READ_ONLY
+        if reviewed and classify(command).read_only:
+            # Review mode: what the classifier reads as read-only runs on the workspace
+            # itself, read-only; everything else on a view whose changes wait.
+            mode, reviewed = SandboxMode.READ_ONLY, False
+        if reviewed:
+            _check_review(args, ctx)
         run = await ctx.services.commands.start(
             CommandRequest(
                 session=ctx.session,
                 command=command,
                 tool_use_id=ctx.tool_use_id,
-                mode=ctx.sandbox,
+                mode=mode,
                 identity=ctx.fs_identity(),
                 description=args.get("description", ""),
                 interactive=ctx.interactive,
@@ -106,11 +115,11 @@ class BashTool(Tool[BashInput]):
             return _background_result(run.task)
         timeout_ms = effective_timeout_ms(args.get("timeout"))
         outcome = await run.follow(timeout_ms / 1000, ctx.cancelled, ctx.progress)
-        if outcome == "timeout" and not _BARE_SLEEP.fullmatch(command):
+        if outcome == "timeout" and not reviewed and not _BARE_SLEEP.fullmatch(command):
             run.to_background()
             return _moved_to_background(run.task, run.output, timeout_ms, run.notices)
         finished = await run.finish(outcome, ctx.cancelled)
-        read_only = ctx.sandbox is SandboxMode.READ_ONLY
+        read_only = mode is SandboxMode.READ_ONLY
         seen_at = sandbox_path(run.task.id)
         return bash_result.finished(
             command,
@@ -121,6 +130,23 @@ class BashTool(Tool[BashInput]):
             seen_at,
             timeout_ms,
             read_only,
+        )
+
+
+def _check_review(args: BashInput, ctx: ToolContext) -> None:
+    """Review mode's rules for a writing command (agentd/changes/review.py): one change
+    set waits at a time, and it runs in the foreground (its view lives as long as it)."""
+    if args.get("run_in_background"):
+        raise ToolError(
+            "This session is in review mode: a command that writes cannot run in the "
+            "background. Run it in the foreground (its changes then wait for review)."
+        )
+    reviews = ctx.services.commands.changes.reviews
+    if reviews is not None and reviews.pending(ctx.session.id) is not None:
+        raise ToolError(
+            "This session is in review mode and an earlier command's changes still wait "
+            "for a person's review; writing commands are refused until they are applied "
+            "or discarded. Ask the user to review them (agentctl review SESSION)."
         )
 
 

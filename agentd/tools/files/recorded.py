@@ -8,7 +8,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from agentd.foundation.errors import PathOutsideWorkspace
+from agentd.foundation.errors import PathOutsideWorkspace, ToolError
 from agentd.fs import access as fsaccess
 from agentd.tools.files import filestate
 
@@ -45,6 +45,13 @@ async def write(
     current: filestate.Current | None,
 ) -> None:
     """Write `data` atomically over `current` (None: a new file), then record it."""
+    reviews = ctx.services.commands.changes.reviews
+    if ctx.session.review and reviews is not None and reviews.busy(ctx.session.id):
+        raise ToolError(
+            "This session is in review mode and a command's changes are being made or "
+            "wait for a person's review; files cannot be written until they are applied "
+            "or discarded. Ask the user to review them (agentctl review SESSION)."
+        )
     checkpoints = ctx.services.commands.changes.checkpoints
     written = await asyncio.to_thread(_written, loc) if checkpoints is not None else loc
     await asyncio.to_thread(filestate.write, loc, data, ctx.services.temp_ledger)

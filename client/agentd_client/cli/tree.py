@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long its asks wait for an answer before they deny: 90s, 10m, 1h (1s to "
         "24h; default: the daemon's permission_timeout_seconds)",
     )
+    n.add_argument(
+        "--review",
+        action="store_true",
+        help="review mode: what a writing Bash call changes waits for `agentctl review`",
+    )
     ls = sess.leaf("ls", "list sessions", "sessions:cmd_session_ls")
     ls.add_argument("--all", action="store_true", help="closed ones too")
     for name, help, func in (

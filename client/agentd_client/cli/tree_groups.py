@@ -176,3 +176,20 @@ def checkpoints(top: Tree) -> None:
             help="leave paths with a conflict as they are; restore the rest",
         )
         p.set_defaults(on_conflict="")
+    rv = top.leaf(
+        "review",
+        "review mode: the changes waiting in a session; --apply or --discard them",
+        "review:cmd_review",
+    )
+    rv.add_argument("session", metavar="SESSION")
+    what = rv.add_mutually_exclusive_group()
+    what.add_argument("--apply", dest="action", action="store_const", const="apply")
+    what.add_argument("--discard", dest="action", action="store_const", const="discard")
+    rv.add_argument(
+        "--id", type=int, default=0, help="the change set shown (default: the one waiting)"
+    )
+    rv.add_argument(
+        "--force", action="store_true", help="with --apply: over paths changed since the command"
+    )
+    rv.add_argument("--stat", dest="format", action="store_const", const="stat")
+    rv.set_defaults(format="unified", action="")

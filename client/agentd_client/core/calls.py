@@ -242,6 +242,7 @@ def create_session(
     allow_network: bool,
     network: str = "",
     ask_timeout: float = 0,
+    review: bool = False,
 ) -> Call:
     roots = [workspace] if isinstance(workspace, str) else list(workspace)
     request = pb.CreateSessionRequest(
@@ -253,6 +254,7 @@ def create_session(
         permission_mode=permission_mode,
         allow_network=allow_network,
         network=network,
+        review=review,
     )
     if ask_timeout:
         request.ask_timeout_seconds = ask_timeout
@@ -450,6 +452,20 @@ def restore_checkpoint(
         on_conflict=on_conflict,
     )
     return Call("RestoreCheckpoint", request, safe=dry_run)
+
+
+def list_pending_changes(session_id: str, fmt: str) -> Call:
+    request = pb.ListPendingChangesRequest(session_id=session_id, format=fmt)
+    return Call("ListPendingChanges", request, safe=True)
+
+
+def resolve_pending_changes(
+    session_id: str, pending_id: int, action: str, force: bool, by: str
+) -> Call:
+    request = pb.ResolvePendingChangesRequest(
+        session_id=session_id, id=pending_id, action=action, force=force, by=by
+    )
+    return Call("ResolvePendingChanges", request)
 
 
 def rewind_to_call(session_id: str, tool_use_id: str, dry_run: bool, on_conflict: str) -> Call:

@@ -139,11 +139,22 @@ class Client(_Base):
         allow_network: bool = False,
         network: str = "",
         ask_timeout: float = 0,
+        review: bool = False,
         timeout: float | None = None,
     ) -> Session:
-        """`ask_timeout`: seconds its asks wait for an answer (0: the daemon's)."""
+        """`ask_timeout`: seconds its asks wait for an answer (0: the daemon's).
+        `review`: writing Bash calls' changes wait for a person (ListPendingChanges)."""
         call = rpc.create_session(
-            workspace, cwd, env, name, labels, permission_mode, allow_network, network, ask_timeout
+            workspace,
+            cwd,
+            env,
+            name,
+            labels,
+            permission_mode,
+            allow_network,
+            network,
+            ask_timeout,
+            review,
         )
         return self._unary(call, timeout)
 
@@ -328,6 +339,26 @@ class Client(_Base):
     ) -> pb.RestoreCheckpointResponse:
         """Put the paths a call changed back as they were before it."""
         call = rpc.restore_checkpoint(session_id, tool_use_id, paths or [], dry_run, on_conflict)
+        return self._unary(call, timeout)
+
+    def list_pending_changes(
+        self, session_id: str, *, fmt: str = "unified", timeout: float | None = None
+    ) -> pb.PendingChanges:
+        """The change set waiting for review in a session in review mode (id 0: none)."""
+        return self._unary(rpc.list_pending_changes(session_id, fmt), timeout)
+
+    def resolve_pending_changes(
+        self,
+        session_id: str,
+        pending_id: int,
+        action: str,
+        *,
+        force: bool = False,
+        by: str = "",
+        timeout: float | None = None,
+    ) -> pb.ResolvePendingChangesResponse:
+        """Apply ("apply") or discard ("discard") the change set `pending_id`."""
+        call = rpc.resolve_pending_changes(session_id, pending_id, action, force, by)
         return self._unary(call, timeout)
 
     def rewind_to_call(

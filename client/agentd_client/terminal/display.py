@@ -194,10 +194,17 @@ def files_changed(head: str, f: pb.FilesChanged) -> str:
     who = f" by {one(f.by)}" if f.by else ""
     counts = f"+{f.added} ~{f.changed} -{f.deleted}"
     lost = f", {f.not_restorable} not restorable" if f.not_restorable else ""
-    lines = [
-        f"{head} files changed by {what} {one(f.tool_use_id)} ({one(f.tool_name)}){who}: "
-        f"{counts}{lost}, checkpoint {f.checkpoint}"
-    ]
+    call = f"{one(f.tool_use_id)} ({one(f.tool_name)})"
+    if f.action == "pending review":  # review mode: nothing reached the workspace yet
+        lines = [f"{head} changes of call {call} wait for review: {counts} (agentctl review)"]
+    elif f.action == "discarded":
+        return f"{head} changes of call {call} discarded{who}: {counts}"
+    else:
+        applied = " (review applied)" if f.action == "applied" else ""
+        lines = [
+            f"{head} files changed by {what} {call}{who}{applied}: "
+            f"{counts}{lost}, checkpoint {f.checkpoint}"
+        ]
     shown = list(f.paths[:10])
     lines += [f"    {one(p)}" for p in shown]
     total = f.added + f.changed + f.deleted

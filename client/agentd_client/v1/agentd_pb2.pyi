@@ -66,7 +66,7 @@ class StateUsage(_message.Message):
     def __init__(self, used_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., retention_seconds: _Optional[float] = ..., session_idle_seconds: _Optional[float] = ..., sessions_idle_closed: _Optional[int] = ..., sessions_reaped: _Optional[int] = ..., closed_sessions: _Optional[int] = ..., disk_full: _Optional[bool] = ..., events_unjournaled: _Optional[int] = ..., database_problem: _Optional[str] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings", "network", "network_summary", "ask_timeout_seconds")
+    __slots__ = ("id", "name", "labels", "workspace_roots", "cwd", "env", "owner_uid", "created_ms", "closed", "permission_mode", "allow_rules", "deny_rules", "ask_rules", "allow_network", "allow_unsandboxed", "last_seq", "last_activity_ms", "ignored_settings", "network", "network_summary", "ask_timeout_seconds", "review")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +102,7 @@ class Session(_message.Message):
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     NETWORK_SUMMARY_FIELD_NUMBER: _ClassVar[int]
     ASK_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     labels: _containers.ScalarMap[str, str]
@@ -123,7 +124,8 @@ class Session(_message.Message):
     network: str
     network_summary: _struct_pb2.Struct
     ask_timeout_seconds: float
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ..., network: _Optional[str] = ..., network_summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., ask_timeout_seconds: _Optional[float] = ...) -> None: ...
+    review: bool
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., owner_uid: _Optional[int] = ..., created_ms: _Optional[int] = ..., closed: _Optional[bool] = ..., permission_mode: _Optional[str] = ..., allow_rules: _Optional[_Iterable[str]] = ..., deny_rules: _Optional[_Iterable[str]] = ..., ask_rules: _Optional[_Iterable[str]] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., last_seq: _Optional[int] = ..., last_activity_ms: _Optional[int] = ..., ignored_settings: _Optional[_Iterable[_Union[IgnoredSettings, _Mapping]]] = ..., network: _Optional[str] = ..., network_summary: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., ask_timeout_seconds: _Optional[float] = ..., review: _Optional[bool] = ...) -> None: ...
 
 class IgnoredSettings(_message.Message):
     __slots__ = ("path", "sha256", "widens", "reason")
@@ -138,7 +140,7 @@ class IgnoredSettings(_message.Message):
     def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., widens: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CreateSessionRequest(_message.Message):
-    __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed", "network", "ask_timeout_seconds")
+    __slots__ = ("workspace_roots", "cwd", "env", "name", "labels", "permission_mode", "allow_network", "allow_unsandboxed", "network", "ask_timeout_seconds", "review")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +165,7 @@ class CreateSessionRequest(_message.Message):
     ALLOW_UNSANDBOXED_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     ASK_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    REVIEW_FIELD_NUMBER: _ClassVar[int]
     workspace_roots: _containers.RepeatedScalarFieldContainer[str]
     cwd: str
     env: _containers.ScalarMap[str, str]
@@ -173,7 +176,8 @@ class CreateSessionRequest(_message.Message):
     allow_unsandboxed: bool
     network: str
     ask_timeout_seconds: float
-    def __init__(self, workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., permission_mode: _Optional[str] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., network: _Optional[str] = ..., ask_timeout_seconds: _Optional[float] = ...) -> None: ...
+    review: bool
+    def __init__(self, workspace_roots: _Optional[_Iterable[str]] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., name: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., permission_mode: _Optional[str] = ..., allow_network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., network: _Optional[str] = ..., ask_timeout_seconds: _Optional[float] = ..., review: _Optional[bool] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ("session_id",)
@@ -1466,3 +1470,55 @@ class RestoreCheckpointResponse(_message.Message):
     checkpoint: int
     message: str
     def __init__(self, paths: _Optional[_Iterable[_Union[RestorePath, _Mapping]]] = ..., applied: _Optional[bool] = ..., checkpoint: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class ListPendingChangesRequest(_message.Message):
+    __slots__ = ("session_id", "format")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    format: str
+    def __init__(self, session_id: _Optional[str] = ..., format: _Optional[str] = ...) -> None: ...
+
+class PendingChanges(_message.Message):
+    __slots__ = ("id", "tool_use_id", "command", "files", "text", "time_ms")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_USE_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    tool_use_id: str
+    command: str
+    files: _containers.RepeatedCompositeFieldContainer[CheckpointFile]
+    text: str
+    time_ms: int
+    def __init__(self, id: _Optional[int] = ..., tool_use_id: _Optional[str] = ..., command: _Optional[str] = ..., files: _Optional[_Iterable[_Union[CheckpointFile, _Mapping]]] = ..., text: _Optional[str] = ..., time_ms: _Optional[int] = ...) -> None: ...
+
+class ResolvePendingChangesRequest(_message.Message):
+    __slots__ = ("session_id", "id", "action", "force", "by")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    id: int
+    action: str
+    force: bool
+    by: str
+    def __init__(self, session_id: _Optional[str] = ..., id: _Optional[int] = ..., action: _Optional[str] = ..., force: _Optional[bool] = ..., by: _Optional[str] = ...) -> None: ...
+
+class ResolvePendingChangesResponse(_message.Message):
+    __slots__ = ("applied", "discarded", "checkpoint", "paths", "message")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    DISCARDED_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    discarded: bool
+    checkpoint: int
+    paths: _containers.RepeatedCompositeFieldContainer[RestorePath]
+    message: str
+    def __init__(self, applied: _Optional[bool] = ..., discarded: _Optional[bool] = ..., checkpoint: _Optional[int] = ..., paths: _Optional[_Iterable[_Union[RestorePath, _Mapping]]] = ..., message: _Optional[str] = ...) -> None: ...

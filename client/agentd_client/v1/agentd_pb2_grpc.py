@@ -224,6 +224,16 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.RewindToCallRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.FromString,
                 _registered_method=True)
+        self.ListPendingChanges = channel.unary_unary(
+                '/agentd.v1.Agentd/ListPendingChanges',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ListPendingChangesRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.PendingChanges.FromString,
+                _registered_method=True)
+        self.ResolvePendingChanges = channel.unary_unary(
+                '/agentd.v1.Agentd/ResolvePendingChanges',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.ResolvePendingChangesRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ResolvePendingChangesResponse.FromString,
+                _registered_method=True)
 
 
 class AgentdServicer:
@@ -516,6 +526,20 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListPendingChanges(self, request, context):
+        """Review mode: the change set a writing Bash call left waiting for a person.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResolvePendingChanges(self, request, context):
+        """Apply the waiting change set to the workspace (a checkpoint of its own), or discard it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentdServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -708,6 +732,16 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.RewindToCall,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.RewindToCallRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.SerializeToString,
+            ),
+            'ListPendingChanges': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPendingChanges,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ListPendingChangesRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.PendingChanges.SerializeToString,
+            ),
+            'ResolvePendingChanges': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolvePendingChanges,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.ResolvePendingChangesRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ResolvePendingChangesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1736,6 +1770,60 @@ class Agentd:
             '/agentd.v1.Agentd/RewindToCall',
             agentd_dot_v1_dot_agentd__pb2.RewindToCallRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.RestoreCheckpointResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPendingChanges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ListPendingChanges',
+            agentd_dot_v1_dot_agentd__pb2.ListPendingChangesRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.PendingChanges.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResolvePendingChanges(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/ResolvePendingChanges',
+            agentd_dot_v1_dot_agentd__pb2.ResolvePendingChangesRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ResolvePendingChangesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -86,6 +86,7 @@ def cmd_session_new(c: Client, args: argparse.Namespace) -> int:
         allow_network=args.net,
         network=args.network or "",
         ask_timeout=names.parse_duration(args.ask_timeout) if args.ask_timeout else 0,
+        review=args.review,
     )
     if args.json:
         print_json(as_dict(s))

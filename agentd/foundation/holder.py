@@ -1,21 +1,25 @@
-"""The listening sockets of the sessions' proxies, held by a small process that outlives
-the daemon, so a restart refuses no connection: while no daemon serves, a sandboxed
+"""Listening sockets held by a small process that outlives the daemon, so a restart
+refuses no connection: the API's and the sessions' proxies'. While no daemon serves, a
 client's connection waits in the socket's backlog, and the next daemon takes the same
 socket back and accepts it.
 
-The holder (`python -m agentd.network.holder PATH`) is started by the first daemon of a
+The holder (`python -m agentd.foundation.holder PATH`) is started by the first daemon of a
 state dir that finds none, in a session of its own, and answers on a unix socket at PATH
 (in the 0700 state dir). Each request is one SOCK_SEQPACKET message, JSON with the
 descriptors it carries:
 
-    {"op": "put", "name": N}    + 1 fd   hold a copy of it under N (replacing one held)
+    {"op": "put", "name": N}    + 1 fd   hold a copy of it under N (replacing one held);
+                                         with "hold": S, for S seconds at most once
+                                         its daemon is gone
     {"op": "take", "name": N}            the copy held under N (kept), or none
     {"op": "drop", "prefix": P}          close every one whose name starts with P ("": all)
 
 It never accepts on what it holds. It exits when its daemon goes away while it holds
 nothing (a daemon that stops with no task left running drops them all), when no daemon
 came back for HOLD_SECONDS (the next one makes new sockets, as a first start does), or
-when PATH is gone (its state dir was deleted).
+when PATH is gone (its state dir was deleted). A socket put with a hold of its own (the
+API's: its clients wait for an answer while it is held) is closed when that runs out with
+no daemon back, so they are then refused, as when no daemon runs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +86,7 @@ class Holder:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(stale)
         subprocess.Popen(
-            [sys.executable, "-m", "agentd.network.holder", self.path],
+            [sys.executable, "-m", "agentd.foundation.holder", self.path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -92,7 +97,7 @@ class Holder:
         while not os.path.exists(self.path) and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def _ask(self, request: dict[str, str], fds: list[int] | None = None) -> list[int]:
+    def _ask(self, request: dict[str, Any], fds: list[int] | None = None) -> list[int]:
         with self._lock:
             conn = self._connected()
             if conn is None:
@@ -107,8 +112,13 @@ class Holder:
                 self._conn = None
                 return []
 
-    def put(self, name: str, sock: socket.socket) -> None:
-        self._ask({"op": "put", "name": name}, [sock.fileno()])
+    def put(self, name: str, sock: socket.socket | int, hold: float | None = None) -> None:
+        """Hold a copy of `sock` (a socket or its descriptor) under `name`; `hold`: for
+        at most that many seconds once this daemon is gone."""
+        request: dict[str, Any] = {"op": "put", "name": name}
+        if hold is not None:
+            request["hold"] = hold
+        self._ask(request, [sock if isinstance(sock, int) else sock.fileno()])
 
     def take(self, name: str) -> socket.socket | None:
         got = self._ask({"op": "take", "name": name})
@@ -134,6 +144,7 @@ class Holder:
 def serve(path: str) -> None:
     """The holder's loop (see the module docstring)."""
     held: dict[str, int] = {}
+    holds: dict[str, float] = {}  # name: seconds it is held once its daemon is gone
     server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     old = os.umask(0o077)
     try:
@@ -146,14 +157,22 @@ def serve(path: str) -> None:
     identity = os.stat(path).st_ino
     left = time.monotonic()  # when the last daemon went (or the holder began)
     while True:
-        ready, _, _ = select.select([server], [], [], _LOOK_SECONDS)
+        now = time.monotonic()
+        expired = [n for n in holds if n in held and now - left >= holds[n]]
+        for name in expired:
+            os.close(held.pop(name))
+            del holds[name]
+        if expired and not held:
+            break  # nothing left to keep for a daemon
+        wait = min([_LOOK_SECONDS, *(left + holds[n] - now for n in holds if n in held)])
+        ready, _, _ = select.select([server], [], [], max(wait, 0.0))
         if not ready:
             if not _still_ours(path, identity) or time.monotonic() - left > HOLD_SECONDS:
                 break
             continue
         conn, _ = server.accept()
         with conn:
-            _answer(conn, held)
+            _answer(conn, held, holds)
         left = time.monotonic()
         if not held:
             break  # its daemon went away holding nothing: nothing to keep
@@ -172,7 +191,7 @@ def _still_ours(path: str, identity: int) -> bool:
         return False
 
 
-def _answer(conn: socket.socket, held: dict[str, int]) -> None:
+def _answer(conn: socket.socket, held: dict[str, int], holds: dict[str, float]) -> None:
     """Answer one daemon until it goes."""
     while True:
         try:
@@ -194,6 +213,10 @@ def _answer(conn: socket.socket, held: dict[str, int]) -> None:
             if (previous := held.pop(name, None)) is not None:
                 os.close(previous)
             held[name] = fds.pop(0)
+            holds.pop(name, None)
+            with contextlib.suppress(TypeError, ValueError):
+                if (hold := request.get("hold")) is not None:
+                    holds[name] = max(0.0, float(hold))
         elif op == "take":
             found = held.get(str(request.get("name", "")))
             reply = [found] if found is not None else []
@@ -201,6 +224,7 @@ def _answer(conn: socket.socket, held: dict[str, int]) -> None:
             prefix = str(request.get("prefix", ""))
             for name in [n for n in held if n.startswith(prefix)]:
                 os.close(held.pop(name))
+                holds.pop(name, None)
         for fd in fds:
             os.close(fd)
         with contextlib.suppress(OSError):

@@ -1,4 +1,4 @@
-"""The holder of the proxies' listening sockets (agentd/network/holder.py): a socket put
+"""The holder of the proxies' listening sockets (agentd/foundation/holder.py): a socket put
 there keeps listening while no daemon has it, the connections made meanwhile wait in its
 backlog, and the next daemon takes the same socket back and accepts them; a holder left
 holding nothing exits."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from agentd.network.holder import Holder
+from agentd.foundation.holder import Holder
 from tests.support.processes import processes_with, wait_gone
 
 
