@@ -515,3 +515,24 @@ def test_another_uid_cannot_even_connect_nor_use_a_token_made_for_it_from_here(
         TerminalChannel.connect(offered.path, offered.token)
     with pytest.raises(ChannelRefused, match="already used"):
         TerminalChannel.connect(offered.path, offered.token)
+
+
+def test_a_task_that_ends_while_the_shim_holds_its_client_ends_there_too(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    """The shim hands the client back at the run's end: the rest (the end line) and END
+    come from the daemon, contiguous with what the shim sent."""
+    task_id = _start(client, session_id, "stty raw -echo; echo ready; head -c 5; echo; echo done")
+    channel = open_channel(client, session_id, task_id, input=True)
+    assert channel is not None
+    reader = _Reader(channel)
+    try:
+        assert reader.until(b"ready\n")
+        shim = _shim_pid(daemon, task_id)
+        wait_until(lambda: _shim_holds(shim, channel), timeout=60, what="the client linked")
+        channel.send(b"12345")
+        assert reader.ended.wait(120), "END reached the client"
+        assert bytes(reader.data) == b"ready\n12345\ndone\n\n[exited with code 0]\n"
+        assert _contiguous(reader.frames)
+    finally:
+        channel.close()
