@@ -26,6 +26,8 @@ from agentd.api.handlers.task_io import TaskIOHandlers
 from agentd.api.handlers.trust import TrustHandlers
 from agentd.api.server import Server
 from agentd.api.service import Servicer
+from agentd.api.terminals.server import TerminalServer, terminal_socket_path
+from agentd.api.terminals.tokens import TerminalTokens
 from agentd.calls.executor import Executor
 from agentd.calls.tasks import TaskStarter
 from agentd.changes.checkpoints import Checkpoints
@@ -276,6 +278,18 @@ class Daemon:
         self.sessions.admit.append(self._workspace_usable)
         self.sessions.on_create.append(self._index_changes)
         self.ports = PortHandlers(self.sessions, self.network)
+        terminal_tokens = TerminalTokens()
+        task_io = TaskIOHandlers(
+            self.sessions,
+            TaskStarter(self.executor),
+            self.tasks,
+            self._emit,
+            terminal_tokens,
+            terminal_socket_path(config.socket_path),
+        )
+        # A task's terminal bytes off gRPC (agentd/api/terminals/).
+        self.task_io = task_io
+        self.terminals = TerminalServer(config.socket_path, terminal_tokens, outputs, task_io)
         checkpoint_handlers = CheckpointHandlers(
             self.sessions, self.changes, config, self.temp_ledger
         )
@@ -290,9 +304,7 @@ class Daemon:
             events=EventHandlers(self.sessions),
             outputs=OutputHandlers(self.sessions, self.tasks, outputs),
             credentials=CredentialHandlers(self.credentials, self.ssh_agent, self.masks),
-            task_io=TaskIOHandlers(
-                self.sessions, TaskStarter(self.executor), self.tasks, self._emit
-            ),
+            task_io=task_io,
             ports=self.ports,
             checkpoints=checkpoint_handlers,
             review=ReviewHandlers(
@@ -396,6 +408,8 @@ class Daemon:
         _report_unknown("control groups", self.groups.where(), unknown)
         self.server = Server(self.config, self.servicer, self.sessions, self.network.holder)
         await self.server.start()
+        if not await self.terminals.start():
+            self.task_io.terminals = None  # OpenTerminal offers none: the gRPC streams serve
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()
@@ -479,6 +493,7 @@ class Daemon:
         self.ports.stop()  # forwarded connections end now, not after the server's grace
         if self.server is not None:
             stopping.append(self.server.stop())
+        await self.terminals.stop()
         await asyncio.gather(*stopping)
         # A task that runs on keeps its session's network namespace for the next daemon.
         living = {t.session_id for t in self.tasks.tasks() if self.tasks.is_running(t.id)}

@@ -73,6 +73,7 @@ class Servicer:
         self.CloseInput = task_io.CloseInput
         self.SignalTask = task_io.SignalTask
         self.ResizeTask = task_io.ResizeTask
+        self.OpenTerminal = task_io.OpenTerminal
         self.StartForward = ports.StartForward
         self.StopForward = ports.StopForward
         self.Forward = ports.Forward

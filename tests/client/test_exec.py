@@ -373,3 +373,36 @@ def test_sigint_to_a_repl_on_a_pty_is_a_keyboard_interrupt_not_its_end(
         term.wait_for("42")
         term.send("exit()\r")
         assert term.wait_exit() == 0
+
+
+def test_exec_uses_the_terminal_socket_and_falls_back_to_grpc_without_it(
+    daemon: DaemonProcess, client: Client, session_id: str
+) -> None:
+    """On the daemon's machine the keys and output go over its terminal socket; where it
+    cannot be reached (here: moved away; a daemon over TCP offers none), over gRPC's
+    WriteInput and ReadOutput, the same to the person."""
+    import os
+
+    term_socket = f"{daemon.socket}.term"
+    for reachable in (True, False):
+        if not reachable:
+            os.rename(term_socket, f"{term_socket}.away")
+        try:
+            mark = len(daemon.log_lines)
+            before = {t.id for t in client.list_tasks(session_id, include_finished=True)}
+            with _exec(daemon, session_id, *BASH) as term:
+                _shell_ready(term)
+                (task_id,) = {t.id for t in client.list_tasks(session_id)} - before
+                term.send("echo via-$((6*7))\r")
+                term.wait_for("via-42")
+                term.send("exit 3\r")
+                assert term.wait_exit() == 3
+            linked = [
+                line
+                for line in daemon.log_lines[mark:]
+                if f"terminal socket: task {task_id} linked" in line
+            ]
+            assert bool(linked) == reachable
+        finally:
+            if not reachable:
+                os.rename(f"{term_socket}.away", term_socket)

@@ -110,3 +110,48 @@ def test_streams_without_token_are_refused(tls_daemon: tuple[DaemonProcess, str,
         with pytest.raises(grpc.RpcError) as err:
             next(iter(stream))
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_over_tcp_no_terminal_socket_is_offered_and_the_grpc_path_serves(
+    tls_daemon: tuple[DaemonProcess, str, bytes], workspace: Path
+) -> None:
+    """The terminal socket is beside the unix API socket: a client over TCP is offered
+    none (open_channel: None) and drives the task over WriteInput and ReadOutput."""
+    import threading
+
+    from agentd_client.core.terminal_channel import open_channel
+    from agentd_client.v1 import agentd_pb2 as pb
+
+    _, address, ca = tls_daemon
+    with Client(address=address, token=TOKEN, root_certificates=ca, timeout=60) as c:
+        sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
+        task = c.stub.StartTask(
+            pb.StartTaskRequest(
+                session_id=sid,
+                command="stty raw -echo; echo ready; exec cat",
+                pty=pb.TerminalSize(rows=24, cols=80),
+            )
+        ).task_id
+        try:
+            offered = c.stub.OpenTerminal(
+                pb.OpenTerminalRequest(session_id=sid, task_id=task, uid=0, input=True)
+            )
+            assert offered.path == "" and offered.token == b""
+            assert open_channel(c, sid, task, input=True) is None
+
+            def keys() -> Iterator[pb.TaskInput]:
+                yield pb.TaskInput(session_id=sid, task_id=task)
+                yield pb.TaskInput(data=b"over-grpc")
+
+            writer = threading.Thread(target=lambda: c.stub.WriteInput(keys()), daemon=True)
+            seen = b""
+            output = c.stub.ReadOutput(pb.ReadOutputRequest(session_id=sid, id=task, follow=True))
+            for chunk in output:
+                seen += chunk.data
+                if b"ready" in seen and writer.ident is None:
+                    writer.start()
+                if b"over-grpc" in seen:
+                    break
+            output.cancel()
+        finally:
+            c.stub.SignalTask(pb.SignalTaskRequest(session_id=sid, task_id=task, signal="KILL"))

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agentd.api.handlers.rpc import client_identity, require, unary
+from agentd.api.terminals.tokens import TOKEN_SECONDS, TerminalTokens
 from agentd.calls.tasks import TaskNotStarted, TaskRequest, TaskStarter
 from agentd.foundation.errors import FailedPrecondition, InvalidRequest, NotFound
 from agentd.runs.launch import Interactive
@@ -99,11 +100,17 @@ class TaskIOHandlers:
         starter: TaskStarter,
         tasks: TaskManager,
         emit: Callable[[str, events.EventBody], None],
+        terminals: TerminalTokens | None = None,
+        terminal_socket: str = "",
     ) -> None:
         self.sessions = sessions
         self.starter = starter
         self.tasks = tasks
         self._emit = emit
+        # The terminal socket (api/terminals/) and its tokens; without them OpenTerminal
+        # offers nothing and clients use WriteInput and ReadOutput.
+        self.terminals = terminals
+        self.terminal_socket = terminal_socket
         self._hangups: set[asyncio.Task[None]] = set()
 
     # what they share
@@ -140,11 +147,26 @@ class TaskIOHandlers:
         return out
 
     def _event(self, task: Task, action: str, context: Any, **fields: Any) -> None:
-        by = client_identity(context)
+        self.record(task, action, client_identity(context), **fields)
+
+    # what the terminal socket's connections ask (api/terminals/channel.py TaskControl)
+    def record(self, task: Task, action: str, by: str, **fields: Any) -> None:
         self._emit(
             task.session_id,
             events.TaskControlled(task_id=task.id, action=action, by=by, **fields),
         )
+
+    def running(self, session_id: str, task_id: str) -> tuple[Task, ShimRun]:
+        return self._running(session_id, task_id)
+
+    def resize(self, task: Task, run: ShimRun, rows: int, cols: int, by: str) -> None:
+        rows, cols = _size(pb.TerminalSize(rows=rows, cols=cols), "size")
+        if run.pty is not None and run.pty != (rows, cols) and not run.done.done():
+            run.resize(rows, cols)
+            self.record(task, "resized", by, size=(rows, cols))
+
+    def hang_up(self, task: Task, run: ShimRun) -> None:
+        self._hang_up(task, run)
 
     # the RPCs
     @unary
@@ -192,6 +214,36 @@ class TaskIOHandlers:
             if first.hangup_on_drop and reason in ("dropped", "closed"):
                 self._hang_up(task, run)
         return pb.WriteInputResponse(bytes=written[0], reason=reason)
+
+    @unary
+    async def OpenTerminal(
+        self, request: pb.OpenTerminalRequest, context: Any
+    ) -> pb.TerminalChannel:
+        if request.input or request.hangup_on_drop:
+            task, run = self._running(request.session_id, request.task_id)
+            if request.input and not run.stdin_open:
+                raise NoInput(
+                    f"task {task.id} takes no input (started without a terminal or stdin, "
+                    "or closed)"
+                )
+        else:
+            task = self._task(request.session_id, request.task_id)
+        # Offered only to a caller on this machine's API socket: the terminal socket is
+        # beside it, with its permissions.
+        if self.terminals is None or not str(context.peer()).startswith("unix:"):
+            return pb.TerminalChannel()
+        token = self.terminals.issue(
+            task.session_id,
+            task.id,
+            request.uid,
+            offset=request.offset,
+            input=request.input,
+            hangup_on_drop=request.hangup_on_drop,
+            by=client_identity(context),
+        )
+        return pb.TerminalChannel(
+            path=self.terminal_socket, token=token, expires_ms=int(TOKEN_SECONDS * 1000)
+        )
 
     def _hang_up(self, task: Task, run: ShimRun) -> None:
         """The client that started it is gone without detaching: as a terminal's hang-up."""

@@ -88,6 +88,16 @@ class OutputFile:
         """Nothing is held in memory for readers: the file has it all."""
         return None
 
+    def fits(self, n: int) -> bool:
+        """The next `n` bytes go into the file's head whole (at `size`)."""
+        return self.limit - self._tail_cap - self._written >= n
+
+    def read_back(self, offset: int, end: int) -> bytes | None:
+        """The file's bytes [offset, end), if its head holds them all."""
+        if end > self._written or offset > end:
+            return None
+        return os.pread(self._fd, end - offset, offset)
+
     def changed(self) -> asyncio.Future[None]:
         """Resolves at the next write to the file or its end (call on the event loop)."""
         if self._next is None or self._next.done():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 
 from agentd.foundation.config import Config
 from agentd.foundation.errors import NotFound, ToolError
@@ -101,7 +101,7 @@ class Outputs:
 
     async def read(
         self, session_id: str, id_: str, offset: int, follow: bool
-    ) -> AsyncIterator[Chunk]:
+    ) -> AsyncGenerator[Chunk, None]:
         """Chunks of the output from `offset` (< 0: that many bytes before the end now);
         with `follow`, until the command ends."""
         output_id = self.resolve(session_id, id_)

@@ -10,6 +10,7 @@ private state dir, which no sandbox can reach.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import base64
 import contextlib
@@ -63,6 +64,10 @@ class ShimOutput:
         # Seconds its followers let output gather after a wake-up (registry.COALESCE
         # unless it is a terminal's).
         self.coalesce = COALESCE
+        # Followers that take the live bytes as they come (the terminal socket's caught-up
+        # connections): called with (offset, bytes) at each, and with (size, b"") when
+        # the size moved otherwise; one that answers False is dropped (it fell behind).
+        self.relays: list[Callable[[int, bytes], bool]] = []
         if state:
             self.update(state)
 
@@ -125,7 +130,13 @@ class ShimOutput:
             self._recent_at += drop
         self.size = end
         self.total = max(self.total, total)
+        if self.relays:
+            self.relays = [relay for relay in self.relays if relay(at, data)]
         self._notify()
+
+    def _moved(self) -> None:
+        if self.relays:
+            self.relays = [relay for relay in self.relays if relay(self.size, b"")]
 
     def changed(self) -> asyncio.Future[None]:
         if self._next is None or self._next.done():
@@ -147,6 +158,7 @@ class ShimOutput:
         line = msg.get("line")
         if isinstance(line, str):
             self._line = line[-LAST_LINE_BYTES:]
+        self._moved()
         self._notify()
 
     def ended(self, msg: dict[str, Any]) -> None:
@@ -160,6 +172,8 @@ class ShimOutput:
             self._end = {"written": self.total}
         self.done = True
         self._recent = bytearray()
+        self._moved()
+        self.relays = []
         self._notify()
         if self.on_finish is not None:
             self.on_finish()
@@ -202,6 +216,11 @@ class ShimRun:
         self._binary_input = False
         # Set once the shim said what it is (its "state", the answer to "hello").
         self.stated = asyncio.Event()
+        # Whether it serves a terminal's client handed to it (links.py: one this daemon
+        # forked with a PTY, or one whose state says so), and the clients it holds, by
+        # link id: called with its "unlinked" message and the connection handed back.
+        self.can_link = False
+        self._links: dict[int, Callable[[dict[str, Any], int | None], None]] = {}
         self.done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._serving = asyncio.ensure_future(self._serve())
 
@@ -241,7 +260,12 @@ class ShimRun:
         floods shares the loop); resolve `ending` at its end, or when it is gone."""
         for _ in range(READS_PER_WAKEUP):
             try:
-                data = self._sock.recv(protocol.MAX_MESSAGE)
+                data, ancillary, _, _ = self._sock.recvmsg(
+                    protocol.MAX_MESSAGE, _FD_SPACE, socket.MSG_CMSG_CLOEXEC
+                )
+                if ancillary:  # a terminal's connection handed back (links.py)
+                    self._handed_back(data, _fds(ancillary))
+                    continue
             except (BlockingIOError, InterruptedError):
                 return
             except ConnectionResetError:
@@ -276,6 +300,7 @@ class ShimRun:
                 self.pid = msg["pid"]
             if kind == "state":
                 self._binary_input = msg.get("binary_input") is True
+                self.can_link = msg.get("link") is True
                 self._input_state(msg)
                 self.stated.set()
         elif kind == "input":
@@ -284,9 +309,54 @@ class ShimRun:
             self._unacked = max(0, self._unacked - msg["n"])
             if self._unacked < terminal.INPUT_WINDOW:
                 self._room.set()
+        elif kind == "unlinked":
+            self._unlinked(msg, None)
         elif kind == "exit":
             return msg if isinstance(msg, dict) else {}
         return None
+
+    def _handed_back(self, data: bytes, fds: list[int]) -> None:
+        try:
+            msg = json.loads(data)
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict) or msg.get("ev") != "unlinked" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            return
+        self._unlinked(msg, fds[0])
+
+    def _unlinked(self, msg: dict[str, Any], fd: int | None) -> None:
+        link_id = msg.get("link")
+        told = self._links.pop(link_id, None) if isinstance(link_id, int) else None
+        if told is None:
+            if fd is not None:
+                os.close(fd)
+            return
+        told(msg, fd)
+
+    def link(
+        self, link_id: int, fd: int, offset: int, told: Callable[[dict[str, Any], int | None], None]
+    ) -> bool:
+        """Hand a terminal's client connection (`fd`, a copy: the caller keeps its own) to
+        the shim from output `offset`; `told` gets its "unlinked" message and the
+        connection handed back (or None: the client went). False: not handed over."""
+        if not self.can_link or self.done.done():
+            return False
+        header = protocol.LINK_HEADER.pack(protocol.LINK, link_id, offset)
+        try:
+            self._sock.sendmsg(
+                [header], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))]
+            )
+        except OSError:
+            return False
+        self._links[link_id] = told
+        return True
+
+    def unlink(self, link_id: int) -> None:
+        """Take a client back without waiting (its connection closed here)."""
+        if self._links.pop(link_id, None) is not None:
+            self._op({"op": "unlink", "link": link_id})
 
     def _op(self, body: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
@@ -309,6 +379,7 @@ class ShimRun:
         self.pty = pty
         self.stdin_open = pty is not None or stdin
         self._binary_input = True
+        self.can_link = pty is not None
         if pty is not None:
             self.output.coalesce = terminal.OUTPUT_COALESCE
 
@@ -340,6 +411,24 @@ class ShimRun:
             view = view[len(part) :]
         return True
 
+    def write_now(self, data: bytes) -> bool:
+        """Send `data` (a keystroke's worth) to its stdin at once if the input window has
+        room and the control socket takes it; False: nothing was sent (use write())."""
+        if (
+            self.done.done()
+            or not self.stdin_open
+            or not self._binary_input
+            or len(data) > 32768
+            or self._unacked + len(data) > terminal.INPUT_WINDOW
+        ):
+            return False
+        try:
+            self._sock.send(bytes([protocol.INPUT]) + data)
+        except OSError:
+            return False
+        self._unacked += len(data)
+        return True
+
     def close_input(self) -> None:
         self._op({"op": "close_input"})
 
@@ -364,6 +453,17 @@ class ShimRun:
         self._stop_reading()
         self._serving.cancel()
         self._sock.close()
+
+
+_FD_SPACE = socket.CMSG_SPACE(array.array("i").itemsize)
+
+
+def _fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return list(fds)
 
 
 def _recorded_end(directory: str) -> dict[str, Any] | None:

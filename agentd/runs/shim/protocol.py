@@ -6,7 +6,8 @@ shim, events from it), and binary messages told from JSON (which starts with "{"
 their first byte. From the shim, a terminal's output as it is read: LIVE, the file
 offset it was written at, the bytes printed so far, then the bytes (the daemon relays
 them to followers; the file is for replay). To the shim, a person's input: INPUT, the
-bytes.
+bytes. A terminal's client the daemon hands over: LINK, a link id, the output offset
+it is at, with its connection's descriptor (agentd/runs/shim/links.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ STATUS_NAME = "status.json"
 SHIM_NAME = "shim.json"
 LIVE = 0
 INPUT = 1
+LINK = 2
+LINK_HEADER = struct.Struct("<BQQ")
 LIVE_HEADER = struct.Struct("<BQQ")
 LIVE_MAX = MAX_MESSAGE - LIVE_HEADER.size
 MAX_JSON = 1 << 20

@@ -39,9 +39,11 @@ from typing import Any
 
 from agentd.changes import fanotify, reader
 from agentd.runs.output.file import OutputFile
-from agentd.runs.shim import terminal
+from agentd.runs.shim import links, terminal
 from agentd.runs.shim.protocol import (
     INPUT,
+    LINK,
+    LINK_HEADER,
     LIVE,
     LIVE_HEADER,
     LIVE_MAX,
@@ -54,6 +56,9 @@ from agentd.runs.shim.protocol import (
 )
 
 _READ_SIZE = 1 << 20
+# A PTY gives a few KiB a read: a smaller buffer comes from the heap, where a 1 MiB one
+# is a fresh mapping (mmap, page faults, mremap) on every keystroke's echo.
+_PTY_READ_SIZE = 1 << 16
 _F_SETPIPE_SZ = 1031
 # Seconds between output updates sent to the daemon while output flows.
 UPDATE_INTERVAL = 0.01
@@ -113,11 +118,20 @@ class Shim:
         size = req.get("pty")
         pty_size = (size[0], size[1]) if isinstance(size, list) and len(size) == 2 else None
         self.input = terminal.Input(pty_size, bool(req.get("stdin")))
+        self.unacked = 0  # input written and not yet acknowledged (under ACK_BYTES)
         self.interval = terminal.UPDATE_INTERVAL if self.input.pty else UPDATE_INTERVAL
         # A terminal's output is sent as it is read (LIVE); `lagging`: some could not be,
         # so the next state update is due at the fast interval.
         self.live = self.input.pty
         self.lagging = False
+        # Terminal clients the daemon handed over (links.py).
+        self.links = links.Links(
+            register=lambda sock, link: self.sel.register(sock, selectors.EVENT_READ, link),
+            unregister=self.sel.unregister,
+            write_input=self._link_input,
+            pending=lambda: len(self.input.pending),
+            file_bytes=self.out.read_back,
+        )
         self._add_controller(socket.socket(fileno=ctrl))
         if len(watch_fds) == 2:
             cap = req.get("watch_cap")
@@ -194,6 +208,7 @@ class Shim:
         with contextlib.suppress(KeyError, ValueError):
             self.sel.unregister(conn)
             self.controllers.remove(conn)
+        self.links.controller_gone(conn)
         conn.close()
         if not self.controllers and not self.task:
             self.kill()  # a plain run dies with its daemon
@@ -224,17 +239,26 @@ class Shim:
 
     def _on_ctrl(self, conn: socket.socket) -> None:
         try:
-            data = conn.recv(MAX_MESSAGE)
+            data, ancillary, _, _ = conn.recvmsg(
+                MAX_MESSAGE, socket.CMSG_SPACE(4), socket.MSG_CMSG_CLOEXEC
+            )
         except BlockingIOError:
             return
         except OSError:
-            data = b""
+            data, ancillary = b"", []
+        fds = links.receive_fds(ancillary) if ancillary else []
         if not data:
+            links.close_all(fds)
             self._drop_controller(conn)
             return
         if data[0] == INPUT:
+            links.close_all(fds)
             self._on_input(data[1:])
             return
+        if data[0] == LINK:
+            self._on_link(conn, data, fds)
+            return
+        links.close_all(fds)
         try:
             msg = json.loads(data)
             op = msg["op"]
@@ -246,8 +270,11 @@ class Shim:
             self._on_input_op(op, msg)
         elif op == "task":
             self._become_task(str(msg["dir"]))
+        elif op == "unlink" and isinstance(msg.get("link"), int):
+            self.links.unlink(msg["link"])
         elif op == "hello":
             state = {"ev": "state", "pid": self.pid, "binary_input": True, **self._state()}
+            state["link"] = bool(self.input.pty)
             self._send(conn, state, wait=5)
 
     def _on_input_op(self, op: str, msg: dict[str, Any]) -> None:
@@ -273,6 +300,28 @@ class Shim:
             inp.resize(msg.get("rows"), msg.get("cols"))
             self._send_all({"ev": "input", **inp.state()})
 
+    def _on_link(self, conn: socket.socket, data: bytes, fds: list[int]) -> None:
+        """A terminal client handed over by the daemon; refused (closed: the daemon hands
+        over a copy and keeps its own) unless this is a live terminal."""
+        if len(fds) != 1 or len(data) != LINK_HEADER.size:
+            links.close_all(fds)
+            return
+        _, link_id, offset = LINK_HEADER.unpack(data)
+        if not self.live or self.code is not None or offset > self.out.size:
+            os.close(fds[0])
+            body = {"ev": "unlinked", "link": link_id, "offset": offset, "bytes": 0}
+            self._send(conn, {**body, "reason": "refused"}, wait=5)
+            return
+        self.links.add(conn, link_id, fds[0], offset, self.out.size)
+
+    def _link_input(self, data: bytes) -> int:
+        """Input from a linked client: as the daemon's, but acknowledged to nobody (the
+        daemon did not send it, so its window does not count it)."""
+        taken = self.input.add(data) if self.code is None else 0
+        self.unacked -= taken
+        self._write_input()
+        return taken
+
     def _on_input(self, data: bytes) -> None:
         """Input bytes: queued and written through at once (as much as the terminal takes)."""
         if self.code is None and self.input.add(data) < len(data):
@@ -282,9 +331,10 @@ class Shim:
     def _write_input(self) -> None:
         inp = self.input
         fd = inp.fd
-        written = inp.flush()
-        if written:
-            self._send_all({"ev": "wrote", "n": written})
+        self.unacked += inp.flush()
+        if self.unacked >= terminal.ACK_BYTES:
+            self._send_all({"ev": "wrote", "n": self.unacked})
+            self.unacked = 0
         want = bool(inp.pending) and inp.fd >= 0
         registered = self.sel.get_map().get(fd) is not None if fd >= 0 else False
         if want and not registered:
@@ -333,7 +383,7 @@ class Shim:
 
     def _on_output(self) -> None:
         try:
-            chunk = os.read(self.pipe_r, _READ_SIZE)
+            chunk = os.read(self.pipe_r, _PTY_READ_SIZE if self.live else _READ_SIZE)
         except BlockingIOError:
             return
         except OSError:  # a PTY whose every slave end closed: EIO
@@ -344,6 +394,11 @@ class Shim:
             return
         out = self.out
         at = out.size
+        if self.links.links:
+            if out.fits(len(chunk)):
+                self.links.output(at, chunk)  # a linked client's echo first
+            else:
+                self.links.hand_all_back()  # past the file's head: the daemon reads on
         out.write(chunk)
         self.dirty = True
         if self.live and self.controllers:
@@ -404,6 +459,8 @@ class Shim:
                     self._on_accept()
                 elif what == "in":
                     self._write_input()
+                elif isinstance(what, links.Link):
+                    self.links.readable(what)
             now = time.monotonic()
             if self.deadline is not None and now >= self.deadline and self.code is None:
                 self.deadline = None
@@ -419,6 +476,7 @@ class Shim:
     def _finish(self) -> int:
         """The end: the file completed, the status recorded (a task's on disk), told."""
         assert self.code is not None
+        self.links.hand_all_back()  # the daemon sends the rest and the end
         if self.reader is not None:
             self.reader.finish()  # the change log is complete before the end is told
         out = self.out

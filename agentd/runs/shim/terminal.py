@@ -10,9 +10,11 @@ own, never the daemon's or a person's: what the sandbox does with it (TIOCSTI st
 denied by the seccomp filter) reaches only itself.
 
 Input is held in a bounded buffer and written as the terminal takes it, never blocking
-the shim; each write is acknowledged ("wrote", n) so the daemon sends no more than a
+the shim; writes are acknowledged ("wrote", n) so the daemon sends no more than a
 window ahead (agentd/runs/shim/client.py), and the memory a flooding client costs is
-bounded on both sides.
+bounded on both sides. Acknowledgements go once ACK_BYTES are written, not per write:
+a keystroke costs the daemon no message of its own, and what is left unacknowledged
+(under ACK_BYTES) is a small part of the window.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any
 # holds at most twice that and drops beyond (a daemon that ignores the window).
 INPUT_WINDOW = 1 << 18
 MAX_PENDING = 2 * INPUT_WINDOW
+# Bytes written to the terminal between two acknowledgements (far below INPUT_WINDOW).
+ACK_BYTES = 1 << 14
 MAX_SIDE = 1000
 # A terminal's output is a person's echo: its shim tells the daemon of it within this many
 # seconds (a plain run's coalesces 10 ms), and its followers send it on at once (a plain

@@ -1,12 +1,15 @@
 """A terminal linked to a task in the sandbox: its output shown, the person's keys sent,
 the terminal's size followed; for `agentctl exec` and `agentctl attach-task`.
 
-Three threads, each blocking on one thing: the main one reads the person's keys (and a
-wake-up pipe: SIGWINCH, the output's end), one follows the task's output (ReadOutput),
-one carries the keys to the daemon (a WriteInput stream fed from a queue, so a slow
-daemon holds the keys back through gRPC's flow control, never this process's memory
-beyond the queue's bound). However it ends, the link says how (Outcome), the threads
-stop, and the terminal is given back (rawterm.raw_mode).
+Where the daemon offers its terminal socket (core/terminal_channel.py: a daemon on
+this machine), keys and output go over it, off gRPC: the main thread reads the person's
+keys (and a wake-up pipe: SIGWINCH, the output's end) and sends them at once, one
+thread follows the output; a slow daemon holds the keys back through the socket.
+Otherwise three threads, each blocking on one thing: the main one as above, one follows
+the task's output (ReadOutput), one carries the keys to the daemon (a WriteInput stream
+fed from a queue, so a slow daemon holds the keys back through gRPC's flow control,
+never this process's memory beyond the queue's bound). However it ends, the link says
+how (Outcome), the threads stop, and the terminal is given back (rawterm.raw_mode).
 
 Ends: the task ended (its exit code); the person detached (the task runs on); the
 connection was lost (a daemon restart: the task runs on under its shim, re-attach); the
@@ -33,6 +36,7 @@ from typing import Any
 import grpc
 
 from agentd_client.core.errors import from_grpc
+from agentd_client.core.terminal_channel import TerminalChannel, open_channel
 from agentd_client.terminal import hangup, rawterm
 from agentd_client.terminal import streams as terminal
 from agentd_client.terminal.ttyfilter import TerminalFilter
@@ -89,6 +93,34 @@ class TaskLink:
         self._input_gone = False
         # A raw link's output to a terminal: through the allow-list, its modes undone.
         self.screen_filter = TerminalFilter()
+        # The daemon's terminal socket, when it offers it (else gRPC's streams).
+        self.channel: TerminalChannel | None = None
+
+    def _open_channel(self) -> None:
+        try:
+            self.channel = open_channel(
+                self.client,
+                self.session_id,
+                self.task_id,
+                offset=self.offset,
+                input=self.send_input,
+                hangup_on_drop=self.own,
+            )
+        except grpc.RpcError:
+            self.channel = None  # the gRPC streams say what is wrong, as before
+
+    def _chunks(self) -> Any:
+        """The output as (data, done) pairs, from the terminal socket or ReadOutput."""
+        if self.channel is not None:
+            for out in self.channel.outputs():
+                yield out.data, out.done
+            return
+        for chunk in self.client.stub.ReadOutput(
+            pb.ReadOutputRequest(
+                session_id=self.session_id, id=self.task_id, offset=self.offset, follow=True
+            )
+        ):
+            yield chunk.data, chunk.done
 
     # the threads
     def _follow(self) -> None:
@@ -100,18 +132,14 @@ class TaskLink:
         filtered = self.raw and on_tty
         out = terminal.raw_stdout() if raw else sys.stdout.buffer
         try:
-            for chunk in self.client.stub.ReadOutput(
-                pb.ReadOutputRequest(
-                    session_id=self.session_id, id=self.task_id, offset=self.offset, follow=True
-                )
-            ):
-                shown = self._end_line.feed(chunk.data, chunk.done)
+            for data, done in self._chunks():
+                shown = self._end_line.feed(data, done)
                 if shown and filtered:
                     shown = self.screen_filter.feed(shown)
                 if shown:
                     out.write(shown)  # sanitized unless raw (terminal.py)
                     out.flush()
-                if chunk.done:
+                if done:
                     self._output_end = "ended"
                     break
             else:
@@ -119,6 +147,9 @@ class TaskLink:
         except grpc.RpcError as exc:
             self._output_end = "lost" if exc.code() != grpc.StatusCode.CANCELLED else "cancelled"
             self._output_error = str(from_grpc(exc))
+        except ConnectionError as exc:  # the terminal socket: the daemon went away
+            self._output_end = "lost"
+            self._output_error = str(exc) or "the connection to agentd was lost"
         except OSError:
             self._output_end = "lost"  # our own output went away (a hang-up)
         finally:
@@ -153,6 +184,10 @@ class TaskLink:
         now = rawterm.size(0)
         if now is None:
             return
+        if self.channel is not None:
+            with contextlib.suppress(OSError):
+                self.channel.resize(*now)
+            return
         with contextlib.suppress(grpc.RpcError):
             self.client.stub.ResizeTask(
                 pb.ResizeTaskRequest(
@@ -168,6 +203,12 @@ class TaskLink:
             data, detached = self.matcher.feed(data)
         else:
             detached = False
+        if data and self.send_input and self.channel is not None and not self._input_gone:
+            try:  # blocks while the daemon is behind: the person's keys wait, not memory
+                self.channel.send(data)
+            except OSError:
+                self._input_gone = True  # the task ended or the daemon went: drop them
+            return detached
         while data and self.send_input and not self._input_gone:
             try:  # waits while the daemon is behind: the person's keys wait, not memory
                 self.keys.put(data, timeout=0.5)
@@ -177,7 +218,10 @@ class TaskLink:
         return detached
 
     def _stdin_ended(self) -> None:
-        if self.close_at_eof:
+        if self.close_at_eof and self.channel is not None:
+            with contextlib.suppress(OSError):
+                self.channel.close_stdin()
+        elif self.close_at_eof:
             self.keys.put(CLOSE)  # after the keys before it, on the same stream
 
     def _loop(self) -> str:
@@ -216,11 +260,13 @@ class TaskLink:
         return False
 
     def run(self) -> Outcome:
+        self._open_channel()
         follower = threading.Thread(target=self._follow, name="task-output", daemon=True)
         writer = threading.Thread(target=self._write, name="task-input", daemon=True)
         old_winch = signal.signal(signal.SIGWINCH, lambda *_: self._wake(b"w"))
         follower.start()
-        if self.send_input or self.own:  # an exec's stream holds the task to it
+        # An exec's stream (or terminal socket) holds the task to it.
+        if self.channel is None and (self.send_input or self.own):
             writer.start()
         how = "interrupted"
         try:
@@ -241,11 +287,20 @@ class TaskLink:
                             break
         finally:
             signal.signal(signal.SIGWINCH, old_winch)
-            with contextlib.suppress(queue.Full):
-                self.keys.put(None, timeout=1)
-            if how in ("detached", "ended"):
-                writer.join(timeout=5)  # the detach reaches the daemon before we go
+            if self.channel is not None:
+                self._close_channel(self.channel)
+            else:
+                with contextlib.suppress(queue.Full):
+                    self.keys.put(None, timeout=1)
+                if how in ("detached", "ended"):
+                    writer.join(timeout=5)  # the detach reaches the daemon before we go
         return self._outcome(how)
+
+    def _close_channel(self, channel: TerminalChannel) -> None:
+        if self._detached:
+            with contextlib.suppress(OSError):
+                channel.detach()  # before the close: the daemon lets the task run on
+        channel.close()
 
     def _outcome(self, how: str) -> Outcome:
         if how != "ended":

@@ -1075,6 +1075,32 @@ class TaskInput(_message.Message):
     close_stdin: bool
     def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ..., data: _Optional[bytes] = ..., hangup_on_drop: _Optional[bool] = ..., detach: _Optional[bool] = ..., close_stdin: _Optional[bool] = ...) -> None: ...
 
+class OpenTerminalRequest(_message.Message):
+    __slots__ = ("session_id", "task_id", "uid", "offset", "input", "hangup_on_drop")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    HANGUP_ON_DROP_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    task_id: str
+    uid: int
+    offset: int
+    input: bool
+    hangup_on_drop: bool
+    def __init__(self, session_id: _Optional[str] = ..., task_id: _Optional[str] = ..., uid: _Optional[int] = ..., offset: _Optional[int] = ..., input: _Optional[bool] = ..., hangup_on_drop: _Optional[bool] = ...) -> None: ...
+
+class TerminalChannel(_message.Message):
+    __slots__ = ("path", "token", "expires_ms")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    token: bytes
+    expires_ms: int
+    def __init__(self, path: _Optional[str] = ..., token: _Optional[bytes] = ..., expires_ms: _Optional[int] = ...) -> None: ...
+
 class WriteInputResponse(_message.Message):
     __slots__ = ("bytes", "reason")
     BYTES_FIELD_NUMBER: _ClassVar[int]

@@ -174,6 +174,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
                 _registered_method=True)
+        self.OpenTerminal = channel.unary_unary(
+                '/agentd.v1.Agentd/OpenTerminal',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.OpenTerminalRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.TerminalChannel.FromString,
+                _registered_method=True)
         self.StartForward = channel.unary_unary(
                 '/agentd.v1.Agentd/StartForward',
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.StartForwardRequest.SerializeToString,
@@ -436,6 +441,18 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenTerminal(self, request, context):
+        """A terminal's bytes off gRPC: a one-time token for the daemon's terminal socket (a
+        unix socket beside the API socket, same permissions), good once, for a few seconds,
+        for this task only and for a connection of the uid named here. The socket carries
+        input, output from `offset` (replay, then live), resizes and the end
+        (agentd_client/core/terminal_wire.py). An empty path: not offered (the caller is
+        not on the API's unix socket); use WriteInput and ReadOutput.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def StartForward(self, request, context):
         """Ports of a session's sandbox, reached from a person's machine (issue 22).
         A person forwards a port of a session's sandbox (`agentctl forward`): checked (the
@@ -665,6 +682,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.ResizeTask,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.TaskTerminal.SerializeToString,
+            ),
+            'OpenTerminal': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenTerminal,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.OpenTerminalRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.TerminalChannel.SerializeToString,
             ),
             'StartForward': grpc.unary_unary_rpc_method_handler(
                     servicer.StartForward,
@@ -1478,6 +1500,33 @@ class Agentd:
             '/agentd.v1.Agentd/ResizeTask',
             agentd_dot_v1_dot_agentd__pb2.ResizeTaskRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.TaskTerminal.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenTerminal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/OpenTerminal',
+            agentd_dot_v1_dot_agentd__pb2.OpenTerminalRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.TerminalChannel.FromString,
             options,
             channel_credentials,
             insecure,
