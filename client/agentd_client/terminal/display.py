@@ -7,7 +7,6 @@ import json
 import time
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from agentd_client.core import structs
@@ -29,6 +28,8 @@ def _whole(value: Any) -> Any:
 
 
 def as_dict(message: Message) -> dict[str, Any]:
+    from google.protobuf.json_format import MessageToDict  # what only --json prints needs
+
     return _whole(MessageToDict(message, preserving_proto_field_name=True))
 
 
