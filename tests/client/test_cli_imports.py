@@ -23,7 +23,9 @@ SDKS = ("anthropic", "mcp", "httpx", "shtab", "agentd_client.integrations.agent"
 
 # What a command that only prints text loads nothing of: a terminal's width tables, a
 # config parser when there is no config, the JSON rendering of messages.
-NOT_FOR_TEXT = ("wcwidth", "tomllib", "google.protobuf.json_format", "shtab")
+NOT_FOR_TEXT = (
+    "wcwidth", "tomllib", "google.protobuf.json_format", "shtab", "uuid", "tempfile", "hashlib"
+)  # fmt: skip
 
 
 def _loaded(

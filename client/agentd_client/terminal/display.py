@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from typing import Any
@@ -241,6 +240,8 @@ def describe_forward(head: str, f: pb.PortForward) -> str:
 def request_code(request_id: str) -> str:
     """Four characters from sha256(request id): the same on every terminal, for the same
     request, so a prompt that a command's output drew does not match."""
+    import hashlib  # only an ask shows a code
+
     digest = int.from_bytes(hashlib.sha256(request_id.encode()).digest()[:4], "big")
     chars = []
     for _ in range(4):
