@@ -8,7 +8,8 @@ alike): wall time and CPU (user + system, from wait4), the median and the spread
 10th to 90th percentile), and the ratio of the medians to `python -c pass`. Goals on a
 quiet machine: `--version` <= 100 ms, `call Bash true` <= 300 ms. `--against TREE` adds
 the same commands run from another checkout's client (say `git archive main | tar -x -C
-DIR`): before and after, side by side.
+DIR`): before and after, side by side. Runs with the bytecode cached (the warm-up
+writes it), as an installed client has it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,14 @@ import time
 from _common import ROOT, daemon, percentile, verdict, workspace
 
 GOALS = {"agentctl --version": 0.100, "agentctl call Bash true": 0.300}
+
+
+_STUBS = "import grpc; from agentd_client.v1 import agentd_pb2 as pb, agentd_pb2_grpc"
+_GET_STATUS = (
+    f"{_STUBS}\n"
+    "with grpc.insecure_channel('unix:%s') as ch:\n"
+    "    agentd_pb2_grpc.AgentdStub(ch).GetStatus(pb.GetStatusRequest(), timeout=30)"
+)
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
@@ -61,7 +70,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15, help="runs of each row (15)")
     parser.add_argument("--against", metavar="TREE", help="another checkout to compare with")
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTD_")}
+    # Bytecode cached, as an installed client has it: PYTHONDONTWRITEBYTECODE would have
+    # every run compile the client's modules again.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AGENTD_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     with daemon() as d:
         ctl = _agentctl(None)
         made = subprocess.run(
@@ -74,11 +89,11 @@ def main() -> None:
         session = json.loads(made.stdout)["id"]
         rows = {
             "python -c pass": [sys.executable, "-c", "pass"],
-            # The floor of any command that reaches the daemon: gRPC and the API's stubs.
-            "python -c 'import grpc, stubs'": [
-                sys.executable, "-c", "import grpc; from agentd_client.v1 import agentd_pb2_grpc"
-            ],
-        }  # fmt: skip
+            # The floor of any command that reaches the daemon: gRPC and the API's stubs,
+            # then the same with a channel and one GetStatus, the least `status` can do.
+            "python -c 'import grpc, stubs'": [sys.executable, "-c", _STUBS],
+            "python -c 'stubs, one GetStatus'": [sys.executable, "-c", _GET_STATUS % d.socket],
+        }
         rows.update(_rows(d.socket, session, None, ""))
         if args.against:
             tree = os.path.abspath(args.against)

@@ -61,20 +61,59 @@ class SessionDirs:
     def __init__(self, state_dir: str) -> None:
         self.state_dir = os.path.realpath(state_dir)
         self._base: str | None = None
+        # The base last found ours, held open (so its inode stays its own) with its
+        # device and inode: while its path still names that directory, it is still ours.
+        self._held: tuple[int, int, int] | None = None
         self._lock = threading.Lock()
 
     # ---- where ----
     def base(self) -> str:
         """This daemon's base, taken up from its record or made now."""
         with self._lock:
+            if self._base is not None and self._still_held(self._base):
+                return self._base
             if self._base is None or not _is_ours(self._base, self.state_dir):
                 self._base = self._recorded() or self._make_base()
+            self._hold(self._base)
             return self._base
 
     def existing_base(self) -> str | None:
         """This daemon's base if it has one already (none is made)."""
         with self._lock:
             return self._base or self._recorded()
+
+    def _still_held(self, path: str) -> bool:
+        """`path` is still the directory checked last: the same inode, ours, 0711. No one
+        else can write in it (0711, ours), so its .owner is still the one read then."""
+        if self._held is None:
+            return False
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return False
+        return (
+            (st.st_dev, st.st_ino) == self._held[1:]
+            and stat.S_ISDIR(st.st_mode)
+            and st.st_uid == os.geteuid()
+            and stat.S_IMODE(st.st_mode) == BASE_MODE
+        )
+
+    def _hold(self, path: str) -> None:
+        """Holds `path`, just found ours, if it is still that directory."""
+        self._let_go()
+        try:
+            fd = os.open(path, _DIR_FLAGS)
+        except OSError:
+            return
+        st = os.fstat(fd)
+        self._held = (fd, st.st_dev, st.st_ino)
+        if not _is_ours(path, self.state_dir) or not self._still_held(path):
+            self._let_go()
+
+    def _let_go(self) -> None:
+        if self._held is not None:
+            os.close(self._held[0])
+            self._held = None
 
     def session_path(self, session_id: str) -> str:
         return os.path.join(self.base(), _checked(session_id))
@@ -124,6 +163,7 @@ class SessionDirs:
         with self._lock:
             path = self._base or self._recorded()
             self._base = None
+            self._let_go()
         if path is None:
             return
         with contextlib.suppress(OSError):
@@ -137,6 +177,7 @@ class SessionDirs:
         with self._lock:
             path = self._base or self._recorded()
             self._base = None
+            self._let_go()
         return path is not None and remove_if_empty(path)
 
     # ---- the base ----
@@ -177,16 +218,22 @@ class SessionDirs:
 
 
 _all: dict[str, SessionDirs] = {}
+# The same, by the name each caller gave (a daemon's state dir does not move under it).
+_named: dict[str, SessionDirs] = {}
 _all_lock = threading.Lock()
 
 
 def of(state_dir: str) -> SessionDirs:
     """The session directories of the daemon whose state dir is `state_dir` (one object
     per state dir, so every part of the daemon agrees on the base)."""
+    found = _named.get(state_dir)  # every call of a tool asks: no realpath walk each time
+    if found is not None:
+        return found
     key = os.path.realpath(state_dir)
     with _all_lock:
         if key not in _all:
             _all[key] = SessionDirs(key)
+        _named[state_dir] = _all[key]
         return _all[key]
 
 

@@ -105,6 +105,9 @@ class Store:
         # rollback on a full disk loses them, and they are counted.
         self._pending_writes = 0
         self._pending_events = 0
+        # Calls opened since the last commit, by (session id, tool_use_id): their rows
+        # (name, started_ms) go into the next one (call_opened).
+        self._opening: dict[tuple[str, str], tuple[str, int]] = {}
         self._flush_delay = flush_delay
         self._flush_handle: asyncio.TimerHandle | None = None
         # session id -> the body last written by this connection (sessions are only
@@ -314,6 +317,7 @@ class Store:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
+        self._write_openings()
         if self.full_since and not self._pending_writes:
             # An empty commit succeeds on a full disk: write something, so the commit
             # below says whether there is room (for the probe: not yet for a real write).
@@ -496,23 +500,38 @@ class Store:
         self._dirty()
 
     # calls started and not yet finished: what a crash leaves open (sessions.recovery)
+    # A call's row is written with the commit that holds its start, when that commit
+    # comes (flush): one that ended before then (most: a Read, a Grep) is never
+    # written, as its row would have been written and deleted in the same commit.
     def call_opened(self, session_id: str, tool_use_id: str, name: str, started_ms: int) -> None:
-        self._write(
-            "INSERT OR REPLACE INTO open_calls (session_id, tool_use_id, name, started_ms) "
-            "VALUES (?, ?, ?, ?)",
-            (session_id, tool_use_id, name, started_ms),
-        )
+        self._opening[(session_id, tool_use_id)] = (name, started_ms)
         self._dirty()
 
     def call_closed(self, session_id: str, tool_use_id: str) -> None:
+        if self._opening.pop((session_id, tool_use_id), None) is not None:
+            return
         self._write(
             "DELETE FROM open_calls WHERE session_id = ? AND tool_use_id = ?",
             (session_id, tool_use_id),
         )
         self._dirty()
 
+    def _write_openings(self) -> None:
+        """The rows of the calls still open since the last commit, into this one."""
+        if not self._opening:
+            return
+        rows = [(sid, tid, name, ms) for (sid, tid), (name, ms) in self._opening.items()]
+        self._write(
+            "INSERT OR REPLACE INTO open_calls (session_id, tool_use_id, name, started_ms) "
+            "VALUES (?, ?, ?, ?)",
+            rows,
+            many=True,
+        )
+        self._opening.clear()
+
     def open_calls(self) -> list[tuple[str, str, str, int]]:
         """(session_id, tool_use_id, name, started_ms) of every call left open."""
+        self._write_openings()
         return list(
             self._db.execute(
                 "SELECT session_id, tool_use_id, name, started_ms FROM open_calls "

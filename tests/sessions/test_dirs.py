@@ -66,3 +66,30 @@ def test_an_emptied_base_goes(tmp_path: Path) -> None:
     assert not dirs.remove_base() and os.path.isdir(base)  # a session's dir is still there
     dirs.remove_session(SID)
     assert dirs.remove_base() and not os.path.exists(base)
+
+
+def test_the_same_object_notices_its_base_changed(tmp_path: Path) -> None:
+    """A base checked once is not opened again on every call (each tool call asks for
+    it), yet a change of it is seen at the next call: widened, or replaced by another
+    directory at the same name that holds no .owner naming us."""
+    state = tmp_path / "state"
+    state.mkdir()
+    dirs = SessionDirs(str(state))
+    base = dirs.base()
+    made: list[str] = [base]
+    try:
+        assert dirs.base() == base
+        os.chmod(base, 0o777)
+        again = dirs.base()
+        made.append(again)
+        assert again != base and _mode(again) == 0o711
+        # Gone, and a directory like it made at its name (0711, ours, no .owner).
+        shutil.rmtree(again)
+        os.mkdir(again, 0o711)
+        os.chmod(again, 0o711)
+        third = dirs.base()
+        made.append(third)
+        assert third != again and Path(third, ".owner").read_text().strip() == str(state)
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)

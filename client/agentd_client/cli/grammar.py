@@ -70,11 +70,29 @@ def json_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-class Tree:
-    """Adds leaf commands so each one has --json and the connection options."""
+class Unbuilt:
+    """A command left out of a tree built for another one (`Tree(only=...)`): whatever
+    the tree adds to it is dropped, since these words are never parsed with it."""
 
-    def __init__(self, sub: Any) -> None:
+    def __getattr__(self, name: str) -> Unbuilt:
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Unbuilt:
+        return self
+
+
+class Tree:
+    """Adds leaf commands so each one has --json and the connection options. With
+    `only`, the commands of this level other than that one are not built (their
+    parsers and options are most of the time a parse takes)."""
+
+    def __init__(self, sub: Any, only: str | None = None, parser: Any = None) -> None:
         self.sub = sub
+        self.only = only
+        self.parser = parser  # a group's own parser (its words before a subcommand)
+
+    def _left_out(self, name: str) -> bool:
+        return self.only is not None and name != self.only
 
     def leaf(
         self,
@@ -86,6 +104,8 @@ class Tree:
         connection: bool | None = None,
     ) -> argparse.ArgumentParser:
         """`func` is "module:function" in cli/commands, imported when the command runs."""
+        if self._left_out(name):
+            return Unbuilt()  # type: ignore[return-value]
         p = self.sub.add_parser(name, help=help, description=help)
         json_option(p)
         if daemon if connection is None else connection:
@@ -94,8 +114,11 @@ class Tree:
         return p
 
     def group(self, name: str, help: str, dest: str, required: bool = True) -> Tree:
+        if self._left_out(name):
+            return Tree(Unbuilt(), parser=Unbuilt())
         p = self.sub.add_parser(name, help=help, description=help)
-        return Tree(p.add_subparsers(dest=dest, required=required, parser_class=Parser))
+        sub = p.add_subparsers(dest=dest, required=required, parser_class=Parser)
+        return Tree(sub, parser=p)
 
 
 def session_option(p: argparse.ArgumentParser, default: Any = None, help: str = "") -> None:

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return OK
     # Imported here, after that answer: the parser and the terminal's guards.
     from agentd_client.cli.grammar import command
-    from agentd_client.cli.tree import build_parser
+    from agentd_client.cli.tree import parse_args
     from agentd_client.terminal import hangup
     from agentd_client.terminal import streams as terminal
 
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args: Any = None
     try:
         try:
-            args = build_parser().parse_args(argv)
+            args = parse_args(words)
             serving_mcp = args.func == MCP_SERVE
             if argv is None:  # the command itself, not a caller in this process
                 # An MCP server ends when its client closes stdin, and then closes the

@@ -5,6 +5,7 @@ protobuf or SDK, so `agentctl --version` and `--help` answer at once."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from agentd_client.cli import tree_groups
 from agentd_client.cli.grammar import (
@@ -15,7 +16,7 @@ from agentd_client.cli.grammar import (
     json_option,
     session_option,
 )
-from agentd_client.core.exits import EXIT_CODES_HELP
+from agentd_client.core.exits import EXIT_CODES_HELP, Usage
 
 # The permission modes a session may have (the daemon's agentd/sessions/session.py).
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
@@ -32,7 +33,41 @@ MCP_CLIENTS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The options before a command that take a value (connection_options).
+_VALUED = ("--socket", "--address", "--server-name", "--token-file", "--ca", "--context")
+
+
+def command_word(words: list[str]) -> str | None:
+    """The command `words` run, read past the options before it; None when that is not
+    plain (help, an abbreviated or unknown option, `--`): the whole tree parses those."""
+    it = iter(words)
+    for word in it:
+        if word in _VALUED:
+            next(it, None)
+        elif word.partition("=")[0] in _VALUED and "=" in word:
+            continue
+        elif word.startswith("-"):
+            return None
+        else:
+            return word
+    return None
+
+
+def parse_args(words: list[str]) -> argparse.Namespace:
+    """`words` parsed by a tree holding only the command they name, which is most of the
+    time a parse takes; the whole tree parses them again when that tree did not run that
+    command, so every answer and error is the whole tree's."""
+    only = command_word(words)
+    if only is not None:
+        with contextlib.suppress(Usage):
+            args = build_parser(only).parse_args(words)
+            if args.command == only:
+                return args
+    return build_parser().parse_args(words)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole tree, or with `only` the tree of that one command (`Tree`)."""
     p = Parser(
         prog="agentctl",
         description="Talk to the agentd daemon: on this machine's socket, or another's TLS "
@@ -43,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=ShowVersion, help="show agentctl's version and exit")
     connection_options(p, None)
     p.set_defaults(json=False)
-    top = Tree(p.add_subparsers(dest="command", required=True, parser_class=Parser))
+    top = Tree(p.add_subparsers(dest="command", required=True, parser_class=Parser), only)
 
     top.leaf("status", "is the daemon up, and what is it doing", "sessions:cmd_status")
 
@@ -169,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     session_option(stop, argparse.SUPPRESS)
     stop.add_argument("task", help="the task id")
     # `agentctl tasks --session S` lists, as before `tasks ls` existed.
-    tasks_parser = top.sub.choices["tasks"]
+    tasks_parser = tk.parser
     session_option(tasks_parser)
     json_option(tasks_parser)
     connection_options(tasks_parser, argparse.SUPPRESS)

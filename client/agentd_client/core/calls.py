@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -142,7 +141,8 @@ class ToolResult:
 
 
 def new_tool_use_id() -> str:
-    return f"toolu_{uuid.uuid4().hex[:24]}"
+    """24 random hex digits, as many as the uuid4 it was cut from."""
+    return f"toolu_{os.urandom(12).hex()}"
 
 
 def _input(name: str, input: Mapping[str, Any] | str) -> Mapping[str, Any]:

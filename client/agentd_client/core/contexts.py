@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -95,10 +94,16 @@ def load() -> dict[str, Any]:
     path = config_path()
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read()
     except FileNotFoundError:
         return {"contexts": {}}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
+        raise Unreachable(f"cannot read the client config {path}: {exc}") from None
+    import tomllib  # only when there is a config to read
+
+    try:
+        data = tomllib.loads(raw.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise Unreachable(f"cannot read the client config {path}: {exc}") from None
     contexts = data.get("contexts", {})
     if not isinstance(contexts, dict) or not all(isinstance(v, dict) for v in contexts.values()):

@@ -4,7 +4,6 @@ settings): whole or not at all."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -13,6 +12,8 @@ def write_atomic(path: Path, data: bytes, *, dir_mode: int = 0o700, keep_mode: b
     leaves half a file. `keep_mode`: an existing file keeps its permissions (else the
     temp file's 0600)."""
     path.parent.mkdir(mode=dir_mode, parents=True, exist_ok=True)
+    import tempfile  # only a command that writes a file
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from agentd_client.core import structs
@@ -29,6 +27,8 @@ def _whole(value: Any) -> Any:
 
 
 def as_dict(message: Message) -> dict[str, Any]:
+    from google.protobuf.json_format import MessageToDict  # what only --json prints needs
+
     return _whole(MessageToDict(message, preserving_proto_field_name=True))
 
 
@@ -247,6 +247,8 @@ def describe_forward(head: str, f: pb.PortForward) -> str:
 def request_code(request_id: str) -> str:
     """Four characters from sha256(request id): the same on every terminal, for the same
     request, so a prompt that a command's output drew does not match."""
+    import hashlib  # only an ask shows a code
+
     digest = int.from_bytes(hashlib.sha256(request_id.encode()).digest()[:4], "big")
     chars = []
     for _ in range(4):

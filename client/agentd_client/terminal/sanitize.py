@@ -20,8 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import wcwidth
-
 # What a terminal acts on or draws as nothing: C0 and C1 controls and DEL (Cc); format
 # characters (Cf: bidi controls, zero-width spaces and joiners, the BOM, the soft hyphen,
 # interlinear and tag characters); the line and paragraph separators (Zl, Zp); lone
@@ -84,10 +82,14 @@ def width(value: str) -> int:
     """Columns `value` (already safe) takes on a terminal, by grapheme cluster (wcwidth):
     wide East Asian characters and emoji two (a skin tone or a flag with them), combining
     marks and conjoining Hangul jamo none beyond their syllable."""
+    import wcwidth  # only a screen measures text: every other command skips its tables
+
     return int(wcwidth.width(value, control_codes="ignore"))
 
 
 def graphemes(value: str) -> Iterator[str]:
     """`value`'s grapheme clusters, what a terminal draws as one character: a line is
     cut between them, never inside one."""
+    import wcwidth
+
     return iter(wcwidth.iter_graphemes(value))

@@ -8,12 +8,11 @@ import contextlib
 import json
 import sys
 import time
-import uuid
 
 import grpc
 
 from agentd_client.cli import names
-from agentd_client.core.calls import ImageBlock
+from agentd_client.core.calls import ImageBlock, new_tool_use_id
 from agentd_client.core.client import Client, ToolResult
 from agentd_client.core.errors import INTERRUPTED, OK, TOOL_FAILED, Refused
 from agentd_client.terminal import hangup
@@ -107,7 +106,7 @@ def _waiting_line(progress: pb.Progress) -> str:
 def cmd_call(c: Client, args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.input == "-" else args.input
     session_id = names.of_args(c, args)
-    tool_use_id = args.id or f"toolu_{uuid.uuid4().hex[:24]}"
+    tool_use_id = args.id or new_tool_use_id()
     # The command's output is shown live on one terminal, once: on stdout if that is a
     # terminal (the result then adds only what the output did not say), else on stderr
     # if that is one (stdout, a file or a pipe, gets the result whole).
