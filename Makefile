@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-background stop test test-slow test-clones proto lint docs format bench system-deps clean \
+.PHONY: launcher run run-background stop test test-slow test-clones proto lint docs format bench system-deps clean \
 	install install-user claude-code codex nginx dist image image-deps test-image
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
@@ -45,6 +45,16 @@ CODEX_STAMP := $(CODEX_DIR)/.installed-$(CODEX_VERSION)
 NGINX_DIR ?= $(HOME)/.cache/agentd/nginx
 NGINX_STAMP := $(NGINX_DIR)/.unpacked
 
+# The sandbox chain's one-exec helper (agentd_sandbox/launcher.py), built beside its
+# source; without it a root daemon starts sandboxes through the slower argv chain.
+LAUNCHER := agentd_sandbox/launch/agentd-launch
+CC ?= gcc
+
+$(LAUNCHER): agentd_sandbox/launch/agentd-launch.c
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
+
+launcher: $(LAUNCHER)
+
 $(PY):
 	@echo "==> creating the virtualenv $(VENV) (python3 -m venv)"
 	python3 -m venv $(VENV)
@@ -52,7 +62,7 @@ $(PY):
 # Reinstall when the project's metadata changes. The client is its own distribution
 # (client/pyproject.toml) that the daemon depends on: both are installed editable in
 # one resolve, so agentd-client comes from ./client and never from an index.
-$(STAMP): pyproject.toml client/pyproject.toml | $(PY)
+$(STAMP): pyproject.toml client/pyproject.toml | $(PY) $(LAUNCHER)
 	@echo "==> upgrading pip in $(VENV)"
 	$(PY) -m pip install -q --upgrade pip
 	@echo "==> installing agentd, agentctl and their dependencies into $(VENV)" \
@@ -89,23 +99,23 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 
-run: system-deps $(STAMP)
+run: system-deps $(STAMP) $(LAUNCHER)
 	@echo "==> starting agentd in the foreground (Ctrl-C stops it; make run-background does not hold a terminal)"
 	$(VENV)/bin/agentd serve
 
 # The daemon in the background for a person's session (no systemd needed): its log in
 # the state dir; `make stop` stops it.
-run-background: system-deps $(STAMP)
+run-background: system-deps $(STAMP) $(LAUNCHER)
 	$(VENV)/bin/agentd serve --detach
 
 stop:
 	$(VENV)/bin/agentd stop
 
-test: system-deps $(STAMP) claude-code codex nginx
+test: system-deps $(STAMP) $(LAUNCHER) claude-code codex nginx
 	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term -m "not slow"
 
 # What is too heavy or too timing-bound for `make test`, alone on the machine.
-test-slow: system-deps $(STAMP)
+test-slow: system-deps $(STAMP) $(LAUNCHER)
 	$(VENV)/bin/pytest -q -p no:xdist -m slow
 
 # A slice of the suite from fresh clones of this checkout, one under /tmp and one in a
@@ -166,7 +176,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: system-deps $(STAMP)
+bench: system-deps $(STAMP) $(LAUNCHER)
 	$(PY) bench/read_rtt.py
 	$(PY) bench/bash_rtt.py
 	$(PY) bench/bash_output.py
@@ -176,7 +186,7 @@ bench: system-deps $(STAMP)
 	$(PY) bench/changes.py
 	$(PY) bench/attach_burst.py
 
-install:
+install: $(LAUNCHER)
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
 	$(call pip_install_a_copy,$(PREFIX)/lib/agentd/bin/pip)
 	install -d $(PREFIX)/bin $(SYSTEMD_SYSTEM_DIR)
@@ -192,7 +202,7 @@ install:
 		printf '# agentd settings: see docs/configuration.md and docs/reference/config.md.\n' > $(CONFDIR)/config.toml
 	@echo "installed; now: systemctl daemon-reload && systemctl enable --now agentd"
 
-install-user:
+install-user: $(LAUNCHER)
 	$(PYTHON3) -m venv --clear $(USER_PREFIX)/share/agentd/venv
 	$(call pip_install_a_copy,$(USER_PREFIX)/share/agentd/venv/bin/pip)
 	install -d $(USER_PREFIX)/bin $(SYSTEMD_USER_DIR)
