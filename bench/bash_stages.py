@@ -1,7 +1,7 @@
 """Where a sandboxed `true` spends its time: the minimal sandbox, then agentd's layers one
 at a time, then the daemon's call, interleaved in one run.
 
-    .venv/bin/python bench/bash_stages.py [--rounds N]
+    .venv/bin/python bench/bash_stages.py [--rounds N] [--against TREE]
 
 Each row adds one thing to the row above it; the step column is the p50 difference:
 1. minimal bwrap running `sh -c true` (issue 12's baseline), as the caller (root here),
@@ -17,17 +17,21 @@ Each row adds one thing to the row above it; the step column is the p50 differen
 9. plus the join of a control group of its own, as each session's sandbox has (on
    cgroup v1 the first join after a quiet moment waits for an RCU grace period),
 10. RunTool(Bash "true") through the daemon over gRPC.
+With `--against TREE` (a checkout of another commit, e.g. `git archive main | tar -x -C
+TREE`), a last row: the same call to a daemon running TREE's code, interleaved.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import bash_rtt
 from _common import daemon, percentile, verdict, workspace
@@ -99,6 +103,10 @@ def _layers(policy: object, grouped: object) -> dict[str, Callable[[], None]]:
     }
 
 
+def _bash_true(client: Any, sid: str) -> None:
+    assert not client.run_tool(sid, "Bash", {"command": "true"}).is_error
+
+
 def _group(policy: object) -> tuple[object, Callable[[], None]]:
     """`policy` with a control group of its own (as a session's), and its removal."""
     import dataclasses
@@ -124,30 +132,34 @@ def _group(policy: object) -> tuple[object, Callable[[], None]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--against", help="another checkout whose daemon is measured too")
     args = parser.parse_args()
     ws = workspace()
     policy, cleanup = bash_rtt._policy(ws)
     grouped, ungroup = _group(policy)
     try:
-        with daemon() as d:
+        with contextlib.ExitStack() as stack:
             from agentd_client import Client
 
-            with Client(d.socket) as c:
+            def call_in(tree: str | None) -> Callable[[], None]:
+                wrapper = None if tree is None else ["env", "-C", tree, f"PYTHONPATH={tree}"]
+                d = stack.enter_context(daemon(wrapper=wrapper))
+                c = stack.enter_context(Client(d.socket))
                 sid = c.create_session(ws, permission_mode="bypassPermissions").id
+                return lambda: _bash_true(c, sid)
 
-                def via_daemon() -> None:
-                    assert not c.run_tool(sid, "Bash", {"command": "true"}).is_error
-
-                fns = {**_layers(policy, grouped), DAEMON: via_daemon}
-                for fn in fns.values():
-                    for _ in range(5):
-                        fn()
-                samples: dict[str, list[float]] = {name: [] for name in fns}
-                for _ in range(args.rounds):
-                    for name, fn in fns.items():
-                        t0 = time.perf_counter()
-                        fn()
-                        samples[name].append((time.perf_counter() - t0) * 1000)
+            fns = {**_layers(policy, grouped), DAEMON: call_in(None)}
+            if args.against:
+                fns[f"  (the daemon of {args.against})"] = call_in(os.path.abspath(args.against))
+            for fn in fns.values():
+                for _ in range(5):
+                    fn()
+            samples: dict[str, list[float]] = {name: [] for name in fns}
+            for _ in range(args.rounds):
+                for name, fn in fns.items():
+                    t0 = time.perf_counter()
+                    fn()
+                    samples[name].append((time.perf_counter() - t0) * 1000)
     finally:
         ungroup()
         shutil.rmtree(ws, ignore_errors=True)
@@ -163,7 +175,7 @@ def main() -> None:
         p50 = percentile(ms, 50)
         step = "" if last is None else f"{p50 - last:+8.2f}"
         spread = f"{percentile(ms, 25):.1f}-{percentile(ms, 75):.1f}"
-        print(f"{name:40} {p50:8.2f} {step:>8} {p50 / base:9.2f}x {spread:>14}")
+        print(f"{name[:40]:40} {p50:8.2f} {step:>8} {p50 / base:9.2f}x {spread:>14}")
         last = p50
     ours = percentile(samples[DAEMON], 50)
     for what, name in (("its bare chain", BARE_CHAIN), ("its bare chain in a group", WITH_GROUP)):
