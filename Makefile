@@ -48,7 +48,6 @@ NGINX_STAMP := $(NGINX_DIR)/.unpacked
 # The sandbox chain's one-exec helper (agentd_sandbox/launcher.py), built beside its
 # source; without it a root daemon starts sandboxes through the slower argv chain.
 LAUNCHER := agentd_sandbox/launch/agentd-launch
-CC ?= gcc
 
 $(LAUNCHER): agentd_sandbox/launch/agentd-launch.c
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<

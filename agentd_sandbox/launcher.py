@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 
 from .identity import Identity
 from .limits import rlimit_name, rlimits
@@ -24,8 +25,9 @@ HELPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch", "age
 
 
 def helper() -> str | None:
-    """agentd-launch, if built and safe to run as root: a regular executable file of
-    root's (or this process's owner's) that nobody else may write."""
+    """agentd-launch, if built, safe to run as root (a regular executable file of root's,
+    or this process's owner's, that nobody else may write) and runnable here (a binary
+    built elsewhere, for another libc, is not): tried once per build."""
     try:
         st = os.stat(HELPER)
     except OSError:
@@ -34,7 +36,24 @@ def helper() -> str | None:
         return None
     if st.st_uid not in (0, os.geteuid()) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return None
-    return HELPER
+    build = (HELPER, st.st_dev, st.st_ino, st.st_mtime_ns)
+    if build not in _runs:
+        _runs[build] = _runs_here(HELPER)
+    return HELPER if _runs[build] else None
+
+
+# (path, device, inode, mtime) of a build -> whether it runs here.
+_runs: dict[tuple[str, int, int, int], bool] = {}
+
+
+def _runs_here(path: str) -> bool:
+    try:
+        done = subprocess.run(
+            [path, "--pidns", "--", "/bin/true"], capture_output=True, timeout=30, env={}
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def prefix(policy: SandboxPolicy, ident: Identity) -> list[str] | None:

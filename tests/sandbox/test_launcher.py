@@ -153,3 +153,15 @@ def test_a_program_that_cannot_be_run_is_127(tmp_path: Path) -> None:
         timeout=30,
     )
     assert out.returncode == 127 and "cannot start" in out.stderr, out
+
+
+def test_a_helper_that_cannot_run_here_is_not_used(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A build for another libc (an image made elsewhere) fails to run: the argv chain
+    starts sandboxes instead of every start failing."""
+    broken = tmp_path / "agentd-launch"
+    broken.write_text("#!/nonexistent/interpreter\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(launcher, "HELPER", str(broken))
+    assert launcher.helper() is None
