@@ -19,11 +19,13 @@ SYSTEMD_USER_DIR ?= $(HOME)/.config/systemd/user
 PYTHON3 ?= python3
 # Both installs build agentd and agentd-client from a copy of their sources in a temp
 # dir: setuptools builds where the sources are (build/, *.egg-info), and the checkout is
-# not the install's to change. $(1): the pip of the venv to install into.
+# not the install's to change (agentd-launch is built in the copy too). $(1): the pip of
+# the venv to install into.
 INSTALL_SOURCES := pyproject.toml agentd agentd_sandbox client
 pip_install_a_copy = src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
-	tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=build $(INSTALL_SOURCES) \
-		| tar -x -C "$$src" && \
+	tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=build \
+		--exclude=$(LAUNCHER) $(INSTALL_SOURCES) | tar -x -C "$$src" && \
+	$(call build_launcher,"$$src/$(LAUNCHER)","$$src/$(LAUNCHER).c") && \
 	$(1) install -q "$$src/client[$(CLIENT_EXTRAS)]" "$$src"
 # `make dist`: the client's wheel, and beside it the wheels of everything it and its
 # extras need on this platform and Python, for a laptop to install with no index.
@@ -49,8 +51,10 @@ NGINX_STAMP := $(NGINX_DIR)/.unpacked
 # source; without it a root daemon starts sandboxes through the slower argv chain.
 LAUNCHER := agentd_sandbox/launch/agentd-launch
 
-$(LAUNCHER): agentd_sandbox/launch/agentd-launch.c
-	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
+build_launcher = $(CC) -O2 -Wall -Wextra -Werror -o $(1) $(2)
+
+$(LAUNCHER): $(LAUNCHER).c
+	$(call build_launcher,$@,$<)
 
 launcher: $(LAUNCHER)
 
@@ -185,7 +189,7 @@ bench: system-deps $(STAMP) $(LAUNCHER)
 	$(PY) bench/changes.py
 	$(PY) bench/attach_burst.py
 
-install: $(LAUNCHER)
+install:
 	$(PYTHON3) -m venv --clear $(PREFIX)/lib/agentd
 	$(call pip_install_a_copy,$(PREFIX)/lib/agentd/bin/pip)
 	install -d $(PREFIX)/bin $(SYSTEMD_SYSTEM_DIR)
@@ -201,7 +205,7 @@ install: $(LAUNCHER)
 		printf '# agentd settings: see docs/configuration.md and docs/reference/config.md.\n' > $(CONFDIR)/config.toml
 	@echo "installed; now: systemctl daemon-reload && systemctl enable --now agentd"
 
-install-user: $(LAUNCHER)
+install-user:
 	$(PYTHON3) -m venv --clear $(USER_PREFIX)/share/agentd/venv
 	$(call pip_install_a_copy,$(USER_PREFIX)/share/agentd/venv/bin/pip)
 	install -d $(USER_PREFIX)/bin $(SYSTEMD_USER_DIR)
