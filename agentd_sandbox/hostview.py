@@ -116,8 +116,8 @@ class _Kept:
 
 
 class HostViews:
-    """HostView by (identity, allow-list, euid), each kept while its stamps hold.
-    Thread-safe: starts are planned on worker threads."""
+    """HostView by (identity, allow-list, euid, the home $HOME names), each kept while
+    its stamps hold. Thread-safe: starts are planned on worker threads."""
 
     def __init__(
         self,
@@ -134,7 +134,7 @@ class HostViews:
         self.reused = 0
 
     def get(self, identity: Identity, allow: tuple[str, ...]) -> HostView:
-        key = (identity, allow, os.geteuid())
+        key = (identity, allow, os.geteuid(), os.path.expanduser("~"))
         with self._lock:
             kept = self._kept.get(key)
         if kept is not None and all(stamp(p) == s for p, s in kept.stamps):

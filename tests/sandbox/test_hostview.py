@@ -94,6 +94,22 @@ def test_a_way_closed_by_a_chmod_is_seen(home: Path) -> None:
     assert f"{home}/.config/git/config" not in views.get(NOBODY, ALLOW).allowed
 
 
+def test_another_home_named_by_home_is_another_answer(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$HOME is where visibility finds the daemon's own home (with its credentials)."""
+    seen: list[str] = []
+    monkeypatch.setattr(
+        visibility, "home_dirs", lambda identity: seen.append(os.path.expanduser("~")) or []
+    )
+    views = _views()
+    monkeypatch.setenv("HOME", str(home))
+    views.get(NOBODY, ALLOW)
+    monkeypatch.setenv("HOME", str(home / ".config"))
+    views.get(NOBODY, ALLOW)
+    assert seen == [str(home), str(home / ".config")]
+
+
 def test_another_allow_list_is_another_answer(home: Path) -> None:
     views = _views()
     assert f"{home}/.gitconfig" in views.get(NOBODY, ALLOW).allowed
