@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import visibility
-from .identity import Identity
+from .identity import Identity, home_of
 
 RACY_SECONDS = 1.0
 # Where homes are listed and found, besides the homes themselves (and `~`).
@@ -88,12 +88,14 @@ def compute(identity: Identity, allow: tuple[str, ...]) -> HostView:
     )
 
 
-def _looked_at(view: HostView, allow: tuple[str, ...]) -> list[str]:
+def _looked_at(view: HostView, identity: Identity, allow: tuple[str, ...]) -> list[str]:
     """Every directory whose change could change `view`: the ways to every candidate
     (a name made, removed or replaced changes its directory; a chmod on the way changes
     who can reach it), and to where each link among them points; the homes and what
-    lists them (/home, the passwd file)."""
-    found: set[str] = {*PASSWD_PLACES, os.path.expanduser("~")}
+    lists them (/home, the passwd file), the passwd homes of the daemon and the
+    identity even where they are missing."""
+    passwd = (home_of(os.geteuid()), home_of(identity.uid))
+    found: set[str] = {*PASSWD_PLACES, os.path.expanduser("~"), *(h for h in passwd if h)}
     found.update(view.dirs, view.homes, view.endpoints)
     candidates = [e for e in allow if os.path.isabs(e)]
     for home in view.homes:
@@ -145,7 +147,7 @@ class HostViews:
             return kept.view
         began = self._clock()
         view = compute(identity, allow)
-        stamps = tuple((p, stamp(p)) for p in _looked_at(view, allow))
+        stamps = tuple((p, stamp(p)) for p in _looked_at(view, identity, allow))
         with self._lock:
             self.computed += 1
             if all(s is None or max(s[3], s[4]) < began - self._racy_ns for _, s in stamps):

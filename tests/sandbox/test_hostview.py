@@ -51,6 +51,7 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setattr(visibility, "ENDPOINT_DIRS", ())
     monkeypatch.setattr(visibility, "KEEP_TARGETS", ())
     monkeypatch.setattr(hostview, "PASSWD_PLACES", (str(base / "passwd"),))
+    monkeypatch.setattr(hostview, "home_of", lambda uid: None)
     yield home
     shutil.rmtree(base, ignore_errors=True)
 
@@ -135,6 +136,7 @@ _IN_A_NAMESPACE = textwrap.dedent(
     visibility.user_homes = lambda identity, dirs=None: [str(home)]
     visibility.SECRET_PATHS = visibility.ENDPOINT_DIRS = visibility.KEEP_TARGETS = ()
     hostview.PASSWD_PLACES = ("/mnt/passwd",)
+    hostview.home_of = lambda uid: None
     os.environ["HOME"] = str(home)
     views = hostview.HostViews(racy_seconds=0)
     nobody = Identity(65534, 65534, switch=True)
