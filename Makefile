@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run run-background stop test test-slow test-clones proto lint docs format bench system-deps clean \
+.PHONY: launcher run run-background stop test test-slow test-clones proto lint docs format bench system-deps clean \
 	install install-user claude-code codex nginx dist image image-deps test-image
 
 # `make install`: agentd in $(PREFIX)/bin (its own venv in $(PREFIX)/lib/agentd), the
@@ -19,11 +19,13 @@ SYSTEMD_USER_DIR ?= $(HOME)/.config/systemd/user
 PYTHON3 ?= python3
 # Both installs build agentd and agentd-client from a copy of their sources in a temp
 # dir: setuptools builds where the sources are (build/, *.egg-info), and the checkout is
-# not the install's to change. $(1): the pip of the venv to install into.
+# not the install's to change (agentd-launch is built in the copy too). $(1): the pip of
+# the venv to install into.
 INSTALL_SOURCES := pyproject.toml agentd agentd_sandbox client
 pip_install_a_copy = src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && \
-	tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=build $(INSTALL_SOURCES) \
-		| tar -x -C "$$src" && \
+	tar -c --exclude=__pycache__ --exclude='*.egg-info' --exclude=build \
+		--exclude=$(LAUNCHER) $(INSTALL_SOURCES) | tar -x -C "$$src" && \
+	$(call build_launcher,"$$src/$(LAUNCHER)","$$src/$(LAUNCHER).c") && \
 	$(1) install -q "$$src/client[$(CLIENT_EXTRAS)]" "$$src"
 # `make dist`: the client's wheel, and beside it the wheels of everything it and its
 # extras need on this platform and Python, for a laptop to install with no index.
@@ -45,6 +47,17 @@ CODEX_STAMP := $(CODEX_DIR)/.installed-$(CODEX_VERSION)
 NGINX_DIR ?= $(HOME)/.cache/agentd/nginx
 NGINX_STAMP := $(NGINX_DIR)/.unpacked
 
+# The sandbox chain's one-exec helper (agentd_sandbox/launcher.py), built beside its
+# source; without it a root daemon starts sandboxes through the slower argv chain.
+LAUNCHER := agentd_sandbox/launch/agentd-launch
+
+build_launcher = $(CC) -O2 -Wall -Wextra -Werror -o $(1) $(2)
+
+$(LAUNCHER): $(LAUNCHER).c
+	$(call build_launcher,$@,$<)
+
+launcher: $(LAUNCHER)
+
 $(PY):
 	@echo "==> creating the virtualenv $(VENV) (python3 -m venv)"
 	python3 -m venv $(VENV)
@@ -52,7 +65,7 @@ $(PY):
 # Reinstall when the project's metadata changes. The client is its own distribution
 # (client/pyproject.toml) that the daemon depends on: both are installed editable in
 # one resolve, so agentd-client comes from ./client and never from an index.
-$(STAMP): pyproject.toml client/pyproject.toml | $(PY)
+$(STAMP): pyproject.toml client/pyproject.toml | $(PY) $(LAUNCHER)
 	@echo "==> upgrading pip in $(VENV)"
 	$(PY) -m pip install -q --upgrade pip
 	@echo "==> installing agentd, agentctl and their dependencies into $(VENV)" \
@@ -89,23 +102,23 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 	fi
 
-run: system-deps $(STAMP)
+run: system-deps $(STAMP) $(LAUNCHER)
 	@echo "==> starting agentd in the foreground (Ctrl-C stops it; make run-background does not hold a terminal)"
 	$(VENV)/bin/agentd serve
 
 # The daemon in the background for a person's session (no systemd needed): its log in
 # the state dir; `make stop` stops it.
-run-background: system-deps $(STAMP)
+run-background: system-deps $(STAMP) $(LAUNCHER)
 	$(VENV)/bin/agentd serve --detach
 
 stop:
 	$(VENV)/bin/agentd stop
 
-test: system-deps $(STAMP) claude-code codex nginx
+test: system-deps $(STAMP) $(LAUNCHER) claude-code codex nginx
 	$(VENV)/bin/pytest -q -n auto --dist loadfile --cov --cov-report=term -m "not slow"
 
 # What is too heavy or too timing-bound for `make test`, alone on the machine.
-test-slow: system-deps $(STAMP)
+test-slow: system-deps $(STAMP) $(LAUNCHER)
 	$(VENV)/bin/pytest -q -p no:xdist -m slow
 
 # A slice of the suite from fresh clones of this checkout, one under /tmp and one in a
@@ -166,7 +179,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: system-deps $(STAMP)
+bench: system-deps $(STAMP) $(LAUNCHER)
 	$(PY) bench/read_rtt.py
 	$(PY) bench/bash_rtt.py
 	$(PY) bench/bash_output.py

@@ -16,7 +16,7 @@ import os
 import subprocess
 from collections.abc import Callable, Sequence
 
-from . import anchored, binaries, mounts, visibility
+from . import anchored, binaries, hostview, mounts, visibility
 from .errors import PathGone, SandboxUnavailable
 from .identity import Identity, can_reach, resolve
 from .mounts import BINDS, Mount, MountList, Role
@@ -74,15 +74,12 @@ def _mounts(policy: SandboxPolicy, identity: Identity) -> MountList:
 
 
 def _fill(out: MountList, policy: SandboxPolicy, identity: Identity) -> None:
-    # Looked up once per start (each walks the passwd homes): the same answer three times.
-    dirs = visibility.home_dirs(identity)
-    homes = visibility.user_homes(identity, dirs)
-    covered = ["/tmp", *visibility.endpoint_dirs(), *dirs]
+    # The host's homes, allow-list and credentials, kept while they hold (hostview.py).
+    view = _host_view(policy, identity)
+    covered = view.covered
     for path in covered[1:]:
         out.add(Mount("tmpfs", path, Role.COVER))
-    allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
-    kept = visibility.kept_targets(covered)
-    for path in [*visibility.allowed_home_paths(identity, allow, homes), *kept]:
+    for path in [*view.allowed, *view.kept]:
         # -try: an allow-listed file its owner removes meanwhile is simply not shown; a
         # vanished entry must not stop every sandbox from starting. (Protected paths,
         # below, stay strict: a protection that cannot be mounted fails the start.)
@@ -134,7 +131,7 @@ def _fill(out: MountList, policy: SandboxPolicy, identity: Identity) -> None:
         return not hidden or any(visibility.under(path, s) for s in shown)
 
     secrets: list[str] = []
-    for path in visibility.secret_paths(identity, policy.hidden, homes):
+    for path in _secrets(view, policy, identity):
         if not visible(path):
             continue
         secrets.append(path)
@@ -152,20 +149,28 @@ def _fill(out: MountList, policy: SandboxPolicy, identity: Identity) -> None:
     mounts.check(out.mounts, covered, secrets)
 
 
+def _host_view(policy: SandboxPolicy, identity: Identity) -> hostview.HostView:
+    allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
+    return hostview.VIEWS.get(identity, tuple(allow))
+
+
+def _secrets(view: hostview.HostView, policy: SandboxPolicy, identity: Identity) -> list[str]:
+    """The credentials in the homes (kept), and the policy's own hidden paths (looked up)."""
+    own = visibility.secret_paths(identity, policy.hidden, homes=[])
+    return list(dict.fromkeys([*view.secrets, *own]))
+
+
 def hides(policy: SandboxPolicy) -> Callable[[str], bool]:
     """Whether the sandbox of `policy` keeps a real host path from its commands: a
     credential or the daemon's own file, or a path in a covered place (/tmp, /run, a
     home) that nothing the policy shows holds. The daemon asks it before it stages a
     file for such a path (a sanitised git config): what is hidden gets no stand-in."""
     ident = resolve(policy)
-    dirs = visibility.home_dirs(ident)
-    homes = visibility.user_homes(ident, dirs)
-    covered = ["/tmp", *visibility.endpoint_dirs(), *dirs]
-    allow = visibility.DEFAULT_HOME_ALLOW if policy.home_allow is None else policy.home_allow
+    view = _host_view(policy, ident)
+    covered = view.covered
     shown = [os.path.realpath(p) for p in (*policy.writable, *policy.read_only)]
-    shown += visibility.allowed_home_paths(ident, allow, homes)
-    shown += visibility.kept_targets(covered)
-    secrets = visibility.secret_paths(ident, policy.hidden, homes)
+    shown += [*view.allowed, *view.kept]
+    secrets = _secrets(view, policy, ident)
 
     def hidden(path: str) -> bool:
         if any(mounts.under(path, s) for s in secrets):

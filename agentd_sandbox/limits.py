@@ -48,6 +48,11 @@ def rlimits(limits: Limits) -> list[tuple[int, int, int]]:
     return pairs
 
 
+def rlimit_name(res: int) -> str:
+    """How prlimit(1) (and agentd-launch) name `res`."""
+    return _PRLIMIT_OPTION[res]
+
+
 def prlimit_path() -> str | None:
     """util-linux prlimit, if installed."""
     return binaries.find("prlimit")

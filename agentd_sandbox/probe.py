@@ -6,7 +6,7 @@ import os
 import subprocess
 from typing import Any
 
-from . import bwrap, cgroups, identity, limits, seccomp
+from . import bwrap, cgroups, identity, launcher, limits, seccomp
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
 from .runner import orphan_guard_prefix, run
@@ -79,6 +79,10 @@ def check() -> dict[str, Any]:
         "cgroups": _cgroups(),
         "limits_mode": limits.mode(),
         "prlimit_path": limits.prlimit_path(),
+        # The one-exec chain (launcher.py); None: util-linux's tools start sandboxes.
+        "launcher_path": (
+            launcher.HELPER if launcher.prefix(SandboxPolicy(), ident) is not None else None
+        ),
     }
     try:
         report["seccomp_filter_bytes"] = len(seccomp.bpf_program())
@@ -100,8 +104,10 @@ def check() -> dict[str, Any]:
         "no_new_privs": ok and status.get("NoNewPrivs") == "1",
         "disable_userns": ok and report["disable_userns_supported"],
         "limits": report["limits_mode"],
-        # bwrap as pid 1 of an unshare --kill-child namespace: no orphan when the
-        # spawner dies during start-up (see runner). The variant a start here uses.
-        "orphan_guard": ok and bool(orphan_guard_prefix(ident, dropping)[0]),
+        # bwrap as pid 1 of an outer pid namespace that dies with the spawner: no orphan
+        # when the spawner dies during start-up (see runner). Made by agentd-launch, or
+        # by the unshare variant a start here uses.
+        "orphan_guard": ok
+        and (report["launcher_path"] is not None or bool(orphan_guard_prefix(ident, dropping)[0])),
     }
     return report

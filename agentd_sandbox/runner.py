@@ -1,6 +1,8 @@
 """Start a command in the sandbox: the API the daemon uses (`spawn`) and the CLI's (`run`).
 
-The chain is `sh` (joins the control group, when the policy names one: see
+A root spawner with agentd-launch built (launcher.py) execs it alone in front of bwrap:
+it does every step below in one process and its fork, in the same order. Otherwise the
+chain is `sh` (joins the control group, when the policy names one: see
 cgroups.join_prefix) -> `setpriv` (drops to the sandbox identity, arms the parent-death
 signal) -> `unshare --pid --kill-child` -> `prlimit` (rlimits) -> bwrap, which reads
 its options from a memfd (`--args`) so they never show in the host's `ps`. A root
@@ -39,7 +41,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from . import binaries, bwrap, cgroups, identity, limits, seccomp
+from . import binaries, bwrap, cgroups, identity, launcher, limits, seccomp
 from .errors import SandboxUnavailable
 from .policy import SandboxPolicy
 
@@ -82,7 +84,8 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
     probe_failure = _probe(bwrap_path, ident)
     if probe_failure:
         raise SandboxUnavailable(probe_failure)
-    netns = _netns_prefix(policy)
+    one_exec = launcher.prefix(policy, ident)
+    netns = _netns_prefix(policy) if one_exec is None else []
     try:
         filters = seccomp.bpf_fds()
     except (seccomp.FilterError, OSError) as exc:
@@ -106,6 +109,9 @@ def prepare(policy: SandboxPolicy, command: list[str], pass_fds: tuple[int, ...]
         "start_new_session": True,
         "env": {},
     }
+    if one_exec is not None:
+        ours = io.FileIO(lifeline, "rb", closefd=True)
+        return Launch([*one_exec, *argv], filters, kwargs, args_fd, ident, ours, info_fd, mount_fds)
     drop = identity.setpriv_prefix(ident)
     pidns, unshare_drops = orphan_guard_prefix(ident, bool(drop))
     if unshare_drops:

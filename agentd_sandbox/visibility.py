@@ -43,7 +43,7 @@ _SYSTEM_DIRS = frozenset(
      "/sys", "/tmp", "/usr", "/var", "/var/lib", "/var/tmp", "/nonexistent"}
 )  # fmt: skip
 # Files outside the hidden dirs whose real path may point into one (systemd-resolved).
-_KEEP_TARGETS: tuple[str, ...] = ("/etc/resolv.conf",)
+KEEP_TARGETS: tuple[str, ...] = ("/etc/resolv.conf",)
 
 
 def under(path: str, parent: str) -> bool:
@@ -170,7 +170,7 @@ def is_socket(path: str) -> bool:
 def kept_targets(hidden_dirs: list[str]) -> list[str]:
     """Real paths inside hidden dirs that system files point to and must keep working."""
     found = []
-    for path in _KEEP_TARGETS:
+    for path in KEEP_TARGETS:
         real = os.path.realpath(path)
         if real != path and any(under(real, d) for d in hidden_dirs) and os.path.isfile(real):
             found.append(real)

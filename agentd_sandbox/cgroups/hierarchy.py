@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ..mountinfo import MOUNTS
+
 # What a session's group limits, in the order they matter.
 CONTROLLERS = ("memory", "pids", "cpu")
 # The controllers without which a group limits nothing worth having.
@@ -50,14 +52,33 @@ class _Mount:
     controllers: frozenset[str]
 
 
-def _mounts(mountinfo: str = "/proc/self/mountinfo") -> list[_Mount]:
-    found = []
+def _mounts(mountinfo: str | None = None) -> list[_Mount]:
+    """The cgroup mounts of `mountinfo` (default: this process's, read again only when
+    the mount table changed: mountinfo.MOUNTS)."""
+    global _parsed
     try:
-        with open(mountinfo) as f:
-            lines = f.read().splitlines()
+        if mountinfo is None:
+            text = MOUNTS.text()
+            if _parsed is not None and _parsed[0] is text:
+                return list(_parsed[1])
+        else:
+            with open(mountinfo) as f:
+                text = f.read()
     except OSError:
         return []
-    for line in lines:
+    found = _parse(text)
+    if mountinfo is None:
+        _parsed = (text, tuple(found))
+    return found
+
+
+# The last mount table read (mountinfo.MOUNTS) and its cgroup mounts.
+_parsed: tuple[str, tuple[_Mount, ...]] | None = None
+
+
+def _parse(text: str) -> list[_Mount]:
+    found = []
+    for line in text.splitlines():
         head, sep, tail = line.partition(" - ")
         if not sep:
             continue

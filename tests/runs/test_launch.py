@@ -15,14 +15,18 @@ from typing import Any
 import pytest
 
 from agentd.foundation.config import Config
+from agentd.foundation.errors import ToolError
 from agentd.fs.identity import FsIdentity
 from agentd.runs import launch
+from agentd.runs.channels import Channels
 from agentd.runs.output.registry import TASKS_MOUNT
+from agentd.runs.shim import spawn as shim_spawn
 from agentd.sandboxing import policy as sandbox_policy
 from agentd.sandboxing import runtime
 from agentd.sandboxing.mode import SandboxMode
 from agentd.sessions import dirs as session_dirs
 from agentd.sessions.session import Session
+from agentd_sandbox import Limits, SandboxPolicy, shell_argv
 from tests.support.services import config_under
 
 COMMAND = "echo the-command-text > out.txt"
@@ -193,3 +197,35 @@ async def test_the_plan_walks_off_the_event_loop(
     monkeypatch.setattr(sandbox_policy, "sandbox_protection", walk_then_wait)
     await plan(SandboxMode.NORMAL)
     assert answered == [True], "the event loop was held while the workspace was walked"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a sandbox under a shim drops from root")
+async def test_a_start_whose_control_group_cannot_be_joined_is_a_clear_error(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The chain in front of bwrap (agentd-launch, or the argv chain's `sh`) cannot join
+    the session's group: nothing of the command runs, and the call's error says why."""
+    forkserver = shim_spawn.Forkserver()
+    forkserver.start()
+    missing = str(tmp_path / "gone" / "cgroup.procs")
+    tasks_dir = tmp_path / "tasks"
+    tasks_dir.mkdir()
+
+    async def plan(channels: Channels) -> launch.LaunchPlan:
+        policy = SandboxPolicy(
+            writable=[str(workspace)],
+            cwd=str(workspace),
+            env={"BASH_ENV": channels.bash_env},
+            limits=Limits(wall_seconds=60),
+            cgroup_procs=[missing],
+        )
+        return launch.LaunchPlan(policy, shell_argv(policy, f"touch {workspace}/ran"))
+
+    try:
+        with pytest.raises(ToolError) as caught:
+            await launch.start_bash(plan, str(tasks_dir), None, 1 << 20, lambda _: None, forkserver)
+    finally:
+        forkserver.close()
+    assert "The sandbox could not start" in str(caught.value)
+    assert "cannot join the session's control group" in str(caught.value)
+    assert not (workspace / "ran").exists()

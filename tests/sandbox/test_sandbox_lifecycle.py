@@ -123,9 +123,10 @@ def test_cli_run_and_check(ws):
 
 
 def test_check_reports_the_orphan_guard_a_start_uses():
-    """`check` names the pid-namespace chain a start here uses: a root spawner's own
-    (unshare drops the ids itself) when it can, else the user-namespace one."""
-    from agentd_sandbox import identity
+    """`check` names the pid-namespace chain a start here uses: agentd-launch's where it
+    is built, a root spawner's own (unshare drops the ids itself) when it can, else the
+    user-namespace one."""
+    from agentd_sandbox import identity, launcher
     from agentd_sandbox.probe import check
     from agentd_sandbox.runner import (
         orphan_guard_prefix,
@@ -139,4 +140,7 @@ def test_check_reports_the_orphan_guard_a_start_uses():
         assert unshare_drops and f"--setuid={ident.uid}" in prefix
     else:
         assert not unshare_drops and prefix == pid_namespace_prefix()
-    assert check()["in_force"]["orphan_guard"] is bool(prefix)
+    report = check()
+    assert report["in_force"]["orphan_guard"] is (bool(prefix) or bool(report["launcher_path"]))
+    if os.geteuid() == 0:  # agentd-launch makes the namespace where it is built
+        assert report["launcher_path"] == launcher.helper()
