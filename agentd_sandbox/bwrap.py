@@ -95,8 +95,8 @@ def _fill(out: MountList, policy: SandboxPolicy, identity: Identity) -> None:
             fd, dest, role = anchored
             out.add(Mount("bind", dest, role, fd=fd))
             if path in policy.views:
-                view = roots.open_top(os.path.realpath(policy.views[path]), directory=True)
-                out.add(Mount("bind", dest, Role.VIEW, fd=view))
+                overlay = roots.open_top(os.path.realpath(policy.views[path]), directory=True)
+                out.add(Mount("bind", dest, Role.VIEW, fd=overlay))
     for path in policy.ensure_dirs:
         # bwrap makes the mount point on the host (inside a writable bind), empty, and
         # covers it with an empty read-only tmpfs; its parent must be no link.
