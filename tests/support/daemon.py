@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -173,6 +174,8 @@ def start_daemon(
         except TimeoutError:
             served = False
     if not served:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5 if not serving else 0)  # one that said why it stops is exiting
         code = proc.poll()
         daemon.stop(signal.SIGKILL)
         how = f"exited with {code}" if code is not None else f"not serving after {timeout:.0f} s"
