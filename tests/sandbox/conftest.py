@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,13 +109,27 @@ class Result:
 _HOST_MOUNT_WENT = "bwrap: Can't bind mount /oldroot/ on /newroot/: Unable to apply mount flags"
 
 
+# Or a host path it was to cover (another test daemon's socket) went between the policy's
+# look at it and bwrap's mount.
+_HOST_PATH_WENT = re.compile(r"bwrap: Can't (?:mkdir parents for|create file at) (/[^:]*):")
+
+
+def _start_raced(rc: int, out: bytes, text: str) -> bool:
+    if rc != 1 or out:
+        return False
+    went = _HOST_PATH_WENT.match(text)
+    return text.startswith(_HOST_MOUNT_WENT) or (
+        went is not None and not os.path.lexists(went.group(1))
+    )
+
+
 async def run_capture(policy: SandboxPolicy, argv: list[str]) -> Result:
     for _ in range(3):
         proc = await spawn(policy, argv)
         out, err = await asyncio.gather(proc.stdout.read(), proc.stderr.read())
         rc = await proc.wait()
         text = err.decode(errors="replace")
-        if not (rc == 1 and not out and text.startswith(_HOST_MOUNT_WENT)):
+        if not _start_raced(rc, out, text):
             break
     return Result(rc, out.decode(errors="replace"), text, proc.timed_out)
 
