@@ -19,7 +19,7 @@ from tree_sitter import Language, Node, Parser
 
 from agentd.bashsec import plain, shellvars, words
 from agentd.bashsec.argv import run
-from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Walk, Word, node_text
+from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Walk, Word
 from agentd.bashsec.model import (
     Classification,
     new_classification,
@@ -110,13 +110,14 @@ _NONE: frozenset[str] = frozenset()
 def _parse_into(ctx: Ctx, command: str) -> None:
     src = command.encode("utf-8", "surrogatepass")
     root = _parser().parse(src).root_node
-    saved = ctx.src
+    saved = ctx.src, ctx.chars
     ctx.src = src
+    ctx.chars = command if command.isascii() else None
     if root.has_error:
         ctx.parse_ok = False
         ctx.opaque("the command does not parse (syntax error)")
     _walk(root, ctx)
-    ctx.src = saved
+    ctx.src, ctx.chars = saved
 
 
 def run_shell_literal(ctx: Ctx, script: str) -> None:
@@ -183,7 +184,7 @@ def _test(node: Node, ctx: Ctx) -> None:
 def _function(node: Node, ctx: Ctx) -> None:
     name = node.child_by_field_name("name")
     if name is not None:
-        ctx.defined.add(node_text(name))
+        ctx.defined.add(ctx.text(name))
     _children(node, ctx)
 
 
@@ -243,7 +244,7 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
 
 
 def _assignment(node: Node, ctx: Ctx) -> None:
-    if words.not_an_assignment(node):
+    if words.not_an_assignment(node, ctx):
         run(ctx, [words.assignment_word(node, ctx)], [node.start_byte], node.end_byte, ())
         return
     name_node = node.child_by_field_name("name")
@@ -260,7 +261,7 @@ def _assignments(node: Node, ctx: Ctx) -> None:
     for child in node.named_children:
         if child.type != "variable_assignment":
             _walk(child, ctx)
-        elif argv or words.not_an_assignment(child):
+        elif argv or words.not_an_assignment(child, ctx):
             argv.append(words.assignment_word(child, ctx))
             starts.append(child.start_byte)
         else:
@@ -284,7 +285,7 @@ def _for(node: Node, ctx: Ctx) -> None:
     if node.children and node.children[0].type == "select" or not has_in:
         values.append(Dyn("<input>"))
     if name_node is not None:
-        name = node_text(name_node)
+        name = ctx.text(name_node)
         for value in values:
             shellvars.assign(ctx, name, value, "for")
     for child in node.named_children:
@@ -310,21 +311,21 @@ def _declaration(node: Node, ctx: Ctx) -> None:
             value_node = child.child_by_field_name("value")
             value = words.assigned_value(value_node, ctx)
             if name_node is None:
-                argv.append(Dyn(node_text(child)))
+                argv.append(Dyn(ctx.text(child)))
                 continue
             shellvars.assignment_node(ctx, name_node, value, keyword)
-            name = node_text(name_node)
+            name = ctx.text(name_node)
             if name_node.type == "subscript":
                 inner = name_node.child_by_field_name("name") or name_node.named_children[0]
-                name = node_text(inner)
-            if isinstance(value, str) and "=" not in node_text(name_node):
+                name = ctx.text(inner)
+            if isinstance(value, str) and "=" not in ctx.text(name_node):
                 # Static: the word bash sees (the check records the assignment again).
                 op = "+=" if any(c.type == "+=" for c in child.children) else "="
-                argv.append(f"{node_text(name_node)}{op}{value}")
+                argv.append(f"{ctx.text(name_node)}{op}{value}")
             else:
-                argv.append(Assigned(node_text(child), name))
+                argv.append(Assigned(ctx.text(child), name))
         elif child.type == "variable_name":
-            argv.append(node_text(child))
+            argv.append(ctx.text(child))
         else:
             argv.append(words.word_value(child, ctx))
     if argv:
@@ -338,7 +339,7 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
     for child in node.named_children:
         t = child.type
         if t == "variable_assignment":
-            if argv or words.not_an_assignment(child):
+            if argv or words.not_an_assignment(child, ctx):
                 argv.append(words.assignment_word(child, ctx))
                 starts.append(child.start_byte)
             else:

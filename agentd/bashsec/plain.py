@@ -57,6 +57,8 @@ def plain_into(ctx: Ctx, command: str) -> bool:
         return False
     if _PLAIN_SIMPLE.fullmatch(command) is not None:
         return _plain_simple(ctx, command)
+    if PLAIN.fullmatch(command) is None:
+        return False  # one scan in C rejects what the token loop below would
     segments: list[list[tuple[str, int, int]]] = []
     words: list[tuple[str, int, int]] = []
     last_op = ""
@@ -93,6 +95,7 @@ def plain_into(ctx: Ctx, command: str) -> bool:
                 return False  # keywords, and quoted names, are the parser's
         heads.append(k)
     ctx.src = command.encode("ascii")
+    ctx.chars = command
     for words, k in zip(segments, heads, strict=True):
         for text, _, _ in words[:k]:
             name, _, value = text.partition("=")
@@ -113,6 +116,7 @@ def _plain_simple(ctx: Ctx, command: str) -> bool:
     if k < len(words) and words[k] in _RESERVED:
         return False
     ctx.src = command.encode("ascii")
+    ctx.chars = command
     pos = 0
     for text in words[:k]:
         name, _, value = text.partition("=")
