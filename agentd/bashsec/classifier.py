@@ -134,20 +134,20 @@ def run_shell_literal(ctx: Ctx, script: str) -> None:
 
 
 def _walk(node: Node, ctx: Ctx) -> None:
-    t = node.type
-    handler = _HANDLERS.get(t)
-    if handler is not None:
-        handler(node, ctx)
-    elif t not in _LEAVES:
-        for child in node.named_children:
-            if child.type not in _LEAVES:
-                _walk(child, ctx)
+    _DISPATCH.get(node.type, _children)(node, ctx)
 
 
 def _children(node: Node, ctx: Ctx) -> None:
+    """Walk a node's named children (what a node without a handler of its own holds)."""
+    dispatch = _DISPATCH
     for child in node.named_children:
-        if child.type not in _LEAVES:
-            _walk(child, ctx)
+        handler = dispatch.get(child.type, _children)
+        if handler is not _leaf:
+            handler(child, ctx)
+
+
+def _leaf(node: Node, ctx: Ctx) -> None:
+    """A leaf holds nothing that can run."""
 
 
 def _expansion(node: Node, ctx: Ctx) -> None:
@@ -338,7 +338,12 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
     name_node = None
     for child in node.named_children:
         t = child.type
-        if t == "variable_assignment":
+        if t == "word":
+            # word_value's first case, inline: most words hold no escape and no brace.
+            text = ctx.text(child)
+            argv.append(words.word_value(child, ctx) if "\\" in text or "{" in text else text)
+            starts.append(child.start_byte)
+        elif t == "variable_assignment":
             if argv or words.not_an_assignment(child, ctx):
                 argv.append(words.assignment_word(child, ctx))
                 starts.append(child.start_byte)
@@ -385,6 +390,9 @@ _HANDLERS = {
     "test_command": _test,
     "function_definition": _function,
 }
+
+# Every node type the walk reads: a handler, a leaf, or (absent) its named children walked.
+_DISPATCH = {**dict.fromkeys(_LEAVES, _leaf), **_HANDLERS}
 
 # What argv.py, checks.py and shellvars.py call back into (through the Ctx).
 WALK = Walk(node=_walk, word=words.word_value, script=run_shell_literal, argv=run)
