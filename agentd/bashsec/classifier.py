@@ -332,7 +332,10 @@ def _declaration(node: Node, ctx: Ctx) -> None:
         run(ctx, argv, starts, node.end_byte, ())
 
 
-def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
+def _command(node: Node, ctx: Ctx, extra: list[Node] | None = None) -> None:
+    """A simple command; `extra`: words a redirection around it holds (see _redirect)."""
+    if extra is None:
+        extra = []
     argv: list[Word] = []
     starts: list[int] = []
     name_node = None
@@ -373,7 +376,7 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
 
 
 _HANDLERS = {
-    "command": lambda node, ctx: _command(node, ctx, []),
+    "command": _command,
     "redirected_statement": _redirected,
     "file_redirect": _redirect,
     "heredoc_redirect": _redirect,
