@@ -134,14 +134,14 @@ def run_shell_literal(ctx: Ctx, script: str) -> None:
 
 
 def _walk(node: Node, ctx: Ctx) -> None:
-    _DISPATCH.get(node.type, _children)(node, ctx)
+    _DISPATCH.get(node.kind_id, _children)(node, ctx)
 
 
 def _children(node: Node, ctx: Ctx) -> None:
     """Walk a node's named children (what a node without a handler of its own holds)."""
     dispatch = _DISPATCH
     for child in node.named_children:
-        handler = dispatch.get(child.type, _children)
+        handler = dispatch.get(child.kind_id, _children)
         if handler is not _leaf:
             handler(child, ctx)
 
@@ -339,13 +339,15 @@ def _command(node: Node, ctx: Ctx, extra: list[Node] | None = None) -> None:
     argv: list[Word] = []
     starts: list[int] = []
     name_node = None
+    chars = ctx.chars
     for child in node.named_children:
         t = child.type
         if t == "word":
             # word_value's first case, inline: most words hold no escape and no brace.
-            text = ctx.text(child)
+            start = child.start_byte
+            text = chars[start : child.end_byte] if chars is not None else ctx.text(child)
             argv.append(words.word_value(child, ctx) if "\\" in text or "{" in text else text)
-            starts.append(child.start_byte)
+            starts.append(start)
         elif t == "variable_assignment":
             if argv or words.not_an_assignment(child, ctx):
                 argv.append(words.assignment_word(child, ctx))
@@ -395,7 +397,14 @@ _HANDLERS = {
 }
 
 # Every node type the walk reads: a handler, a leaf, or (absent) its named children walked.
-_DISPATCH = {**dict.fromkeys(_LEAVES, _leaf), **_HANDLERS}
+# Keyed by kind id, an int, where a type name is a new str each time tree-sitter gives it;
+# several ids share a name (the grammar's aliases). ERROR nodes' id is none of these.
+_DISPATCH = {
+    kind: handler
+    for names in (dict.fromkeys(_LEAVES, _leaf), _HANDLERS)
+    for kind in range(_LANGUAGE.node_kind_count)
+    if (handler := names.get(_LANGUAGE.node_kind_for_id(kind) or "")) is not None
+}
 
 # What argv.py, checks.py and shellvars.py call back into (through the Ctx).
 WALK = Walk(node=_walk, word=words.word_value, script=run_shell_literal, argv=run)

@@ -259,6 +259,17 @@ def test_non_ascii_commands_are_read_by_byte_offsets(
     assert result.writes == writes
 
 
+def test_every_node_type_the_walk_dispatches_on_is_in_the_grammar() -> None:
+    """The walk dispatches by kind id: a name the grammar lacks would drop its handler."""
+    from agentd.bashsec import classifier
+
+    language = classifier._LANGUAGE
+    names = {language.node_kind_for_id(k) for k in range(language.node_kind_count)}
+    assert set(classifier._HANDLERS) | classifier._LEAVES <= names
+    dispatched = {language.node_kind_for_id(k) for k in classifier._DISPATCH}
+    assert dispatched == set(classifier._HANDLERS) | classifier._LEAVES
+
+
 def test_plain_commands_read_without_a_parse_match_the_parse(monkeypatch) -> None:
     """The no-parse path for plain commands gives exactly what the tree walk gives."""
     from agentd.bashsec import plain as plain_path
