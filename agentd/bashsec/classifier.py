@@ -39,6 +39,7 @@ _LEAVES = frozenset(
     }
 )  # fmt: skip
 _GLOB_IN_NAME = re.compile(r"[*?{]|\[.")
+_GLOB_CHARS = frozenset("*?{[")  # a name without any of them is no glob
 
 
 def _parser() -> Parser:
@@ -372,7 +373,12 @@ def _command(node: Node, ctx: Ctx, extra: list[Node] | None = None) -> None:
         return
     if name_node is not None and name_node.type in ("word", "concatenation"):
         name = argv[0]
-        if isinstance(name, str) and name not in ("[", "[[") and _GLOB_IN_NAME.search(name):
+        if (
+            isinstance(name, str)
+            and not _GLOB_CHARS.isdisjoint(name)
+            and name not in ("[", "[[")
+            and _GLOB_IN_NAME.search(name)
+        ):
             argv[0] = Dyn(name)
     run(ctx, argv, starts, end, ())
 
