@@ -92,13 +92,14 @@ def classify_uncached(command: str) -> Classification:
             if cmd.program in ctx.defined:
                 ctx.opaque(f"calls {cmd.program}, a function or alias defined in the command")
     read_only = ctx.parse_ok and not ctx.cats and not ctx.unsafe
+    reasons = ctx.reasons
     result: Classification = new_classification(
         read_only,
         frozenset(ctx.cats) if ctx.cats else _NONE,
         tuple(ctx.commands),
         tuple(dict.fromkeys(ctx.writes)) if ctx.writes else (),
         tuple(ctx.cds),
-        tuple(dict.fromkeys(ctx.reasons)) if ctx.reasons else (),
+        tuple(dict.fromkeys(reasons)) if len(reasons) > 1 else tuple(reasons),
         ctx.parse_ok,
         frozenset(ctx.repo_configured) if ctx.repo_configured else _NONE,
     )
