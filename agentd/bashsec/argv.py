@@ -36,6 +36,9 @@ def _shown(word: Word) -> str:
 
 def _text(ctx: Ctx, argv: list[Word], starts: list[int] | None, end: int) -> str:
     if starts:
+        chars = ctx.chars
+        if chars is not None:
+            return chars[starts[0] : end].strip()
         return ctx.src[starts[0] : end].decode("utf-8", "replace").strip()
     return " ".join(a if isinstance(a, str) else a.text for a in argv)
 

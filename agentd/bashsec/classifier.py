@@ -19,7 +19,7 @@ from tree_sitter import Language, Node, Parser
 
 from agentd.bashsec import plain, shellvars, words
 from agentd.bashsec.argv import run
-from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Walk, Word, node_text
+from agentd.bashsec.context import SETTINGS, Assigned, Ctx, Dyn, Walk, Word
 from agentd.bashsec.model import (
     Classification,
     new_classification,
@@ -39,6 +39,7 @@ _LEAVES = frozenset(
     }
 )  # fmt: skip
 _GLOB_IN_NAME = re.compile(r"[*?{]|\[.")
+_GLOB_CHARS = frozenset("*?{[")  # a name without any of them is no glob
 
 
 def _parser() -> Parser:
@@ -91,13 +92,14 @@ def classify_uncached(command: str) -> Classification:
             if cmd.program in ctx.defined:
                 ctx.opaque(f"calls {cmd.program}, a function or alias defined in the command")
     read_only = ctx.parse_ok and not ctx.cats and not ctx.unsafe
+    reasons = ctx.reasons
     result: Classification = new_classification(
         read_only,
         frozenset(ctx.cats) if ctx.cats else _NONE,
         tuple(ctx.commands),
         tuple(dict.fromkeys(ctx.writes)) if ctx.writes else (),
         tuple(ctx.cds),
-        tuple(dict.fromkeys(ctx.reasons)) if ctx.reasons else (),
+        tuple(dict.fromkeys(reasons)) if len(reasons) > 1 else tuple(reasons),
         ctx.parse_ok,
         frozenset(ctx.repo_configured) if ctx.repo_configured else _NONE,
     )
@@ -110,13 +112,14 @@ _NONE: frozenset[str] = frozenset()
 def _parse_into(ctx: Ctx, command: str) -> None:
     src = command.encode("utf-8", "surrogatepass")
     root = _parser().parse(src).root_node
-    saved = ctx.src
+    saved = ctx.src, ctx.chars
     ctx.src = src
+    ctx.chars = command if command.isascii() else None
     if root.has_error:
         ctx.parse_ok = False
         ctx.opaque("the command does not parse (syntax error)")
     _walk(root, ctx)
-    ctx.src = saved
+    ctx.src, ctx.chars = saved
 
 
 def run_shell_literal(ctx: Ctx, script: str) -> None:
@@ -133,20 +136,20 @@ def run_shell_literal(ctx: Ctx, script: str) -> None:
 
 
 def _walk(node: Node, ctx: Ctx) -> None:
-    t = node.type
-    handler = _HANDLERS.get(t)
-    if handler is not None:
-        handler(node, ctx)
-    elif t not in _LEAVES:
-        for child in node.named_children:
-            if child.type not in _LEAVES:
-                _walk(child, ctx)
+    _DISPATCH.get(node.kind_id, _children)(node, ctx)
 
 
 def _children(node: Node, ctx: Ctx) -> None:
+    """Walk a node's named children (what a node without a handler of its own holds)."""
+    dispatch = _DISPATCH
     for child in node.named_children:
-        if child.type not in _LEAVES:
-            _walk(child, ctx)
+        handler = dispatch.get(child.kind_id, _children)
+        if handler is not _leaf:
+            handler(child, ctx)
+
+
+def _leaf(node: Node, ctx: Ctx) -> None:
+    """A leaf holds nothing that can run."""
 
 
 def _expansion(node: Node, ctx: Ctx) -> None:
@@ -183,7 +186,7 @@ def _test(node: Node, ctx: Ctx) -> None:
 def _function(node: Node, ctx: Ctx) -> None:
     name = node.child_by_field_name("name")
     if name is not None:
-        ctx.defined.add(node_text(name))
+        ctx.defined.add(ctx.text(name))
     _children(node, ctx)
 
 
@@ -243,7 +246,7 @@ def _redirect(node: Node, ctx: Ctx) -> list[Node]:
 
 
 def _assignment(node: Node, ctx: Ctx) -> None:
-    if words.not_an_assignment(node):
+    if words.not_an_assignment(node, ctx):
         run(ctx, [words.assignment_word(node, ctx)], [node.start_byte], node.end_byte, ())
         return
     name_node = node.child_by_field_name("name")
@@ -260,7 +263,7 @@ def _assignments(node: Node, ctx: Ctx) -> None:
     for child in node.named_children:
         if child.type != "variable_assignment":
             _walk(child, ctx)
-        elif argv or words.not_an_assignment(child):
+        elif argv or words.not_an_assignment(child, ctx):
             argv.append(words.assignment_word(child, ctx))
             starts.append(child.start_byte)
         else:
@@ -284,7 +287,7 @@ def _for(node: Node, ctx: Ctx) -> None:
     if node.children and node.children[0].type == "select" or not has_in:
         values.append(Dyn("<input>"))
     if name_node is not None:
-        name = node_text(name_node)
+        name = ctx.text(name_node)
         for value in values:
             shellvars.assign(ctx, name, value, "for")
     for child in node.named_children:
@@ -310,35 +313,45 @@ def _declaration(node: Node, ctx: Ctx) -> None:
             value_node = child.child_by_field_name("value")
             value = words.assigned_value(value_node, ctx)
             if name_node is None:
-                argv.append(Dyn(node_text(child)))
+                argv.append(Dyn(ctx.text(child)))
                 continue
             shellvars.assignment_node(ctx, name_node, value, keyword)
-            name = node_text(name_node)
+            name = ctx.text(name_node)
             if name_node.type == "subscript":
                 inner = name_node.child_by_field_name("name") or name_node.named_children[0]
-                name = node_text(inner)
-            if isinstance(value, str) and "=" not in node_text(name_node):
+                name = ctx.text(inner)
+            if isinstance(value, str) and "=" not in ctx.text(name_node):
                 # Static: the word bash sees (the check records the assignment again).
                 op = "+=" if any(c.type == "+=" for c in child.children) else "="
-                argv.append(f"{node_text(name_node)}{op}{value}")
+                argv.append(f"{ctx.text(name_node)}{op}{value}")
             else:
-                argv.append(Assigned(node_text(child), name))
+                argv.append(Assigned(ctx.text(child), name))
         elif child.type == "variable_name":
-            argv.append(node_text(child))
+            argv.append(ctx.text(child))
         else:
             argv.append(words.word_value(child, ctx))
     if argv:
         run(ctx, argv, starts, node.end_byte, ())
 
 
-def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
+def _command(node: Node, ctx: Ctx, extra: list[Node] | None = None) -> None:
+    """A simple command; `extra`: words a redirection around it holds (see _redirect)."""
+    if extra is None:
+        extra = []
     argv: list[Word] = []
     starts: list[int] = []
     name_node = None
+    chars = ctx.chars
     for child in node.named_children:
         t = child.type
-        if t == "variable_assignment":
-            if argv or words.not_an_assignment(child):
+        if t == "word":
+            # word_value's first case, inline: most words hold no escape and no brace.
+            start = child.start_byte
+            text = chars[start : child.end_byte] if chars is not None else ctx.text(child)
+            argv.append(words.word_value(child, ctx) if "\\" in text or "{" in text else text)
+            starts.append(start)
+        elif t == "variable_assignment":
+            if argv or words.not_an_assignment(child, ctx):
                 argv.append(words.assignment_word(child, ctx))
                 starts.append(child.start_byte)
             else:
@@ -361,13 +374,18 @@ def _command(node: Node, ctx: Ctx, extra: list[Node]) -> None:
         return
     if name_node is not None and name_node.type in ("word", "concatenation"):
         name = argv[0]
-        if isinstance(name, str) and name not in ("[", "[[") and _GLOB_IN_NAME.search(name):
+        if (
+            isinstance(name, str)
+            and not _GLOB_CHARS.isdisjoint(name)
+            and name not in ("[", "[[")
+            and _GLOB_IN_NAME.search(name)
+        ):
             argv[0] = Dyn(name)
     run(ctx, argv, starts, end, ())
 
 
 _HANDLERS = {
-    "command": lambda node, ctx: _command(node, ctx, []),
+    "command": _command,
     "redirected_statement": _redirected,
     "file_redirect": _redirect,
     "heredoc_redirect": _redirect,
@@ -383,6 +401,16 @@ _HANDLERS = {
     "for_statement": _for,
     "test_command": _test,
     "function_definition": _function,
+}
+
+# Every node type the walk reads: a handler, a leaf, or (absent) its named children walked.
+# Keyed by kind id, an int, where a type name is a new str each time tree-sitter gives it;
+# several ids share a name (the grammar's aliases). ERROR nodes' id is none of these.
+_DISPATCH = {
+    kind: handler
+    for names in (dict.fromkeys(_LEAVES, _leaf), _HANDLERS)
+    for kind in range(_LANGUAGE.node_kind_count)
+    if (handler := names.get(_LANGUAGE.node_kind_for_id(kind) or "")) is not None
 }
 
 # What argv.py, checks.py and shellvars.py call back into (through the Ctx).

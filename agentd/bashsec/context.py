@@ -15,18 +15,6 @@ from agentd.bashsec.table import load
 SETTINGS, PROGRAMS = load()
 
 
-def node_text(node: Node) -> str:
-    """The source text of a node, decoded as the walk reads it (undecodable bytes replaced).
-
-    tree-sitter gives None only for a tree parsed without its source; the walk always
-    parses bytes, so None is a bug, and raising lets classify() fail closed on it.
-    """
-    raw = node.text
-    if raw is None:
-        raise ValueError(f"a {node.type} node without its source text")
-    return raw.decode("utf-8", "replace")
-
-
 class Dyn:
     """A word only known at run time. `optlike`: it could expand to an option (-x)."""
 
@@ -71,7 +59,7 @@ class Ctx:
 
     __slots__ = (
         "walk", "cats", "reasons", "writes", "cds", "commands", "parse_ok", "unsafe",
-        "defined", "depth", "src", "assigned", "arith_refs", "indirect", "integers",
+        "defined", "depth", "src", "chars", "assigned", "arith_refs", "indirect", "integers",
         "repo_configured",
     )  # fmt: skip
 
@@ -86,7 +74,10 @@ class Ctx:
         self.unsafe = False
         self.defined: set[str] = set()
         self.depth = 0
+        # The source being walked, as bytes (tree-sitter's offsets are byte offsets), and as
+        # the same str when it is ASCII (byte offsets are then character offsets).
         self.src = b""
+        self.chars: str | None = ""
         # Every assignment by any route: name -> values (a str, a Dyn, or shellvars.INT).
         self.assigned: dict[str, list[object]] = {}
         # Names whose value bash evaluates as arithmetic -> where.
@@ -97,6 +88,13 @@ class Ctx:
         self.integers: set[str] = set()
         # Program name -> why the workspace's own configuration decides what it does.
         self.repo_configured: dict[str, str] = {}
+
+    def text(self, node: Node) -> str:
+        """The source text of a node of the tree being walked (undecodable bytes replaced)."""
+        chars = self.chars
+        if chars is not None:
+            return chars[node.start_byte : node.end_byte]
+        return self.src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def add(self, cats: frozenset[str] | set[str], reason: str) -> None:
         if cats:

@@ -30,7 +30,8 @@ _PLAIN_WORD = rf"(?:{_PLAIN_CHARS}|{_PLAIN_QUOTED})++"
 # What plain_into accepts (the tests select plain commands with it). Possessive
 # quantifiers: no backtracking, linear in the length of the command.
 PLAIN = re.compile(rf"(?:[ \t]++|{_PLAIN_WORD}|\|\||&&|\|&|[|;&])++")
-_PLAIN_TOKEN = re.compile(rf"[ \t]++|({_PLAIN_WORD})|\|\||&&|\|&|[|;&]")
+# One word or operator, after any blanks.
+_PLAIN_PIECE = re.compile(rf"[ \t]*+(?:({_PLAIN_WORD})|(\|\||&&|\|&|[|;&]))")
 # One simple command of unquoted plain words (split by str.split, the cheapest way).
 _PLAIN_SIMPLE = re.compile(r"[A-Za-z0-9_\-./=:,@%+ \t]*")
 _UNQUOTE = re.compile(r"""'([^']*)'|"([^"]*)\"""")
@@ -57,27 +58,22 @@ def plain_into(ctx: Ctx, command: str) -> bool:
         return False
     if _PLAIN_SIMPLE.fullmatch(command) is not None:
         return _plain_simple(ctx, command)
+    if PLAIN.fullmatch(command) is None:
+        return False  # one scan in C rejects what the token loop below would
     segments: list[list[tuple[str, int, int]]] = []
     words: list[tuple[str, int, int]] = []
     last_op = ""
-    pos = 0
-    for m in _PLAIN_TOKEN.finditer(command):
-        if m.start() != pos:
-            return False  # something between tokens: not plain
-        pos = m.end()
-        text = m.group()
-        if m.group(1) is None and text[0] in " \t":
-            continue
-        if m.group(1) is None:
+    # PLAIN matched: the pieces follow each other to the end (but for trailing blanks).
+    for m in _PLAIN_PIECE.finditer(command):
+        word = m.group(1)
+        if word is None:
             if not words:
                 return False  # an operator with no command before it: let the parser say
             segments.append(words)
             words = []
-            last_op = text
+            last_op = m.group(2)
         else:
-            words.append((text, m.start(), pos))
-    if pos != len(command):
-        return False
+            words.append((word, m.start(1), m.end()))
     if words:
         segments.append(words)
     elif last_op not in (";", "&"):
@@ -85,7 +81,7 @@ def plain_into(ctx: Ctx, command: str) -> bool:
     heads: list[int] = []
     for words in segments:
         k = 0
-        while k < len(words) and _ASSIGNMENT_WORD.match(words[k][0]):
+        while k < len(words) and "=" in words[k][0] and _ASSIGNMENT_WORD.match(words[k][0]):
             k += 1
         if k < len(words):
             name = words[k][0]
@@ -93,13 +89,14 @@ def plain_into(ctx: Ctx, command: str) -> bool:
                 return False  # keywords, and quoted names, are the parser's
         heads.append(k)
     ctx.src = command.encode("ascii")
+    ctx.chars = command
     for words, k in zip(segments, heads, strict=True):
         for text, _, _ in words[:k]:
             name, _, value = text.partition("=")
             shellvars.assign(ctx, name.rstrip("+"), _unquote(value))
         if k < len(words):
             rest = words[k:]
-            argv: list[Word] = [_unquote(w[0]) for w in rest]
+            argv: list[Word] = [_unquote(w) if "'" in w or '"' in w else w for w, _, _ in rest]
             run(ctx, argv, [w[1] for w in rest], rest[-1][2], ())
     return True
 
@@ -108,11 +105,12 @@ def _plain_simple(ctx: Ctx, command: str) -> bool:
     """_plain_into for one simple command of unquoted words: the most common case."""
     words = command.split()
     k = 0
-    while k < len(words) and _ASSIGNMENT_WORD.match(words[k]):
+    while k < len(words) and "=" in words[k] and _ASSIGNMENT_WORD.match(words[k]):
         k += 1
     if k < len(words) and words[k] in _RESERVED:
         return False
     ctx.src = command.encode("ascii")
+    ctx.chars = command
     pos = 0
     for text in words[:k]:
         name, _, value = text.partition("=")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from agentd.bashsec.context import Dyn, node_text
+from agentd.bashsec.context import Dyn
 from agentd.bashsec.table import load
 
 SETTINGS, _ = load()
@@ -113,9 +113,9 @@ def assignment_node(ctx: Ctx, node: Node, value: Word | str, how: str = "") -> N
         if index is not None:
             arith(ctx, index)
         name_node = node.child_by_field_name("name") or node.named_children[0]
-        assign(ctx, node_text(name_node), value, how)
+        assign(ctx, ctx.text(name_node), value, how)
     else:
-        assign(ctx, node_text(node), value, how)
+        assign(ctx, ctx.text(node), value, how)
 
 
 # ------------------------------------------------------------------ arithmetic
@@ -143,21 +143,21 @@ def arith(ctx: Ctx, node: Node, where: str = "arithmetic") -> None:
     if not node.is_named or t in ("number", "comment", "test_operator"):
         return
     if t == "variable_name":
-        ref(ctx, node_text(node), where)
+        ref(ctx, ctx.text(node), where)
     elif t in ("word", "raw_string"):
-        text = node_text(node)
+        text = ctx.text(node)
         arith_text(ctx, text[1:-1] if t == "raw_string" else text, where)
     elif t == "simple_expansion":
         name = node.named_children[0] if node.named_child_count else None
         if name is None or name.type not in ("variable_name", "special_variable_name"):
-            ctx.opaque(f"arithmetic evaluates {node_text(node)}")
+            ctx.opaque(f"arithmetic evaluates {ctx.text(node)}")
         else:
-            ref(ctx, node_text(name), where)
+            ref(ctx, ctx.text(name), where)
     elif t == "expansion":
         _arith_expansion(ctx, node, where)
     elif t == "subscript":
         name = node.child_by_field_name("name") or node.named_children[0]
-        ref(ctx, node_text(name), where)
+        ref(ctx, ctx.text(name), where)
         index = node.child_by_field_name("index")
         if index is not None:
             arith(ctx, index, where)
@@ -172,12 +172,12 @@ def arith(ctx: Ctx, node: Node, where: str = "arithmetic") -> None:
     elif t == "string":
         for child in node.named_children:
             if child.type == "string_content":
-                arith_text(ctx, node_text(child), where)
+                arith_text(ctx, ctx.text(child), where)
             else:
                 arith(ctx, child, where)
     elif t in ("command_substitution", "process_substitution", "ansi_c_string"):
         ctx.walk.node(node, ctx)
-        ctx.opaque(f"arithmetic evaluates {node_text(node)[:60]}")
+        ctx.opaque(f"arithmetic evaluates {ctx.text(node)[:60]}")
     else:
         _arith_assignments(ctx, node)
         for child in node.named_children:
@@ -195,10 +195,10 @@ def _arith_assignments(ctx: Ctx, node: Node) -> None:
             ):
                 for target in node.named_children:
                     if target.type == "variable_name":
-                        assign(ctx, node_text(target), INT)
+                        assign(ctx, ctx.text(target), INT)
                     elif target.type == "subscript":
                         name = target.child_by_field_name("name") or target.named_children[0]
-                        assign(ctx, node_text(name), INT)
+                        assign(ctx, ctx.text(name), INT)
                     break
 
 
@@ -214,9 +214,9 @@ def _arith_expansion(ctx: Ctx, node: Node, where: str) -> None:
         if head.type == "subscript":
             head = head.child_by_field_name("name") or head.named_children[0]
         if head.type in ("variable_name", "special_variable_name"):
-            ref(ctx, node_text(head), where)
+            ref(ctx, ctx.text(head), where)
             return
-    ctx.opaque(f"arithmetic evaluates {node_text(node)[:60]}")
+    ctx.opaque(f"arithmetic evaluates {ctx.text(node)[:60]}")
 
 
 # ------------------------------------------------------------------ expansions
@@ -239,19 +239,19 @@ def expansion(ctx: Ctx, node: Node) -> None:
         index = head.child_by_field_name("index")
         if index is not None and index.text not in (b"@", b"*"):
             arith(ctx, index, "an array subscript")
-    name = node_text(head)
+    name = ctx.text(head)
     if head.type == "subscript":
         name_node = head.child_by_field_name("name") or head.named_children[0]
-        name = node_text(name_node)
+        name = ctx.text(name_node)
     if "@" in tokens:
         at = tokens.index("@")
         op = tokens[at + 1] if at + 1 < len(tokens) else ""
         if op not in ("Q", "E", "A", "K", "a", "k", "U", "u", "L"):
             ctx.opaque(f"${{{name}@{op}}} runs the value of {name} as a prompt (code)")
     indirect = len(tokens) >= 2 and tokens[1] == "!" and tokens[-2] not in ("*", "@")
-    keys = head.type == "subscript" and node_text(head).endswith(("[@]", "[*]"))
+    keys = head.type == "subscript" and ctx.text(head).endswith(("[@]", "[*]"))
     if indirect and "@" not in tokens and not keys:
-        ctx.indirect.setdefault(name, node_text(node))
+        ctx.indirect.setdefault(name, ctx.text(node))
     seen_head = False
     after_colon = False
     for child in children:
@@ -291,11 +291,11 @@ def test_command(ctx: Ctx, node: Node) -> None:
     for sub in _descend(node):
         if sub.type == "binary_expression" and double:
             op = sub.child_by_field_name("operator")
-            if op is not None and node_text(op) in _ARITH_OPS:
+            if op is not None and ctx.text(op) in _ARITH_OPS:
                 for side in ("left", "right"):
                     operand = sub.child_by_field_name(side)
                     if operand is not None:
-                        arith(ctx, operand, "[[ … " + node_text(op) + " … ]]")
+                        arith(ctx, operand, "[[ … " + ctx.text(op) + " … ]]")
         elif sub.type == "unary_expression":
             op = sub.child_by_field_name("operator")
             if op is not None and op.text in (b"-v", b"-R") and sub.named_child_count >= 2:

@@ -9,28 +9,28 @@ import re
 from tree_sitter import Node
 
 from agentd.bashsec import shellvars
-from agentd.bashsec.context import SETTINGS, Ctx, Dyn, Word, node_text
+from agentd.bashsec.context import SETTINGS, Ctx, Dyn, Word
 
 _ASSIGNABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[.*\])?\+?", re.S)
 
 
-def not_an_assignment(node: Node) -> bool:
+def not_an_assignment(node: Node, ctx: Ctx) -> bool:
     """tree-sitter-bash takes `--x=1` for an assignment; bash takes it for a word."""
     name_node = node.child_by_field_name("name")
     if name_node is None:
         return True
-    return _ASSIGNABLE.fullmatch(node_text(name_node)) is None
+    return _ASSIGNABLE.fullmatch(ctx.text(name_node)) is None
 
 
 def assignment_word(node: Node, ctx: Ctx) -> Word:
     """A NAME=VALUE that bash reads as an ordinary word."""
     name_node = node.child_by_field_name("name")
     value = assigned_value(node.child_by_field_name("value"), ctx)
-    name = node_text(name_node) if name_node is not None else ""
+    name = ctx.text(name_node) if name_node is not None else ""
     op = "+=" if any(c.type == "+=" for c in node.children) else "="
     if isinstance(value, str) and "\\" not in name and "'" not in name and '"' not in name:
         return f"{name}{op}{value}"
-    return Dyn(node_text(node))
+    return Dyn(ctx.text(node))
 
 
 def assigned_value(node: Node | None, ctx: Ctx) -> Word:
@@ -44,7 +44,7 @@ def array_value(node: Node, ctx: Ctx) -> Word:
     numbers = True
     for child in node.named_children:
         value = word_value(child, ctx)
-        text = node_text(child)
+        text = ctx.text(child)
         if text.startswith("["):
             index, sep, rest = text[1:].partition("]=")
             if isinstance(value, Dyn) and ("$" in index or "`" in index):
@@ -53,41 +53,41 @@ def array_value(node: Node, ctx: Ctx) -> Word:
                 shellvars.arith_text(ctx, index, f"the array index in {text}")
                 value = rest
         numbers = numbers and shellvars.is_number(value)
-    return "0" if numbers else Dyn(node_text(node))
+    return "0" if numbers else Dyn(ctx.text(node))
 
 
 def word_value(node: Node, ctx: Ctx) -> Word:
     """The static value of a word, or Dyn; walks any substitution inside it."""
     t = node.type
     if t == "word":
-        text = node_text(node)
+        text = ctx.text(node)
         if "\\" in text:
             text = _unescape(text)
         if "{" in text and ("," in text or ".." in text):
             return Dyn(text)
         return text
     if t == "raw_string":
-        return node_text(node)[1:-1]
+        return ctx.text(node)[1:-1]
     if t == "number":
-        return node_text(node)
+        return ctx.text(node)
     if t == "string":
         return _string(node, ctx)
     if t == "ansi_c_string":
-        decoded = _ansi_c(node_text(node)[2:-1])
-        return decoded if decoded is not None else Dyn(node_text(node))
+        decoded = _ansi_c(ctx.text(node)[2:-1])
+        return decoded if decoded is not None else Dyn(ctx.text(node))
     if t == "concatenation":
         return _concatenation(node, ctx)
     if t in ("simple_expansion", "expansion"):
         ctx.walk.node(node, ctx)
-        return Dyn(node_text(node), not _is_path_var(node))
+        return Dyn(ctx.text(node), not _is_path_var(node, ctx))
     ctx.walk.node(node, ctx)
-    return Dyn(node_text(node))
+    return Dyn(ctx.text(node))
 
 
-def _is_path_var(node: Node) -> bool:
+def _is_path_var(node: Node, ctx: Ctx) -> bool:
     for child in node.named_children:
         if child.type == "variable_name":
-            return node_text(child) in SETTINGS.path_vars and node.named_child_count == 1
+            return ctx.text(child) in SETTINGS.path_vars and node.named_child_count == 1
     return False
 
 
@@ -98,7 +98,7 @@ def _string(node: Node, ctx: Ctx) -> Word:
     for child in node.named_children:
         if child.type == "string_content":
             if not dyn:
-                text = node_text(child)
+                text = ctx.text(child)
                 parts.append(_unescape_dq(text) if "\\" in text else text)
         else:
             ctx.walk.node(child, ctx)
@@ -109,12 +109,12 @@ def _string(node: Node, ctx: Ctx) -> Word:
                     prefix.startswith("-")
                     if prefix
                     else not (
-                        child.type in ("simple_expansion", "expansion") and _is_path_var(child)
+                        child.type in ("simple_expansion", "expansion") and _is_path_var(child, ctx)
                     )
                 )
     text = "".join(parts)
     if dyn:
-        return Dyn(node_text(node), optlike)
+        return Dyn(ctx.text(node), optlike)
     return text
 
 
@@ -134,7 +134,7 @@ def _concatenation(node: Node, ctx: Ctx) -> Word:
             if child.type == "word" and ("{" in value or "}" in value):
                 brace = True
             parts.append(value)
-    raw = node_text(node)
+    raw = ctx.text(node)
     if first_dyn is not None:
         return Dyn(raw, first_dyn.optlike)
     joined = "".join(parts)

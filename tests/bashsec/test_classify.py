@@ -226,6 +226,50 @@ def test_absurd_nesting_fails_closed() -> None:
     assert "opaque" in result.categories
 
 
+@pytest.mark.parametrize(
+    ("command", "commands", "writes"),
+    [
+        (
+            "sh -c 'ls -la' && echo \"ü\" > f-é; cat ñ.txt",
+            [(("sh", "-c", "ls -la"), "sh -c 'ls -la'"), (("ls", "-la"), "ls -la"),
+             (("echo", "ü"), 'echo "ü"'), (("cat", "ñ.txt"), "cat ñ.txt")],
+            ("f-é",),
+        ),
+        (
+            "sh -c 'cat ü' && echo x > f",
+            [(("sh", "-c", "cat ü"), "sh -c 'cat ü'"), (("cat", "ü"), "cat ü"),
+             (("echo", "x"), "echo x")],
+            ("f",),
+        ),
+        (
+            'grep -n "ö" <<< "$(cat f)" >> out-ß',
+            [(("cat", "f"), "cat f"), (("grep", "-n", "ö"), 'grep -n "ö" <<< "$(cat f)"')],
+            ("out-ß",),
+        ),
+        ('echo "$x" > "a\udc80b"', [(("echo", None), 'echo "$x"')], ("a\ufffd\ufffd\ufffdb",)),
+    ],
+)  # fmt: skip
+def test_non_ascii_commands_are_read_by_byte_offsets(
+    command: str, commands: list[tuple[tuple[str | None, ...], str]], writes: tuple[str, ...]
+) -> None:
+    """tree-sitter's offsets are byte offsets: words and texts after a multi-byte character,
+    and in a script parsed inside a command of the other kind (sh -c), are still exact."""
+    result = classify_uncached(command)
+    assert [(c.argv, c.text) for c in result.commands] == commands
+    assert result.writes == writes
+
+
+def test_every_node_type_the_walk_dispatches_on_is_in_the_grammar() -> None:
+    """The walk dispatches by kind id: a name the grammar lacks would drop its handler."""
+    from agentd.bashsec import classifier
+
+    language = classifier._LANGUAGE
+    names = {language.node_kind_for_id(k) for k in range(language.node_kind_count)}
+    assert set(classifier._HANDLERS) | classifier._LEAVES <= names
+    dispatched = {language.node_kind_for_id(k) for k in classifier._DISPATCH}
+    assert dispatched == set(classifier._HANDLERS) | classifier._LEAVES
+
+
 def test_plain_commands_read_without_a_parse_match_the_parse(monkeypatch) -> None:
     """The no-parse path for plain commands gives exactly what the tree walk gives."""
     from agentd.bashsec import plain as plain_path
