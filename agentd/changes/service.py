@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any
 
 from agentd.changes import (
-    capture,
     fanotify,
     holding,
     known,
@@ -34,13 +33,12 @@ from agentd.changes import (
     walk,
 )
 from agentd.changes.asker import Asker
-from agentd.changes.capture import Capture
+from agentd.changes.captures import Captures
 from agentd.changes.checkpoints import Checkpoints
 from agentd.changes.files import Entry
 from agentd.changes.following import TaskFollowing
 from agentd.changes.holding import Held
 from agentd.changes.host import HostWatch
-from agentd.changes.pack import Pack
 from agentd.changes.readchanged import Recorded
 from agentd.changes.review import Reviews
 from agentd.changes.tracked import Tracked
@@ -57,8 +55,6 @@ log = logging.getLogger(__name__)
 KEEP_PROMPT = "KeepChanges"
 EVENTS, SCAN = "events", "scan"
 _Key = tuple[str, FsIdentity | None]
-# Captures kept at once (one per root and identity); the least recently used goes first.
-MAX_CAPTURES = 8
 
 
 def events_work() -> str:
@@ -105,14 +101,8 @@ class ChangeTracker:
         # Review mode's change sets (set with the checkpoints; None: no review mode).
         self.reviews: Reviews | None = None
         self._tasks = TaskFollowing(self)
-        # Each root's pre-images no other source has (capture.py), taken at its first
-        # writing command; what a previous daemon took is gone with it.
-        self._capture_dir = os.path.join(config.state_dir, "capture")
-        self._capture_budget = capture.Budget(
-            config.checkpoint_capture_files, config.checkpoint_capture_bytes
-        )
-        capture.clear(self._capture_dir)
-        self._captures: dict[_Key, Capture] = {}
+        # Each root's pre-images no other source has, taken at its first writing command.
+        self.captures = Captures(config)
 
     def announce(self) -> None:
         """Say in the daemon's log how calls are followed (once it starts serving)."""
@@ -196,9 +186,9 @@ class ChangeTracker:
             skip = await self._touched_by_others(root)
             old = self._baselines.get(key)
             also = self._pending.pop(key, set())
-            if (captured := self._captures.get(key)) is not None:
+            if (captured := self.captures.get(key)) is not None:
                 if key in self._stale:  # what changed is not known: taken again
-                    await self._drop_capture(key)
+                    await self.captures.drop(key)
                 else:  # changed outside the agent's running commands since
                     captured.forget(also - skip)
             uid = identity.uid if identity is not None else None
@@ -233,54 +223,17 @@ class ChangeTracker:
             await self._save(key, fresh)
 
     async def _capture(self, root: str, identity: FsIdentity | None) -> None:
-        """Copy what no other source would give as a pre-image (capture.py), once per
-        root and identity, before the first writing command runs: the host watch is told
-        the names first, so that a change after the copy drops it."""
-        key = (root, identity)
+        """What no other source would give as a pre-image, copied once per root and
+        identity before its first writing command (captures.py)."""
         if self.checkpoints is None or self._host is None:
             return
-        if key in self._captures:  # the last used goes last
-            self._captures[key] = self._captures.pop(key)
-            return
-        async with self._lock(key):
-            if key in self._captures:
-                return
-            while len(self._captures) >= MAX_CAPTURES:
-                await self._drop_capture(next(iter(self._captures)))
-            where = os.path.join(self._capture_dir, secrets.token_hex(8) + ".pack")
-            try:
-                taken = await self._take_capture(root, identity, where)
-            except OSError as exc:  # the state disk, or the root gone: the call goes on
-                log.warning("cannot capture %s before its first writing command: %s", root, exc)
-                taken = Capture(root, None)
-            self._captures[key] = taken
-            if taken.over:
-                log.info("capture of %s: %d files, %s", root, len(taken.files), taken.over)
-
-    async def _take_capture(self, root: str, identity: FsIdentity | None, where: str) -> Capture:
-        ensure_private_dir(self._capture_dir, "captured files")
-        found = await asyncio.to_thread(call_as, identity, capture.walk, root)
-        if self._host is not None:
-            await self._host.learn_all({os.path.basename(rel) for rel, _ in found[0]})
-        pack = await asyncio.to_thread(Pack, where)
-        try:
-            return await asyncio.to_thread(
-                capture.take, root, identity, pack, found, self._capture_budget
-            )
-        except BaseException:
-            pack.remove()
-            raise
-
-    async def _drop_capture(self, key: _Key) -> None:
-        if (gone := self._captures.pop(key, None)) is not None and gone.pack is not None:
-            await asyncio.to_thread(gone.pack.remove)
+        key = (root, identity)
+        await self.captures.take(key, self._host, self._lock(key))
 
     async def reap(self, session: Session) -> None:
         """A session is reaped: the captures of its roots go (the next writing command
         on one takes it again)."""
-        roots = {os.path.realpath(r) for r in session.workspace_roots}
-        for key in [k for k in self._captures if k[0] in roots]:
-            await self._drop_capture(key)
+        await self.captures.reap({os.path.realpath(r) for r in session.workspace_roots})
 
     def _saved_path(self, key: _Key) -> str:
         root, identity = key
@@ -387,7 +340,7 @@ class ChangeTracker:
             captured = {
                 root: got
                 for root in tracked.roots
-                if (got := self._captures.get((root, tracked.identity))) is not None
+                if (got := self.captures.get((root, tracked.identity))) is not None
             }
             row = await self.checkpoints.record_run(
                 session,
