@@ -54,6 +54,11 @@ T = TypeVar("T")
 
 # Starts of a sandbox that failed before its command ran.
 START_ATTEMPTS = 3
+# A start refused for want of a resource (EAGAIN: the sandbox identity's processes or
+# namespaces at their limit, as while another of its sandboxes forks hard) is tried
+# again after each of these pauses too: such a limit frees as those processes end.
+BUSY_PAUSES = (0.1, 0.4, 1.6)
+_BUSY = "Resource temporarily unavailable"
 
 
 @dataclass(frozen=True)
@@ -170,13 +175,23 @@ def plan_search(policy: SandboxPolicy, cwd: str, argv: list[str]) -> LaunchPlan:
 
 async def start(attempt: Callable[[], Awaitable[tuple[T, bool]]], what: str) -> T:
     """Run `attempt()` (which plans and starts anew, and says whether the command ran)
-    until one ran, at most START_ATTEMPTS times; the last attempt's outcome."""
-    for number in range(1, START_ATTEMPTS + 1):
+    until one ran: at most START_ATTEMPTS failures, not counting those for want of a
+    resource, each tried again after a pause (BUSY_PAUSES); the last attempt's outcome."""
+    pauses = iter(BUSY_PAUSES)
+    number = failed = 0
+    while True:
+        number += 1
         outcome, ran = await attempt()
         if ran:
-            break
+            return outcome
         log.info("%s: its sandbox ended before it ran (attempt %d)", what, number)
-    return outcome
+        busy = isinstance(outcome, str) and _BUSY in outcome
+        if busy and (pause := next(pauses, None)) is not None:
+            await asyncio.sleep(pause)
+            continue
+        failed += 1
+        if failed >= START_ATTEMPTS:
+            return outcome
 
 
 @dataclass

@@ -40,6 +40,11 @@ from agentd.sessions import dirs as session_dirs
 
 log = logging.getLogger(__name__)
 
+# A file's times come from the kernel's coarse clock, a tick or so behind time.time():
+# a record written just after the daemon's start may look older than it. Within this
+# many seconds of the start, a record counts as made since (kept: the safe side).
+_CLOCK_SLACK = 1.0
+
 GRACE_SECONDS = 3600.0
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 # The only paths a record may name: a session's directory in a base, or its temp dir;
@@ -105,7 +110,7 @@ def sweep(
         if not isinstance(owner, str) or not owner:
             continue
         if owner == state_dir:
-            if known(name) or mtime >= started:
+            if known(name) or mtime >= started - _CLOCK_SLACK:
                 continue
             if not remove_unknown:
                 unknown.append(name)

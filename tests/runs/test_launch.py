@@ -229,3 +229,39 @@ async def test_a_start_whose_control_group_cannot_be_joined_is_a_clear_error(
     assert "The sandbox could not start" in str(caught.value)
     assert "cannot join the session's control group" in str(caught.value)
     assert not (workspace / "ran").exists()
+
+
+class _Starts:
+    """Attempts that fail with the given outcomes, then run."""
+
+    def __init__(self, failures: list[str]) -> None:
+        self.failures = failures
+        self.made = 0
+
+    async def __call__(self) -> tuple[str, bool]:
+        self.made += 1
+        if self.failures:
+            return self.failures.pop(0), False
+        return "ran", True
+
+
+_BUSY = "bwrap: Creating new namespace failed: Resource temporarily unavailable"
+
+
+async def test_a_start_refused_for_want_of_a_resource_is_tried_again_after_a_pause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(launch, "BUSY_PAUSES", (0.01, 0.01, 0.01))
+    # Three busy failures (each after a pause) and two others, then one that runs.
+    starts = _Starts([_BUSY, _BUSY, "bwrap: Can't find source path /x", _BUSY, "gone"])
+    assert await launch.start(starts, "a test") == "ran"
+    assert starts.made == 6
+    # A fourth busy failure has no pause left: it counts as any other.
+    starts = _Starts([_BUSY] * 3 + ["one", _BUSY, "two", "three"])
+    assert await launch.start(starts, "a test") == "two"
+
+
+async def test_other_failures_end_after_start_attempts() -> None:
+    starts = _Starts(["first", "second", "third", "fourth"])
+    assert await launch.start(starts, "a test") == "third"
+    assert starts.made == launch.START_ATTEMPTS
