@@ -171,10 +171,13 @@ class SessionMux:
     # Frames from the client.
 
     def receive(self, frame: pb.ForwardFrame) -> None:
+        kind = frame.WhichOneof("kind") or ""
+        self.take(frame.id, kind, getattr(frame, kind) if kind else 0)
+
+    def take(self, cid: int, kind: str, value: int | str | bytes | memoryview) -> None:
+        """One frame from the client (as protobuf or forward_wire.frames_of read it)."""
         if self.outbox.backlog() > MAX_BACKLOG:
             raise Backlogged
-        cid = frame.id
-        kind = frame.WhichOneof("kind")
         if kind == "open":
             self._open(cid)
             return
@@ -184,14 +187,14 @@ class SessionMux:
                 self.last_id = cid
                 self.outbox.put(close_frame(cid, f"unknown connection {cid}: send `open` first"))
             return  # a frame that crossed its connection's close: nothing to do
-        if kind == "data":
-            link.on_data(frame.data)
-        elif kind == "window":
-            link.on_window(frame.window)
+        if kind == "data" and not isinstance(value, int | str):
+            link.on_data(value)
+        elif kind == "window" and isinstance(value, int):
+            link.on_window(value)
         elif kind == "eof":
             link.on_eof()
-        elif kind == "close":
-            link.on_close(frame.close[:200])
+        elif kind == "close" and isinstance(value, str):
+            link.on_close(value[:200])
         else:
             link.reset(f"a client does not send {kind or 'an empty frame'}")
 
