@@ -3,9 +3,11 @@ connection, list what listens (`agentctl forward`, `agentctl ports`).
 
 Forwarded connections ride the client's existing channel (the unix socket, or TLS with
 the token): nothing new listens on the dev box. `agentctl forward` carries all of a
-forward's connections on one ForwardMux stream (agentd/network/port_mux.py); the older
-Forward RPC carries one each (forward_pump.py). Either way a client that never reads,
-or a server that never does, holds at most its window in the daemon.
+forward's connections on one multiplexed stream (agentd/network/port_mux.py): on the
+terminal socket where OpenForward offers it (api/terminals/forward.py), else a ForwardMux
+gRPC stream; the older Forward RPC carries one each (forward_pump.py). Either way a
+client that never reads, or a server that never does, holds at most its window in the
+daemon.
 """
 
 from __future__ import annotations

@@ -20,7 +20,13 @@ from agentd.api.terminals.tokens import ForwardGrant
 from agentd.network.port_mux import Backlogged, SessionMux
 from agentd_client.core import terminal_wire as wire
 from agentd_client.core.forward_mux import Outbox
-from agentd_client.core.forward_socket import FRAMES, MAX_FRAMES_PAYLOAD, FrameViews, Writer
+from agentd_client.core.forward_socket import (
+    BATCH_BYTES,
+    FRAMES,
+    MAX_FRAMES_PAYLOAD,
+    FrameViews,
+    Writer,
+)
 from agentd_client.core.forward_wire import frames_of
 from agentd_client.v1 import agentd_pb2 as pb
 
@@ -48,7 +54,7 @@ class ForwardConnection(asyncio.Protocol):
         self._grant = grant
         self._reader = FrameViews(MAX_FRAMES_PAYLOAD)
         self._writer = Writer()
-        self._outbox = Outbox(self._writer.write)
+        self._outbox = Outbox(self._writer.write, BATCH_BYTES)
         start = pb.ForwardMuxStart(
             session_id=grant.session_id,
             port=grant.port,

@@ -51,8 +51,11 @@ class Outbox:
     """Frames waiting for the stream, written by `run` in batches: every frame queued in
     one turn of the loop goes in one message; credit owed is sent as it stands then."""
 
-    def __init__(self, write: Callable[[bytes], Awaitable[object]]) -> None:
+    def __init__(
+        self, write: Callable[[bytes], Awaitable[object]], message_bytes: int = MESSAGE_BYTES
+    ) -> None:
         self.write = write
+        self.message_bytes = message_bytes
         self.parts: list[bytes] = []
         self.owed: dict[int, Link] = {}
         self.ready = asyncio.Event()
@@ -99,7 +102,7 @@ class Outbox:
             for part in parts:
                 batch.append(part)
                 size += len(part)
-                if size >= MESSAGE_BYTES:
+                if size >= self.message_bytes:
                     await self.write(b"".join(batch))
                     batch, size = [], 0
             if batch:

@@ -28,7 +28,11 @@ from agentd_client.v1 import agentd_pb2 as pb
 
 # The socket frame of a batch of forward frames, both ways.
 FRAMES = 32
-# The longest FRAMES payload: an Outbox's batch (MESSAGE_BYTES, overrun by one frame).
+# Bytes of frames a FRAMES batch carries about at most (an Outbox's message_bytes): most
+# batches then arrive in one read, and are read as views of it.
+BATCH_BYTES = 128 * 1024
+# The longest FRAMES payload a side takes: a gRPC message's worth (MESSAGE_BYTES,
+# overrun by one frame).
 MAX_FRAMES_PAYLOAD = MESSAGE_BYTES + MAX_DATA + 1024
 # Bytes the socket's buffer holds before the writer waits.
 WRITE_HIGH = 2 * MESSAGE_BYTES
@@ -41,41 +45,65 @@ def frames_header(size: int) -> bytes:
 
 
 class FrameViews:
-    """Frames out of a byte stream as (kind, view of the payload), copying only what
-    straddles two reads; a frame longer than `limit` is a wire.FrameError."""
+    """Frames out of a byte stream as (kind, view of the payload). A frame whole in one
+    read is a view of that read; one that straddles reads is copied once, into a buffer
+    of its own size. A frame longer than `limit` is a wire.FrameError."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._buf = bytearray()
+        self._head = bytearray()  # a header begun in an earlier read
+        self._body: bytearray | None = None  # a payload begun in an earlier read
+        self._kind = 0
+        self._filled = 0
 
     def feed(self, data: bytes) -> list[tuple[int, memoryview]]:
-        buf = self._buf
-        if buf:
-            buf += data
-            head = wire.HEADER.size
-            if len(buf) < head:
-                return []
-            size = wire.HEADER.unpack_from(buf)[1]
-            if size > self.limit:
-                raise wire.FrameError(f"a frame of {size} bytes (at most {self.limit})")
-            if len(buf) < head + size:
-                return []  # the frame is not whole yet: held, not copied again
-            data = bytes(buf)
-            buf.clear()
         view = memoryview(data)
         frames: list[tuple[int, memoryview]] = []
         at, end, head = 0, len(data), wire.HEADER.size
-        while end - at >= head:
-            kind, size = wire.HEADER.unpack_from(data, at)
-            if size > self.limit:
-                raise wire.FrameError(f"a frame of {size} bytes (at most {self.limit})")
-            if end - at - head < size:
+        if self._body is not None:
+            at = self._fill(view, 0, frames)
+            if self._body is not None:
+                return frames
+        if self._head:
+            take = min(head - len(self._head), end - at)
+            self._head += view[at : at + take]
+            at += take
+            if len(self._head) < head:
+                return frames
+            kind, size = wire.HEADER.unpack(self._head)
+            self._head.clear()
+            at = self._begin(kind, size, view, at, frames)
+        while at < end:
+            if end - at < head:
+                self._head += view[at:]
                 break
-            frames.append((kind, view[at + head : at + head + size]))
-            at += head + size
-        if at < end:
-            self._buf += view[at:]
+            kind, size = wire.HEADER.unpack_from(data, at)
+            at = self._begin(kind, size, view, at + head, frames)
         return frames
+
+    def _begin(
+        self, kind: int, size: int, view: memoryview, at: int, frames: list[tuple[int, memoryview]]
+    ) -> int:
+        """A frame whose payload starts at `at`: taken whole, or begun; where it ends."""
+        if size > self.limit:
+            raise wire.FrameError(f"a frame of {size} bytes (at most {self.limit})")
+        if len(view) - at >= size:
+            frames.append((kind, view[at : at + size]))
+            return at + size
+        self._kind, self._body, self._filled = kind, bytearray(size), 0
+        return self._fill(view, at, frames)
+
+    def _fill(self, view: memoryview, at: int, frames: list[tuple[int, memoryview]]) -> int:
+        """The begun payload filled from `view` at `at`, appended to `frames` once whole."""
+        body = self._body
+        assert body is not None
+        take = min(len(body) - self._filled, len(view) - at)
+        body[self._filled : self._filled + take] = view[at : at + take]
+        self._filled += take
+        if self._filled == len(body):
+            frames.append((self._kind, memoryview(body)))
+            self._body = None
+        return at + take
 
 
 class Writer:

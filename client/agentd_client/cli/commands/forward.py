@@ -1,9 +1,10 @@
 """`agentctl forward` and `agentctl ports`: a session's sandbox ports on the laptop.
 
 `forward SESSION [LOCAL:]PORT` listens on the laptop (127.0.0.1 unless --bind says
-otherwise) and carries every connection it accepts on one ForwardMux stream on the
-channel agentctl already uses (the unix socket, an ssh-forwarded one, or TLS with the
-token), to 127.0.0.1:PORT (else ::1) inside the session's sandbox. Each connection has
+otherwise) and carries every connection it accepts on one multiplexed stream (the
+daemon's terminal socket where OpenForward offers it, else a ForwardMux stream on the
+channel agentctl already uses: an ssh-forwarded socket, or TLS with the token), to
+127.0.0.1:PORT (else ::1) inside the session's sandbox. Each connection has
 credit both ways (core/forward_mux.py): a slow browser or a slow server stops its own
 connection, never the others, and neither side buffers more than a window of it.
 
@@ -116,6 +117,7 @@ class Stream:
                 channel, reply = offered
                 self.over = "socket"
                 self.outbox.write = channel.writer.write
+                self.outbox.message_bytes = forward_socket.BATCH_BYTES
                 writer = self._started(reply.window)
                 await asyncio.wait({channel.lost, writer}, return_when=asyncio.FIRST_COMPLETED)
                 return
