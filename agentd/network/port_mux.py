@@ -26,8 +26,9 @@ from agentd_client.core.forward_mux import WINDOW, Link, Outbox
 from agentd_client.core.forward_wire import close_frame, opened_frame
 from agentd_client.v1 import agentd_pb2 as pb
 
-# Sockets made ahead per address family and stream.
-STOCK = 4
+# Sockets made ahead per address family and stream, made again in one go once half are
+# taken (one hop to the namespace's thread per STOCK // 2 connections, not one each).
+STOCK = 16
 # How long a connection over a cap waits for a place, and how often it looks.
 WAIT_S = 5.0
 RETRY_S = 0.02
@@ -66,7 +67,7 @@ class Dialer:
 
     def _refill(self, family: socket.AddressFamily) -> None:
         stock = self._stock[family]
-        if self._closed or family in self._filling or len(stock) >= STOCK:
+        if self._closed or family in self._filling or len(stock) > STOCK // 2:
             return
         self._filling.add(family)
         loop = asyncio.get_running_loop()

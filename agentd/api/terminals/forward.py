@@ -67,7 +67,8 @@ class ForwardConnection(asyncio.Protocol):
         )
         self._sending: asyncio.Future[None] | None = None
         self._forget_stop = streams.on_stop(lambda: self._end("the daemon stopped"))
-        self._how = "closed by the client"
+        # As ForwardMux says it: the client ended its stream (closed or dropped).
+        self._how = "cancelled by the client"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._writer.attach(transport)
@@ -111,7 +112,7 @@ class ForwardConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._writer.resume()
-        self._finish("dropped by the client" if exc is not None else self._how)
+        self._finish(self._how)
 
     def _sent(self, sending: asyncio.Future[None]) -> None:
         if not sending.cancelled() and sending.exception() is not None:
