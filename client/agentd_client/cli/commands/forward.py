@@ -90,7 +90,7 @@ class Stream:
         link = Link(self, self.next_id, self.window)
         self.next_id += 1
         self.links[link.id] = link
-        self.outbox.put(open_frame(link.id))
+        self.outbox.put_open(open_frame(link.id))
         return link
 
     def forget(self, link: Link, reason: str) -> None:
