@@ -13,6 +13,8 @@ batches, after the connection is already carrying bytes.
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import socket
 import uuid
 from collections.abc import Callable
@@ -93,6 +95,41 @@ class Dialer:
             stock.clear()
         # The thread ends with the pool: the namespace it joined goes with it.
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _connected_now(sock: socket.socket, address: tuple[str, int]) -> bool:
+    """Start a non-blocking connect; True if it is made already (on a loopback the
+    handshake is done within the call: no wait for the socket to become writable)."""
+    err = sock.connect_ex(address)
+    if err not in (0, errno.EINPROGRESS):
+        raise OSError(err, os.strerror(err))
+    if err == 0:
+        return True
+    if err := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+        raise OSError(err, os.strerror(err))
+    try:
+        sock.getpeername()
+    except OSError:
+        return False
+    return True
+
+
+async def _connected(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    """The connect begun by _connected_now, once done (OSError if it failed)."""
+    done: asyncio.Future[None] = loop.create_future()
+    fd = sock.fileno()
+
+    def writable() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_writer(fd, writable)
+    try:
+        await done
+    finally:
+        loop.remove_writer(fd)
+    if err := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+        raise OSError(err, os.strerror(err))
 
 
 def _made(family: socket.AddressFamily) -> socket.socket:
@@ -264,8 +301,9 @@ class SessionMux:
                 break
             sock.setblocking(False)
             try:
-                async with asyncio.timeout(ports.CONNECT_TIMEOUT_S):
-                    await loop.sock_connect(sock, (address, self.port))
+                if not _connected_now(sock, (address, self.port)):
+                    async with asyncio.timeout(ports.CONNECT_TIMEOUT_S):
+                        await _connected(loop, sock)
                 if link.done:  # the client closed it meanwhile
                     sock.close()
                     return
