@@ -277,8 +277,10 @@ class Daemon:
         # A workspace the session's sandbox identity cannot use is refused at once.
         self.sessions.admit.append(self._workspace_usable)
         self.sessions.on_create.append(self._index_changes)
-        self.ports = PortHandlers(self.sessions, self.network)
         terminal_tokens = TerminalTokens()
+        self.ports = PortHandlers(
+            self.sessions, self.network, terminal_tokens, terminal_socket_path(config.socket_path)
+        )
         task_io = TaskIOHandlers(
             self.sessions,
             TaskStarter(self.executor),
@@ -289,7 +291,9 @@ class Daemon:
         )
         # A task's terminal bytes off gRPC (agentd/api/terminals/).
         self.task_io = task_io
-        self.terminals = TerminalServer(config.socket_path, terminal_tokens, outputs, task_io)
+        self.terminals = TerminalServer(
+            config.socket_path, terminal_tokens, outputs, task_io, self.ports
+        )
         checkpoint_handlers = CheckpointHandlers(
             self.sessions, self.changes, config, self.temp_ledger
         )
@@ -410,6 +414,7 @@ class Daemon:
         await self.server.start()
         if not await self.terminals.start():
             self.task_io.terminals = None  # OpenTerminal offers none: the gRPC streams serve
+            self.ports.tokens = None  # nor OpenForward: ForwardMux serves
         # READY only once the socket answers a real RPC: a client that systemd starts
         # after us (After=agentd.service) must find a daemon that serves.
         await self._answers_on_socket()

@@ -12,8 +12,9 @@ One daemon, one proxied session whose background task runs the exchange server
 both ends compare sha256s). The same connections are made twice, baseline first:
   - direct: from inside the session's network namespace straight to the server's
     127.0.0.1 port (what a process in the sandbox gets);
-  - forwarded: to `agentctl forward`'s port on this machine's loopback, over the
-    daemon's unix socket (or its TLS listener with a token, --tls).
+  - forwarded: to `agentctl forward`'s port on this machine's loopback, agentctl on the
+    daemon's unix socket (its stream on the terminal socket beside it), or on its TLS
+    listener with a token (--tls: a ForwardMux gRPC stream).
 Each phase: one connection alone, then --connections at once; MB/s counts both
 directions. Goal: forwarded >= 70 % of direct. Also the daemon's RSS and CPU seconds
 over the forwarded phases (also per MB forwarded), and whether every byte arrived

@@ -78,6 +78,7 @@ class Servicer:
         self.StopForward = ports.StopForward
         self.Forward = ports.Forward
         self.ForwardMux = ports.ForwardMux
+        self.OpenForward = ports.OpenForward
         self.ListPorts = ports.ListPorts
 
         self.ListCheckpoints = checkpoints.ListCheckpoints

@@ -37,10 +37,13 @@ pytestmark = pytest.mark.timeout(300)
 
 # The module's fixtures (tests/support/forwarding.py).
 tls = forwarding.tls
+# agentctl on the daemon's unix socket (the terminal socket) or over TLS (ForwardMux).
+OVER = pytest.mark.parametrize("over", ["socket", "grpc"])
 
 
+@OVER
 def test_the_server_ending_closes_the_laptops_connection_and_leaves_nothing(
-    tls: Tls, workspace: Path
+    tls: Tls, workspace: Path, over: str
 ) -> None:
     """A connection open while its server's task is stopped: the laptop's side reads EOF,
     the daemon's socket goes, and the forward goes on serving (refusing in one line)."""
@@ -50,7 +53,7 @@ def test_the_server_ending_closes_the_laptops_connection_and_leaves_nothing(
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         task = background(c, sid, f"exec python3 server.py {port}")
         wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
-        fw = forward(tls, sid, f"0:{port}")
+        fw = forward(tls, sid, f"0:{port}", over)
         try:
             sock = socket.create_connection(("127.0.0.1", fw.local_port), 30)
             sock.sendall(b"\0" * 8)  # half a header: the server waits for the rest
@@ -141,9 +144,10 @@ def test_a_daemon_restart_cuts_open_connections_and_the_forward_goes_on(
         daemon.stop(signal.SIGKILL)
 
 
+@OVER
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_agentctl_ending_with_a_connection_open_leaves_nothing_in_the_daemon(
-    tls: Tls, workspace: Path, sig: int
+    tls: Tls, workspace: Path, sig: int, over: str
 ) -> None:
     """Ctrl-C cancels the open streams; a kill -9 (or a dropped link) closes agentctl's
     HTTP/2 connection, and the daemon ends each stream on it: either way the sandbox's
@@ -154,7 +158,7 @@ def test_agentctl_ending_with_a_connection_open_leaves_nothing_in_the_daemon(
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         background(c, sid, f"exec python3 server.py {port}")
         wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
-        fw = forward(tls, sid, f"0:{port}")
+        fw = forward(tls, sid, f"0:{port}", over)
         sock = socket.create_connection(("127.0.0.1", fw.local_port), 30)
         sock.sendall(b"\0" * 8)
         wait_until(
@@ -183,8 +187,9 @@ def test_agentctl_ending_with_a_connection_open_leaves_nothing_in_the_daemon(
         c.close_session(sid)
 
 
+@OVER
 def test_the_laptops_client_closing_ends_the_connection_in_the_sandbox(
-    tls: Tls, workspace: Path
+    tls: Tls, workspace: Path, over: str
 ) -> None:
     """The laptop's side closes mid-exchange: the server reads EOF, and the daemon's
     socket closes once both ends are done; the forward goes on serving."""
@@ -194,7 +199,7 @@ def test_the_laptops_client_closing_ends_the_connection_in_the_sandbox(
         sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
         background(c, sid, f"exec python3 server.py {port}")
         wait_until(lambda: listening(tls, sid, port), timeout=60, what="the task's server")
-        fw = forward(tls, sid, f"0:{port}")
+        fw = forward(tls, sid, f"0:{port}", over)
         try:
             sock = socket.create_connection(("127.0.0.1", fw.local_port), 30)
             sock.sendall(b"\0" * 8)

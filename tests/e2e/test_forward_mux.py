@@ -1,7 +1,9 @@
-"""`agentctl forward` carries every connection on one ForwardMux stream: many connections
+"""`agentctl forward` carries every connection on one multiplexed stream: many connections
 at once byte-exact both ways on one stream, one connection cut in the middle while the
 others go on, and a laptop client that stops reading one connection while the others
-move their bytes (per-connection credit, not the stream's window)."""
+move their bytes (per-connection credit, not the stream's window). Each over both
+carriers: the terminal socket (agentctl on the daemon's unix socket) and a ForwardMux
+gRPC stream (agentctl over TLS, where the socket is not offered)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.timeout(300)
 
 tls = forwarding.tls
+OVER = pytest.mark.parametrize("over", ["socket", "grpc"])
 
 SIZE = 2 << 20
 
@@ -66,15 +69,24 @@ def _ends(c: Client, sid: str, n: int) -> list[dict[str, object]]:
     return found
 
 
+def _on_socket(tls: Tls) -> int:
+    """Forward streams the daemon has taken on its terminal socket (as its log says)."""
+    return tls.daemon.log.count("forwarded for")
+
+
 def _stream(connection_id: str) -> str:
     """The stream part of a multiplexed connection's id (conn_<stream>_<n>)."""
     return connection_id.rsplit("_", 1)[0]
 
 
-def test_many_connections_share_one_stream_and_arrive_exactly(tls: Tls, workspace: Path) -> None:
+@OVER
+def test_many_connections_share_one_stream_and_arrive_exactly(
+    tls: Tls, workspace: Path, over: str
+) -> None:
     with Client(tls.daemon.socket, timeout=60) as c:
         sid, port = _session(tls, c, workspace)
-        fw = forward(tls, sid, f"0:{port}")
+        on_socket = _on_socket(tls)
+        fw = forward(tls, sid, f"0:{port}", over)
         try:
             results = _exchanges(fw.local_port, list(range(30)), SIZE)
             again = _exchanges(fw.local_port, [100, 101], SIZE)  # later ones, same stream
@@ -84,16 +96,20 @@ def test_many_connections_share_one_stream_and_arrive_exactly(tls: Tls, workspac
         closed = _ends(c, sid, 32)
         assert len(closed) == 32, closed
         assert len({_stream(str(e["connection_id"])) for e in closed}) == 1, closed[:3]
+        assert _on_socket(tls) - on_socket == (1 if over == "socket" else 0)
         assert all(int(str(e["bytes_in"])) == SIZE + 16 for e in closed), closed[:2]
         c.close_session(sid)
 
 
-def test_a_connection_cut_in_the_middle_leaves_the_others_going(tls: Tls, workspace: Path) -> None:
+@OVER
+def test_a_connection_cut_in_the_middle_leaves_the_others_going(
+    tls: Tls, workspace: Path, over: str
+) -> None:
     """One connection is reset by the laptop's client halfway through its exchange; the
     others on the same stream finish byte-exact, and the forward takes new ones."""
     with Client(tls.daemon.socket, timeout=60) as c:
         sid, port = _session(tls, c, workspace)
-        fw = forward(tls, sid, f"0:{port}")
+        fw = forward(tls, sid, f"0:{port}", over)
         try:
             cut = socket.create_connection(("127.0.0.1", fw.local_port), 30)
             cut.settimeout(60)
@@ -110,8 +126,7 @@ def test_a_connection_cut_in_the_middle_leaves_the_others_going(tls: Tls, worksp
             cut.close()  # a reset, not a clean end
             running.join()
             after = _exchanges(fw.local_port, [50], SIZE)
-            # Before the forward stops: a connection whose close the daemon has yet to
-            # take when the stream ends is cancelled with it.
+            # Their ends journaled before agentctl stops (its stop would cut any still open).
             closed = _ends(c, sid, 10)
         finally:
             fw.stop()
@@ -121,13 +136,16 @@ def test_a_connection_cut_in_the_middle_leaves_the_others_going(tls: Tls, worksp
         c.close_session(sid)
 
 
-def test_a_connection_nobody_reads_does_not_stall_the_others(tls: Tls, workspace: Path) -> None:
+@OVER
+def test_a_connection_nobody_reads_does_not_stall_the_others(
+    tls: Tls, workspace: Path, over: str
+) -> None:
     """The laptop's client asks for 256 MiB on one connection and reads none of it: that
     connection's credit runs out and it stops, while other connections on the same
     stream move their bytes exactly; the stuck one still reads its data once read."""
     with Client(tls.daemon.socket, timeout=60) as c:
         sid, port = _session(tls, c, workspace)
-        fw = forward(tls, sid, f"0:{port}")
+        fw = forward(tls, sid, f"0:{port}", over)
         try:
             stuck = socket.create_connection(("127.0.0.1", fw.local_port), 30)
             stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)

@@ -1,4 +1,5 @@
-"""Attacks on the ForwardMux RPC through the real daemon: hand-built frames agentctl never
+"""Attacks on a multiplexed forward through the real daemon, on both carriers (a ForwardMux
+gRPC stream; the terminal socket with OpenForward's token): hand-built frames agentctl never
 sends (unknown ids, reused ids, data over the frame limit or over the credit granted,
 windows that overflow, frames only the daemon sends) and floods of connections on one
 stream from a client that never reads. Each bad frame resets its own connection with
@@ -21,10 +22,11 @@ from agentd_client.core.forward_mux import MAX_DATA, WINDOW
 from agentd_client.v1 import agentd_pb2 as pb
 from tests.support.daemon import DaemonProcess, start_daemon
 from tests.support.forward_traffic import FLOODS
-from tests.support.mux import Frame, Mux, data
+from tests.support.mux import Frame, Mux, data, open_mux
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
+CARRIERS = pytest.mark.parametrize("carrier", ["grpc", "socket"])
 
 ECHO = r"""
 import socket, sys, threading
@@ -83,10 +85,11 @@ def echo(client: Client, workspace: Path) -> Iterator[tuple[Client, str, int]]:
     client.close_session(sid)
 
 
-def test_the_echo_works_on_one_stream(echo: tuple[Client, str, int]) -> None:
+@CARRIERS
+def test_the_echo_works_on_one_stream(echo: tuple[Client, str, int], carrier: str) -> None:
     """The positive control: two connections on one stream, each echoed on its own."""
     c, sid, port = echo
-    mux = Mux(c, pb.ForwardMuxStart(session_id=sid, port=port))
+    mux = open_mux(carrier, c, pb.ForwardMuxStart(session_id=sid, port=port))
     try:
         assert mux.started.window == WINDOW and mux.started.max_data == MAX_DATA
         mux.send(Frame(id=1, open=True), Frame(id=2, open=True))
@@ -100,11 +103,12 @@ def test_the_echo_works_on_one_stream(echo: tuple[Client, str, int]) -> None:
         mux.close()
 
 
+@CARRIERS
 def test_each_bad_frame_resets_only_its_connection(
-    echo: tuple[Client, str, int], daemon: DaemonProcess
+    echo: tuple[Client, str, int], daemon: DaemonProcess, carrier: str
 ) -> None:
     c, sid, port = echo
-    mux = Mux(c, pb.ForwardMuxStart(session_id=sid, port=port))
+    mux = open_mux(carrier, c, pb.ForwardMuxStart(session_id=sid, port=port))
     try:
         mux.send(Frame(id=1, open=True))
         mux.wait_opened(1)
@@ -190,12 +194,14 @@ def test_a_stream_must_start_with_start(echo: tuple[Client, str, int]) -> None:
         mux.close()
 
 
+@CARRIERS
 def test_nothing_listening_refuses_the_connection_in_one_line(
     echo: tuple[Client, str, int],
+    carrier: str,
 ) -> None:
     c, sid, port = echo
     free = _free_port()
-    mux = Mux(c, pb.ForwardMuxStart(session_id=sid, port=free))
+    mux = open_mux(carrier, c, pb.ForwardMuxStart(session_id=sid, port=free))
     try:
         mux.send(Frame(id=1, open=True), data(1, b"early bytes"))
         assert f"nothing listens on port {free}" in mux.wait_closed(1)
@@ -248,13 +254,15 @@ def test_the_caps_hold_across_streams(own_daemon: DaemonProcess, workspace: Path
             c.close_session(sid)
 
 
+@CARRIERS
 def test_a_connection_over_the_cap_waits_for_a_place(
     echo: tuple[Client, str, int],
+    carrier: str,
 ) -> None:
     """The session's 65th connection is not refused at once: it waits, its first bytes
     with it, and connects when one of the 64 closes."""
     c, sid, port = echo
-    mux = Mux(c, pb.ForwardMuxStart(session_id=sid, port=port))
+    mux = open_mux(carrier, c, pb.ForwardMuxStart(session_id=sid, port=port))
     try:
         mux.send(*[Frame(id=i, open=True) for i in range(1, 65)])
         for i in range(1, 65):
@@ -277,8 +285,9 @@ def _rss_kb(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+@CARRIERS
 def test_a_thousand_opens_on_a_stream_nobody_reads_stay_bounded(
-    own_daemon: DaemonProcess, workspace: Path
+    own_daemon: DaemonProcess, workspace: Path, carrier: str
 ) -> None:
     """1,000 connections opened on one stream whose client reads nothing, each to a
     server that writes all it can: at most the session's cap connect, each stops at its
@@ -289,7 +298,7 @@ def test_a_thousand_opens_on_a_stream_nobody_reads_stay_bounded(
         sid, port = _echo_session(c, workspace, FLOODS)
         other, other_port = _echo_session(c, workspace)
         before = _rss_kb(pid)
-        mux = Mux(c, pb.ForwardMuxStart(session_id=sid, port=port), read=False)
+        mux = open_mux(carrier, c, pb.ForwardMuxStart(session_id=sid, port=port), read=False)
         try:
             for first in range(1, 1001, 100):
                 mux.send(*[Frame(id=i, open=True) for i in range(first, first + 100)])
@@ -300,7 +309,7 @@ def test_a_thousand_opens_on_a_stream_nobody_reads_stay_bounded(
                 what="the capped connections' servers to be stuck",
             )
             grown_kb = _rss_kb(pid) - before
-            elsewhere = Mux(c, pb.ForwardMuxStart(session_id=other, port=other_port))
+            elsewhere = open_mux(carrier, c, pb.ForwardMuxStart(session_id=other, port=other_port))
             try:
                 elsewhere.send(Frame(id=1, open=True))
                 elsewhere.wait_opened(1)
@@ -321,11 +330,14 @@ def test_a_thousand_opens_on_a_stream_nobody_reads_stay_bounded(
         c.close_session(other)
 
 
-def test_a_closed_session_takes_no_new_connection(client: Client, workspace: Path) -> None:
+@CARRIERS
+def test_a_closed_session_takes_no_new_connection(
+    client: Client, workspace: Path, carrier: str
+) -> None:
     """The session closes while its stream is open: a connection opened after is
     refused with the reason, though the stream's thread still sits in its namespace."""
     sid, port = _echo_session(client, workspace)
-    mux = Mux(client, pb.ForwardMuxStart(session_id=sid, port=port))
+    mux = open_mux(carrier, client, pb.ForwardMuxStart(session_id=sid, port=port))
     try:
         mux.send(Frame(id=1, open=True))
         mux.wait_opened(1)

@@ -100,8 +100,11 @@ class Forward:
         return code, self.proc.stderr.read()
 
 
-def forward(tls: Tls, session: str, spec: str) -> Forward:
-    proc = ctl.popen("forward", session, spec, "--json", *tls.args())
+def forward(tls: Tls, session: str, spec: str, over: str = "grpc") -> Forward:
+    """agentctl forward over the daemon's TLS listener (its frames on a ForwardMux gRPC
+    stream), or over its unix socket (`over="socket"`: on the terminal socket)."""
+    where = ["--socket", tls.daemon.socket] if over == "socket" else tls.args()
+    proc = ctl.popen("forward", session, spec, "--json", *where)
     assert proc.stdout is not None and proc.stderr is not None
     line = proc.stdout.readline()  # its first line once it listens; EOF if it failed
     assert line, proc.stderr.read()

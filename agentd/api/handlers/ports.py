@@ -3,9 +3,11 @@ connection, list what listens (`agentctl forward`, `agentctl ports`).
 
 Forwarded connections ride the client's existing channel (the unix socket, or TLS with
 the token): nothing new listens on the dev box. `agentctl forward` carries all of a
-forward's connections on one ForwardMux stream (agentd/network/port_mux.py); the older
-Forward RPC carries one each (forward_pump.py). Either way a client that never reads,
-or a server that never does, holds at most its window in the daemon.
+forward's connections on one multiplexed stream (agentd/network/port_mux.py): on the
+terminal socket where OpenForward offers it (api/terminals/forward.py), else a ForwardMux
+gRPC stream; the older Forward RPC carries one each (forward_pump.py). Either way a
+client that never reads, or a server that never does, holds at most its window in the
+daemon.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import ctypes
 import logging
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agentd.api.handlers.forward_pump import Pump, shown
 from agentd.api.handlers.rpc import client_identity, require, unary
+from agentd.api.terminals.tokens import TOKEN_SECONDS, TerminalTokens
 from agentd.foundation.errors import AgentdError, Exhausted, InvalidRequest
 from agentd.network import ports
 from agentd.network.port_mux import Backlogged, Dialer, Journal, Places, SessionMux
@@ -52,7 +55,13 @@ class TooMany(Exhausted):
 
 
 class PortHandlers:
-    def __init__(self, sessions: SessionManager, network: NetworkService | None) -> None:
+    def __init__(
+        self,
+        sessions: SessionManager,
+        network: NetworkService | None,
+        tokens: TerminalTokens | None = None,
+        socket_path: str = "",
+    ) -> None:
         self.sessions = sessions
         # Where proxied sessions' namespaces are (None: this daemon keeps none).
         self.network = network
@@ -65,6 +74,11 @@ class PortHandlers:
         self.streams: Counter[str] = Counter()
         self.waiting = 0  # multiplexed connections waiting for a place, all streams
         self.stopping = False
+        # The forward streams on the terminal socket, closed if the daemon stops.
+        self._closers: set[Callable[[], None]] = set()
+        # The terminal socket's tokens and path (None: OpenForward offers none).
+        self.tokens: TerminalTokens | None = tokens
+        self.socket_path = socket_path
 
     def stop(self) -> None:
         """The daemon stops: every forwarded connection ends now (its socket in the
@@ -72,6 +86,8 @@ class PortHandlers:
         self.stopping = True
         for task in self._running:
             task.cancel()
+        for closer in list(self._closers):
+            closer()
 
     def _closed(self, session_id: str, who: str) -> None:
         self._released(session_id, who)
@@ -278,60 +294,73 @@ class PortHandlers:
     def _unwait(self) -> None:
         self.waiting -= 1
 
-    @unary
-    async def ForwardMux(self, requests: AsyncIterator[pb.ForwardMuxRequest], context: Any) -> None:
-        first = await anext(requests, None)
-        if first is None or not first.HasField("start") or first.frames:
-            raise InvalidRequest("a multiplexed forward's first message is `start` alone")
-        start = first.start
-        session = self._session(start.session_id)
-        ports.checked_port(start.port)
-        ports.checked_host(start.host)
-        path = self._namespace(session, start.port)
-        who = client_identity(context)
+    def open_stream(
+        self, session_id: str, start: pb.ForwardMuxStart, path: str, who: str, outbox: Outbox
+    ) -> SessionMux:
+        """A multiplexed stream's connections, counted against the streams' caps (TooMany
+        past them); `close_stream` ends them. Its frames come and go as the caller
+        carries them: a ForwardMux gRPC stream, or the terminal socket."""
         if self.streams.total() >= MAX_STREAMS:
             raise TooMany(f"{MAX_STREAMS} forward streams are open; stop some forwards first")
-        if self.streams[session.id] >= MAX_STREAMS_PER_SESSION:
+        if self.streams[session_id] >= MAX_STREAMS_PER_SESSION:
             raise TooMany(
-                f"session {session.id} has {MAX_STREAMS_PER_SESSION} forward streams open; "
+                f"session {session_id} has {MAX_STREAMS_PER_SESSION} forward streams open; "
                 "stop some forwards first"
             )
-        self.streams[session.id] += 1
-        try:
-            await self._mux(requests, context, session, start, path, who)
-        finally:
-            self.streams[session.id] -= 1
-            if self.streams[session.id] <= 0:
-                del self.streams[session.id]
-
-    async def _mux(
-        self,
-        requests: AsyncIterator[pb.ForwardMuxRequest],
-        context: Any,
-        session: Session,
-        start: pb.ForwardMuxStart,
-        path: str,
-        who: str,
-    ) -> None:
-        outbox = Outbox(context.write)
-        journal = Journal(self.sessions.log(session.id))
+        journal = Journal(self.sessions.log(session_id))
         mux = SessionMux(
             outbox,
             Dialer(path),
             journal,
             start,
             Places(
-                take=lambda: self._admit(session.id, who),
-                release=lambda: self._released(session.id, who),
+                take=lambda: self._admit(session_id, who),
+                release=lambda: self._released(session_id, who),
                 wait=self._wait,
                 unwait=self._unwait,
             ),
             who,
         )
+        self.streams[session_id] += 1
+        self._journals.setdefault(session_id, set()).add(journal)
+        return mux
+
+    def close_stream(self, session_id: str, mux: SessionMux, how: str) -> None:
+        mux.close(how)
+        journals = self._journals.get(session_id, set())
+        journals.discard(mux.journal)
+        if not journals:
+            self._journals.pop(session_id, None)
+        self.streams[session_id] -= 1
+        if self.streams[session_id] <= 0:
+            del self.streams[session_id]
+        if self.open == 0:
+            _trim()
+
+    def checked_start(self, start: pb.ForwardMuxStart) -> str:
+        """The session's namespace for a stream to `start`'s port, once checked."""
+        session = self._session(start.session_id)
+        ports.checked_port(start.port)
+        ports.checked_host(start.host)
+        return self._namespace(session, start.port)
+
+    def on_stop(self, closer: Callable[[], None]) -> Callable[[], None]:
+        """`closer` is called if the daemon stops first; the answer forgets it."""
+        self._closers.add(closer)
+        return lambda: self._closers.discard(closer)
+
+    @unary
+    async def ForwardMux(self, requests: AsyncIterator[pb.ForwardMuxRequest], context: Any) -> None:
+        first = await anext(requests, None)
+        if first is None or not first.HasField("start") or first.frames:
+            raise InvalidRequest("a multiplexed forward's first message is `start` alone")
+        start = first.start
+        path = self.checked_start(start)
+        outbox = Outbox(context.write)
+        mux = self.open_stream(start.session_id, start, path, client_identity(context), outbox)
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
-        self._journals.setdefault(session.id, set()).add(journal)
         # The client's stream ending (cancelled, or half-closed) ends its connections.
         how = "cancelled by the client"
         writer: asyncio.Future[None] | None = None
@@ -360,17 +389,41 @@ class PortHandlers:
         finally:
             if task is not None:
                 self._running.discard(task)
-            mux.close(how)
-            journals = self._journals.get(session.id, set())
-            journals.discard(journal)
-            if not journals:
-                self._journals.pop(session.id, None)
+            self.close_stream(start.session_id, mux, how)
             if writer is not None:
                 writer.cancel()
                 with contextlib.suppress(BaseException):
                     await writer
-            if self.open == 0:
-                _trim()
+
+    @unary
+    async def OpenForward(self, request: pb.OpenForwardRequest, context: Any) -> pb.ForwardChannel:
+        start = pb.ForwardMuxStart(
+            session_id=request.session_id,
+            port=request.port,
+            host=request.host,
+            forward_id=request.forward_id[:100],
+        )
+        path = self.checked_start(start)
+        # Offered only to a caller on this machine's API socket: the terminal socket is
+        # beside it, with its permissions.
+        if self.tokens is None or not str(context.peer()).startswith("unix:"):
+            return pb.ForwardChannel()
+        token = self.tokens.issue_forward(
+            start.session_id,
+            request.uid,
+            port=start.port,
+            host=start.host,
+            forward_id=start.forward_id,
+            namespace=path,
+            by=client_identity(context),
+        )
+        return pb.ForwardChannel(
+            path=self.socket_path,
+            token=token,
+            expires_ms=int(TOKEN_SECONDS * 1000),
+            window=WINDOW,
+            max_data=MAX_DATA,
+        )
 
 
 def _trim() -> None:

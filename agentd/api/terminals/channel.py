@@ -1,4 +1,5 @@
-"""One connection of the terminal socket: a task's terminal, both ways, off gRPC.
+"""One connection of the terminal socket: a task's terminal, both ways, off gRPC (or,
+when its token is an OpenForward's, a forward stream: handed to forward.py at READY).
 
 Nothing the peer sends is taken before its first frame, a HELLO with a token, is
 checked against the connection's peer credentials (tokens.py); a refused connection
@@ -33,7 +34,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-from agentd.api.terminals.tokens import Grant, Refused, TerminalTokens
+from agentd.api.terminals.forward import ForwardConnection, Streams
+from agentd.api.terminals.tokens import ForwardGrant, Grant, Refused, TerminalTokens
 from agentd.runs.output.registry import Outputs
 from agentd.runs.shim.client import ShimRun
 from agentd.runs.tasks import Task
@@ -69,8 +71,16 @@ class TaskControl(Protocol):
 
 
 class TerminalConnection(asyncio.Protocol):
-    def __init__(self, tokens: TerminalTokens, outputs: Outputs, control: TaskControl) -> None:
+    def __init__(
+        self,
+        tokens: TerminalTokens,
+        outputs: Outputs,
+        control: TaskControl,
+        forwards: Streams | None = None,
+    ) -> None:
         self._tokens = tokens
+        self._forwards = forwards
+        self._handed: ForwardConnection | None = None
         self._outputs = outputs
         self._control = control
         self._transport: asyncio.Transport | None = None
@@ -114,11 +124,16 @@ class TerminalConnection(asyncio.Protocol):
         except wire.FrameError as exc:
             self._refuse(str(exc)) if self._grant is None else self._close()
             return
-        for kind, payload in frames:
+        for i, (kind, payload) in enumerate(frames):
             if self._closed:
                 return
             if self._grant is None:
                 if not self._hello(kind, payload):
+                    if self._handed is not None:  # what came behind the HELLO is the forward's
+                        rest = b"".join(wire.frame(k, p) for k, p in frames[i + 1 :])
+                        rest += self._reader.take_pending()
+                        if rest:
+                            self._handed.data_received(rest)
                     return
                 continue
             self._frame(kind, payload)
@@ -169,6 +184,8 @@ class TerminalConnection(asyncio.Protocol):
         except Refused as exc:
             self._refuse(str(exc))
             return False
+        if isinstance(grant, ForwardGrant):
+            return self._forward(grant)
         try:
             if grant.input or grant.hangup_on_drop:
                 self._task, self._run = self._control.running(grant.session_id, grant.task_id)
@@ -193,6 +210,27 @@ class TerminalConnection(asyncio.Protocol):
         if self._run is not None:
             self._jobs.append(asyncio.ensure_future(self._watch_end(self._run)))
         return True
+
+    def _forward(self, grant: ForwardGrant) -> bool:
+        """The connection becomes the grant's forward stream (forward.py), READY once its
+        caps allowed it; this protocol is done with it."""
+        transport = self._transport
+        if self._forwards is None or transport is None:
+            self._refuse("this daemon carries no forwards on its terminal socket: use ForwardMux")
+            return False
+        try:
+            forward = ForwardConnection(self._forwards, grant)
+        except Exception as exc:  # noqa: BLE001 - a cap, the session gone: said to the client
+            self._refuse(str(exc)[:300])
+            return False
+        if self._hello_timer is not None:
+            self._hello_timer.cancel()
+        self._send(wire.frame(wire.READY))
+        self._closed = True  # the connection is the forward's from here
+        self._handed = forward
+        transport.set_protocol(forward)
+        forward.connection_made(transport)
+        return False
 
     def _refuse(self, why: str) -> None:
         if self._closed:
@@ -468,6 +506,9 @@ def _b64(value: object) -> bytes:
 
 
 def factory(
-    tokens: TerminalTokens, outputs: Outputs, control: TaskControl
+    tokens: TerminalTokens,
+    outputs: Outputs,
+    control: TaskControl,
+    forwards: Streams | None = None,
 ) -> Callable[[], TerminalConnection]:
-    return lambda: TerminalConnection(tokens, outputs, control)
+    return lambda: TerminalConnection(tokens, outputs, control, forwards)

@@ -1,6 +1,7 @@
 """The terminal socket: a unix socket beside the API socket, with its permissions (0600,
 in the same private directory), served on the daemon's event loop; each connection a
-TerminalConnection (channel.py), authorised by a one-time token from OpenTerminal."""
+TerminalConnection (channel.py), authorised by a one-time token from OpenTerminal, or a
+forward stream (forward.py) by one from OpenForward."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import stat
 
 from agentd.api.terminals.channel import TaskControl, factory
+from agentd.api.terminals.forward import Streams
 from agentd.api.terminals.tokens import TerminalTokens
 from agentd.runs.output.registry import Outputs
 
@@ -24,9 +26,15 @@ def terminal_socket_path(api_socket: str) -> str:
 
 class TerminalServer:
     def __init__(
-        self, api_socket: str, tokens: TerminalTokens, outputs: Outputs, control: TaskControl
+        self,
+        api_socket: str,
+        tokens: TerminalTokens,
+        outputs: Outputs,
+        control: TaskControl,
+        forwards: Streams | None = None,
     ) -> None:
         self.path = terminal_socket_path(api_socket)
+        self._forwards = forwards
         self._tokens = tokens
         self._outputs = outputs
         self._control = control
@@ -44,7 +52,7 @@ class TerminalServer:
             old_umask = os.umask(0o177)
             try:
                 self._server = await asyncio.get_running_loop().create_unix_server(
-                    factory(self._tokens, self._outputs, self._control), self.path
+                    factory(self._tokens, self._outputs, self._control, self._forwards), self.path
                 )
             finally:
                 os.umask(old_umask)

@@ -49,18 +49,29 @@ class Host(Protocol):
 
 class Outbox:
     """Frames waiting for the stream, written by `run` in batches: every frame queued in
-    one turn of the loop goes in one message; credit owed is sent as it stands then."""
+    one turn of the loop goes in one message (an `open` waits a turn more for its
+    connection's first bytes); credit owed is sent as it stands then."""
 
-    def __init__(self, write: Callable[[bytes], Awaitable[object]]) -> None:
+    def __init__(
+        self, write: Callable[[bytes], Awaitable[object]], message_bytes: int = MESSAGE_BYTES
+    ) -> None:
         self.write = write
+        self.message_bytes = message_bytes
         self.parts: list[bytes] = []
         self.owed: dict[int, Link] = {}
         self.ready = asyncio.Event()
         self._later: asyncio.TimerHandle | None = None
+        self._linger = False
 
     def put(self, frame: bytes) -> None:
         self.parts.append(frame)
         self.ready.set()
+
+    def put_open(self, frame: bytes) -> None:
+        """A connection's `open`: the message waits one more turn of the loop, so the
+        connection's first bytes (read right behind its accept) go in it too."""
+        self._linger = True
+        self.put(frame)
 
     def put_later(self, frame: bytes) -> None:
         """A frame nobody waits for (the daemon's `opened`): it goes with the next
@@ -80,9 +91,11 @@ class Outbox:
     async def run(self) -> None:
         while True:
             await self.ready.wait()
-            # One more turn of the loop: what the sockets hold already (a new
-            # connection's first bytes right behind its accept) joins this message.
-            await asyncio.sleep(0)
+            if self._linger:
+                # One more turn of the loop: what the sockets hold already (a new
+                # connection's first bytes right behind its accept) joins this message.
+                self._linger = False
+                await asyncio.sleep(0)
             self.ready.clear()
             if self._later is not None:
                 self._later.cancel()
@@ -99,7 +112,7 @@ class Outbox:
             for part in parts:
                 batch.append(part)
                 size += len(part)
-                if size >= MESSAGE_BYTES:
+                if size >= self.message_bytes:
                     await self.write(b"".join(batch))
                     batch, size = [], 0
             if batch:

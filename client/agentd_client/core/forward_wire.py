@@ -99,7 +99,7 @@ def _read_varint(raw: memoryview, i: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def frames_of(raw: bytes) -> list[ReadFrame] | None:
+def frames_of(raw: bytes | memoryview) -> list[ReadFrame] | None:
     """The frames of an encoded ForwardMuxResponse/Request holding only frames, data as
     views of `raw` (no copy); None for any other message or anything unexpected in one
     (decode it the usual way: protobuf says what is wrong)."""

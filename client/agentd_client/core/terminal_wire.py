@@ -66,6 +66,12 @@ class FrameReader:
         """Bytes held that are not yet a whole frame."""
         return len(self._buf)
 
+    def take_pending(self) -> bytes:
+        """The bytes held that are not yet a whole frame, no longer held."""
+        held = bytes(self._buf)
+        self._buf.clear()
+        return held
+
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         buf = self._buf
         buf += data

@@ -1273,6 +1273,34 @@ class ForwardMuxResponse(_message.Message):
     frames: _containers.RepeatedCompositeFieldContainer[ForwardFrame]
     def __init__(self, started: _Optional[_Union[ForwardMuxStarted, _Mapping]] = ..., frames: _Optional[_Iterable[_Union[ForwardFrame, _Mapping]]] = ...) -> None: ...
 
+class OpenForwardRequest(_message.Message):
+    __slots__ = ("session_id", "port", "host", "forward_id", "uid")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_ID_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    port: int
+    host: str
+    forward_id: str
+    uid: int
+    def __init__(self, session_id: _Optional[str] = ..., port: _Optional[int] = ..., host: _Optional[str] = ..., forward_id: _Optional[str] = ..., uid: _Optional[int] = ...) -> None: ...
+
+class ForwardChannel(_message.Message):
+    __slots__ = ("path", "token", "expires_ms", "window", "max_data")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    MAX_DATA_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    token: bytes
+    expires_ms: int
+    window: int
+    max_data: int
+    def __init__(self, path: _Optional[str] = ..., token: _Optional[bytes] = ..., expires_ms: _Optional[int] = ..., window: _Optional[int] = ..., max_data: _Optional[int] = ...) -> None: ...
+
 class ListPortsRequest(_message.Message):
     __slots__ = ("session_id",)
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

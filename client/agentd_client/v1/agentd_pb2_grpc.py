@@ -199,6 +199,11 @@ class AgentdStub:
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxRequest.SerializeToString,
                 response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxResponse.FromString,
                 _registered_method=True)
+        self.OpenForward = channel.unary_unary(
+                '/agentd.v1.Agentd/OpenForward',
+                request_serializer=agentd_dot_v1_dot_agentd__pb2.OpenForwardRequest.SerializeToString,
+                response_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardChannel.FromString,
+                _registered_method=True)
         self.ListPorts = channel.unary_unary(
                 '/agentd.v1.Agentd/ListPorts',
                 request_serializer=agentd_dot_v1_dot_agentd__pb2.ListPortsRequest.SerializeToString,
@@ -491,6 +496,17 @@ class AgentdServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenForward(self, request, context):
+        """ForwardMux's frames off gRPC: a one-time token for the daemon's terminal socket
+        (beside the API socket), good once, for a few seconds, for this session's port and
+        a connection of the uid named here. The socket then carries the same frames, with
+        the same credit and caps (agentd_client/core/forward_socket.py). An empty path: not
+        offered (the caller is not on the API's unix socket); use ForwardMux.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListPorts(self, request, context):
         """What listens (TCP) inside a session's sandbox network namespace.
         """
@@ -707,6 +723,11 @@ def add_AgentdServicer_to_server(servicer, server):
                     servicer.ForwardMux,
                     request_deserializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxRequest.FromString,
                     response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardMuxResponse.SerializeToString,
+            ),
+            'OpenForward': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenForward,
+                    request_deserializer=agentd_dot_v1_dot_agentd__pb2.OpenForwardRequest.FromString,
+                    response_serializer=agentd_dot_v1_dot_agentd__pb2.ForwardChannel.SerializeToString,
             ),
             'ListPorts': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPorts,
@@ -1635,6 +1656,33 @@ class Agentd:
             '/agentd.v1.Agentd/ForwardMux',
             agentd_dot_v1_dot_agentd__pb2.ForwardMuxRequest.SerializeToString,
             agentd_dot_v1_dot_agentd__pb2.ForwardMuxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenForward(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/agentd.v1.Agentd/OpenForward',
+            agentd_dot_v1_dot_agentd__pb2.OpenForwardRequest.SerializeToString,
+            agentd_dot_v1_dot_agentd__pb2.ForwardChannel.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,9 +1,10 @@
 """`agentctl forward` and `agentctl ports`: a session's sandbox ports on the laptop.
 
 `forward SESSION [LOCAL:]PORT` listens on the laptop (127.0.0.1 unless --bind says
-otherwise) and carries every connection it accepts on one ForwardMux stream on the
-channel agentctl already uses (the unix socket, an ssh-forwarded one, or TLS with the
-token), to 127.0.0.1:PORT (else ::1) inside the session's sandbox. Each connection has
+otherwise) and carries every connection it accepts on one multiplexed stream (the
+daemon's terminal socket where OpenForward offers it, else a ForwardMux stream on the
+channel agentctl already uses: an ssh-forwarded socket, or TLS with the token), to
+127.0.0.1:PORT (else ::1) inside the session's sandbox. Each connection has
 credit both ways (core/forward_mux.py): a slow browser or a slow server stops its own
 connection, never the others, and neither side buffers more than a window of it.
 
@@ -27,11 +28,12 @@ from typing import Any
 import grpc
 
 from agentd_client.cli import names
-from agentd_client.core import contexts
+from agentd_client.core import contexts, forward_socket
 from agentd_client.core.aio import AsyncClient
 from agentd_client.core.client import Client
 from agentd_client.core.errors import Usage, from_rpc_error
 from agentd_client.core.forward_mux import Link, Outbox
+from agentd_client.core.forward_socket import ClientSocket
 from agentd_client.core.forward_wire import ReadFrame, frames_of, open_frame
 from agentd_client.terminal.hangup import Hangup, say
 from agentd_client.terminal.sanitize import line as one
@@ -62,41 +64,70 @@ def _decoded(raw: bytes) -> pb.ForwardMuxResponse | list[ReadFrame]:
 
 
 class Stream:
-    """One ForwardMux stream and the laptop's connections it carries. Connections
-    accepted before the daemon answered `started` wait for its credit; the stream
-    ending (the daemon restarting) resets them, and the next connection opens a new
-    stream."""
+    """One multiplexed stream and the laptop's connections it carries: the daemon's
+    terminal socket where OpenForward offers it (core/forward_socket.py), else a
+    ForwardMux gRPC stream; the same frames either way. Connections accepted before the
+    daemon answered wait for its credit; the stream ending (the daemon restarting)
+    resets them, and the next connection opens a new stream."""
 
     def __init__(self, forwarder: Forwarder) -> None:
         self.forwarder = forwarder
-        # Requests go encoded already (forward_wire); a chunk is copied once on its way.
-        self.call = forwarder.mux(wait_for_ready=True)
-        self.outbox = Outbox(self.call.write)
+        # Its `write` is the socket's, or the gRPC call's, once one is up.
+        self.outbox = Outbox(self._unwritable)
         self.links: dict[int, Link] = {}
         self.window = 0  # each new connection's credit, once started
         self.next_id = 1
         self.ended = False
+        self.over = ""  # "socket" or "grpc", once started
         self.task = asyncio.ensure_future(self.run())
+
+    @staticmethod
+    async def _unwritable(batch: bytes) -> None:
+        raise ConnectionError("the stream is not started")
 
     def attach(self) -> Link:
         """A new laptop connection on this stream (the listener's protocol factory)."""
         link = Link(self, self.next_id, self.window)
         self.next_id += 1
         self.links[link.id] = link
-        self.outbox.put(open_frame(link.id))
+        self.outbox.put_open(open_frame(link.id))
         return link
 
     def forget(self, link: Link, reason: str) -> None:
         self.links.pop(link.id, None)
 
+    def _started(self, window: int) -> asyncio.Future[None]:
+        self.window = window
+        for link in list(self.links.values()):
+            link.allowed = window
+            link.on_window(window)
+        return asyncio.ensure_future(self.outbox.run())
+
     async def run(self) -> None:
         writer: asyncio.Future[None] | None = None
         f = self.forwarder
         start = pb.ForwardMuxStart(session_id=f.session_id, port=f.port, forward_id=f.forward_id)
+        call: Any = None
+        channel: ClientSocket | None = None
         try:
-            await self.call.write(pb.ForwardMuxRequest(start=start).SerializeToString())
+            offered = await forward_socket.open_socket(
+                f.client.stub, start, self._on_frames, OPEN_TIMEOUT_S
+            )
+            if offered is not None:
+                channel, reply = offered
+                self.over = "socket"
+                self.outbox.write = channel.writer.write
+                self.outbox.message_bytes = forward_socket.BATCH_BYTES
+                writer = self._started(reply.window)
+                await asyncio.wait({channel.lost, writer}, return_when=asyncio.FIRST_COMPLETED)
+                return
+            self.over = "grpc"
+            # Requests go encoded already (forward_wire); a chunk is copied once on its way.
+            call = f.mux(wait_for_ready=True)
+            self.outbox.write = call.write
+            await call.write(pb.ForwardMuxRequest(start=start).SerializeToString())
             try:
-                first = await asyncio.wait_for(self.call.read(), OPEN_TIMEOUT_S)
+                first = await asyncio.wait_for(call.read(), OPEN_TIMEOUT_S)
             except TimeoutError:
                 say(
                     f"agentctl forward: agentd at {f.where} did not answer within "
@@ -105,22 +136,16 @@ class Stream:
                 return
             if first is grpc.aio.EOF or isinstance(first, list) or not first.HasField("started"):
                 return
-            self.window = first.started.window
-            for link in list(self.links.values()):
-                link.allowed = self.window
-                link.on_window(self.window)
-            writer = asyncio.ensure_future(self.outbox.run())
+            writer = self._started(first.started.window)
             while True:
-                reply = await self.call.read()
+                reply = await call.read()
                 if reply is grpc.aio.EOF:
                     return
                 if isinstance(reply, list):
                     for cid, kind, value in reply:
                         self.receive(cid, kind, value)
                     continue
-                for frame in reply.frames:
-                    kind = frame.WhichOneof("kind") or ""
-                    self.receive(frame.id, kind, getattr(frame, kind) if kind else 0)
+                self._decoded(reply)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 say(f"agentctl forward: {from_rpc_error(exc, f.where).message}")
@@ -134,7 +159,24 @@ class Stream:
                 writer.add_done_callback(lambda w: w.cancelled() or w.exception())
             for link in list(self.links.values()):
                 link.on_close("the stream to agentd ended")
-            self.call.cancel()
+            if call is not None:
+                call.cancel()
+            if channel is not None and channel.writer.transport is not None:
+                channel.writer.transport.abort()
+
+    def _on_frames(self, payload: memoryview) -> None:
+        """A batch of frames from the socket (views of what was read)."""
+        frames = frames_of(payload)
+        if frames is None:
+            self._decoded(pb.ForwardMuxResponse.FromString(bytes(payload)))
+            return
+        for cid, kind, value in frames:
+            self.receive(cid, kind, value)
+
+    def _decoded(self, reply: pb.ForwardMuxResponse) -> None:
+        for frame in reply.frames:
+            kind = frame.WhichOneof("kind") or ""
+            self.receive(frame.id, kind, getattr(frame, kind) if kind else 0)
 
     def receive(self, cid: int, kind: str, value: int | str | bytes | memoryview) -> None:
         link = self.links.get(cid)
