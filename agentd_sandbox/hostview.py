@@ -19,22 +19,18 @@ state, often under a busy /tmp) are few: both are looked up at each start.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import visibility
 from .identity import Identity, home_of
+from .stamped import RACY_SECONDS, StampedCache
 
-RACY_SECONDS = 1.0
 # Where homes are listed and found, besides the homes themselves (and `~`).
 PASSWD_PLACES: tuple[str, ...] = ("/etc/passwd", "/home", "/root")
 # Answers kept (identities x allow-lists), least recently used dropped.
 MAX_ENTRIES = 64
-
-Stamp = tuple[int, int, int, int, int] | None
 
 
 @dataclass(frozen=True)
@@ -54,14 +50,6 @@ class HostView:
         return ["/tmp", *self.endpoints, *self.dirs]
 
 
-def stamp(path: str) -> Stamp:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def _ancestors(path: str, into: set[str]) -> None:
     """Every directory on the way to `path`, "/" included."""
     parent = os.path.dirname(os.path.abspath(path))
@@ -72,7 +60,7 @@ def _ancestors(path: str, into: set[str]) -> None:
         parent = os.path.dirname(parent)
 
 
-def compute(identity: Identity, allow: tuple[str, ...]) -> HostView:
+def compute_view(identity: Identity, allow: tuple[str, ...]) -> HostView:
     """The answers, looked up now."""
     dirs = visibility.home_dirs(identity)
     homes = visibility.user_homes(identity, dirs)
@@ -111,15 +99,9 @@ def _looked_at(view: HostView, identity: Identity, allow: tuple[str, ...]) -> li
     return sorted(found | ways)
 
 
-@dataclass(frozen=True)
-class _Kept:
-    view: HostView
-    stamps: tuple[tuple[str, Stamp], ...]
-
-
 class HostViews:
     """HostView by (identity, allow-list, euid, the home $HOME names), each kept while
-    its stamps hold. Thread-safe: starts are planned on worker threads."""
+    its stamps hold (stamped.py)."""
 
     def __init__(
         self,
@@ -127,41 +109,26 @@ class HostViews:
         max_entries: int = MAX_ENTRIES,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
-        self._racy_ns = int(racy_seconds * 1e9)
-        self._max = max_entries
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple[object, ...], _Kept] = OrderedDict()
-        self.computed = 0
-        self.reused = 0
+        self._cache: StampedCache[HostView] = StampedCache(max_entries, racy_seconds, clock)
+
+    @property
+    def computed(self) -> int:
+        return self._cache.computed
+
+    @property
+    def reused(self) -> int:
+        return self._cache.reused
 
     def get(self, identity: Identity, allow: tuple[str, ...]) -> HostView:
+        def compute() -> tuple[HostView, list[str]]:
+            view = compute_view(identity, allow)
+            return view, _looked_at(view, identity, allow)
+
         key = (identity, allow, os.geteuid(), os.path.expanduser("~"))
-        with self._lock:
-            kept = self._kept.get(key)
-        if kept is not None and all(stamp(p) == s for p, s in kept.stamps):
-            with self._lock:
-                if key in self._kept:
-                    self._kept.move_to_end(key)
-                self.reused += 1
-            return kept.view
-        began = self._clock()
-        view = compute(identity, allow)
-        stamps = tuple((p, stamp(p)) for p in _looked_at(view, identity, allow))
-        with self._lock:
-            self.computed += 1
-            if all(s is None or max(s[3], s[4]) < began - self._racy_ns for _, s in stamps):
-                self._kept[key] = _Kept(view, stamps)
-                self._kept.move_to_end(key)
-                if len(self._kept) > self._max:
-                    self._kept.popitem(last=False)
-            else:
-                self._kept.pop(key, None)
-        return view
+        return self._cache.get(key, compute)
 
     def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
+        self._cache.clear()
 
 
 # The process's own: every start in it asks this one.

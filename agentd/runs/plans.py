@@ -20,29 +20,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from agentd.fs.identity import FsIdentity
 from agentd.sandboxing.codebearing import table
 from agentd.sandboxing.protected import SandboxProtection, sandbox_protection
+from agentd_sandbox.stamped import RACY_SECONDS, StampedCache
 
-# Changes this close to a walk may share a file system clock tick with it.
-RACY_SECONDS = 1.0
 # Roots kept for the whole daemon (least recently used dropped first).
 MAX_ENTRIES = 1024
-
-Stamp = tuple[int, int, int, int, int] | None
-
-
-def stamp(path: str) -> Stamp:
-    """What says a directory is unchanged (None: nothing at `path`)."""
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _on_the_way(looked_at: list[str]) -> list[str]:
@@ -55,14 +41,9 @@ def _on_the_way(looked_at: list[str]) -> list[str]:
     return sorted(found)
 
 
-@dataclass(frozen=True)
-class _Kept:
-    protection: SandboxProtection
-    stamps: tuple[tuple[str, Stamp], ...]
-
-
 class PlanCache:
-    """Protected paths by (session, root, identity), each kept while its stamps hold."""
+    """Protected paths by (session, root, identity), each kept while its stamps hold
+    (agentd_sandbox/stamped.py)."""
 
     def __init__(
         self,
@@ -70,13 +51,17 @@ class PlanCache:
         max_entries: int = MAX_ENTRIES,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
-        self._racy_ns = int(racy_seconds * 1e9)
-        self._max = max_entries
-        self._clock = clock
-        self._kept: OrderedDict[tuple[object, ...], _Kept] = OrderedDict()
-        # How often an answer was walked for, and how often one kept was used.
-        self.walked = 0
-        self.reused = 0
+        self._cache: StampedCache[SandboxProtection] = StampedCache(
+            max_entries, racy_seconds, clock
+        )
+
+    @property
+    def walked(self) -> int:
+        return self._cache.computed
+
+    @property
+    def reused(self) -> int:
+        return self._cache.reused
 
     def for_session(self, session_id: str) -> Callable[[str, FsIdentity | None], SandboxProtection]:
         """policy_for's `protection` for one session's plans."""
@@ -85,29 +70,15 @@ class PlanCache:
     def protection(
         self, session_id: str, root: str, identity: FsIdentity | None
     ) -> SandboxProtection:
-        key = (session_id, root, identity, id(table()))
-        kept = self._kept.get(key)
-        if kept is not None:
-            if all(stamp(os.path.join(root, rel)) == s for rel, s in kept.stamps):
-                self._kept.move_to_end(key)
-                self.reused += 1
-                return _copy(kept.protection)
-            del self._kept[key]
-        began = self._clock()
-        found = sandbox_protection(root, identity)
-        self.walked += 1
-        stamps = tuple(
-            (rel, stamp(os.path.join(root, rel))) for rel in _on_the_way(found.looked_at)
-        )
-        if all(s is None or max(s[3], s[4]) < began - self._racy_ns for _, s in stamps):
-            self._kept[key] = _Kept(_copy(found), stamps)
-            if len(self._kept) > self._max:
-                self._kept.popitem(last=False)
-        return found
+        def walk() -> tuple[SandboxProtection, list[str]]:
+            found = sandbox_protection(root, identity)
+            return found, [os.path.join(root, rel) for rel in _on_the_way(found.looked_at)]
+
+        # A copy each way: a plan may change what it is given.
+        return _copy(self._cache.get((session_id, root, identity, id(table())), walk))
 
     def forget(self, session_id: str) -> None:
-        for key in [k for k in self._kept if k[0] == session_id]:
-            del self._kept[key]
+        self._cache.forget(lambda key: isinstance(key, tuple) and key[0] == session_id)
 
 
 def _copy(protection: SandboxProtection) -> SandboxProtection:
