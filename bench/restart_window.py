@@ -26,25 +26,9 @@ from _common import workspace
 
 from agentd_client import Client
 from tests.support.daemon import start_daemon
-from tests.support.knocker import Knocker
+from tests.support.knocker import PROXY_LOOP, Knocker, proxy_log
 from tests.support.processes import processes_with
 from tests.support.waiting import wait_until
-
-LOOP = r"""
-port=${http_proxy##*:}; port=${port%%/*}
-while [ ! -e stop ]; do
-  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo ok; else echo refused; fi >> log
-  sleep 0.05
-done
-"""
-
-
-def _lines(ws: Path) -> list[str]:
-    try:
-        return (ws / "log").read_text().split()
-    except FileNotFoundError:
-        return []
-
 
 Round = tuple[int, int, float, int, int]
 
@@ -58,9 +42,9 @@ def _round(held: bool) -> Round:
         daemon = start_daemon(base, keep_tasks=True)
         with Client(daemon.socket, timeout=60) as c:
             sid = c.create_session(str(ws), permission_mode="bypassPermissions").id
-            c.run_tool(sid, "Bash", {"command": LOOP, "run_in_background": True})
-        wait_until(lambda: len(_lines(ws)) >= 20, 60, "the loop's first connections")
-        before = len(_lines(ws))
+            c.run_tool(sid, "Bash", {"command": PROXY_LOOP, "run_in_background": True})
+        wait_until(lambda: len(proxy_log(ws)) >= 20, 60, "the loop's first connections")
+        before = len(proxy_log(ws))
         api = Knocker(daemon.socket, every=0.05)
         killed = time.monotonic()
         daemon.stop(signal.SIGKILL)
@@ -69,11 +53,11 @@ def _round(held: bool) -> Round:
                 os.kill(pid, signal.SIGKILL)
         again = start_daemon(base)
         window = time.monotonic() - killed
-        wait_until(lambda: len(_lines(ws)) >= before + 40, 60, "connections after the restart")
+        wait_until(lambda: len(proxy_log(ws)) >= before + 40, 60, "connections after the restart")
         (ws / "stop").touch()
         counts = api.stop()
         again.stop()
-        lines = _lines(ws)
+        lines = proxy_log(ws)
         return lines.count("refused"), len(lines), window, counts["refused"], sum(counts.values())
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -10,24 +10,8 @@ from pathlib import Path
 
 from agentd_client import Client
 from tests.support.daemon import start_daemon
+from tests.support.knocker import PROXY_LOOP, proxy_log
 from tests.support.waiting import wait_until
-
-# Connects to the session's HTTP proxy port, one every 50 ms, each noted "ok" or
-# "refused" in LOG, until STOP exists.
-LOOP = r"""
-port=${http_proxy##*:}; port=${port%%/*}
-while [ ! -e stop ]; do
-  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo ok; else echo refused; fi >> log
-  sleep 0.05
-done
-"""
-
-
-def _lines(workspace: Path) -> list[str]:
-    try:
-        return (workspace / "log").read_text().split()
-    except FileNotFoundError:
-        return []
 
 
 def test_a_restart_refuses_no_proxied_connection(tmp_path: Path, workspace: Path) -> None:
@@ -36,22 +20,24 @@ def test_a_restart_refuses_no_proxied_connection(tmp_path: Path, workspace: Path
     try:
         with Client(daemon.socket, timeout=60) as c:
             sid = c.create_session(str(workspace), permission_mode="bypassPermissions").id
-            started = c.run_tool(sid, "Bash", {"command": LOOP, "run_in_background": True})
+            started = c.run_tool(sid, "Bash", {"command": PROXY_LOOP, "run_in_background": True})
             assert not started.is_error, started.text
-        wait_until(lambda: len(_lines(workspace)) >= 20, 60, "the loop's first connections")
-        before = len(_lines(workspace))
+        wait_until(lambda: len(proxy_log(workspace)) >= 20, 60, "the loop's first connections")
+        before = len(proxy_log(workspace))
         daemon.stop(signal.SIGKILL)
         again = start_daemon(base)  # its stop ends the task
         try:
             again.wait_for_log("took over 1 running task", timeout=60)
             wait_until(
-                lambda: len(_lines(workspace)) >= before + 40, 60, "connections after the restart"
+                lambda: len(proxy_log(workspace)) >= before + 40,
+                60,
+                "connections after the restart",
             )
         finally:
             (workspace / "stop").touch()
             assert again.stop() == 0, again.log
     finally:
         daemon.stop(signal.SIGKILL)
-    lines = _lines(workspace)
+    lines = proxy_log(workspace)
     refused = lines.count("refused")
     assert refused == 0, f"{refused} of {len(lines)} connections refused across the restart"

@@ -1,12 +1,32 @@
-"""A client that connects to a unix socket in a loop and counts what happened, to see a
-restart window as a client sees it (tests/api/test_restart_handover.py,
-bench/restart_window.py)."""
+"""Clients that connect in a loop and count what happened, to see a restart window as a
+client sees it: one on the API's unix socket (Knocker), and a sandboxed one on its
+session's proxy (PROXY_LOOP) (tests/api/test_restart_handover.py,
+tests/network/test_restart_window.py, bench/restart_window.py)."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
+from pathlib import Path
+
+# A background command: connects to the session's HTTP proxy port, one every 50 ms,
+# each noted "ok" or "refused" in the workspace's `log`, until `stop` exists there.
+PROXY_LOOP = r"""
+port=${http_proxy##*:}; port=${port%%/*}
+while [ ! -e stop ]; do
+  if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo ok; else echo refused; fi >> log
+  sleep 0.05
+done
+"""
+
+
+def proxy_log(workspace: Path) -> list[str]:
+    """What PROXY_LOOP noted so far."""
+    try:
+        return (workspace / "log").read_text().split()
+    except FileNotFoundError:
+        return []
 
 
 class Knocker:
