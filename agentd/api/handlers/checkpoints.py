@@ -34,6 +34,16 @@ def image_pb(image: dict[str, Any]) -> pb.FileImage:
     )
 
 
+def file_pb(d: diffs.FileDiff) -> pb.CheckpointFile:
+    return pb.CheckpointFile(
+        root=images.shown(d.root),
+        path=images.shown(d.rel),
+        change=d.change,
+        before=image_pb(d.before),
+        after=image_pb(d.after),
+    )
+
+
 def _checkpoint(row: Row) -> pb.Checkpoint:
     entries = row.body.get("files", [])
     counts = {k: sum(1 for e in entries if e["kind"] == k) for k in ("added", "changed", "deleted")}
@@ -147,17 +157,7 @@ class CheckpointHandlers:
             contents = await asyncio.to_thread(diffs.against_now, found, identity, service.cap)
         text = await asyncio.to_thread(diffs.render, found, fmt, service.blobs, contents)
         return pb.DiffCheckpointResponse(
-            files=[
-                pb.CheckpointFile(
-                    root=images.shown(d.root),
-                    path=images.shown(d.rel),
-                    change=d.change,
-                    before=image_pb(d.before),
-                    after=image_pb(d.after),
-                )
-                for d in found
-                if d.change != "none"
-            ],
+            files=[file_pb(d) for d in found if d.change != "none"],
             text=images.shown(text),
         )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agentd.api.handlers.checkpoints import image_pb, who
+from agentd.api.handlers.checkpoints import file_pb, image_pb, who
 from agentd.api.handlers.rpc import require, unary
 from agentd.changes import diffs, images
 from agentd.changes.review import CHANGED, Reviews
@@ -72,16 +72,7 @@ class ReviewHandlers:
             id=row.seq,
             tool_use_id=row.tool_use_id,
             command=images.shown(str(row.body.get("command", ""))),
-            files=[
-                pb.CheckpointFile(
-                    root=images.shown(d.root),
-                    path=images.shown(d.rel),
-                    change=d.change,
-                    before=image_pb(d.before),
-                    after=image_pb(d.after),
-                )
-                for d in found
-            ],
+            files=[file_pb(d) for d in found],
             text=images.shown(text),
             time_ms=row.time_ms,
         )
